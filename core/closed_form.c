@@ -1,0 +1,264 @@
+/* closed_form.c: the textbook formulas of DESIGN.md as pure functions, and a
+ * step-time estimate built from them (see closed_form.h).
+ *
+ * The estimate assumes what the formulas assume: uniform transformer
+ * stages (the embedding and the LM head lengthen the first and last stage
+ * only), an uncontended ring per collective, TP and pipeline communication on the critical path,
+ * and DP gradient reduction after the last backward (or overlapped with
+ * the last micro-batch's backward). The simulator models more.
+ */
+#include "closed_form.h"
+
+#include <string.h>
+
+#include "cost.h"
+#include "memory.h"
+#include "schedule.h"
+#include "status.h"
+
+double oc_cf_bubble_fraction(int64_t p, int64_t m, int64_t v)
+{
+    OC_ASSERT(p >= 1 && m >= 1 && v >= 1);
+    /* Narayanan et al. 2021, section 2.2.1 (1F1B: (p-1)/m of ideal time,
+     * so (p-1)/(m+p-1) of the step) and 2.2.2 (interleaved: divided by v). */
+    return (double)(p - 1) / ((double)(v * m) + (double)(p - 1));
+}
+
+double oc_cf_ring_allreduce_s(int64_t n, double bytes, double bw_Bps,
+                              double lat_s)
+{
+    OC_ASSERT(n >= 1);
+    if (n == 1)
+        return 0;
+    OC_ASSERT(bw_Bps > 0);
+    /* Patarasuk and Yuan 2009: reduce-scatter then all-gather, each
+     * N-1 steps of S/N bytes. */
+    const double f = (double)(n - 1) / (double)n;
+    return 2.0 * f * bytes / bw_Bps + 2.0 * (double)(n - 1) * lat_s;
+}
+
+double oc_cf_ring_allgather_s(int64_t n, double bytes, double bw_Bps,
+                              double lat_s)
+{
+    OC_ASSERT(n >= 1);
+    if (n == 1)
+        return 0;
+    OC_ASSERT(bw_Bps > 0);
+    /* Thakur et al. 2005, ring all-gather: N-1 steps of S/N bytes. */
+    const double f = (double)(n - 1) / (double)n;
+    return f * bytes / bw_Bps + (double)(n - 1) * lat_s;
+}
+
+double oc_cf_ring_reducescatter_s(int64_t n, double bytes, double bw_Bps,
+                                  double lat_s)
+{
+    /* The mirror of the all-gather: same steps, same bytes. */
+    return oc_cf_ring_allgather_s(n, bytes, bw_Bps, lat_s);
+}
+
+double oc_busbw_allreduce(int64_t n, double bytes, double time_s)
+{
+    OC_ASSERT(n >= 1 && time_s > 0);
+    /* nccl-tests doc/PERFORMANCE.md: busbw = algbw * 2(n-1)/n. */
+    return bytes / time_s * 2.0 * (double)(n - 1) / (double)n;
+}
+
+double oc_busbw_allgather(int64_t n, double bytes, double time_s)
+{
+    OC_ASSERT(n >= 1 && time_s > 0);
+    /* nccl-tests doc/PERFORMANCE.md: busbw = algbw * (n-1)/n. */
+    return bytes / time_s * (double)(n - 1) / (double)n;
+}
+
+double oc_cf_model_flops_per_step(const struct oc_model *m,
+                                  const struct oc_layout *l)
+{
+    /* Chowdhery et al. 2022, appendix B: forward + backward = 3 forwards;
+     * recomputation is not model FLOPs. */
+    const double per_seq =
+        (double)m->num_hidden_layers *
+            oc_model_layer_fwd_flops(m, 1, l->seq_length) +
+        oc_model_head_fwd_flops(m, 1, l->seq_length);
+    return 3.0 * (double)l->global_batch * per_seq;
+}
+
+/* Which of a rank's coordinates pick its group, for group_link. */
+enum cf_group { CF_TP, CF_PP, CF_DP };
+
+static int64_t other_key(const struct oc_layout *l, struct oc_coord c,
+                         enum cf_group g)
+{
+    /* The coordinates that stay fixed inside a group name the group. */
+    switch (g) {
+    case CF_TP: return c.pp * l->dp + c.dp;
+    case CF_PP: return c.tp * l->dp + c.dp;
+    case CF_DP:
+    default: return c.tp * l->pp + c.pp;
+    }
+}
+
+static struct oc_coord member(enum cf_group g, int64_t i)
+{
+    struct oc_coord c = {0, 0, 0};
+    if (g == CF_TP)
+        c.tp = i;
+    else if (g == CF_PP)
+        c.pp = i;
+    else
+        c.dp = i;
+    return c;
+}
+
+/* Per-hop bandwidth and latency of the ring (or pipeline chain) of group
+ * kind g that holds rank 0, under the layout's rank order. All on one
+ * node: the node fabric. Otherwise the hop between nodes bounds the ring;
+ * each group with a member on a node runs its own flow through the NICs
+ * at once, so the flows per node are the number of distinct groups of
+ * that kind among the node's ranks (for example 8 DP rings for TP 8 on
+ * 8-GPU nodes); see oc_topology_inter_Bps. Node 0 stands for every node
+ * (the layouts are uniform). */
+static void group_link(const struct oc_layout *l, const struct oc_topology *t,
+                       enum cf_group g, double *bw_Bps, double *lat_s)
+{
+    const int64_t n = g == CF_TP ? l->tp : g == CF_PP ? l->pp : l->dp;
+    const int64_t r0 = oc_layout_rank(l, member(g, 0));
+    int one_node = 1;
+    for (int64_t i = 1; i < n && one_node; i++)
+        one_node = oc_topology_same_node(t, r0, oc_layout_rank(l, member(g, i)));
+    if (one_node) {
+        *bw_Bps = oc_topology_intra_Bps(t);
+        *lat_s = t->intra_latency_s;
+        return;
+    }
+    const int64_t world = oc_layout_world(l);
+    const int64_t on_node = t->gpus_per_node < world ? t->gpus_per_node : world;
+    int64_t flows = 0;
+    for (int64_t r = 0; r < on_node; r++) {
+        const int64_t key = other_key(l, oc_layout_coord(l, r), g);
+        int seen = 0;
+        for (int64_t q = 0; q < r && !seen; q++)
+            seen = other_key(l, oc_layout_coord(l, q), g) == key;
+        flows += !seen;
+    }
+    *bw_Bps = oc_topology_inter_Bps(t, flows > 0 ? flows : 1);
+    *lat_s = oc_topology_inter_latency_s(t);
+}
+
+void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
+                const struct oc_topology *t, struct oc_cf_step *out)
+{
+    OC_ASSERT(m && l && t && out);
+    memset(out, 0, sizeof *out);
+    const int64_t p = l->pp, tp = l->tp, d = l->dp;
+    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    const int64_t mb = oc_layout_num_micro_batches(l);
+    const double lpc = (double)oc_layout_layers_per_chunk(l, m);
+    const double sbh = (double)l->seq_length * (double)l->micro_batch *
+                       (double)m->hidden_size;
+
+    /* Compute per chunk from the cost model (a middle stage: no embedding,
+     * no head). */
+    struct oc_cost c;
+    oc_cost_init(&c, m, l, t);
+    out->fwd_chunk_s = lpc * (c.part_s[OC_PART_ATTN][OC_PHASE_FWD] +
+                              c.part_s[OC_PART_MLP][OC_PHASE_FWD]);
+    out->bwd_chunk_s = lpc * (c.part_s[OC_PART_ATTN][OC_PHASE_BWD] +
+                              c.part_s[OC_PART_MLP][OC_PHASE_BWD] +
+                              c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+                              c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]);
+
+    /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h 16-bit
+     * values per layer forward and two backward; with sequence parallelism
+     * each becomes an all-gather plus a reduce-scatter, the same bytes on a
+     * ring (Korthikanti section 4.2.2). Full recompute reruns the forward's
+     * two. */
+    double tp_chunk_s = 0;
+    if (tp > 1) {
+        double bw, lat;
+        group_link(l, t, CF_TP, &bw, &lat);
+        const double per_layer =
+            l->recompute == OC_RECOMPUTE_FULL ? 6.0 : 4.0;
+        tp_chunk_s = per_layer * lpc *
+                     oc_cf_ring_allreduce_s(tp, 2.0 * sbh, bw, lat);
+    }
+
+    /* PP: per chunk and micro-batch one send of the activations forward and
+     * one of their gradient backward, s*b*h 16-bit values (/t with
+     * sequence parallelism), at the slowest stage-to-stage hop. */
+    double pp_chunk_s = 0;
+    if (p > 1) {
+        double bw, lat;
+        group_link(l, t, CF_PP, &bw, &lat);
+        const double bytes = 2.0 * sbh / (l->sequence_parallel ? (double)tp : 1.0);
+        pp_chunk_s = 2.0 * (lat + bytes / bw);
+    }
+
+    /* Pipeline (Narayanan et al. 2021, section 2.2): with uniform stages,
+     * m*v chunk units of (compute + communication) stretched by the
+     * bubble: (m*v + p - 1) units. The embedding (stage 0) and the head
+     * (stage p-1) make those stages longer; with U_i the time of one
+     * micro-batch on stage i (all its chunks), the slowest stage sets the
+     * steady state and the others add the fill and drain:
+     *   step = m * max U_i + (sum U_i - max U_i) / v
+     * which is (m*v + p - 1) * unit exactly when the stages are uniform. */
+    const int64_t vb = l->schedule == OC_SCHED_INTERLEAVED ? v : 1;
+    out->bubble_fraction = oc_cf_bubble_fraction(p, mb, vb);
+    const double unit_s = out->fwd_chunk_s + out->bwd_chunk_s + tp_chunk_s +
+                          pp_chunk_s;
+    const double embed_s = c.part_s[OC_PART_EMBED][OC_PHASE_FWD] +
+                           c.part_s[OC_PART_EMBED][OC_PHASE_BWD];
+    const double head_s = c.part_s[OC_PART_HEAD][OC_PHASE_FWD] +
+                          c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
+    double max_stage_s = 0, sum_stage_s = 0;
+    for (int64_t i = 0; i < p; i++) {
+        double u = (double)v * unit_s;
+        if (i == 0)
+            u += embed_s;
+        if (i == p - 1)
+            u += head_s;
+        sum_stage_s += u;
+        if (u > max_stage_s)
+            max_stage_s = u;
+    }
+    const double pipeline_s = (double)mb * max_stage_s +
+                              (sum_stage_s - max_stage_s) / (double)vb;
+    out->tp_comm_s = (double)(mb * v) * tp_chunk_s;
+    out->pp_comm_s = (double)(mb * v) * pp_chunk_s;
+
+    /* DP: a ring all-reduce of the 16-bit gradients (reduce-scatter plus
+     * all-gather when the optimizer is sharded: the same bytes). The
+     * largest stage finishes last, so take the larger of the first and
+     * the last stage (middle stages hold less). */
+    int64_t params = oc_mem_stage_params(m, l, 0);
+    if (p > 1 && oc_mem_stage_params(m, l, p - 1) > params)
+        params = oc_mem_stage_params(m, l, p - 1);
+    double dp_exposed_s = 0;
+    if (d > 1) {
+        double bw, lat;
+        group_link(l, t, CF_DP, &bw, &lat);
+        out->dp_comm_s = oc_cf_ring_allreduce_s(d, 2.0 * (double)params, bw, lat);
+        dp_exposed_s = out->dp_comm_s;
+        /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
+         * last micro-batch's backward (earlier micro-batches only
+         * accumulate): that backward hides as much. */
+        if (l->overlap_grad_reduce) {
+            dp_exposed_s -= (double)v * out->bwd_chunk_s;
+            if (dp_exposed_s < 0)
+                dp_exposed_s = 0;
+        }
+    }
+
+    /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
+     * rank updates (1/d of them when sharded). */
+    out->optimizer_s = c.optimizer_s_per_param * (double)params /
+                       (l->shard_optimizer ? (double)d : 1.0);
+
+    out->step_s = pipeline_s + dp_exposed_s + out->optimizer_s;
+    out->tokens_per_s =
+        (double)l->global_batch * (double)l->seq_length / out->step_s;
+    /* MFU (Chowdhery et al. 2022, appendix B): model FLOPs over the peak
+     * of every GPU for the step. */
+    out->mfu = oc_cf_model_flops_per_step(m, l) /
+               (out->step_s * (double)oc_layout_world(l) *
+                t->device.peak_flops_16bit);
+}

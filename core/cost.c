@@ -1,0 +1,416 @@
+/* cost.c: the compute cost model: seconds for GEMMs by shape, for
+ * memory-bound kernels by bytes, and the per-layer table of every
+ * (part, phase) for one micro-batch on one TP rank (see cost.h).
+ *
+ * It is a roofline with wave quantization, not a kernel simulator: each
+ * kernel runs alone at the device's sustained rate; fused epilogues (bias
+ * adds) are free; communication is not here (the schedule emits it as
+ * separate ops).
+ *
+ * Letters: T = b*s tokens (rows of the TP GEMMs), Tn = rows of the norm,
+ * residual and dropout kernels (T, or T/t under sequence parallelism),
+ * h hidden, hd head dim, a/k heads/KV heads per TP rank, f intermediate per
+ * TP rank, V vocabulary rows per TP rank.
+ */
+#include "cost.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "status.h"
+
+/* Output tile one SM computes per wave (NVIDIA, "Matrix Multiplication
+ * Background User's Guide", sections on tile and wave quantization). */
+#define OC_TILE 128
+
+/* AdamW with fp32 master weights, per parameter through HBM: read the
+ * 16-bit gradient (2), read and write the fp32 master weight (8), Adam m (8)
+ * and v (8), write the 16-bit weight (2) = 28 bytes. */
+#define OC_ADAM_BYTES_PER_PARAM 28.0
+
+static double hbm_Bps(const struct oc_topology *t)
+{
+    return t->calib_mem_Bps > 0 ? t->calib_mem_Bps : t->device.hbm_bandwidth_Bps;
+}
+
+static double gemm_flops(struct oc_gemm g)
+{
+    return 2.0 * (double)g.m * (double)g.n * (double)g.k * (double)g.batch;
+}
+
+static int64_t ceil_div(int64_t x, int64_t y)
+{
+    OC_ASSERT(y > 0);
+    return (x + y - 1) / y;
+}
+
+/* Arithmetic time of a GEMM, ignoring its operand traffic. Peak times the
+ * sustained efficiency times the wave-quantization efficiency
+ * tiles / (waves * SMs): a partial last wave leaves SMs idle. A partial
+ * tile counts as a whole tile in the wave count; within a wave we do not
+ * charge the partial tile's waste, because libraries pick smaller tiles
+ * for thin shapes. A calibrated rate (measured at the model's shapes)
+ * replaces the whole estimate. */
+static double gemm_compute_s(const struct oc_topology *t, struct oc_gemm g)
+{
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
+        return 0;
+    const double flops = gemm_flops(g);
+    if (t->calib_gemm_flops > 0)
+        return flops / t->calib_gemm_flops;
+    const struct oc_device *dev = &t->device;
+    OC_ASSERT(dev->sm_count > 0 && dev->peak_flops_16bit > 0 &&
+              dev->gemm_efficiency > 0);
+    const int64_t tiles =
+        ceil_div(g.m, OC_TILE) * ceil_div(g.n, OC_TILE) * g.batch;
+    const int64_t waves = ceil_div(tiles, dev->sm_count);
+    const double quant = (double)tiles / ((double)waves * (double)dev->sm_count);
+    return flops / (dev->peak_flops_16bit * dev->gemm_efficiency * quant);
+}
+
+double oc_cost_gemm_s(const struct oc_topology *t, struct oc_gemm g)
+{
+    if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
+        return 0;
+    /* Roofline: the slower of the arithmetic and reading A and B and
+     * writing C once, 16-bit each. */
+    const double bytes = 2.0 *
+                         ((double)g.m * (double)g.k + (double)g.k * (double)g.n +
+                          (double)g.m * (double)g.n) *
+                         (double)g.batch;
+    const double compute_s = gemm_compute_s(t, g);
+    const double memory_s = bytes / hbm_Bps(t);
+    return compute_s > memory_s ? compute_s : memory_s;
+}
+
+double oc_cost_membound_s(const struct oc_topology *t, double bytes)
+{
+    OC_ASSERT(hbm_Bps(t) > 0);
+    return bytes / hbm_Bps(t);
+}
+
+/* Shapes of one layer on one TP rank for one micro-batch. */
+struct dims {
+    double T, Tn;          /* rows of TP GEMMs; rows of replicated kernels */
+    int64_t rows;          /* T as an integer, for GEMM shapes */
+    int64_t s, b, h, hd;
+    int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
+    int dropout, gated, flash, rope, learned_pos;
+};
+
+static void dims_init(struct dims *d, const struct oc_model *m,
+                      const struct oc_layout *l)
+{
+    OC_ASSERT(l->tp >= 1);
+    memset(d, 0, sizeof *d);
+    d->s = l->seq_length;
+    d->b = l->micro_batch;
+    d->rows = d->s * d->b;
+    d->T = (double)d->rows;
+    d->Tn = l->sequence_parallel ? d->T / (double)l->tp : d->T;
+    d->h = m->hidden_size;
+    d->hd = oc_model_head_dim(m);
+    /* Megatron-LM splits heads, the MLP and the vocabulary over t; a KV head
+     * is replicated when there are fewer KV heads than ranks. */
+    d->a = ceil_div(m->num_attention_heads, l->tp);
+    d->k = ceil_div(m->num_key_value_heads, l->tp);
+    d->f = ceil_div(m->intermediate_size, l->tp);
+    d->V = ceil_div(m->vocab_size, l->tp);
+    d->dropout = m->has_dropout != 0;
+    d->gated = m->gated_mlp != 0;
+    d->flash = l->attention == OC_ATTN_FLASH;
+    d->rope = !m->learned_pos_emb;
+    d->learned_pos = m->learned_pos_emb != 0;
+}
+
+/* Time and GEMM FLOPs accumulated over a part's kernels. */
+struct acc {
+    double s;
+    double flops;
+};
+
+static void add_gemm(struct acc *c, const struct oc_topology *t, struct oc_gemm g)
+{
+    c->s += oc_cost_gemm_s(t, g);
+    c->flops += gemm_flops(g);
+}
+
+static void add_mem(struct acc *c, const struct oc_topology *t, double bytes)
+{
+    c->s += oc_cost_membound_s(t, bytes);
+}
+
+/* Backward of C(m x n) = A(m x k) B(k x n): the input gradient
+ * dA = dC B^T (m x k, inner n) and the weight gradient dB = A^T dC
+ * (k x n, inner m), each as many FLOPs as the forward. */
+static struct oc_gemm dgrad(struct oc_gemm g)
+{
+    return (struct oc_gemm){.m = g.m, .n = g.k, .k = g.n, .batch = g.batch};
+}
+static struct oc_gemm wgrad(struct oc_gemm g)
+{
+    return (struct oc_gemm){.m = g.k, .n = g.n, .k = g.m, .batch = g.batch};
+}
+
+/* The two GEMMs of core attention, batched over heads and sequences:
+ * scores S = Q K^T (s x s, inner hd) and weighted values O = P V
+ * (s x hd, inner s). */
+static struct oc_gemm scores_gemm(const struct dims *d)
+{
+    return (struct oc_gemm){.m = d->s, .n = d->s, .k = d->hd, .batch = d->a * d->b};
+}
+static struct oc_gemm values_gemm(const struct dims *d)
+{
+    return (struct oc_gemm){.m = d->s, .n = d->hd, .k = d->s, .batch = d->a * d->b};
+}
+
+/* Core attention: scores, softmax (and its dropout), weighted values. */
+static void core_attention(struct acc *c, const struct oc_topology *t,
+                           const struct dims *d, int backward)
+{
+    const struct oc_gemm sc = scores_gemm(d), va = values_gemm(d);
+    if (d->flash) {
+        /* A fused kernel (Dao et al. 2022) keeps S and P on chip: its time
+         * is its arithmetic, or its I/O (Q, K, V in, O and the fp32
+         * log-sum-exp out; backward also reads O, dO and writes dQ, dK, dV)
+         * when that is slower. Backward recomputes S (FlashAttention-2,
+         * section 3.1.2): five GEMMs against the forward's two. */
+        const double lse = 4.0 * (double)d->a * d->T;
+        const double q = 2.0 * d->T * (double)(d->a * d->hd);
+        const double kv = 2.0 * d->T * (double)(d->k * d->hd);
+        double compute_s, io_bytes, flops;
+        if (!backward) {
+            compute_s = gemm_compute_s(t, sc) + gemm_compute_s(t, va);
+            flops = gemm_flops(sc) + gemm_flops(va);
+            io_bytes = q + 2.0 * kv + q + lse;
+        } else {
+            const struct oc_gemm g[5] = {sc, dgrad(sc), wgrad(sc), dgrad(va),
+                                         wgrad(va)};
+            compute_s = 0;
+            flops = 0;
+            for (int i = 0; i < 5; i++) {
+                compute_s += gemm_compute_s(t, g[i]);
+                flops += gemm_flops(g[i]);
+            }
+            /* read Q K V O dO lse, write dQ dK dV */
+            io_bytes = q + 2.0 * kv + q + q + lse + q + 2.0 * kv;
+        }
+        const double io_s = oc_cost_membound_s(t, io_bytes);
+        c->s += compute_s > io_s ? compute_s : io_s;
+        c->flops += flops;
+        return;
+    }
+    /* Classic: the s x s scores go through HBM. Softmax reads and writes
+     * them (2 bytes each way; scale and causal mask fused, as Megatron-LM's
+     * FusedScaleMaskSoftmax); dropout reads, writes and stores a 1-byte
+     * mask. Backward runs each kernel's gradient, charged twice the bytes. */
+    const double ss = (double)(d->a * d->b) * (double)d->s * (double)d->s;
+    double mem = 4.0 * ss + (d->dropout ? 5.0 * ss : 0.0);
+    if (!backward) {
+        add_gemm(c, t, sc);
+        add_gemm(c, t, va);
+    } else {
+        add_gemm(c, t, dgrad(sc));
+        add_gemm(c, t, wgrad(sc));
+        add_gemm(c, t, dgrad(va));
+        add_gemm(c, t, wgrad(va));
+        mem *= 2.0;
+    }
+    add_mem(c, t, mem);
+}
+
+/* The forward GEMMs of a part other than core attention; returns how many. */
+static int part_gemms(const struct dims *d, enum oc_part part, struct oc_gemm *g)
+{
+    switch (part) {
+    case OC_PART_ATTN:
+        /* Column-parallel QKV (h -> (a + 2k) * hd per rank) and
+         * row-parallel output projection (a * hd per rank -> h). */
+        g[0] = (struct oc_gemm){d->rows, (d->a + 2 * d->k) * d->hd, d->h, 1};
+        g[1] = (struct oc_gemm){d->rows, d->h, d->a * d->hd, 1};
+        return 2;
+    case OC_PART_MLP:
+        /* Up projection h -> f per rank (gate and up fused into one GEMM of
+         * width 2f, as Megatron-LM's linear_fc1 does for SwiGLU), down
+         * projection f -> h. */
+        g[0] = (struct oc_gemm){d->rows, (d->gated ? 2 : 1) * d->f, d->h, 1};
+        g[1] = (struct oc_gemm){d->rows, d->h, d->f, 1};
+        return 2;
+    case OC_PART_HEAD:
+        /* Vocab-parallel logits: h -> V/t (Shoeybi et al. 2019, section 3). */
+        g[0] = (struct oc_gemm){d->rows, d->V, d->h, 1};
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Bytes through HBM of a part's memory-bound kernels (core attention
+ * excluded), forward or backward. Counted per kernel: a norm reads and
+ * writes an h-wide 16-bit tensor (4*Tn*h), a residual add reads two and
+ * writes one (6*Tn*h), a dropout reads, writes and stores a 1-byte mask
+ * (5*Tn*h). Backward of these runs their gradients: twice the bytes. */
+static double part_mem_bytes(const struct dims *d, enum oc_part part,
+                             int backward)
+{
+    const double h = (double)d->h;
+    const double norm = 4.0 * d->Tn * h;
+    const double residual = 6.0 * d->Tn * h;
+    const double dropout = d->dropout ? 5.0 * d->Tn * h : 0.0;
+    double fwd = 0;
+    switch (part) {
+    case OC_PART_ATTN:
+        fwd = norm + residual + dropout;
+        /* Rotary embedding reads and writes Q and K (Su et al. 2021). */
+        if (d->rope)
+            fwd += 4.0 * d->T * (double)((d->a + d->k) * d->hd);
+        return backward ? 2.0 * fwd : fwd;
+    case OC_PART_MLP:
+        /* GELU reads and writes f-wide (4*T*f); SwiGLU reads gate and up and
+         * writes their product (6*T*f). */
+        fwd = norm + residual + dropout +
+              (d->gated ? 6.0 : 4.0) * d->T * (double)d->f;
+        return backward ? 2.0 * fwd : fwd;
+    case OC_PART_EMBED:
+        /* Gather: read T rows of the (vocab-parallel) table, write T*h; add
+         * the learned positions (read T*h more); dropout. Backward: the
+         * scatter-add reads the gradient and read-modify-writes the rows,
+         * charged as twice the forward. */
+        fwd = 4.0 * d->T * h + (d->learned_pos ? 2.0 * d->T * h : 0.0) +
+              dropout;
+        return backward ? 2.0 * fwd : fwd;
+    case OC_PART_HEAD: {
+        /* Final norm, then Megatron-LM's vocab-parallel cross-entropy over
+         * the T x V/t logits in fp32: cast (read 2, write 4), max (read 4),
+         * exp of the shifted logits in place (read 4, write 4), sum (read 4),
+         * normalise in place (read 4, write 4) = 30 bytes per logit. Backward:
+         * softmax minus one-hot in place (read 4, write 4), cast to 16-bit
+         * (read 4, write 2) = 14 bytes per logit, plus the norm's gradient. */
+        const double logits = d->T * (double)d->V;
+        return backward ? 2.0 * norm + 14.0 * logits : norm + 30.0 * logits;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* Time (and GEMM FLOPs) of one part, one layer, one micro-batch. */
+static struct acc part_cost(const struct dims *d, const struct oc_layout *l,
+                            const struct oc_topology *t, enum oc_part part,
+                            enum oc_phase phase)
+{
+    struct acc c = {0, 0};
+    struct oc_gemm g[4];
+    const int ng = part_gemms(d, part, g);
+    switch (phase) {
+    case OC_PHASE_FWD:
+        for (int i = 0; i < ng; i++)
+            add_gemm(&c, t, g[i]);
+        add_mem(&c, t, part_mem_bytes(d, part, 0));
+        if (part == OC_PART_ATTN)
+            core_attention(&c, t, d, 0);
+        break;
+    case OC_PHASE_BWD:
+        for (int i = 0; i < ng; i++) {
+            add_gemm(&c, t, dgrad(g[i]));
+            add_gemm(&c, t, wgrad(g[i]));
+        }
+        add_mem(&c, t, part_mem_bytes(d, part, 1));
+        if (part == OC_PART_ATTN)
+            core_attention(&c, t, d, 1);
+        break;
+    case OC_PHASE_RECOMPUTE:
+        /* Korthikanti et al. 2022, section 5: full recompute reruns the
+         * layer's forward; selective reruns core attention only. The
+         * embedding and the head are never recomputed (Megatron-LM
+         * checkpoints transformer layers only). */
+        if (part != OC_PART_ATTN && part != OC_PART_MLP)
+            break;
+        if (l->recompute == OC_RECOMPUTE_FULL)
+            c = part_cost(d, l, t, part, OC_PHASE_FWD);
+        else if (l->recompute == OC_RECOMPUTE_SELECTIVE && part == OC_PART_ATTN)
+            core_attention(&c, t, d, 0);
+        break;
+    default:
+        break;
+    }
+    return c;
+}
+
+void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
+                  const struct oc_layout *l, const struct oc_topology *t)
+{
+    OC_ASSERT(c && m && l && t);
+    memset(c, 0, sizeof *c);
+    c->topo = t;
+    struct dims d;
+    dims_init(&d, m, l);
+    const enum oc_part parts[] = {OC_PART_EMBED, OC_PART_ATTN, OC_PART_MLP,
+                                  OC_PART_HEAD};
+    const enum oc_phase phases[] = {OC_PHASE_FWD, OC_PHASE_BWD,
+                                    OC_PHASE_RECOMPUTE};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (size_t j = 0; j < sizeof phases / sizeof phases[0]; j++)
+            c->part_s[parts[i]][phases[j]] =
+                part_cost(&d, l, t, parts[i], phases[j]).s;
+    c->optimizer_s_per_param = oc_cost_membound_s(t, OC_ADAM_BYTES_PER_PARAM);
+}
+
+double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
+                    const struct oc_layout *l, const struct oc_model *m)
+{
+    (void)m; /* the table was built for this model at init */
+    OC_ASSERT(op->kind == OC_OP_COMPUTE);
+    /* The optimizer step is memory-bound: the schedule puts the bytes it
+     * moves (28 per parameter the rank updates, fewer parameters when the
+     * optimizer is sharded) in hbm_bytes, and we time those. */
+    if (op->phase == OC_PHASE_OPTIMIZER)
+        return oc_cost_membound_s(c->topo, op->hbm_bytes);
+    OC_ASSERT(op->phase <= OC_PHASE_RECOMPUTE);
+    const int ph = op->phase;
+    switch (op->part) {
+    case OC_PART_ATTN:
+    case OC_PART_MLP:
+        return c->part_s[op->part][ph] *
+               (double)(op->layer_count > 1 ? op->layer_count : 1);
+    case OC_PART_EMBED:
+    case OC_PART_HEAD:
+        return c->part_s[op->part][ph];
+    case OC_PART_CHUNK: {
+        const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+        double s = (c->part_s[OC_PART_ATTN][ph] + c->part_s[OC_PART_MLP][ph]) *
+                   (double)op->layer_count;
+        /* A chunk-grain backward carries its layers' recompute, as the
+         * layer grain emits it just before each layer's backward. */
+        if (ph == OC_PHASE_BWD)
+            s += (c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+                  c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]) *
+                 (double)op->layer_count;
+        if (op->stage == 0 && op->chunk == 0)
+            s += c->part_s[OC_PART_EMBED][ph];
+        if (op->stage == l->pp - 1 && op->chunk == v - 1)
+            s += c->part_s[OC_PART_HEAD][ph];
+        return s;
+    }
+    default:
+        OC_ASSERT(!"compute op with a part that has no cost");
+        return 0;
+    }
+}
+
+double oc_cost_layer_flops(const struct oc_model *m, const struct oc_layout *l,
+                           enum oc_phase phase)
+{
+    /* Only FLOPs are read; no device is needed, but the GEMM timing needs a
+     * valid one, so use a dummy unit device. */
+    struct oc_topology t;
+    memset(&t, 0, sizeof t);
+    t.device.peak_flops_16bit = 1;
+    t.device.hbm_bandwidth_Bps = 1;
+    t.device.sm_count = 1;
+    t.device.gemm_efficiency = 1;
+    struct dims d;
+    dims_init(&d, m, l);
+    return part_cost(&d, l, &t, OC_PART_ATTN, phase).flops +
+           part_cost(&d, l, &t, OC_PART_MLP, phase).flops;
+}

@@ -1,0 +1,80 @@
+/* cost.h: how long one compute op takes on a device, before any calibration.
+ *
+ *   struct oc_cost c;
+ *   oc_cost_init(&c, &model, &layout, &topo);
+ *   double sec = oc_cost_op_s(&c, &op);     // an OC_OP_COMPUTE op
+ *
+ * GEMMs: from their shape, by the roofline (FLOPs at peak, or operand bytes
+ * at HBM bandwidth, whichever is slower) and by tile and wave quantization
+ * over the device's SMs (NVIDIA, "Matrix Multiplication Background User's
+ * Guide": a 128x128 output tile per SM per wave), capped by the device's
+ * sustained fraction of peak (gemm_efficiency). Memory-bound kernels (norms,
+ * activations, softmax, residual adds, dropout, optimizer) by bytes over HBM
+ * bandwidth. A calibrated topology (calib_gemm_flops, calib_mem_Bps) replaces
+ * the peak-based rates with measured ones.
+ *
+ * The per-layer time of each (part, phase) is computed once at init, so an
+ * op's cost is a table look-up times its layer count.
+ *
+ * What each part counts, per layer, one micro-batch, one TP rank (T = b*s):
+ *   ATTN  QKV [T x h] x [h x (h + 2*kv_dim)/t], scores and weighted values
+ *         ((a/t)*b GEMMs [s x hd] x [hd x s] and [s x s] x [s x hd]; a flash
+ *         kernel as their arithmetic only, its I/O without s x s traffic),
+ *         output projection [T x h/t] x [h/t x h]; norm, softmax, rotary,
+ *         residual and dropout as memory-bound kernels.
+ *   MLP   up [T x h] x [h x f/t] (2f/t wide when gated), down
+ *         [T x f/t] x [f/t x h]; norm, activation, residual, dropout.
+ *   EMBED gather (and position add) over HBM.   HEAD final norm, logits GEMM
+ *         [T x h] x [h x V/t], fp32 cross-entropy passes over the logits.
+ * Backward: for every forward GEMM its input-gradient and weight-gradient
+ * GEMMs, memory-bound work doubled (flash: 5 GEMMs, recomputing S).
+ * Recompute: full reruns ATTN and MLP forward; selective reruns core
+ * attention only. Optimizer ops are timed from their hbm_bytes.
+ */
+#ifndef OC_COST_H
+#define OC_COST_H
+
+#include <stdint.h>
+
+#include "layout.h"
+#include "model.h"
+#include "schedule.h"
+#include "topology.h"
+
+struct oc_gemm {
+    int64_t m, n, k; /* C (m x n) = A (m x k) * B (k x n) */
+    int64_t batch;   /* independent GEMMs of that shape (attention heads) */
+};
+
+double oc_cost_gemm_s(const struct oc_topology *t, struct oc_gemm g);
+double oc_cost_membound_s(const struct oc_topology *t, double bytes);
+
+/* The time table: seconds for one layer's (or one embedding's, one head's)
+ * part in each phase, one micro-batch, one TP rank. */
+struct oc_cost {
+    double part_s[OC_PART_ALL + 1][OC_PHASE_OPTIMIZER + 1];
+    double optimizer_s_per_param; /* AdamW: bytes per parameter over HBM */
+    const struct oc_topology *topo;
+};
+
+void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
+                  const struct oc_layout *l, const struct oc_topology *t);
+/* Seconds for a COMPUTE op of a schedule built for the same layout. For
+ * OC_PART_CHUNK the op's layer range and its flags (embedding on the first
+ * chunk of stage 0, head on the last chunk of stage p-1) are honoured. */
+/* OC_PHASE_OPTIMIZER ops (any part) cost op->hbm_bytes over HBM bandwidth:
+ * the schedule puts there the 28 bytes per updated parameter of AdamW (see
+ * optimizer_s_per_param), already divided by d when the optimizer is
+ * sharded. */
+double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
+                    const struct oc_layout *l, const struct oc_model *m);
+
+/* A check, not used for timing: the GEMM FLOPs the cost model runs for one
+ * layer (attention + MLP), one micro-batch, one TP rank, in `phase`
+ * (FWD, BWD or RECOMPUTE). FWD equals oc_model_layer_fwd_flops / t when the
+ * heads and the MLP divide evenly over t; BWD is twice FWD (plus the
+ * recomputed scores of a flash kernel). */
+double oc_cost_layer_flops(const struct oc_model *m, const struct oc_layout *l,
+                           enum oc_phase phase);
+
+#endif

@@ -1,0 +1,388 @@
+/* layout.c: parse, print, validate, number and enumerate layouts (see
+ * layout.h). Validation messages are what a user reads: each names the rule
+ * and the numbers that break it. */
+#define _POSIX_C_SOURCE 200809L
+#include "layout.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void oc_layout_default(struct oc_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    l->tp = l->pp = l->dp = 1;
+    l->micro_batch = 1;
+    l->global_batch = 512;
+    l->seq_length = 4096;
+    l->schedule = OC_SCHED_1F1B;
+    l->vchunks = 1;
+    l->recompute = OC_RECOMPUTE_SELECTIVE;
+    l->sequence_parallel = 1;
+    l->shard_optimizer = 1;
+    l->overlap_grad_reduce = 1;
+    l->attention = OC_ATTN_FLASH;
+    l->order = OC_ORDER_TP_DP_PP;
+}
+
+static const char *const schedule_names[] = {
+    [OC_SCHED_GPIPE] = "gpipe",
+    [OC_SCHED_1F1B] = "1f1b",
+    [OC_SCHED_INTERLEAVED] = "interleaved",
+};
+static const char *const recompute_names[] = {
+    [OC_RECOMPUTE_NONE] = "none",
+    [OC_RECOMPUTE_SELECTIVE] = "selective",
+    [OC_RECOMPUTE_FULL] = "full",
+};
+static const char *const order_names[] = {
+    [OC_ORDER_TP_DP_PP] = "tp-dp-pp",
+    [OC_ORDER_TP_PP_DP] = "tp-pp-dp",
+};
+
+#define NAME_OF(table, i)                                                      \
+    ((size_t)(i) < sizeof table / sizeof table[0] ? table[i] : "?")
+
+const char *oc_schedule_name(enum oc_schedule_kind k) { return NAME_OF(schedule_names, k); }
+const char *oc_recompute_name(enum oc_recompute r) { return NAME_OF(recompute_names, r); }
+const char *oc_order_name(enum oc_rank_order o) { return NAME_OF(order_names, o); }
+
+static int index_of(const char *const *table, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(table[i], s) == 0)
+            return i;
+    return -1;
+}
+
+int oc_schedule_from_name(const char *s, enum oc_schedule_kind *k)
+{
+    int i = index_of(schedule_names, 3, s);
+    if (i < 0 && strcmp(s, "interleaved-1f1b") == 0)
+        i = OC_SCHED_INTERLEAVED;
+    if (i < 0)
+        return -1;
+    *k = (enum oc_schedule_kind)i;
+    return 0;
+}
+
+int oc_recompute_from_name(const char *s, enum oc_recompute *r)
+{
+    int i = index_of(recompute_names, 3, s);
+    if (i < 0)
+        return -1;
+    *r = (enum oc_recompute)i;
+    return 0;
+}
+
+int oc_order_from_name(const char *s, enum oc_rank_order *o)
+{
+    int i = index_of(order_names, 2, s);
+    if (i < 0 && strcmp(s, "megatron") == 0)
+        i = OC_ORDER_TP_DP_PP;
+    if (i < 0)
+        return -1;
+    *o = (enum oc_rank_order)i;
+    return 0;
+}
+
+/* "tp8" with prefix "tp" -> 8; -1 when s is not prefix followed by a
+ * positive decimal number that fits. */
+static int64_t prefixed_number(const char *s, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    if (strncmp(s, prefix, n) != 0 || !isdigit((unsigned char)s[n]))
+        return -1;
+    errno = 0;
+    char *end;
+    long long v = strtoll(s + n, &end, 10);
+    if (*end || errno || v <= 0 || v > 1000000000LL)
+        return -1;
+    return v;
+}
+
+/* One part of the compact string. Returns 0, or -1 if not understood. */
+static int parse_part(struct oc_layout *l, const char *part, unsigned *seen)
+{
+    static const struct {
+        const char *prefix;
+        size_t offset;
+        unsigned bit;
+    } numbers[] = {
+        {"tp", offsetof(struct oc_layout, tp), 1},
+        {"pp", offsetof(struct oc_layout, pp), 2},
+        {"dp", offsetof(struct oc_layout, dp), 4},
+        {"mb", offsetof(struct oc_layout, micro_batch), 8},
+        {"v", offsetof(struct oc_layout, vchunks), 16},
+    };
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        int64_t v = prefixed_number(part, numbers[i].prefix);
+        if (v > 0) {
+            *(int64_t *)((char *)l + numbers[i].offset) = v;
+            *seen |= numbers[i].bit;
+            return 0;
+        }
+    }
+    enum oc_schedule_kind k;
+    enum oc_rank_order o;
+    if (oc_schedule_from_name(part, &k) == 0) {
+        l->schedule = k;
+        *seen |= 32;
+    } else if (strcmp(part, "sp") == 0) {
+        l->sequence_parallel = 1;
+    } else if (strcmp(part, "nosp") == 0) {
+        l->sequence_parallel = 0;
+    } else if (strcmp(part, "rnone") == 0) {
+        l->recompute = OC_RECOMPUTE_NONE;
+    } else if (strcmp(part, "rsel") == 0) {
+        l->recompute = OC_RECOMPUTE_SELECTIVE;
+    } else if (strcmp(part, "rfull") == 0) {
+        l->recompute = OC_RECOMPUTE_FULL;
+    } else if (strcmp(part, "zero1") == 0) {
+        l->shard_optimizer = 1;
+    } else if (strcmp(part, "nozero") == 0) {
+        l->shard_optimizer = 0;
+    } else if (strcmp(part, "flash") == 0) {
+        l->attention = OC_ATTN_FLASH;
+    } else if (strcmp(part, "classic") == 0) {
+        l->attention = OC_ATTN_CLASSIC;
+    } else if (strncmp(part, "order=", 6) == 0 &&
+               oc_order_from_name(part + 6, &o) == 0) {
+        l->order = o;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st)
+{
+    if (!s || !*s)
+        return oc_fail(st, "empty layout string (expected e.g. tp8-pp8-dp1)");
+    struct oc_layout tmp = *l;
+    char buf[256];
+    if (strlen(s) >= sizeof buf)
+        return oc_fail(st, "layout string too long: '%.40s...'", s);
+    strcpy(buf, s);
+    /* The rank order may itself hold dashes: "order=tp-pp-dp" is cut out
+     * before splitting on '-'. */
+    char *ord = strstr(buf, "order=");
+    if (ord) {
+        enum oc_rank_order o;
+        char name[16] = {0};
+        size_t i = 0;
+        const char *q = ord + 6;
+        /* an order name is three two-letter groups joined by '-' */
+        while (q[i] && i < 8)
+            i++;
+        memcpy(name, q, i);
+        if (oc_order_from_name(name, &o) != 0)
+            return oc_fail(st, "layout '%s': unknown rank order after 'order=' "
+                               "(known: tp-dp-pp, tp-pp-dp)", s);
+        tmp.order = o;
+        memmove(ord, q + i, strlen(q + i) + 1);
+        size_t n = strlen(buf);
+        while (n && buf[n - 1] == '-')
+            buf[--n] = '\0';
+    }
+    unsigned seen = 0;
+    char *save = NULL;
+    for (char *part = strtok_r(buf, "-", &save); part;
+         part = strtok_r(NULL, "-", &save)) {
+        if (parse_part(&tmp, part, &seen) != 0)
+            return oc_fail(st,
+                           "layout '%s': part '%s' not understood (expected "
+                           "tp<N>-pp<N>-dp<N>, then optional mb<N>, v<N>, "
+                           "gpipe|1f1b|interleaved, sp|nosp, rnone|rsel|rfull, "
+                           "zero1|nozero, flash|classic, order=tp-dp-pp|tp-pp-dp)",
+                           s, part);
+    }
+    if ((seen & 7) != 7)
+        return oc_fail(st, "layout '%s' must name tp, pp and dp (e.g. tp8-pp8-dp1)", s);
+    /* "v2" alone means the interleaved schedule. */
+    if ((seen & 16) && !(seen & 32) && tmp.vchunks > 1)
+        tmp.schedule = OC_SCHED_INTERLEAVED;
+    *l = tmp;
+    return 0;
+}
+
+void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
+{
+    int k = snprintf(buf, n, "tp%lld-pp%lld-dp%lld-mb%lld",
+                     (long long)l->tp, (long long)l->pp, (long long)l->dp,
+                     (long long)l->micro_batch);
+    if (k < 0 || (size_t)k >= n)
+        return;
+    if (l->schedule == OC_SCHED_INTERLEAVED)
+        snprintf(buf + k, n - (size_t)k, "-v%lld", (long long)l->vchunks);
+    else
+        snprintf(buf + k, n - (size_t)k, "-%s", oc_schedule_name(l->schedule));
+}
+
+int64_t oc_layout_world(const struct oc_layout *l) { return l->tp * l->pp * l->dp; }
+
+int64_t oc_layout_num_micro_batches(const struct oc_layout *l)
+{
+    int64_t per = l->dp * l->micro_batch;
+    return per > 0 ? l->global_batch / per : 0;
+}
+
+int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
+                                   const struct oc_model *m)
+{
+    int64_t c = l->pp * (l->vchunks > 0 ? l->vchunks : 1);
+    return c > 0 ? m->num_hidden_layers / c : 0;
+}
+
+int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
+                       const struct oc_topology *t, int64_t cards,
+                       struct oc_status *st)
+{
+    if (l->tp < 1 || l->pp < 1 || l->dp < 1)
+        return oc_fail(st, "tp, pp and dp must be at least 1 (got tp%lld-pp%lld-dp%lld)",
+                       (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    int64_t world = oc_layout_world(l);
+    if (world != cards)
+        return oc_fail(st,
+                       "total world size does not match device count: "
+                       "TP*PP*DP = %lld*%lld*%lld = %lld does not match %lld cards",
+                       (long long)l->tp, (long long)l->pp, (long long)l->dp,
+                       (long long)world, (long long)cards);
+    if (l->micro_batch < 1)
+        return oc_fail(st, "micro-batch size must be at least 1 (got %lld)",
+                       (long long)l->micro_batch);
+    if (l->global_batch < 1)
+        return oc_fail(st, "global batch must be at least 1 (got %lld)",
+                       (long long)l->global_batch);
+    if (l->seq_length < 1)
+        return oc_fail(st, "sequence length must be at least 1 (got %lld)",
+                       (long long)l->seq_length);
+    if (l->seq_length > m->max_position_embeddings)
+        return oc_fail(st, "sequence length %lld exceeds the model's "
+                           "max_position_embeddings %lld",
+                       (long long)l->seq_length, (long long)m->max_position_embeddings);
+    if (m->num_attention_heads % l->tp != 0)
+        return oc_fail(st, "num_attention_heads %lld is not divisible by TP %lld",
+                       (long long)m->num_attention_heads, (long long)l->tp);
+    if (m->num_key_value_heads % l->tp != 0)
+        return oc_fail(st, "num_key_value_heads %lld is not divisible by TP %lld",
+                       (long long)m->num_key_value_heads, (long long)l->tp);
+    if (m->intermediate_size % l->tp != 0)
+        return oc_fail(st, "intermediate_size %lld is not divisible by TP %lld",
+                       (long long)m->intermediate_size, (long long)l->tp);
+    if (l->sequence_parallel && l->tp > 1 && l->seq_length % l->tp != 0)
+        return oc_fail(st, "sequence parallel needs the sequence length %lld "
+                           "divisible by TP %lld",
+                       (long long)l->seq_length, (long long)l->tp);
+    if (l->schedule == OC_SCHED_INTERLEAVED) {
+        if (l->vchunks < 2)
+            return oc_fail(st, "the interleaved schedule needs v >= 2 model "
+                               "chunks per stage (got v%lld)", (long long)l->vchunks);
+        if (l->pp < 2)
+            return oc_fail(st, "the interleaved schedule needs PP >= 2 (got PP %lld)",
+                           (long long)l->pp);
+    } else if (l->vchunks != 1) {
+        return oc_fail(st, "v%lld model chunks per stage need the interleaved "
+                           "schedule (got %s)",
+                       (long long)l->vchunks, oc_schedule_name(l->schedule));
+    }
+    int64_t v = l->vchunks;
+    if (m->num_hidden_layers % (l->pp * v) != 0) {
+        if (v > 1)
+            return oc_fail(st, "num_hidden_layers %lld is not divisible by "
+                               "PP*v = %lld*%lld = %lld",
+                           (long long)m->num_hidden_layers, (long long)l->pp,
+                           (long long)v, (long long)(l->pp * v));
+        return oc_fail(st, "num_hidden_layers %lld is not divisible by PP %lld",
+                       (long long)m->num_hidden_layers, (long long)l->pp);
+    }
+    if (l->global_batch % (l->dp * l->micro_batch) != 0)
+        return oc_fail(st, "global batch %lld is not divisible by DP*micro-batch "
+                           "= %lld*%lld = %lld",
+                       (long long)l->global_batch, (long long)l->dp,
+                       (long long)l->micro_batch, (long long)(l->dp * l->micro_batch));
+    int64_t mbs = oc_layout_num_micro_batches(l);
+    /* Megatron-LM's interleaved schedule requires it
+     * (schedules.py: num_microbatches % pipeline_parallel_size == 0). */
+    if (l->schedule == OC_SCHED_INTERLEAVED && mbs % l->pp != 0)
+        return oc_fail(st, "the interleaved schedule needs the %lld micro-batches "
+                           "to be a multiple of PP %lld",
+                       (long long)mbs, (long long)l->pp);
+    if (t && !l->allow_cross_node_tp && l->tp > t->gpus_per_node)
+        return oc_fail(st, "TP %lld spans nodes of %lld GPUs (tensor parallel "
+                           "stays inside a node; --allow-cross-node-tp to permit)",
+                       (long long)l->tp, (long long)t->gpus_per_node);
+    if (t && !l->allow_cross_node_tp && t->gpus_per_node % l->tp != 0)
+        return oc_fail(st, "TP %lld does not divide the %lld GPUs of a node, so "
+                           "some TP groups would span two nodes "
+                           "(--allow-cross-node-tp to permit)",
+                       (long long)l->tp, (long long)t->gpus_per_node);
+    return 0;
+}
+
+/* Mixed-radix numbering: the fastest index first. */
+struct oc_coord oc_layout_coord(const struct oc_layout *l, int64_t rank)
+{
+    struct oc_coord c;
+    OC_ASSERT(rank >= 0 && rank < oc_layout_world(l));
+    c.tp = rank % l->tp;
+    int64_t rest = rank / l->tp;
+    if (l->order == OC_ORDER_TP_DP_PP) {
+        c.dp = rest % l->dp;
+        c.pp = rest / l->dp;
+    } else {
+        c.pp = rest % l->pp;
+        c.dp = rest / l->pp;
+    }
+    return c;
+}
+
+int64_t oc_layout_rank(const struct oc_layout *l, struct oc_coord c)
+{
+    OC_ASSERT(c.tp >= 0 && c.tp < l->tp && c.pp >= 0 && c.pp < l->pp &&
+              c.dp >= 0 && c.dp < l->dp);
+    if (l->order == OC_ORDER_TP_DP_PP)
+        return c.tp + l->tp * (c.dp + l->dp * c.pp);
+    return c.tp + l->tp * (c.pp + l->pp * c.dp);
+}
+
+int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
+                            const struct oc_model *m,
+                            const struct oc_topology *t,
+                            struct oc_candidate **out)
+{
+    int64_t n = 0, cap = 64;
+    struct oc_candidate *v = oc_xmalloc((size_t)cap * sizeof *v);
+    for (int64_t tp = 1; tp <= o->cards; tp++) {
+        if (o->cards % tp)
+            continue;
+        for (int64_t pp = 1; pp <= o->cards / tp; pp++) {
+            if ((o->cards / tp) % pp)
+                continue;
+            int64_t dp = o->cards / tp / pp;
+            for (int i = 0; i < o->n_micro_batches; i++) {
+                for (int j = 0; j < o->n_schedules; j++) {
+                    if (n == cap) {
+                        cap *= 2;
+                        v = oc_xrealloc(v, (size_t)cap * sizeof *v);
+                    }
+                    struct oc_candidate *c = &v[n++];
+                    c->layout = o->base;
+                    c->layout.tp = tp;
+                    c->layout.pp = pp;
+                    c->layout.dp = dp;
+                    c->layout.micro_batch = o->micro_batches[i];
+                    c->layout.schedule = o->schedules[j];
+                    c->layout.vchunks = o->vchunks ? o->vchunks[j] : 1;
+                    struct oc_status st = {{0}};
+                    c->valid = oc_layout_validate(&c->layout, m, t, o->cards, &st) == 0;
+                    snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+                }
+            }
+        }
+    }
+    *out = v;
+    return n;
+}

@@ -1,0 +1,130 @@
+/* layout.h: how one training step is split over the cards, and whether that
+ * split is legal.
+ *
+ *   struct oc_layout l;
+ *   oc_layout_default(&l);                       // tp1-pp1-dp1, 1f1b, ...
+ *   if (oc_layout_parse(&l, "tp8-pp8-dp1-mb2-v2", &st) != 0) ...
+ *   l.global_batch = 512; l.seq_length = 4096;
+ *   if (oc_layout_validate(&l, &model, &topo, 64, &st) != 0) ...  // one line
+ *   int64_t m = oc_layout_num_micro_batches(&l);  // G / (d * b)
+ *   struct oc_coord c = oc_layout_coord(&l, rank); // (tp, pp, dp) of a rank
+ *
+ * Knob names follow Megatron-LM: tensor-model-parallel-size (t),
+ * pipeline-model-parallel-size (p), data parallel (d), micro-batch-size (b),
+ * global-batch-size (G), virtual pipeline chunks (v), recompute-granularity,
+ * sequence-parallel, use-distributed-optimizer, overlap-grad-reduce.
+ *
+ * The compact string is "tp<t>-pp<p>-dp<d>" followed by optional parts in
+ * any order: mb<b> (micro-batch size), v<v> (interleaved 1F1B with v chunks
+ * per stage), gpipe | 1f1b | interleaved, sp | nosp, rnone | rsel | rfull
+ * (recompute), zero1 | nozero (optimizer-state sharding), flash | classic
+ * (attention kernel), order=tp-dp-pp | order=tp-pp-dp (rank order).
+ */
+#ifndef OC_LAYOUT_H
+#define OC_LAYOUT_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "status.h"
+#include "topology.h"
+
+enum oc_schedule_kind {
+    OC_SCHED_GPIPE,       /* all forwards, then all backwards */
+    OC_SCHED_1F1B,        /* PipeDream-Flush / Megatron non-interleaved */
+    OC_SCHED_INTERLEAVED, /* Megatron interleaved 1F1B, v chunks per stage */
+};
+
+enum oc_recompute {
+    OC_RECOMPUTE_NONE,
+    OC_RECOMPUTE_SELECTIVE, /* recompute attention scores only (Korthikanti) */
+    OC_RECOMPUTE_FULL,      /* keep each layer's input, recompute the layer */
+};
+
+enum oc_attention { OC_ATTN_CLASSIC, OC_ATTN_FLASH };
+
+/* Which index varies fastest when ranks are numbered. Megatron-LM's default
+ * order "tp-cp-ep-dp-pp" is OC_ORDER_TP_DP_PP: TP fastest, then DP, then PP.
+ * OC_ORDER_TP_PP_DP keeps TP inside a node, runs PP across neighbouring
+ * nodes and puts DP outermost. */
+enum oc_rank_order { OC_ORDER_TP_DP_PP, OC_ORDER_TP_PP_DP };
+
+struct oc_layout {
+    int64_t tp, pp, dp;
+    int64_t micro_batch;   /* b: sequences per micro-batch */
+    int64_t global_batch;  /* G: sequences per step, over all DP replicas */
+    int64_t seq_length;    /* s */
+    enum oc_schedule_kind schedule;
+    int64_t vchunks;       /* v: model chunks per stage (1 unless interleaved) */
+    enum oc_recompute recompute;
+    int sequence_parallel;
+    int shard_optimizer;   /* ZeRO-1 / Megatron distributed optimizer */
+    int overlap_grad_reduce;
+    enum oc_attention attention;
+    enum oc_rank_order order;
+    int allow_cross_node_tp; /* let a TP group span nodes */
+};
+
+/* Where one rank sits in the layout. */
+struct oc_coord {
+    int64_t tp, pp, dp;
+};
+
+void oc_layout_default(struct oc_layout *l);
+
+/* Parse the compact string into l (fields it does not name are left as
+ * they are). Returns -1 naming the part it did not understand. */
+int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st);
+/* Write the compact string ("tp8-pp8-dp1-mb1-1f1b"). */
+void oc_layout_format(const struct oc_layout *l, char *buf, size_t n);
+
+/* Names of enum values as used in strings, CSV and reports. */
+const char *oc_schedule_name(enum oc_schedule_kind k);   /* gpipe, 1f1b, interleaved */
+const char *oc_recompute_name(enum oc_recompute r);      /* none, selective, full */
+const char *oc_order_name(enum oc_rank_order o);         /* tp-dp-pp, tp-pp-dp */
+int oc_schedule_from_name(const char *s, enum oc_schedule_kind *k);
+int oc_recompute_from_name(const char *s, enum oc_recompute *r);
+int oc_order_from_name(const char *s, enum oc_rank_order *o);
+
+/* Check every rule; the first broken one becomes st->msg, for example
+ * "TP*PP*DP = 32 (tp4 x pp4 x dp2) does not match 64 cards". Memory is not
+ * checked here (see oc_memory_* in memory.h). */
+int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
+                       const struct oc_topology *t, int64_t cards,
+                       struct oc_status *st);
+
+int64_t oc_layout_world(const struct oc_layout *l);              /* t*p*d */
+int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
+int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
+                                   const struct oc_model *m);    /* L/(p*v) */
+
+/* Rank numbering (see enum oc_rank_order). */
+struct oc_coord oc_layout_coord(const struct oc_layout *l, int64_t rank);
+int64_t oc_layout_rank(const struct oc_layout *l, struct oc_coord c);
+
+/* Enumeration: every (tp, pp, dp) with tp*pp*dp == cards, times the
+ * micro-batch sizes and schedules asked for, each with its verdict. */
+struct oc_enum_opts {
+    int64_t cards;
+    struct oc_layout base;          /* batch, seq, recompute... copied into each */
+    const int64_t *micro_batches;   /* candidate b values */
+    int n_micro_batches;
+    const enum oc_schedule_kind *schedules;
+    const int64_t *vchunks;         /* v for each schedule entry */
+    int n_schedules;
+};
+
+struct oc_candidate {
+    struct oc_layout layout;
+    int valid;                 /* passes oc_layout_validate */
+    char reason[OC_MSG_MAX];   /* why not, empty when valid */
+};
+
+/* Fills *out (malloc'd, caller frees) with every candidate, valid or not,
+ * ordered by tp, pp, dp, micro-batch, schedule. Returns the count. */
+int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
+                            const struct oc_model *m,
+                            const struct oc_topology *t,
+                            struct oc_candidate **out);
+
+#endif

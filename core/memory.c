@@ -1,0 +1,343 @@
+/* memory.c: bytes per GPU of one pipeline stage, from the closed-form model
+ * (see memory.h for the sources). It is the reference the schedule's
+ * ALLOC/FREE events are sized from; it does not walk a schedule, except for
+ * the interleaved 1F1B peak, where it replays the stage's unit order (the
+ * Megatron-LM order, written out below) because which chunks are in flight
+ * at the peak decides how many embedding and head activations count.
+ *
+ * Letters: s sequence, b micro-batch, h hidden, a heads, k KV heads,
+ * f intermediate, V vocabulary, P positions, L layers, t TP, p PP, d DP,
+ * v chunks per stage, m micro-batches per step. Activations are 16-bit
+ * (2 bytes per element), dropout masks 1 byte, softmax statistics fp32.
+ * What is not counted: transient buffers of the op running at the peak
+ * (for example the full activations of the one layer being recomputed),
+ * communication staging and allocator fragmentation.
+ */
+#include "memory.h"
+
+#include "status.h"
+
+/* Bytes per element (Korthikanti et al. 2022, section 4.1: 16-bit
+ * activations, 1-byte dropout masks). */
+#define ACT_BYTES 2.0
+#define MASK_BYTES 1.0
+#define FP32_BYTES 4.0
+
+static int64_t ceil_div(int64_t x, int64_t y)
+{
+    OC_ASSERT(y > 0);
+    return (x + y - 1) / y;
+}
+
+/* Rows of the tensors TP keeps whole on every rank (norm inputs and
+ * outputs, residuals, dropout masks on h-wide tensors): all s*b tokens, or
+ * s*b/t under sequence parallelism (Korthikanti section 4.2.2). */
+static double replicated_tokens(const struct oc_layout *l)
+{
+    double tokens = (double)l->seq_length * (double)l->micro_batch;
+    return l->sequence_parallel ? tokens / (double)l->tp : tokens;
+}
+
+double oc_mem_layer_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l)
+{
+    OC_ASSERT(l->tp >= 1 && l->seq_length >= 1 && l->micro_batch >= 1);
+    const double s = (double)l->seq_length, b = (double)l->micro_batch;
+    const double h = (double)m->hidden_size;
+    const double sb = s * b;
+    const double sb_rep = replicated_tokens(l);
+
+    /* Full recompute keeps only the layer input (Korthikanti section 5,
+     * "2sbh"), split over t by sequence parallelism. */
+    if (l->recompute == OC_RECOMPUTE_FULL)
+        return ACT_BYTES * sb_rep * h;
+
+    /* Per-rank widths: heads, KV heads (GQA replicates a KV head when
+     * k < t, as Megatron-LM does) and the MLP's intermediate size. */
+    const double hd = (double)oc_model_head_dim(m);
+    const double a_rank = (double)ceil_div(m->num_attention_heads, l->tp);
+    const double k_rank = (double)ceil_div(m->num_key_value_heads, l->tp);
+    const double f_rank = (double)ceil_div(m->intermediate_size, l->tp);
+    const double q_width = a_rank * hd;  /* h/t */
+    const double kv_width = k_rank * hd; /* k*h/(a*t) */
+    const int dropout = m->has_dropout != 0;
+    double bytes = 0;
+
+    /* Attention block (Korthikanti section 4.1, "11sbh + 5as^2b"). */
+    bytes += ACT_BYTES * sb_rep * h;        /* QKV input (norm output): 2sbh */
+    bytes += ACT_BYTES * sb * q_width;      /* Q: 2sbh/t */
+    bytes += ACT_BYTES * sb * kv_width;     /* K: 2sbh/t, times k/a with GQA */
+    bytes += ACT_BYTES * sb * kv_width;     /* V: 2sbh/t, times k/a with GQA */
+    if (l->recompute != OC_RECOMPUTE_SELECTIVE) {
+        /* Core-attention internals; selective recompute recomputes them
+         * (Korthikanti section 5) so they are not kept. */
+        if (l->attention == OC_ATTN_FLASH) {
+            /* A fused kernel keeps no s x s tensor, only the fp32 softmax
+             * log-sum-exp per row and head (Dao et al. 2022, algorithm 2). */
+            bytes += FP32_BYTES * a_rank * sb;
+        } else {
+            bytes += ACT_BYTES * a_rank * s * sb; /* softmax out: 2as^2b/t */
+            if (dropout) {
+                bytes += MASK_BYTES * a_rank * s * sb; /* mask: as^2b/t */
+                bytes += ACT_BYTES * a_rank * s * sb;  /* dropout out: 2as^2b/t */
+            }
+        }
+    }
+    bytes += ACT_BYTES * sb * q_width;      /* output-projection input: 2sbh/t */
+    if (dropout)
+        bytes += MASK_BYTES * sb_rep * h;   /* dropout mask: sbh */
+
+    /* MLP block ("19sbh" for f = 4h). The f-wide tensors kept: GELU keeps
+     * the first GEMM output and the GELU output (8sbh + 8sbh for f = 4h);
+     * SwiGLU keeps gate output, up output and their product. */
+    bytes += ACT_BYTES * sb_rep * h;        /* MLP input (norm output): 2sbh */
+    bytes += (m->gated_mlp ? 3.0 : 2.0) * ACT_BYTES * sb * f_rank;
+    if (dropout)
+        bytes += MASK_BYTES * sb_rep * h;   /* dropout mask: sbh */
+
+    /* The two norms' inputs: 4sbh. */
+    bytes += 2.0 * ACT_BYTES * sb_rep * h;
+    return bytes;
+}
+
+double oc_mem_embed_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l)
+{
+    /* Korthikanti section 4.3: the embedding keeps its dropout mask (sbh,
+     * /t with sequence parallelism). The embedding output is the first
+     * layer's input, already counted in oc_mem_layer_activation_bytes (its
+     * norm input, or under full recompute its 2sbh). */
+    if (!m->has_dropout)
+        return 0;
+    return MASK_BYTES * replicated_tokens(l) * (double)m->hidden_size;
+}
+
+double oc_mem_head_activation_bytes(const struct oc_model *m,
+                                    const struct oc_layout *l)
+{
+    /* Korthikanti section 4.3 counts the output layer as 4sbh/t (1 + v/h)
+     * with sequence parallelism: the final norm input 2sbh/t and the LM
+     * head input 2sbh/t (the 4sbv/t is oc_mem_logits_bytes). We divide the
+     * head input by t under SP as the paper does: Megatron-LM's
+     * column-parallel linear keeps its input before the sequence all-gather
+     * and gathers it again in backward. Without SP both are whole (4sbh). */
+    return 2.0 * ACT_BYTES * replicated_tokens(l) * (double)m->hidden_size;
+}
+
+double oc_mem_logits_bytes(const struct oc_model *m, const struct oc_layout *l)
+{
+    /* Korthikanti section 4.3: the vocab-parallel cross-entropy keeps fp32
+     * softmax values of its V/t vocabulary shard, 4sbV/t. */
+    return FP32_BYTES * (double)l->seq_length * (double)l->micro_batch *
+           (double)m->vocab_size / (double)l->tp;
+}
+
+double oc_mem_chunk_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l, int64_t stage,
+                                     int64_t chunk)
+{
+    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    double bytes = (double)oc_layout_layers_per_chunk(l, m) *
+                   oc_mem_layer_activation_bytes(m, l);
+    if (stage == 0 && chunk == 0)
+        bytes += oc_mem_embed_activation_bytes(m, l);
+    if (stage == l->pp - 1 && chunk == v - 1)
+        bytes += oc_mem_head_activation_bytes(m, l);
+    return bytes;
+}
+
+int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
+                            int64_t stage)
+{
+    OC_ASSERT(stage >= 0 && stage < l->pp);
+    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    const int64_t h = m->hidden_size;
+    /* Megatron-LM pads the vocabulary so every TP rank holds the same
+     * number of rows; we pad to the next multiple of t (Megatron pads to a
+     * multiple of 128*t, a difference of a few rows). */
+    const int64_t vocab_rows = ceil_div(m->vocab_size, l->tp);
+    int64_t n = oc_layout_layers_per_chunk(l, m) * v *
+                oc_model_layer_params_tp(m, l->tp);
+    if (stage == 0) {
+        /* Vocab-parallel word embedding (Shoeybi et al. 2019, section 3)
+         * plus the learned position table, which every TP rank keeps. */
+        n += vocab_rows * h;
+        if (m->learned_pos_emb)
+            n += m->max_position_embeddings * h;
+    }
+    if (stage == l->pp - 1) {
+        n += (int64_t)m->norm_params_per_h * h; /* final norm, whole */
+        /* The LM head's V/t rows. Tied and p > 1: Megatron-LM keeps a copy
+         * of the word embedding on the last stage (synchronised through the
+         * embedding group), so it is counted again. Tied and p == 1: the
+         * embedding above is the head. */
+        if (!m->tie_word_embeddings || l->pp > 1)
+            n += vocab_rows * h;
+    }
+    return n;
+}
+
+int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage)
+{
+    OC_ASSERT(stage >= 0 && stage < l->pp);
+    const int64_t m = oc_layout_num_micro_batches(l);
+    const int64_t p = l->pp;
+    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    int64_t n;
+    switch (l->schedule) {
+    case OC_SCHED_GPIPE:
+        /* Huang et al. 2019: every micro-batch's forward before any
+         * backward. */
+        n = m * v;
+        break;
+    case OC_SCHED_1F1B:
+        /* Narayanan et al. 2021, section 2.2: stage i runs p-i-1 warm-up
+         * forwards and one more before its first backward. (v is 1 for
+         * 1F1B; were it more, each micro-batch would hold v chunks.) */
+        n = (p - stage < m ? p - stage : m) * v;
+        break;
+    case OC_SCHED_INTERLEAVED:
+    default:
+        /* Megatron-LM's warm-up count (p-i-1)*2 + (v-1)*p, plus one. */
+        n = (p - stage - 1) * 2 + (v - 1) * p + 1;
+        if (n > m * v)
+            n = m * v;
+        break;
+    }
+    return n;
+}
+
+/* State of a replay: bytes in flight now and at the peak. */
+struct walk {
+    double cur, cur_logits, best, best_logits;
+    int64_t units, max_units;
+};
+
+static void walk_forward(struct walk *w, const struct oc_model *m,
+                         const struct oc_layout *l, int64_t stage,
+                         int64_t chunk, double logit_bytes)
+{
+    w->cur += oc_mem_chunk_activation_bytes(m, l, stage, chunk);
+    if (stage == l->pp - 1 && chunk == l->vchunks - 1)
+        w->cur_logits += logit_bytes;
+    w->units++;
+    if (w->units > w->max_units)
+        w->max_units = w->units;
+    if (w->cur + w->cur_logits > w->best + w->best_logits) {
+        w->best = w->cur;
+        w->best_logits = w->cur_logits;
+    }
+}
+
+static void walk_backward(struct walk *w, const struct oc_model *m,
+                          const struct oc_layout *l, int64_t stage,
+                          int64_t chunk, double logit_bytes)
+{
+    w->cur -= oc_mem_chunk_activation_bytes(m, l, stage, chunk);
+    if (stage == l->pp - 1 && chunk == l->vchunks - 1)
+        w->cur_logits -= logit_bytes;
+    w->units--;
+}
+
+/* Interleaved 1F1B: replay stage `stage`'s unit order and return the largest
+ * sum of in-flight chunk activations (and, through *logits, the logits held
+ * at that point). Megatron-LM's order (schedules.py,
+ * forward_backward_pipelining_with_interleaving): forward unit k runs chunk
+ * (k / p) % v, backward unit j runs chunk v-1 - (j / p) % v; warm-up
+ * forwards, then one forward and one backward alternately, then the
+ * remaining backwards. Chunk sizes depend only on the chunk, so which
+ * micro-batch a unit carries does not matter here. */
+static double interleaved_peak(const struct oc_model *m,
+                               const struct oc_layout *l, int64_t stage,
+                               double *logits_at_peak)
+{
+    const int64_t mb = oc_layout_num_micro_batches(l);
+    const int64_t p = l->pp, v = l->vchunks;
+    const int64_t total = mb * v;
+    int64_t warm = (p - stage - 1) * 2 + (v - 1) * p;
+    if (warm > total)
+        warm = total;
+    const double logit_bytes =
+        stage == p - 1 ? oc_mem_logits_bytes(m, l) : 0.0;
+
+    struct walk w = {0};
+    for (int64_t k = 0; k < warm; k++)
+        walk_forward(&w, m, l, stage, (k / p) % v, logit_bytes);
+    for (int64_t j = 0; j < total - warm; j++) {
+        walk_forward(&w, m, l, stage, ((warm + j) / p) % v, logit_bytes);
+        walk_backward(&w, m, l, stage, v - 1 - (j / p) % v, logit_bytes);
+    }
+    for (int64_t j = total - warm; j < total; j++)
+        walk_backward(&w, m, l, stage, v - 1 - (j / p) % v, logit_bytes);
+    OC_ASSERT(w.units == 0);
+    /* The replay and the closed-form count must agree. */
+    OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));
+    *logits_at_peak = w.best_logits;
+    return w.best;
+}
+
+void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
+                     int64_t stage, struct oc_mem_breakdown *out)
+{
+    OC_ASSERT(out != NULL);
+    OC_ASSERT(stage >= 0 && stage < l->pp);
+    const int64_t p = l->pp;
+    const int64_t mb = oc_layout_num_micro_batches(l);
+
+    out->stage = stage;
+    out->params = oc_mem_stage_params(m, l, stage);
+    /* ZeRO (Rajbhandari et al. 2020) section 3.1: 2 + 2 + 12 bytes per
+     * parameter, the 12 sharded over d by ZeRO-1. */
+    const double np = (double)out->params;
+    out->weights_bytes = 2.0 * np;
+    out->grads_bytes = 2.0 * np;
+    out->optimizer_bytes = 12.0 * np;
+    if (l->shard_optimizer)
+        out->optimizer_bytes /= (double)l->dp;
+    out->inflight = oc_mem_inflight(l, stage);
+
+    if (l->schedule == OC_SCHED_INTERLEAVED) {
+        out->activations_bytes =
+            interleaved_peak(m, l, stage, &out->logits_bytes);
+    } else {
+        /* GPipe and 1F1B: every in-flight micro-batch runs the whole stage,
+         * so on stage 0 each carries the embedding's activations and on
+         * stage p-1 the head's and the logits. */
+        const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+        const int64_t mbs = out->inflight / v; /* micro-batches in flight */
+        OC_ASSERT(mbs <= mb);
+        out->activations_bytes = (double)out->inflight *
+                                 (double)oc_layout_layers_per_chunk(l, m) *
+                                 oc_mem_layer_activation_bytes(m, l);
+        out->logits_bytes = 0;
+        if (stage == 0)
+            out->activations_bytes +=
+                (double)mbs * oc_mem_embed_activation_bytes(m, l);
+        if (stage == p - 1) {
+            out->activations_bytes +=
+                (double)mbs * oc_mem_head_activation_bytes(m, l);
+            out->logits_bytes = (double)mbs * oc_mem_logits_bytes(m, l);
+        }
+    }
+    out->total_bytes = out->weights_bytes + out->grads_bytes +
+                       out->optimizer_bytes + out->activations_bytes +
+                       out->logits_bytes;
+}
+
+double oc_memory_peak(const struct oc_model *m, const struct oc_layout *l,
+                      int64_t *worst_stage)
+{
+    double best = -1;
+    int64_t worst = 0;
+    for (int64_t i = 0; i < l->pp; i++) {
+        struct oc_mem_breakdown b;
+        oc_memory_stage(m, l, i, &b);
+        if (b.total_bytes > best) {
+            best = b.total_bytes;
+            worst = i;
+        }
+    }
+    if (worst_stage)
+        *worst_stage = worst;
+    return best;
+}

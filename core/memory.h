@@ -1,0 +1,95 @@
+/* memory.h: bytes per GPU, per pipeline stage, from the closed-form model.
+ * The schedule's ALLOC/FREE events use these same sizes, so a replay of the
+ * events and oc_memory_stage agree wherever the closed form's assumptions
+ * hold (1F1B and GPipe; see the tests).
+ *
+ *   struct oc_mem_breakdown b;
+ *   oc_memory_stage(&model, &layout, 0, &b);
+ *   printf("%.1f GiB\n", b.total_bytes / 1073741824.0);
+ *
+ * Sources:
+ * - Weights, gradients, optimizer states in mixed-precision Adam: 2 + 2 + 12
+ *   bytes per parameter (Rajbhandari et al. 2020, "ZeRO", section 3.1); the
+ *   12 divided by d when optimizer states are sharded (ZeRO stage 1, Megatron
+ *   --use-distributed-optimizer).
+ * - Activations per layer (Korthikanti et al. 2022, "Reducing Activation
+ *   Recomputation in Large Transformer Models", section 4 and table 2), in
+ *   bytes for 16-bit activations and 1-byte dropout masks:
+ *     no parallelism            s*b*h*(34 + 5*a*s/h)
+ *     tensor parallel           s*b*h*(10 + 24/t + 5*a*s/(h*t))
+ *     + sequence parallel       s*b*h*(34/t + 5*a*s/(h*t))
+ *     selective recompute       drops the 5*a*s/h term
+ *     full recompute            2*s*b*h (the layer input; /t with SP)
+ *   The paper's GPT block (f = 4h, k = a, dropout) gives exactly these; for
+ *   other blocks the same terms are summed from the block's tensors (GQA
+ *   shrinks K and V, SwiGLU keeps gate, up and product, no dropout masks
+ *   without dropout, a flash kernel keeps no s x s scores).
+ * - In flight at stage i (0-based): GPipe m micro-batches, 1F1B min(p-i, m)
+ *   (Narayanan et al. 2021, section 2.2), interleaved
+ *   min((p-i-1)*2 + (v-1)*p + 1, m*v) chunks of L/(p*v) layers (Megatron-LM's
+ *   warm-up count plus one).
+ * - First stage: the embedding's dropout mask (s*b*h, /t with SP); the
+ *   embedding output is the first layer's input, already in the layer term.
+ *   Last stage: final norm and LM head inputs (4*s*b*h, /t with SP as in
+ *   Korthikanti section 4.3) and the fp32 softmax of the vocab-parallel
+ *   cross-entropy (4*s*b*V/t), kept until the backward.
+ * - Interleaved 1F1B: oc_memory_stage replays the stage's Megatron-LM unit
+ *   order to find which chunks (and so how many embedding and head
+ *   activations) are in flight at the peak.
+ */
+#ifndef OC_MEMORY_H
+#define OC_MEMORY_H
+
+#include <stdint.h>
+
+#include "layout.h"
+#include "model.h"
+
+/* Bytes of one layer's activations kept for backward, one micro-batch. */
+double oc_mem_layer_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l);
+/* Extra activations of the first stage (embedding), one micro-batch. */
+double oc_mem_embed_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l);
+/* Extra activations of the last stage (final norm, LM head input), one
+ * micro-batch, without the logits. */
+double oc_mem_head_activation_bytes(const struct oc_model *m,
+                                    const struct oc_layout *l);
+/* The fp32 softmax kept by the vocab-parallel cross-entropy: 4*s*b*V/t. */
+double oc_mem_logits_bytes(const struct oc_model *m, const struct oc_layout *l);
+
+/* What one forward of model chunk `chunk` on `stage` keeps for its backward,
+ * one micro-batch: layers_per_chunk layer terms, plus the embedding term on
+ * chunk 0 of stage 0 and the head term on chunk v-1 of stage p-1 (without
+ * the logits). The schedule's ALLOC/FREE of activations use this size. */
+double oc_mem_chunk_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l, int64_t stage,
+                                     int64_t chunk);
+
+/* Parameters held by one rank of `stage` (its TP shard of its layers, plus
+ * the embedding on the first stage and the LM head on the last). */
+int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
+                            int64_t stage);
+
+/* Chunk-micro-batches whose activations a stage holds at its peak. */
+int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage);
+
+struct oc_mem_breakdown {
+    int64_t stage;
+    int64_t params;            /* parameters on one rank of this stage */
+    double weights_bytes;      /* 2 per parameter */
+    double grads_bytes;        /* 2 per parameter */
+    double optimizer_bytes;    /* 12 per parameter, /d if sharded */
+    double activations_bytes;  /* in-flight layer + embedding + head activations */
+    double logits_bytes;       /* in-flight fp32 softmax (last stage) */
+    double total_bytes;
+    int64_t inflight;          /* chunk-micro-batches held at the peak */
+};
+
+void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
+                     int64_t stage, struct oc_mem_breakdown *out);
+/* The largest stage total; *worst_stage (may be NULL) gets its index. */
+double oc_memory_peak(const struct oc_model *m, const struct oc_layout *l,
+                      int64_t *worst_stage);
+
+#endif

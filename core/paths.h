@@ -1,0 +1,24 @@
+/* paths.h: where shipped models and topologies are found.
+ *
+ *   char path[4096];
+ *   if (oc_data_path("models", "llama2-70b", path, sizeof path, &st) != 0) ...
+ *
+ * A name holding '/' or ending in ".json" is a path and is used as it is.
+ * Any other name is looked up as <dir>/<kind>/<name>.json in, in order:
+ * $OCSIM_DATA_DIR, the source tree the binary was built from, and the
+ * install prefix's share/ocsim. The error lists the shipped names.
+ */
+#ifndef OC_PATHS_H
+#define OC_PATHS_H
+
+#include <stddef.h>
+
+#include "status.h"
+
+int oc_data_path(const char *kind, const char *name, char *out, size_t n,
+                 struct oc_status *st);
+
+/* Writes the shipped names of `kind` (comma separated) into buf. */
+void oc_data_list(const char *kind, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,334 @@
+/* topology.c: read the machines a layout runs on from a JSON file, check
+ * them, and answer the few questions the planner asks of them (nodes for a
+ * card count, same node or not, bandwidth and latency of one flow). See
+ * topology.h for the file layout.
+ *
+ * The number fields are described once, in the tables below: the reader,
+ * oc_topology_check and the "sources" keys all use the same tables, so a
+ * rule cannot differ between a file and a struct built in code.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "topology.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "json_util.h"
+#include "paths.h"
+
+/* Limits past which a number is a unit mistake, not a machine. Today's
+ * largest: ~2.5e15 dense 16-bit FLOP/s (B200), 192 GB, 8 TB/s HBM,
+ * 900 GB/s NVLink per direction, 800 Gb/s NICs. */
+#define OC_BW_LO 1e6   /* 1 MB/s: below is Gb/s or GB/s written as a plain number */
+#define OC_BW_HI 1e14  /* 100 TB/s */
+#define OC_LAT_HI 1.0  /* one second per message: microseconds written as seconds */
+
+static const struct oc_json_rule oc_rule_flops = {0.0, 1, INFINITY, 0, 1e9, 1e17, "FLOP/s"};
+static const struct oc_json_rule oc_rule_bytes = {0.0, 1, INFINITY, 0, 1e6, 1e13, "bytes"};
+static const struct oc_json_rule oc_rule_Bps = {0.0, 1, INFINITY, 0, OC_BW_LO, OC_BW_HI, "bytes per second"};
+/* A latency may be 0 (an ideal fabric, to compare with a formula). */
+static const struct oc_json_rule oc_rule_lat = {0.0, 0, INFINITY, 0, -INFINITY, OC_LAT_HI, "seconds"};
+static const struct oc_json_rule oc_rule_eff = {0.0, 1, 1.0, 0, -INFINITY, INFINITY, NULL};
+static const struct oc_json_rule oc_rule_oversub = {1.0, 0, INFINITY, 0, -INFINITY, 1e3, NULL};
+
+struct oc_topo_num {
+    const char *section; /* "" at top level */
+    const char *key;
+    size_t off; /* of the double in struct oc_topology */
+    const struct oc_json_rule *rule;
+    int required;
+};
+
+struct oc_topo_int {
+    const char *section;
+    const char *key;
+    size_t off; /* of the int64_t in struct oc_topology */
+    int64_t min, absurd_max;
+};
+
+struct oc_topo_str {
+    const char *section;
+    const char *key;
+    size_t off, size; /* of the char array in struct oc_topology */
+};
+
+#define OFF(f) offsetof(struct oc_topology, f)
+#define STR(sec, key, f) {sec, key, OFF(f), sizeof(((struct oc_topology *)0)->f)}
+
+static const struct oc_topo_num oc_topo_nums[] = {
+    {"device", "peak_flops_16bit", OFF(device.peak_flops_16bit), &oc_rule_flops, 1},
+    {"device", "memory_bytes", OFF(device.memory_bytes), &oc_rule_bytes, 1},
+    {"device", "hbm_bandwidth_Bps", OFF(device.hbm_bandwidth_Bps), &oc_rule_Bps, 1},
+    {"device", "gemm_efficiency", OFF(device.gemm_efficiency), &oc_rule_eff, 1},
+    {"intra_node", "bandwidth_Bps", OFF(intra_bandwidth_Bps), &oc_rule_Bps, 1},
+    {"intra_node", "latency_s", OFF(intra_latency_s), &oc_rule_lat, 1},
+    {"nic", "bandwidth_Bps", OFF(nic_bandwidth_Bps), &oc_rule_Bps, 1},
+    {"nic", "latency_s", OFF(nic_latency_s), &oc_rule_lat, 1},
+    {"inter_node", "latency_s", OFF(inter_latency_s), &oc_rule_lat, 1},
+    {"inter_node", "oversubscription", OFF(oversubscription), &oc_rule_oversub, 1},
+    {"calibration", "gemm_flops", OFF(calib_gemm_flops), &oc_rule_flops, 0},
+    {"calibration", "mem_Bps", OFF(calib_mem_Bps), &oc_rule_Bps, 0},
+};
+
+static const struct oc_topo_int oc_topo_ints[] = {
+    {"", "gpus_per_node", OFF(gpus_per_node), 1, 10000},
+    {"device", "sm_count", OFF(device.sm_count), 1, 100000},
+    {"nic", "count_per_node", OFF(nics_per_node), 1, 1024},
+    {"inter_node", "switch_levels", OFF(switch_levels), 1, 16},
+};
+
+static const struct oc_topo_str oc_topo_strs[] = {
+    STR("", "name", name),
+    STR("device", "name", device.name),
+    STR("intra_node", "name", intra_name),
+    STR("nic", "name", nic_name),
+    STR("inter_node", "name", inter_name),
+};
+
+#define OC_COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The sections of the file, in the order they are read. */
+static const char *const oc_topo_sections[] = {
+    "device", "intra_node", "nic", "inter_node", "calibration", NULL,
+};
+
+static int section_required(const char *sec)
+{
+    return strcmp(sec, "calibration") != 0;
+}
+
+/* Keys allowed in one section: those of the tables. */
+static void section_keys(const char *sec, const char **keys, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < OC_COUNT(oc_topo_nums) && k + 1 < n; i++)
+        if (strcmp(oc_topo_nums[i].section, sec) == 0)
+            keys[k++] = oc_topo_nums[i].key;
+    for (size_t i = 0; i < OC_COUNT(oc_topo_ints) && k + 1 < n; i++)
+        if (strcmp(oc_topo_ints[i].section, sec) == 0)
+            keys[k++] = oc_topo_ints[i].key;
+    for (size_t i = 0; i < OC_COUNT(oc_topo_strs) && k + 1 < n; i++)
+        if (strcmp(oc_topo_strs[i].section, sec) == 0)
+            keys[k++] = oc_topo_strs[i].key;
+    keys[k] = NULL;
+}
+
+/* Is "device.sm_count" (or "gpus_per_node") a field of the tables? */
+static int is_field(const char *dotted)
+{
+    char name[160];
+    for (size_t i = 0; i < OC_COUNT(oc_topo_nums); i++) {
+        const struct oc_topo_num *f = &oc_topo_nums[i];
+        snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
+        if (strcmp(name, dotted) == 0)
+            return 1;
+    }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_ints); i++) {
+        const struct oc_topo_int *f = &oc_topo_ints[i];
+        snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
+        if (strcmp(name, dotted) == 0)
+            return 1;
+    }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_strs); i++) {
+        const struct oc_topo_str *f = &oc_topo_strs[i];
+        snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
+        if (strcmp(name, dotted) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* Read the fields of one section (sec "" is the top level). */
+static int read_section(const struct oc_json_obj *o, const char *sec,
+                        struct oc_topology *t, struct oc_status *st)
+{
+    char *base = (char *)t;
+    for (size_t i = 0; i < OC_COUNT(oc_topo_nums); i++) {
+        const struct oc_topo_num *f = &oc_topo_nums[i];
+        if (strcmp(f->section, sec) == 0 &&
+            oc_json_num(o, f->key, f->required, f->rule,
+                        (double *)(base + f->off), NULL, st))
+            return -1;
+    }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_ints); i++) {
+        const struct oc_topo_int *f = &oc_topo_ints[i];
+        if (strcmp(f->section, sec) == 0 &&
+            oc_json_int(o, f->key, OC_JSON_REQUIRED, f->min, f->absurd_max,
+                        (int64_t *)(base + f->off), NULL, st))
+            return -1;
+    }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_strs); i++) {
+        const struct oc_topo_str *f = &oc_topo_strs[i];
+        if (strcmp(f->section, sec) == 0 &&
+            oc_json_str(o, f->key, OC_JSON_OPTIONAL, base + f->off, f->size,
+                        NULL, st))
+            return -1;
+    }
+    return 0;
+}
+
+/* "sources": every key names a field, every value is a non-empty string. */
+static int read_sources(const struct oc_json_obj *src, struct oc_status *st)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(src->obj, key, v) {
+        if (key[0] == '_')
+            continue;
+        if (!is_field(key))
+            return oc_fail(st, "%s: field 'sources.%s' names no field of a topology (write e.g. \"device.peak_flops_16bit\")",
+                           src->file, key);
+        if (!json_is_string(v) || json_string_length(v) == 0)
+            return oc_fail(st, "%s: field 'sources.%s' must be a non-empty string, not %s",
+                           src->file, key,
+                           json_is_string(v) ? "an empty one" : oc_json_type_name(v));
+    }
+    return 0;
+}
+
+static void file_stem(const char *path, char *out, size_t n)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".json") == 0)
+        len -= 5;
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, base, len);
+    out[len] = '\0';
+}
+
+static int read_topology(const struct oc_json_obj *root, int shipped,
+                         struct oc_topology *t, struct oc_status *st)
+{
+    static const char *const top_keys[] = {
+        "name", "description", "gpus_per_node", "device", "intra_node",
+        "nic", "inter_node", "sources", "calibration", NULL,
+    };
+    if (oc_json_known_keys(root, top_keys, st))
+        return -1;
+    if (read_section(root, "", t, st))
+        return -1;
+    char desc[4096];
+    if (oc_json_str(root, "description", OC_JSON_OPTIONAL, desc, sizeof desc, NULL, st))
+        return -1;
+    for (int i = 0; oc_topo_sections[i]; i++) {
+        const char *sec = oc_topo_sections[i];
+        struct oc_json_obj o;
+        int found = 0;
+        if (oc_json_obj_field(root, sec, section_required(sec), &o, &found, st))
+            return -1;
+        if (!found)
+            continue;
+        const char *keys[16];
+        section_keys(sec, keys, OC_COUNT(keys));
+        if (oc_json_known_keys(&o, keys, st) || read_section(&o, sec, t, st))
+            return -1;
+    }
+    /* A shipped file says where each number comes from; a user's file may. */
+    struct oc_json_obj src;
+    int have_src = 0;
+    if (oc_json_obj_field(root, "sources", shipped, &src, &have_src, st))
+        return -1;
+    if (have_src && read_sources(&src, st))
+        return -1;
+    if (!t->name[0])
+        file_stem(root->file, t->name, sizeof t->name);
+    return oc_topology_check(t, root->file, st);
+}
+
+/* A name without '/' and ".json" is a shipped file (paths.h). */
+static int is_shipped_name(const char *name)
+{
+    size_t n = strlen(name);
+    return !strchr(name, '/') && !(n >= 5 && strcmp(name + n - 5, ".json") == 0);
+}
+
+int oc_topology_load(const char *path_or_name, struct oc_topology *t,
+                     struct oc_status *st)
+{
+    memset(t, 0, sizeof *t);
+    char path[4096];
+    if (oc_data_path("topologies", path_or_name, path, sizeof path, st))
+        return -1;
+    json_t *doc = oc_json_load_file(path, st);
+    if (!doc)
+        return -1;
+    struct oc_json_obj root = oc_json_root(doc, path);
+    int rc = read_topology(&root, is_shipped_name(path_or_name), t, st);
+    json_decref(doc);
+    if (rc)
+        memset(t, 0, sizeof *t);
+    return rc;
+}
+
+int oc_topology_check(const struct oc_topology *t, const char *where,
+                      struct oc_status *st)
+{
+    const char *base = (const char *)t;
+    char name[160];
+    for (size_t i = 0; i < OC_COUNT(oc_topo_ints); i++) {
+        const struct oc_topo_int *f = &oc_topo_ints[i];
+        snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
+        int64_t v;
+        memcpy(&v, base + f->off, sizeof v);
+        if (oc_json_check_int(where, name, (double)v, f->min, f->absurd_max, st))
+            return -1;
+    }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_nums); i++) {
+        const struct oc_topo_num *f = &oc_topo_nums[i];
+        double v;
+        memcpy(&v, base + f->off, sizeof v);
+        if (!f->required && v == 0.0) /* calibration: 0 means absent */
+            continue;
+        snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
+        if (oc_json_check_num(where, name, v, f->rule, st))
+            return -1;
+    }
+    return 0;
+}
+
+/* ceil(cards / gpus_per_node) */
+int64_t oc_topology_nodes(const struct oc_topology *t, int64_t cards)
+{
+    OC_ASSERT(t->gpus_per_node >= 1 && cards >= 0);
+    return (cards + t->gpus_per_node - 1) / t->gpus_per_node;
+}
+
+/* GPUs are numbered node by node: GPU g sits on node g / gpus_per_node. */
+int oc_topology_same_node(const struct oc_topology *t, int64_t gpu_a,
+                          int64_t gpu_b)
+{
+    OC_ASSERT(t->gpus_per_node >= 1 && gpu_a >= 0 && gpu_b >= 0);
+    return gpu_a / t->gpus_per_node == gpu_b / t->gpus_per_node;
+}
+
+/* NVSwitch gives every GPU its full NVLink bandwidth to any other GPU of
+ * the node at once (NVIDIA DGX H100 / HGX documentation), so one flow gets
+ * the per-GPU figure. */
+double oc_topology_intra_Bps(const struct oc_topology *t)
+{
+    return t->intra_bandwidth_Bps;
+}
+
+/* One flow cannot exceed one NIC; `flows` flows share all NICs of the node
+ * evenly; above the leaf switch (switch_levels > 1) the uplinks carry
+ * 1/oversubscription of the leaf's downlink bandwidth. */
+double oc_topology_inter_Bps(const struct oc_topology *t, int64_t flows_per_node)
+{
+    OC_ASSERT(flows_per_node >= 1);
+    double all = (double)t->nics_per_node * t->nic_bandwidth_Bps /
+                 (double)flows_per_node;
+    double bw = fmin(t->nic_bandwidth_Bps, all);
+    return t->switch_levels > 1 ? bw / t->oversubscription : bw;
+}
+
+/* NIC (and software) latency once, plus each switch crossed: 1 with one
+ * switch, 3 for leaf-spine-leaf, 2*levels - 1 in a tree of `levels`. */
+double oc_topology_inter_latency_s(const struct oc_topology *t)
+{
+    return t->nic_latency_s +
+           (double)(2 * t->switch_levels - 1) * t->inter_latency_s;
+}

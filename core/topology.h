@@ -1,0 +1,82 @@
+/* topology.h: the machines a layout runs on, read from a JSON file.
+ *
+ *   struct oc_topology t;
+ *   if (oc_topology_load("h100-100g", &t, &st) != 0) { ...st.msg... }
+ *   double link = t.nic_bandwidth_Bps * t.nics_per_node;   // per node
+ *
+ * The file describes one node type and the fabric between nodes; the number
+ * of nodes follows from --cards (oc_topology_nodes). Every number is in SI
+ * base units and its unit is in its name: bytes, seconds, bytes per second
+ * (_Bps), FLOP/s. A shipped file states the public source of each number in
+ * its "sources" object. Layout of the file:
+ *
+ *   { "name": "...", "description": "...",
+ *     "gpus_per_node": 8,
+ *     "device":     { "name", "peak_flops_16bit", "memory_bytes",
+ *                     "hbm_bandwidth_Bps", "sm_count", "gemm_efficiency" },
+ *     "intra_node": { "name", "bandwidth_Bps", "latency_s" },
+ *     "nic":        { "name", "count_per_node", "bandwidth_Bps", "latency_s" },
+ *     "inter_node": { "name", "latency_s", "switch_levels", "oversubscription" },
+ *     "sources":    { "<field>": "<where the number comes from>", ... } }
+ *
+ * A calibrated file (ocsim-exec --calibrate) may add "calibration" with
+ * measured rates that replace the estimates; see cost.h.
+ */
+#ifndef OC_TOPOLOGY_H
+#define OC_TOPOLOGY_H
+
+#include <stdint.h>
+
+#include "status.h"
+
+struct oc_device {
+    char name[64];
+    double peak_flops_16bit;  /* dense bf16/fp16 tensor-core FLOP/s */
+    double memory_bytes;      /* usable device memory */
+    double hbm_bandwidth_Bps; /* device memory bandwidth */
+    int64_t sm_count;         /* streaming multiprocessors (wave quantization) */
+    double gemm_efficiency;   /* sustained fraction of peak for large GEMMs, (0,1] */
+};
+
+struct oc_topology {
+    char name[128];
+    int64_t gpus_per_node;
+    struct oc_device device;
+    char intra_name[64];
+    double intra_bandwidth_Bps; /* per GPU, per direction, into the node fabric */
+    double intra_latency_s;
+    char nic_name[64];
+    int64_t nics_per_node;
+    double nic_bandwidth_Bps; /* per NIC, per direction */
+    double nic_latency_s;
+    char inter_name[64];
+    double inter_latency_s;   /* per switch hop */
+    int64_t switch_levels;    /* 1: one switch; 2: leaf + spine; ... */
+    double oversubscription;  /* >= 1: uplink bandwidth is divided by this */
+    /* Measured rates from a calibration, 0 where absent. */
+    double calib_gemm_flops;     /* sustained GEMM rate at the model's shapes */
+    double calib_mem_Bps;        /* sustained memory bandwidth */
+};
+
+int oc_topology_load(const char *path_or_name, struct oc_topology *t,
+                     struct oc_status *st);
+int oc_topology_check(const struct oc_topology *t, const char *where,
+                      struct oc_status *st);
+
+/* Nodes needed for `cards` GPUs: ceil(cards / gpus_per_node). */
+int64_t oc_topology_nodes(const struct oc_topology *t, int64_t cards);
+
+int oc_topology_same_node(const struct oc_topology *t, int64_t gpu_a,
+                          int64_t gpu_b);
+/* One flow's bandwidth between two GPUs of one node (per direction). */
+double oc_topology_intra_Bps(const struct oc_topology *t);
+/* One flow's bandwidth between nodes when `flows_per_node` flows leave the
+ * node at once (for example the 8 DP rings of a TP-8 layout): each flow gets
+ * min(one NIC, all NICs / flows), divided by the oversubscription when the
+ * route climbs above the leaf switch (switch_levels > 1). */
+double oc_topology_inter_Bps(const struct oc_topology *t, int64_t flows_per_node);
+/* Latency of one message between nodes: NIC latency plus one switch hop per
+ * switch traversed (1 with one switch, 3 up and down a leaf-spine tree...). */
+double oc_topology_inter_latency_s(const struct oc_topology *t);
+
+#endif

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# cli.sh: the `ocsim` command line as a user meets it: exit codes, the one
+# line a bad input gets, and the files a command writes.
+# usage: cli.sh path/to/ocsim
+set -u
+ocsim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect CODE PATTERN -- command...: exit code CODE, stderr a single line
+# matching PATTERN (for CODE 2), or stdout matching PATTERN (otherwise).
+expect() {
+  local code=$1 pattern=$2
+  shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$code" ]; then
+    bad "$* -> exit $rc, expected $code; stderr: $(head -c 300 "$tmp/err")"
+    return
+  fi
+  if [ "$code" -eq 2 ]; then
+    local lines
+    lines=$(wc -l <"$tmp/err")
+    if [ "$lines" -ne 1 ]; then
+      bad "$* -> $lines stderr lines, expected 1: $(cat "$tmp/err")"
+      return
+    fi
+    grep -Eq -- "$pattern" "$tmp/err" || { bad "$* -> stderr '$(cat "$tmp/err")' lacks /$pattern/"; return; }
+  else
+    grep -Eq -- "$pattern" "$tmp/out" || { bad "$* -> stdout lacks /$pattern/"; return; }
+  fi
+  ok
+}
+
+# The issue's own example: the world size names both numbers.
+expect 2 'TP\*PP\*DP.*= 32 does not match 64 cards' "$ocsim" memory --cards 64 --layout tp4-pp4-dp2
+expect 0 'stage' "$ocsim" memory --cards 64 --layout tp8-pp8-dp1
+expect 0 'usage: ocsim layouts' "$ocsim" layouts --help
+expect 0 'usage: ocsim memory' "$ocsim" memory --help
+expect 0 'commands:' "$ocsim" --help
+expect 2 'unknown command' "$ocsim" frobnicate
+expect 2 '--cards N is required' "$ocsim" layouts
+expect 2 "--cards: 'abc' is not an integer" "$ocsim" layouts --cards abc
+expect 2 '--cards must be positive \(got -8\)' "$ocsim" layouts --cards -8
+expect 2 '--cards must be positive \(got 0\)' "$ocsim" layouts --cards 0
+expect 2 "unknown or misplaced option '--bogus'" "$ocsim" layouts --cards 8 --bogus
+expect 2 "--model needs a value" "$ocsim" layouts --cards 8 --model
+expect 2 "unknown model 'nosuch'.*llama2-70b" "$ocsim" layouts --cards 8 --model nosuch
+expect 2 'nosuch.json: no such file' "$ocsim" layouts --cards 8 --model ./nosuch.json
+expect 2 'a layout is required' "$ocsim" memory --cards 8
+expect 2 "part 'xx3' not understood" "$ocsim" memory --cards 8 --layout tp8-xx3
+expect 2 'must name tp, pp and dp' "$ocsim" memory --cards 8 --layout tp8-pp1
+expect 2 'num_attention_heads 64 is not divisible by TP 3' "$ocsim" memory --cards 3 --layout tp3-pp1-dp1 --allow-cross-node-tp
+expect 2 'num_hidden_layers 80 is not divisible by PP 3' "$ocsim" memory --cards 24 --layout tp8-pp3-dp1
+expect 2 'global batch 512 is not divisible by DP\*micro-batch = 3\*1 = 3' "$ocsim" memory --cards 24 --layout tp8-pp1-dp3
+expect 2 'TP 16 spans nodes of 8 GPUs' "$ocsim" memory --cards 16 --layout tp16-pp1-dp1 --model gpt3-175b
+expect 2 'unknown schedule' "$ocsim" layouts --cards 8 --schedule zigzag
+expect 2 'unknown mode' "$ocsim" layouts --cards 8 --recompute some
+expect 2 'unexpected argument' "$ocsim" layouts --cards 8 extra
+
+# A broken model file: one line naming the file and where it broke.
+printf '{"hidden_size": 64,\n "num_attention_heads": \n}\n' >"$tmp/broken.json"
+expect 2 'broken.json:3' "$ocsim" layouts --cards 8 --model "$tmp/broken.json"
+
+# layouts --csv: every row's tp*pp*dp is the card count, and the header has
+# the columns the issue names.
+"$ocsim" layouts --cards 64 --csv "$tmp/l.csv" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ "$rc" -ne 0 ]; then bad "layouts --cards 64 exit $rc: $(cat "$tmp/err")"; else ok; fi
+head -1 "$tmp/l.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,.*peak_mem_bytes,.*fits,reason$' \
+  && ok || bad "layouts CSV header: $(head -1 "$tmp/l.csv")"
+rows=$(tail -n +2 "$tmp/l.csv" | awk -F, '$1*$2*$3 != 64 {bad++} END {print NR, bad+0}')
+[ "${rows#* }" = "0" ] && [ "${rows% *}" -gt 10 ] && ok || bad "layouts CSV rows (count, wrong): $rows"
+awk -F, 'NR > 1 && $11 == 1 {fit++} END {exit fit > 0 ? 0 : 1}' "$tmp/l.csv" && ok || bad "no layout of 64 cards fits"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

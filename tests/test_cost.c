@@ -1,0 +1,418 @@
+/* test_cost.c: the compute cost model (core/cost.c) against values worked
+ * out by hand: the roofline, wave quantization, calibration, the byte and
+ * FLOP accounting of each part, and how a COMPUTE op is priced. Devices
+ * and models are filled field by field. */
+#include <math.h>
+#include <string.h>
+
+#include "cost.h"
+#include "layout.h"
+#include "model.h"
+#include "schedule.h"
+#include "test_util.h"
+
+/* An H100-like device, round numbers: 1000 TFLOP/s peak, 80 % sustained,
+ * 132 SMs, 3 TB/s. */
+static struct oc_topology device(double peak, double eff, int64_t sms,
+                                 double hbm)
+{
+    struct oc_topology t;
+    memset(&t, 0, sizeof t);
+    strcpy(t.name, "test");
+    t.gpus_per_node = 8;
+    t.device.peak_flops_16bit = peak;
+    t.device.memory_bytes = 80e9;
+    t.device.hbm_bandwidth_Bps = hbm;
+    t.device.sm_count = sms;
+    t.device.gemm_efficiency = eff;
+    return t;
+}
+
+/* A small GPT block: h 64, a 4 (hd 16), f 256, L 4, V 1000; GELU, biases,
+ * learned positions, dropout. */
+static struct oc_model tiny_gpt(void)
+{
+    struct oc_model m;
+    memset(&m, 0, sizeof m);
+    strcpy(m.name, "tiny-gpt");
+    strcpy(m.model_type, "gpt2");
+    m.arch = OC_ARCH_GPT;
+    m.hidden_size = 64;
+    m.num_attention_heads = 4;
+    m.num_key_value_heads = 4;
+    m.num_hidden_layers = 4;
+    m.intermediate_size = 256;
+    m.vocab_size = 1000;
+    m.max_position_embeddings = 128;
+    m.has_bias = 1;
+    m.learned_pos_emb = 1;
+    m.norm_params_per_h = 2;
+    m.tie_word_embeddings = 1;
+    m.has_dropout = 1;
+    return m;
+}
+
+static struct oc_layout layout(int64_t t, int64_t p, int64_t b, int64_t s)
+{
+    struct oc_layout l;
+    memset(&l, 0, sizeof l);
+    l.tp = t;
+    l.pp = p;
+    l.dp = 1;
+    l.micro_batch = b;
+    l.global_batch = 4 * b;
+    l.seq_length = s;
+    l.schedule = OC_SCHED_1F1B;
+    l.vchunks = 1;
+    l.recompute = OC_RECOMPUTE_NONE;
+    l.attention = OC_ATTN_CLASSIC;
+    l.order = OC_ORDER_TP_DP_PP;
+    return l;
+}
+
+/* [1536 x 16384] x [16384 x 1408]: 12 x 11 = 132 tiles = one full wave on
+ * 132 SMs. FLOPs 2*1536*1408*16384 = 70 866 960 384, at 0.8 * 1e15:
+ * 88.583 700 48 us. Operand bytes 2*(1536*16384 + 16384*1408 + 1536*1408)
+ * = 100 794 368, 33.6 us at 3 TB/s: compute bound, so the time is exactly
+ * flops / (peak * eff). Two such GEMMs (batch 2): 264 tiles, 2 full waves,
+ * twice the time. */
+static void test_gemm_full_waves(void)
+{
+    struct oc_topology t = device(1e15, 0.8, 132, 3e12);
+    struct oc_gemm g = {1536, 1408, 16384, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 70866960384.0 / 8e14, 1e-12);
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 88.58370048e-6, 1e-12);
+    g.batch = 2;
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 2 * 88.58370048e-6, 1e-12);
+}
+
+/* [896 x 16384] x [16384 x 2432]: 7 x 19 = 133 tiles on 132 SMs: 2 waves,
+ * quantization efficiency 133/264. FLOPs 2*896*2432*16384 = 71 403 831 296
+ * (0.76 % more than the 132-tile GEMM), time 71 403 831 296 * 264 /
+ * (133 * 8e14) = 177.167 400 96 us: about twice the 132-tile GEMM. Operand
+ * bytes 113 410 048, 37.8 us: still compute bound. */
+static void test_gemm_wave_loss(void)
+{
+    struct oc_topology t = device(1e15, 0.8, 132, 3e12);
+    struct oc_gemm g = {896, 2432, 16384, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 71403831296.0 * 264 / (133 * 8e14), 1e-12);
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 177.16740096e-6, 1e-10);
+    struct oc_gemm full = {1536, 1408, 16384, 1};
+    CU_ASSERT(oc_cost_gemm_s(&t, g) > 1.9 * oc_cost_gemm_s(&t, full));
+    /* A partial tile counts as a whole one: 897 rows make 8 row tiles,
+     * 152 tiles, still 2 waves: same time per FLOP of the wave count, i.e.
+     * flops * 264 / (152 * 8e14). */
+    struct oc_gemm ragged = {897, 2432, 16384, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, ragged),
+                  2.0 * 897 * 2432 * 16384 * 264 / (152 * 8e14), 1e-12);
+}
+
+/* [8 x 8192] x [8192 x 8192] (a decode-like skinny GEMM): operand bytes
+ * 2*(8*8192 + 8192*8192 + 8*8192) = 134 479 872, 44.826 624 us at 3 TB/s;
+ * the arithmetic (1 073 741 824 FLOPs, 64 tiles: 1 wave at 64/132) takes
+ * 2.77 us. Memory bound: the time is the bytes over HBM exactly. */
+static void test_gemm_memory_bound(void)
+{
+    struct oc_topology t = device(1e15, 0.8, 132, 3e12);
+    struct oc_gemm g = {8, 8192, 8192, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 134479872.0 / 3e12, 1e-12);
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 44.826624e-6, 1e-12);
+    struct oc_gemm empty = {0, 8192, 8192, 1};
+    CU_ASSERT_EQUAL(oc_cost_gemm_s(&t, empty), 0.0);
+}
+
+/* Memory-bound kernels: 3 GB at 3 TB/s = 1 ms. A calibrated device uses its
+ * measured rates: GEMMs at calib_gemm_flops with no wave loss (the 133-tile
+ * GEMM: 71 403 831 296 / 5e14 = 142.807 662 592 us), bytes at calib_mem_Bps
+ * (3 GB at 2 TB/s = 1.5 ms; the skinny GEMM 134 479 872 / 2e12). */
+static void test_membound_and_calibration(void)
+{
+    struct oc_topology t = device(1e15, 0.8, 132, 3e12);
+    OC_ASSERT_REL(oc_cost_membound_s(&t, 3e9), 1e-3, 1e-12);
+    t.calib_gemm_flops = 5e14;
+    t.calib_mem_Bps = 2e12;
+    OC_ASSERT_REL(oc_cost_membound_s(&t, 3e9), 1.5e-3, 1e-12);
+    struct oc_gemm g = {896, 2432, 16384, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 142.807662592e-6, 1e-12);
+    struct oc_gemm skinny = {8, 8192, 8192, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, skinny), 134479872.0 / 2e12, 1e-12);
+}
+
+/* Byte accounting of one tiny_gpt layer, t 2, s 32, b 2 (T = 64 rows,
+ * 2 heads of 16 per rank, f/t = 128), on a device with unbounded FLOP/s so
+ * every kernel costs its bytes at 1e12 B/s.
+ * MLP forward: up [64x64]x[64x128] 2*(4096+8192+8192) = 40 960, down
+ *   [64x128]x[128x64] 40 960, norm 4*64*64 = 16 384, GELU 4*64*128 =
+ *   32 768, residual 6*64*64 = 24 576, dropout 5*64*64 = 20 480:
+ *   176 128 bytes.
+ * MLP backward: four GEMMs (dgrad and wgrad of each) of 40 960 bytes each
+ *   = 163 840, twice the memory-bound bytes 2*94 208 = 188 416: 352 256.
+ * Attention forward: QKV [64x64]x[64x96] 2*(4096+6144+6144) = 32 768,
+ *   output [64x32]x[32x64] 2*(2048+2048+4096) = 16 384, scores 4 x
+ *   [32x16]x[16x32] 2*(512+512+1024)*4 = 16 384, values 4 x [32x32]x[32x16]
+ *   16 384, softmax 4*4096 = 16 384 and its dropout 5*4096 = 20 480 over
+ *   the 4*32*32 = 4096 scores, norm 16 384, residual 24 576, dropout
+ *   20 480: 180 224 bytes (learned positions: no rotary).
+ * Selective recompute reruns the core attention: 16 384*3 + 20 480 = 69 632.
+ * Sequence parallel halves the norm, residual and dropout rows: MLP
+ *   forward 81 920 + 8192 + 32 768 + 12 288 + 10 240 = 145 408.
+ * Embedding forward: gather 4*64*64 = 16 384, positions 8192, dropout
+ *   20 480 = 45 056; backward twice. Head forward: norm 16 384, logits GEMM
+ *   [64x64]x[64x500] 2*(4096+32 000+32 000) = 136 192, cross-entropy
+ *   30*64*500 = 960 000: 1 112 576. Head backward: two GEMMs of 136 192,
+ *   norm 32 768, cross-entropy 14*32 000 = 448 000: 753 152. */
+static void test_part_bytes(void)
+{
+    struct oc_topology t = device(1e30, 1.0, 132, 1e12);
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 1, 2, 32);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 176128e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_BWD], 352256e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 180224e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 45056e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_BWD], 90112e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_FWD], 1112576e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_BWD], 753152e-12, 1e-9);
+    CU_ASSERT_EQUAL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 0.0);
+    OC_ASSERT_REL(c.optimizer_s_per_param, 28e-12, 1e-12);
+
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 69632e-12, 1e-9);
+    CU_ASSERT_EQUAL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 0.0);
+    l.recompute = OC_RECOMPUTE_FULL;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 180224e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 176128e-12, 1e-9);
+    CU_ASSERT_EQUAL(c.part_s[OC_PART_HEAD][OC_PHASE_RECOMPUTE], 0.0);
+
+    l.recompute = OC_RECOMPUTE_NONE;
+    l.sequence_parallel = 1;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 145408e-12, 1e-9);
+}
+
+/* Attention backward and the flash kernel, bytes as in test_part_bytes.
+ * Projection backward: QKV dgrad [64x96]x[96x64] 2*(6144+6144+4096) =
+ *   32 768, wgrad [64x64]x[64x96] 32 768; output dgrad [64x64]x[64x32]
+ *   2*(4096+2048+2048) = 16 384, wgrad [32x64]x[64x64] 16 384: 98 304;
+ *   norm, residual, dropout doubled 2*61 440 = 122 880.
+ * Classic core backward: four GEMMs of 16 384 bytes = 65 536, softmax and
+ *   dropout doubled 2*36 864 = 73 728: total 98 304 + 122 880 + 139 264 =
+ *   360 448.
+ * Flash (2 heads and 2 KV heads of 16 a rank: Q = K = V = O =
+ *   2*64*32 = 4096 bytes, log-sum-exp 4*2*64 = 512): forward reads Q K V,
+ *   writes O and the lse: 16 896, so attention forward = 110 592 (the
+ *   non-core part of 180 224) + 16 896 = 127 488; backward reads Q K V O dO
+ *   lse and writes dQ dK dV: 8*4096 + 512 = 33 280, attention backward =
+ *   98 304 + 122 880 + 33 280 = 254 464. */
+static void test_attention_bytes(void)
+{
+    struct oc_topology t = device(1e30, 1.0, 132, 1e12);
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 1, 2, 32);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 360448e-12, 1e-9);
+    l.attention = OC_ATTN_FLASH;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 127488e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 254464e-12, 1e-9);
+    /* selective recompute with flash reruns the fused kernel forward */
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 16896e-12, 1e-9);
+}
+
+/* A Llama-style block (h 64, a 4, k 2, f 160, RMSNorm, SwiGLU, rotary, no
+ * dropout, no biases), t 2, s 32, b 2: per rank 2 heads, 1 KV head, f 80.
+ * Attention forward: QKV [64x64]x[64x64] (2+2*1 heads of 16)
+ *   2*(4096*3) = 24 576, output 16 384, scores 16 384, values 16 384,
+ *   softmax 16 384 (no dropout), norm 16 384, residual 24 576, rotary on Q
+ *   and K 4*64*(2+1)*16 = 12 288: 143 360.
+ * MLP forward: gate and up fused [64x64]x[64x160] 2*(4096+10 240+10 240)
+ *   = 49 152, down [64x80]x[80x64] 2*(5120+5120+4096) = 28 672, norm
+ *   16 384, SwiGLU 6*64*80 = 30 720, residual 24 576: 149 504. */
+static void test_llama_bytes(void)
+{
+    struct oc_topology t = device(1e30, 1.0, 132, 1e12);
+    struct oc_model m = tiny_gpt();
+    m.arch = OC_ARCH_LLAMA;
+    m.num_key_value_heads = 2;
+    m.intermediate_size = 160;
+    m.gated_mlp = 1;
+    m.has_bias = 0;
+    m.learned_pos_emb = 0;
+    m.norm_params_per_h = 1;
+    m.has_dropout = 0;
+    struct oc_layout l = layout(2, 1, 2, 32);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 143360e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 149504e-12, 1e-9);
+}
+
+/* Arithmetic accounting: a single-SM device (no wave loss) with unbounded
+ * bandwidth and 5e11 FLOP/s sustained. tiny_gpt, t 2, s 32, b 2:
+ * attention QKV 2*64*96*64 = 786 432, output 2*64*64*32 = 262 144, scores
+ * and values 2*32*32*16*4 = 131 072 each: 1 310 720 FLOPs, 2.621 44 us;
+ * MLP 2 * 2*64*128*64 = 2 097 152 FLOPs, 4.194 304 us. Backward twice. */
+static void test_part_flops_time(void)
+{
+    struct oc_topology t = device(1e12, 0.5, 1, 1e30);
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 1, 2, 32);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 2.62144e-6, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 4.194304e-6, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 2 * 2.62144e-6, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_BWD], 2 * 4.194304e-6, 1e-9);
+    /* flash: the same forward FLOPs; backward five attention GEMMs:
+     * (2*1 310 720 + 131 072) / 5e11 = 5.505 024 us */
+    l.attention = OC_ATTN_FLASH;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 2.62144e-6, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 5.505024e-6, 1e-9);
+}
+
+/* GEMM FLOPs per layer and TP rank: forward equals the model's
+ * 24bsh^2 + 4bs^2h over t (tiny_gpt, b 2, s 32, t 2: (6 291 456 + 524 288)/2
+ * = 3 407 872); backward is exactly twice for the classic kernel; a flash
+ * backward adds the recomputed scores (2*32*32*16*4 = 131 072). Recompute:
+ * full = forward, selective = the 4bs^2h/t core attention (262 144). */
+static void test_layer_flops(void)
+{
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 1, 2, 32);
+    const double fwd = oc_cost_layer_flops(&m, &l, OC_PHASE_FWD);
+    OC_ASSERT_REL(fwd, 3407872.0, 1e-12);
+    OC_ASSERT_REL(fwd, oc_model_layer_fwd_flops(&m, 2, 32) / 2, 1e-12);
+    OC_ASSERT_REL(oc_cost_layer_flops(&m, &l, OC_PHASE_BWD), 2 * 3407872.0, 1e-12);
+    CU_ASSERT_EQUAL(oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE), 0.0);
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    OC_ASSERT_REL(oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE), 262144.0, 1e-12);
+    l.recompute = OC_RECOMPUTE_FULL;
+    OC_ASSERT_REL(oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE), 3407872.0, 1e-12);
+    l.recompute = OC_RECOMPUTE_NONE;
+    l.attention = OC_ATTN_FLASH;
+    OC_ASSERT_REL(oc_cost_layer_flops(&m, &l, OC_PHASE_FWD), 3407872.0, 1e-12);
+    OC_ASSERT_REL(oc_cost_layer_flops(&m, &l, OC_PHASE_BWD),
+                  2 * 3407872.0 + 131072.0, 1e-12);
+}
+
+/* At GPT-3 175B scale (h 12288, a 96, s 2048, b 1, t 8) on an H100-like
+ * device the layer is compute bound: backward takes close to twice the
+ * forward (the memory-bound kernels are a few per cent). With a flash
+ * kernel the forward is faster than with the classic one (no s x s
+ * traffic). */
+static void test_backward_twice_forward(void)
+{
+    struct oc_topology t = device(989e12, 0.75, 132, 3.35e12);
+    struct oc_model m = tiny_gpt();
+    m.hidden_size = 12288;
+    m.num_attention_heads = 96;
+    m.num_key_value_heads = 96;
+    m.intermediate_size = 4 * 12288;
+    m.vocab_size = 50257;
+    m.max_position_embeddings = 2048;
+    struct oc_layout l = layout(8, 1, 1, 2048);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    double fwd = c.part_s[OC_PART_ATTN][OC_PHASE_FWD] + c.part_s[OC_PART_MLP][OC_PHASE_FWD];
+    double bwd = c.part_s[OC_PART_ATTN][OC_PHASE_BWD] + c.part_s[OC_PART_MLP][OC_PHASE_BWD];
+    CU_ASSERT(bwd > 1.9 * fwd && bwd < 2.1 * fwd);
+    /* forward at least the GEMM FLOPs at 0.75 of peak */
+    CU_ASSERT(fwd >= oc_cost_layer_flops(&m, &l, OC_PHASE_FWD) / (0.75 * 989e12));
+    l.attention = OC_ATTN_FLASH;
+    struct oc_cost cf;
+    oc_cost_init(&cf, &m, &l, &t);
+    CU_ASSERT(cf.part_s[OC_PART_ATTN][OC_PHASE_FWD] < c.part_s[OC_PART_ATTN][OC_PHASE_FWD]);
+}
+
+/* How an op is priced from the table: ATTN and MLP times their layer
+ * count (at least 1), EMBED and HEAD once, a CHUNK op as layer_count *
+ * (attention + MLP) plus the embedding on chunk 0 of stage 0 and the head
+ * on chunk v-1 of stage p-1, the optimizer as hbm_bytes over HBM
+ * (28 MB at 1e12 B/s = 28 us). */
+static void test_op_cost(void)
+{
+    struct oc_topology t = device(1e12, 0.5, 1, 1e12);
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 2, 2, 32);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    const double attn = c.part_s[OC_PART_ATTN][OC_PHASE_BWD];
+    const double mlp = c.part_s[OC_PART_MLP][OC_PHASE_BWD];
+    const double emb = c.part_s[OC_PART_EMBED][OC_PHASE_BWD];
+    const double head = c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
+    CU_ASSERT(attn > 0 && mlp > 0 && emb > 0 && head > 0);
+
+    struct oc_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = OC_OP_COMPUTE;
+    op.phase = OC_PHASE_BWD;
+    op.part = OC_PART_ATTN;
+    op.layer_count = 2;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 2 * attn, 1e-12);
+    op.layer_count = 0;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), attn, 1e-12);
+    op.part = OC_PART_HEAD;
+    op.layer_count = 0;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), head, 1e-12);
+
+    op.part = OC_PART_CHUNK;
+    op.layer_count = 2;
+    op.stage = 0;
+    op.chunk = 0;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 2 * (attn + mlp) + emb, 1e-12);
+    op.stage = 1;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 2 * (attn + mlp) + head, 1e-12);
+
+    /* interleaved v = 2, p = 2: the head sits on chunk 1 of stage 1 only */
+    l.schedule = OC_SCHED_INTERLEAVED;
+    l.vchunks = 2;
+    op.layer_count = 1;
+    op.chunk = 0;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), attn + mlp, 1e-12);
+    op.chunk = 1;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), attn + mlp + head, 1e-12);
+    op.stage = 0;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), attn + mlp, 1e-12);
+
+    /* p = 1: one chunk carries both */
+    struct oc_layout l1 = layout(2, 1, 2, 32);
+    op.stage = 0;
+    op.chunk = 0;
+    op.layer_count = 4;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l1, &m), 4 * (attn + mlp) + emb + head, 1e-12);
+
+    op.part = OC_PART_ALL;
+    op.phase = OC_PHASE_OPTIMIZER;
+    op.hbm_bytes = 28e6;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 28e-6, 1e-12);
+}
+
+static CU_TestInfo tests[] = {
+    {"gemm_full_waves", test_gemm_full_waves},
+    {"gemm_wave_loss", test_gemm_wave_loss},
+    {"gemm_memory_bound", test_gemm_memory_bound},
+    {"membound_and_calibration", test_membound_and_calibration},
+    {"part_bytes", test_part_bytes},
+    {"attention_bytes", test_attention_bytes},
+    {"llama_bytes", test_llama_bytes},
+    {"part_flops_time", test_part_flops_time},
+    {"layer_flops", test_layer_flops},
+    {"backward_twice_forward", test_backward_twice_forward},
+    {"op_cost", test_op_cost},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"cost", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) { return oc_test_run(suites); }

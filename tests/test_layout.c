@@ -1,0 +1,260 @@
+/* test_layout.c: layout strings, every validation rule with its message,
+ * rank numbering, enumeration. The model is filled in code so this suite
+ * does not depend on the JSON reader. */
+#include <math.h>
+#include <string.h>
+
+#include "layout.h"
+#include "test_util.h"
+
+/* Llama 2 70B's shape (meta-llama/Llama-2-70b-hf config.json). */
+static struct oc_model llama70(void)
+{
+    struct oc_model m = {0};
+    strcpy(m.name, "llama2-70b");
+    m.arch = OC_ARCH_LLAMA;
+    m.hidden_size = 8192;
+    m.num_attention_heads = 64;
+    m.num_key_value_heads = 8;
+    m.num_hidden_layers = 80;
+    m.intermediate_size = 28672;
+    m.vocab_size = 32000;
+    m.max_position_embeddings = 4096;
+    m.gated_mlp = 1;
+    m.norm_params_per_h = 1;
+    return m;
+}
+
+static struct oc_topology eight_per_node(void)
+{
+    struct oc_topology t = {0};
+    t.gpus_per_node = 8;
+    t.device.memory_bytes = 80e9;
+    return t;
+}
+
+static struct oc_layout base(void)
+{
+    struct oc_layout l;
+    oc_layout_default(&l);
+    l.global_batch = 512;
+    l.seq_length = 4096;
+    return l;
+}
+
+static void test_parse(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp4-dp2", &st), 0);
+    CU_ASSERT_EQUAL(l.tp, 8);
+    CU_ASSERT_EQUAL(l.pp, 4);
+    CU_ASSERT_EQUAL(l.dp, 2);
+    CU_ASSERT_EQUAL(l.schedule, OC_SCHED_1F1B);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "dp1-tp2-pp8-mb2-v4-rfull-nosp-gpipe-classic-nozero", &st), 0);
+    CU_ASSERT_EQUAL(l.tp, 2);
+    CU_ASSERT_EQUAL(l.pp, 8);
+    CU_ASSERT_EQUAL(l.micro_batch, 2);
+    CU_ASSERT_EQUAL(l.vchunks, 4);
+    CU_ASSERT_EQUAL(l.schedule, OC_SCHED_GPIPE); /* named schedule wins over v */
+    CU_ASSERT_EQUAL(l.recompute, OC_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(l.sequence_parallel, 0);
+    CU_ASSERT_EQUAL(l.shard_optimizer, 0);
+    CU_ASSERT_EQUAL(l.attention, OC_ATTN_CLASSIC);
+    l = base();
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp8-dp1-v2", &st), 0);
+    CU_ASSERT_EQUAL(l.schedule, OC_SCHED_INTERLEAVED); /* v alone implies it */
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp8-dp1-order=tp-pp-dp-mb4", &st), 0);
+    CU_ASSERT_EQUAL(l.order, OC_ORDER_TP_PP_DP);
+    CU_ASSERT_EQUAL(l.micro_batch, 4);
+
+    char buf[64];
+    l = base();
+    oc_layout_parse(&l, "tp4-pp2-dp8-mb2", &st);
+    oc_layout_format(&l, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "tp4-pp2-dp8-mb2-1f1b");
+    oc_layout_parse(&l, "tp4-pp2-dp8-mb2-v3", &st);
+    oc_layout_format(&l, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "tp4-pp2-dp8-mb2-v3");
+}
+
+static void test_parse_errors(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    struct oc_layout before = l;
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp4", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "must name tp, pp and dp"));
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp4-dp2-zz", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "part 'zz' not understood"));
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp0-pp4-dp2", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "part 'tp0'"));
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp-1-pp4-dp2", &st), -1);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp99999999999-pp1-dp1", &st), -1);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "", &st), -1);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp8-dp1-order=pp-tp-dp", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "unknown rank order"));
+    /* a failed parse leaves the layout untouched */
+    CU_ASSERT_EQUAL(memcmp(&l, &before, sizeof l), 0);
+}
+
+/* Validate l on `cards`; expect failure with `needle` in the message. */
+static void expect_rule(struct oc_layout l, int64_t cards, const char *needle)
+{
+    struct oc_model m = llama70();
+    struct oc_topology t = eight_per_node();
+    struct oc_status st = {{0}};
+    int rc = oc_layout_validate(&l, &m, &t, cards, &st);
+    CU_ASSERT_EQUAL(rc, -1);
+    if (!strstr(st.msg, needle))
+        fprintf(stderr, "\nmessage '%s' lacks '%s'\n", st.msg, needle);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, needle));
+    CU_ASSERT_PTR_NULL(strchr(st.msg, '\n'));
+}
+
+static void test_validate_rules(void)
+{
+    struct oc_model m = llama70();
+    struct oc_topology t = eight_per_node();
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    l.tp = 8, l.pp = 8, l.dp = 1;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &t, 64, &st), 0);
+
+    l.tp = 4, l.pp = 4, l.dp = 2;
+    expect_rule(l, 64, "TP*PP*DP = 4*4*2 = 32 does not match 64 cards");
+    expect_rule(l, 64, "total world size does not match device count");
+
+    l = base(), l.tp = 3, l.pp = 1, l.dp = 1, l.allow_cross_node_tp = 1;
+    expect_rule(l, 3, "num_attention_heads 64 is not divisible by TP 3");
+    l = base(), l.tp = 16, l.pp = 1, l.dp = 1, l.allow_cross_node_tp = 1;
+    expect_rule(l, 16, "num_key_value_heads 8 is not divisible by TP 16");
+    l = base(), l.tp = 8, l.pp = 3, l.dp = 1;
+    expect_rule(l, 24, "num_hidden_layers 80 is not divisible by PP 3");
+    l = base(), l.tp = 8, l.pp = 4, l.dp = 1, l.schedule = OC_SCHED_INTERLEAVED, l.vchunks = 3;
+    expect_rule(l, 32, "num_hidden_layers 80 is not divisible by PP*v = 4*3 = 12");
+    l = base(), l.tp = 8, l.pp = 1, l.dp = 3;
+    expect_rule(l, 24, "global batch 512 is not divisible by DP*micro-batch = 3*1 = 3");
+    l = base(), l.tp = 8, l.pp = 1, l.dp = 2, l.micro_batch = 512;
+    expect_rule(l, 16, "global batch 512 is not divisible by DP*micro-batch = 2*512 = 1024");
+    /* With 16 KV heads TP 16 passes the head rules and meets the node rule. */
+    struct oc_model mha = llama70();
+    mha.num_key_value_heads = 64;
+    l = base(), l.tp = 16, l.pp = 1, l.dp = 1;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &mha, &t, 16, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "TP 16 spans nodes of 8 GPUs"));
+    l.allow_cross_node_tp = 1;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &mha, &t, 16, &st), 0);
+    /* 4 does divide 8; a TP of 8 on nodes of 6 does not. */
+    struct oc_topology six = eight_per_node();
+    six.gpus_per_node = 6;
+    l = base(), l.tp = 4, l.pp = 1, l.dp = 1;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &six, 4, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "does not divide the 6 GPUs of a node"));
+    l.allow_cross_node_tp = 1;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &six, 4, &st), 0);
+
+    l = base(), l.tp = 8, l.pp = 1, l.dp = 8, l.schedule = OC_SCHED_INTERLEAVED, l.vchunks = 2;
+    expect_rule(l, 64, "interleaved schedule needs PP >= 2");
+    l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.schedule = OC_SCHED_INTERLEAVED, l.vchunks = 1;
+    expect_rule(l, 64, "needs v >= 2");
+    l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.vchunks = 2;
+    expect_rule(l, 64, "v2 model chunks per stage need the interleaved schedule");
+    /* m = 512/(1*4) = 128 is a multiple of 8; with global batch 20, m = 20
+     * is not a multiple of PP 8 (Megatron's rule). */
+    l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.schedule = OC_SCHED_INTERLEAVED, l.vchunks = 2;
+    l.global_batch = 20;
+    expect_rule(l, 64, "20 micro-batches to be a multiple of PP 8");
+    l.global_batch = 512, l.micro_batch = 4;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &t, 64, &st), 0);
+    l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.seq_length = 8192;
+    expect_rule(l, 64, "sequence length 8192 exceeds the model's max_position_embeddings 4096");
+    l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.seq_length = 4092;
+    expect_rule(l, 64, "sequence parallel needs the sequence length 4092 divisible by TP 8");
+    l.sequence_parallel = 0;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &t, 64, &st), 0);
+    l = base(), l.tp = 0;
+    expect_rule(l, 64, "must be at least 1");
+}
+
+static void test_rank_order(void)
+{
+    struct oc_layout l = base();
+    l.tp = 8, l.pp = 4, l.dp = 2;
+    /* Megatron default: rank = tp + 8*(dp + 2*pp); rank 21 = 5 + 8*(0 + 2*1). */
+    struct oc_coord c = oc_layout_coord(&l, 21);
+    CU_ASSERT_EQUAL(c.tp, 5);
+    CU_ASSERT_EQUAL(c.dp, 0);
+    CU_ASSERT_EQUAL(c.pp, 1);
+    l.order = OC_ORDER_TP_PP_DP;
+    /* rank = tp + 8*(pp + 4*dp); rank 21 = 5 + 8*2 -> pp 2, dp 0. */
+    c = oc_layout_coord(&l, 21);
+    CU_ASSERT_EQUAL(c.tp, 5);
+    CU_ASSERT_EQUAL(c.pp, 2);
+    CU_ASSERT_EQUAL(c.dp, 0);
+    for (int o = 0; o < 2; o++) {
+        l.order = (enum oc_rank_order)o;
+        int seen[64] = {0};
+        for (int64_t r = 0; r < 64; r++) {
+            struct oc_coord k = oc_layout_coord(&l, r);
+            CU_ASSERT_EQUAL(oc_layout_rank(&l, k), r);
+            seen[k.tp + 8 * (k.pp + 4 * k.dp)]++;
+        }
+        for (int i = 0; i < 64; i++)
+            CU_ASSERT_EQUAL(seen[i], 1);
+    }
+}
+
+static void test_enumerate(void)
+{
+    struct oc_model m = llama70();
+    struct oc_topology t = eight_per_node();
+    int64_t mbs[] = {1, 2};
+    enum oc_schedule_kind sch[] = {OC_SCHED_1F1B, OC_SCHED_INTERLEAVED};
+    int64_t vs[] = {1, 2};
+    struct oc_enum_opts o = {.cards = 64, .base = base(), .micro_batches = mbs,
+                             .n_micro_batches = 2, .schedules = sch,
+                             .vchunks = vs, .n_schedules = 2};
+    struct oc_candidate *c = NULL;
+    int64_t n = oc_layout_enumerate(&o, &m, &t, &c);
+    /* 64 = 2^6: ordered (tp, pp, dp) with product 64 = C(6+2, 2) = 28;
+     * times 2 micro-batch sizes times 2 schedules. */
+    CU_ASSERT_EQUAL(n, 28 * 4);
+    int64_t valid = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const struct oc_layout *l = &c[i].layout;
+        CU_ASSERT_EQUAL(l->tp * l->pp * l->dp, 64);
+        CU_ASSERT_EQUAL(c[i].valid, c[i].reason[0] == '\0');
+        valid += c[i].valid;
+        /* TP > 8 always breaks a rule (KV heads 8, or a node of 8). */
+        if (l->tp > 8)
+            CU_ASSERT_FALSE(c[i].valid);
+    }
+    /* Valid (tp, pp): tp in {1,2,4,8}; pp divides 80 and 64/tp: pp in
+     * {1,2,4,8,16} with pp <= 64/tp; layers % pp: 80 % 16 == 0 ok.
+     * tp1: pp 1,2,4,8,16 (5); tp2: 1,2,4,8,16 (5); tp4: 1,2,4,8,16 (5);
+     * tp8: 1,2,4,8 (4) -> 19 (tp, pp) pairs; every dp divides 512 with b in
+     * {1,2}. 1f1b: 19 * 2. interleaved v2 needs pp >= 2 and 80 % (2pp) == 0
+     * (pp 16 -> 32 does not divide 80): tp1..tp4 pp 2,4,8 (9), tp8 pp 2,4,8
+     * (3) -> 12 pairs, m % pp: m = 512/(dp*b) with dp = 64/(tp*pp) is a
+     * multiple of pp in every case here -> 12 * 2. Total 38 + 24 = 62. */
+    CU_ASSERT_EQUAL(valid, 62);
+    free(c);
+}
+
+int main(void)
+{
+    static CU_TestInfo tests[] = {
+        {"parse", test_parse},
+        {"parse_errors", test_parse_errors},
+        {"validate_rules", test_validate_rules},
+        {"rank_order", test_rank_order},
+        {"enumerate", test_enumerate},
+        CU_TEST_INFO_NULL,
+    };
+    static CU_SuiteInfo suites[] = {
+        {"layout", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return oc_test_run(suites);
+}

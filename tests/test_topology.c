@@ -1,0 +1,450 @@
+/* test_topology.c: the topology reader (core/topology.c) and its helpers.
+ *
+ * Every shipped topology loads and cites a source for every number; the
+ * helpers (nodes, same node, bandwidth of one flow, latency) give values
+ * worked out by hand; every error is one line naming the file, the field
+ * and the rule. Broken files are made from tests/data/topo_ok.json by
+ * changing one piece of text, so each case shows exactly what it breaks.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "paths.h"
+#include "test_util.h"
+#include "topology.h"
+
+#define DATA(f) OC_TEST_DATA "/" f
+
+static char tmpdir[64];
+
+static int make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/oc_test_topology_XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmpdir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = '\0';
+    fclose(f);
+    return buf;
+}
+
+/* Write topo_ok.json with `from` replaced by `to` (from must occur once)
+ * into tmpdir/<name>; returns the path in a static buffer. */
+static const char *variant(const char *name, const char *from, const char *to)
+{
+    static char path[256];
+    char *base = read_file(DATA("topo_ok.json"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    char *at = strstr(base, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    CU_ASSERT_PTR_NULL(strstr(at + 1, from));
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fwrite(base, 1, (size_t)(at - base), f);
+    fputs(to, f);
+    fputs(at + strlen(from), f);
+    fclose(f);
+    free(base);
+    return path;
+}
+
+/* Write `text` into tmpdir/<name>; returns the path in a static buffer. */
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[256];
+    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+static struct oc_topology load_ok(const char *name)
+{
+    struct oc_topology t;
+    struct oc_status st = {{0}};
+    int rc = oc_topology_load(name, &t, &st);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "\n  unexpected failure: %s\n", st.msg);
+    return t;
+}
+
+static void expect_error(const char *file, const char *const *subs)
+{
+    struct oc_topology t;
+    memset(&t, 0x5a, sizeof t);
+    struct oc_status st = {{0}};
+    int rc = oc_topology_load(file, &t, &st);
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT(st.msg[0] != '\0');
+    CU_ASSERT(strchr(st.msg, '\n') == NULL);
+    for (int i = 0; subs[i]; i++) {
+        int ok = strstr(st.msg, subs[i]) != NULL;
+        CU_ASSERT(ok);
+        if (!ok)
+            fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", st.msg, subs[i]);
+    }
+    CU_ASSERT_EQUAL(t.gpus_per_node, 0); /* zeroed on failure */
+}
+
+#define EXPECT_ERROR(file, ...)                                                \
+    do {                                                                       \
+        static const char *const subs_[] = {__VA_ARGS__, NULL};                \
+        expect_error(file, subs_);                                             \
+    } while (0)
+
+/* Every number a shipped file gives, by its dotted name. */
+static const char *const numeric_fields[] = {
+    "gpus_per_node", "device.peak_flops_16bit", "device.memory_bytes",
+    "device.hbm_bandwidth_Bps", "device.sm_count", "device.gemm_efficiency",
+    "intra_node.bandwidth_Bps", "intra_node.latency_s", "nic.count_per_node",
+    "nic.bandwidth_Bps", "nic.latency_s", "inter_node.latency_s",
+    "inter_node.switch_levels", "inter_node.oversubscription", NULL,
+};
+
+static void test_every_shipped_topology_loads_with_sources(void)
+{
+    char list[1024];
+    oc_data_list("topologies", list, sizeof list);
+    const char *want[] = {"dgx-a100", "dgx-h100", "eth25g", "h100-100g", "h200-node"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(list, want[i]));
+    int n = 0;
+    char *save = NULL;
+    for (char *name = strtok_r(list, ", ", &save); name;
+         name = strtok_r(NULL, ", ", &save)) {
+        struct oc_topology t = load_ok(name);
+        CU_ASSERT_STRING_EQUAL(t.name, name);
+        CU_ASSERT_EQUAL(oc_topology_check(&t, name, NULL), 0);
+        /* A shipped file cites a public source for every number. */
+        char path[4096];
+        CU_ASSERT_EQUAL_FATAL(oc_data_path("topologies", name, path, sizeof path, NULL), 0);
+        json_t *root = json_load_file(path, 0, NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+        json_t *src = json_object_get(root, "sources");
+        CU_ASSERT_FATAL(json_is_object(src));
+        for (int i = 0; numeric_fields[i]; i++) {
+            json_t *s = json_object_get(src, numeric_fields[i]);
+            int ok = json_is_string(s) && json_string_length(s) >= 10;
+            CU_ASSERT(ok);
+            if (!ok)
+                fprintf(stderr, "\n  %s: no source for %s\n", name, numeric_fields[i]);
+        }
+        json_decref(root);
+        n++;
+    }
+    CU_ASSERT(n >= 5);
+}
+
+/* h100-100g, the default: 8 GPUs per node, one 100 Gb/s link (12.5e9 B/s)
+ * per node, one switch.
+ *   inter_Bps(1) = min(12.5e9, 1*12.5e9/1) = 12.5e9
+ *   inter_Bps(8) = min(12.5e9, 12.5e9/8) = 1.5625e9 (one switch: no
+ *   oversubscription)
+ *   inter_latency = 2e-6 + (2*1 - 1)*3e-7 = 2.3e-6
+ *   memory 81559 MiB = 81559 * 1048576 = 85520809984 bytes */
+static void test_h100_100g(void)
+{
+    struct oc_topology t = load_ok("h100-100g");
+    CU_ASSERT_STRING_EQUAL(t.name, "h100-100g");
+    CU_ASSERT_EQUAL(t.gpus_per_node, 8);
+    CU_ASSERT_EQUAL(t.nics_per_node, 1);
+    CU_ASSERT_EQUAL(t.switch_levels, 1);
+    CU_ASSERT_EQUAL(t.device.sm_count, 132);
+    CU_ASSERT_DOUBLE_EQUAL(t.device.peak_flops_16bit, 989e12, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(t.device.memory_bytes, 85520809984.0, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(t.device.hbm_bandwidth_Bps, 3.35e12, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(t.device.gemm_efficiency, 0.75, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_intra_Bps(&t), 450e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(t.nic_bandwidth_Bps, 12.5e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 1), 12.5e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 8), 1.5625e9, 1.0);
+    OC_ASSERT_REL(oc_topology_inter_latency_s(&t), 2.3e-6, 1e-12);
+    CU_ASSERT_EQUAL(t.calib_gemm_flops, 0.0);
+    CU_ASSERT_EQUAL(t.calib_mem_Bps, 0.0);
+}
+
+/* dgx-h100: 8 NICs of 400 Gb/s (50e9 B/s), leaf-spine, non-blocking.
+ *   inter_Bps(1)  = min(50e9, 8*50e9/1) / 1 = 50e9 (one NIC caps a flow)
+ *   inter_Bps(8)  = min(50e9, 400e9/8) = 50e9
+ *   inter_Bps(16) = min(50e9, 400e9/16) = 25e9
+ *   latency = 1.5e-6 + (2*2 - 1)*1.3e-7 = 1.89e-6
+ * dgx-a100: 8 x 200 Gb/s = 25e9 B/s each; A100 312e12 FLOP/s, 108 SMs,
+ *   81920 MiB = 85899345920 bytes; NVLink 300e9 per direction.
+ * h200-node: 143771 MiB = 150754820096 bytes, 4.8e12 B/s, one switch. */
+static void test_dgx_and_h200(void)
+{
+    struct oc_topology t = load_ok("dgx-h100");
+    CU_ASSERT_EQUAL(t.nics_per_node, 8);
+    CU_ASSERT_EQUAL(t.switch_levels, 2);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 1), 50e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 8), 50e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 16), 25e9, 1.0);
+    OC_ASSERT_REL(oc_topology_inter_latency_s(&t), 1.89e-6, 1e-12);
+
+    t = load_ok("dgx-a100");
+    CU_ASSERT_DOUBLE_EQUAL(t.device.peak_flops_16bit, 312e12, 1.0);
+    CU_ASSERT_EQUAL(t.device.sm_count, 108);
+    CU_ASSERT_DOUBLE_EQUAL(t.device.memory_bytes, 85899345920.0, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(t.intra_bandwidth_Bps, 300e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(t.nic_bandwidth_Bps, 25e9, 1.0);
+    CU_ASSERT_EQUAL(t.nics_per_node, 8);
+
+    t = load_ok("h200-node");
+    CU_ASSERT_DOUBLE_EQUAL(t.device.memory_bytes, 150754820096.0, 0.5);
+    CU_ASSERT_DOUBLE_EQUAL(t.device.hbm_bandwidth_Bps, 4.8e12, 1.0);
+    CU_ASSERT_EQUAL(t.switch_levels, 1);
+    CU_ASSERT_EQUAL(oc_topology_nodes(&t, 8), 1);
+}
+
+/* eth25g: one 25 Gb/s port (3.125e9 B/s), leaf-spine, 2:1.
+ *   inter_Bps(1) = min(3.125e9, 3.125e9) / 2 = 1.5625e9
+ *   inter_Bps(8) = min(3.125e9, 3.125e9/8) / 2 = 390625000 / 2 = 195312500
+ *   latency = 1e-5 + 3*1e-6 = 1.3e-5 */
+static void test_eth25g(void)
+{
+    struct oc_topology t = load_ok("eth25g");
+    CU_ASSERT_DOUBLE_EQUAL(t.oversubscription, 2.0, 0.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 1), 1.5625e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 8), 195312500.0, 1e-3);
+    OC_ASSERT_REL(oc_topology_inter_latency_s(&t), 1.3e-5, 1e-12);
+}
+
+/* topo_ok.json (a user file, given by path, no sources): 4 GPUs per node,
+ * 2 NICs of 1e10 B/s, 2 switch levels, oversubscription 4.
+ *   nodes(9) = ceil(9/4) = 3; nodes(8) = 2; nodes(1) = 1; nodes(0) = 0
+ *   same_node(3, 4) = 0 (nodes 0 and 1); same_node(4, 7) = 1
+ *   inter_Bps(1) = min(1e10, 2e10/1) / 4 = 2.5e9
+ *   inter_Bps(4) = min(1e10, 2e10/4) / 4 = 5e9 / 4 = 1.25e9
+ *   latency = 2e-6 + (2*2 - 1)*5e-7 = 3.5e-6 */
+static void test_user_file_and_helpers(void)
+{
+    struct oc_topology t = load_ok(DATA("topo_ok.json"));
+    CU_ASSERT_STRING_EQUAL(t.name, "test-ok");
+    CU_ASSERT_STRING_EQUAL(t.device.name, "gpu");
+    CU_ASSERT_STRING_EQUAL(t.nic_name, "nic");
+    CU_ASSERT_EQUAL(oc_topology_nodes(&t, 9), 3);
+    CU_ASSERT_EQUAL(oc_topology_nodes(&t, 8), 2);
+    CU_ASSERT_EQUAL(oc_topology_nodes(&t, 1), 1);
+    CU_ASSERT_EQUAL(oc_topology_nodes(&t, 0), 0);
+    CU_ASSERT_EQUAL(oc_topology_same_node(&t, 3, 4), 0);
+    CU_ASSERT_EQUAL(oc_topology_same_node(&t, 4, 7), 1);
+    CU_ASSERT_EQUAL(oc_topology_same_node(&t, 0, 0), 1);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 1), 2.5e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 4), 1.25e9, 1.0);
+    OC_ASSERT_REL(oc_topology_inter_latency_s(&t), 3.5e-6, 1e-12);
+
+    /* Without "name", the file stem names it. */
+    t = load_ok(variant("anonymous.json", "\"name\": \"test-ok\",", ""));
+    CU_ASSERT_STRING_EQUAL(t.name, "anonymous");
+
+    /* A calibration replaces nothing here but is read. */
+    t = load_ok(variant("calibrated.json", "\"gpus_per_node\": 4,",
+                        "\"gpus_per_node\": 4, \"calibration\": {\"gemm_flops\": 6e14, \"mem_Bps\": 2.5e12},"));
+    CU_ASSERT_DOUBLE_EQUAL(t.calib_gemm_flops, 6e14, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(t.calib_mem_Bps, 2.5e12, 1.0);
+
+    /* Sources are allowed in a user file, and latency 0 (an ideal link). */
+    t = load_ok(variant("sourced.json", "\"gpus_per_node\": 4,",
+                        "\"gpus_per_node\": 4, \"sources\": {\"nic.bandwidth_Bps\": \"my switch's manual\"},"));
+    t = load_ok(variant("zero_lat.json", "\"latency_s\": 1e-6", "\"latency_s\": 0"));
+    CU_ASSERT_EQUAL(t.intra_latency_s, 0.0);
+}
+
+static void test_check_struct(void)
+{
+    struct oc_topology t = load_ok(DATA("topo_ok.json"));
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL(oc_topology_check(&t, "here", &st), 0);
+    struct oc_topology bad = t;
+    bad.device.gemm_efficiency = 0.0;
+    CU_ASSERT_EQUAL(oc_topology_check(&bad, "here", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "here: field 'device.gemm_efficiency' must be in (0, 1] (got 0)"));
+    bad = t;
+    bad.switch_levels = 0;
+    CU_ASSERT_EQUAL(oc_topology_check(&bad, "here", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "'inter_node.switch_levels' must be a positive integer (got 0)"));
+    bad = t;
+    bad.calib_mem_Bps = -1.0;
+    CU_ASSERT_EQUAL(oc_topology_check(&bad, "here", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "'calibration.mem_Bps' must be a positive number"));
+}
+
+static void test_errors(void)
+{
+    /* Line 4 of topo_broken.json ends its "device" object with ",}";
+     * jansson stops at the '}' in column 54. */
+    EXPECT_ERROR(DATA("topo_broken.json"), "topo_broken.json:4:54: ", "expected");
+    EXPECT_ERROR(write_file("array.json", "[1, 2]\n"),
+                 "array.json: must hold a JSON object ({...}), not an array");
+    EXPECT_ERROR(variant("missing_nic.json",
+                         "  \"nic\": {\"name\": \"nic\", \"count_per_node\": 2, \"bandwidth_Bps\": 1e10, \"latency_s\": 2e-6},\n",
+                         ""),
+                 "missing_nic.json: field 'nic' is missing");
+    EXPECT_ERROR(variant("missing_bw.json", "\"bandwidth_Bps\": 1e10, ", ""),
+                 "missing_bw.json: field 'nic.bandwidth_Bps' is missing");
+    EXPECT_ERROR(variant("missing_gpn.json", "\"gpus_per_node\": 4,", ""),
+                 "missing_gpn.json: field 'gpus_per_node' is missing");
+    EXPECT_ERROR(variant("string_sm.json", "\"sm_count\": 80", "\"sm_count\": \"80\""),
+                 "string_sm.json: field 'device.sm_count' must be an integer, not a string");
+    EXPECT_ERROR(variant("string_bw.json", "\"bandwidth_Bps\": 1e11", "\"bandwidth_Bps\": \"100 GB/s\""),
+                 "string_bw.json: field 'intra_node.bandwidth_Bps' must be a number, not a string");
+    EXPECT_ERROR(variant("float_gpn.json", "\"gpus_per_node\": 4,", "\"gpus_per_node\": 4.5,"),
+                 "float_gpn.json: field 'gpus_per_node' must be an integer (got 4.5)");
+    EXPECT_ERROR(variant("zero_levels.json", "\"switch_levels\": 2", "\"switch_levels\": 0"),
+                 "zero_levels.json: field 'inter_node.switch_levels' must be a positive integer (got 0)");
+    EXPECT_ERROR(variant("zero_peak.json", "\"peak_flops_16bit\": 1e14", "\"peak_flops_16bit\": 0"),
+                 "zero_peak.json: field 'device.peak_flops_16bit' must be a positive number (got 0)");
+    EXPECT_ERROR(variant("neg_lat.json", "\"latency_s\": 2e-6", "\"latency_s\": -2e-6"),
+                 "neg_lat.json: field 'nic.latency_s' must be a non-negative number (got -2e-6)");
+    EXPECT_ERROR(variant("eff_big.json", "\"gemm_efficiency\": 0.5", "\"gemm_efficiency\": 1.5"),
+                 "eff_big.json: field 'device.gemm_efficiency' must be in (0, 1] (got 1.5)");
+    EXPECT_ERROR(variant("eff_zero.json", "\"gemm_efficiency\": 0.5", "\"gemm_efficiency\": 0"),
+                 "eff_zero.json: field 'device.gemm_efficiency' must be in (0, 1] (got 0)");
+    EXPECT_ERROR(variant("oversub.json", "\"oversubscription\": 4", "\"oversubscription\": 0.5"),
+                 "oversub.json: field 'inter_node.oversubscription' must be >= 1 (got 0.5)");
+    /* 100 for "100 Gb/s": a unit mistake. */
+    EXPECT_ERROR(variant("gbps.json", "\"bandwidth_Bps\": 1e10", "\"bandwidth_Bps\": 100"),
+                 "gbps.json: field 'nic.bandwidth_Bps' is absurd (100 < 1e6; the unit is bytes per second)");
+    EXPECT_ERROR(variant("peak_big.json", "\"peak_flops_16bit\": 1e14", "\"peak_flops_16bit\": 1e20"),
+                 "peak_big.json: field 'device.peak_flops_16bit' is absurd (1e20 > 1e17; the unit is FLOP/s)");
+    /* 5 for "5 us". */
+    EXPECT_ERROR(variant("lat_us.json", "\"latency_s\": 5e-7", "\"latency_s\": 5"),
+                 "lat_us.json: field 'inter_node.latency_s' is absurd (5 > 1; the unit is seconds)");
+    EXPECT_ERROR(variant("many_gpus.json", "\"gpus_per_node\": 4,", "\"gpus_per_node\": 1000000,"),
+                 "many_gpus.json: field 'gpus_per_node' is absurd (1e6 > 10000)");
+    EXPECT_ERROR(variant("typo.json", "\"hbm_bandwidth_Bps\"", "\"hbm_bandwith_Bps\""),
+                 "typo.json: field 'device.hbm_bandwith_Bps' is unknown", "hbm_bandwidth_Bps");
+    EXPECT_ERROR(variant("section_type.json",
+                         "\"nic\": {\"name\": \"nic\", \"count_per_node\": 2, \"bandwidth_Bps\": 1e10, \"latency_s\": 2e-6}",
+                         "\"nic\": 3"),
+                 "section_type.json: field 'nic' must be an object ({...}), not an integer");
+    EXPECT_ERROR(variant("top_typo.json", "\"gpus_per_node\"", "\"gpu_per_node\""),
+                 "top_typo.json: field 'gpu_per_node' is unknown");
+    EXPECT_ERROR(variant("bad_source.json", "\"gpus_per_node\": 4,",
+                         "\"gpus_per_node\": 4, \"sources\": {\"device.peak\": \"x\"},"),
+                 "bad_source.json: field 'sources.device.peak' names no field");
+    EXPECT_ERROR(variant("source_num.json", "\"gpus_per_node\": 4,",
+                         "\"gpus_per_node\": 4, \"sources\": {\"gpus_per_node\": 8},"),
+                 "source_num.json: field 'sources.gpus_per_node' must be a non-empty string, not an integer");
+    EXPECT_ERROR(variant("calib_neg.json", "\"gpus_per_node\": 4,",
+                         "\"gpus_per_node\": 4, \"calibration\": {\"gemm_flops\": -1},"),
+                 "calib_neg.json: field 'calibration.gemm_flops' must be a positive number (got -1)");
+    EXPECT_ERROR("no-such-topology", "unknown topology 'no-such-topology'",
+                 "h100-100g", "dgx-h100", "eth25g");
+    EXPECT_ERROR(DATA("does-not-exist.json"), "does-not-exist.json: no such file");
+}
+
+/* A name looked up in the shipped folder must cite its sources. */
+static void test_shipped_needs_sources(void)
+{
+    char dir[128], path[192];
+    snprintf(dir, sizeof dir, "%s/data", tmpdir);
+    mkdir(dir, 0700);
+    snprintf(path, sizeof path, "%s/topologies", dir);
+    mkdir(path, 0700);
+    char *base = read_file(DATA("topo_ok.json"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    snprintf(path, sizeof path, "%s/topologies/nosources.json", dir);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(base, f);
+    fclose(f);
+    free(base);
+
+    char *saved = getenv("OCSIM_DATA_DIR") ? strdup(getenv("OCSIM_DATA_DIR")) : NULL;
+    setenv("OCSIM_DATA_DIR", dir, 1);
+    EXPECT_ERROR("nosources", "nosources.json: field 'sources' is missing");
+    /* The same file given by path is a user's file: sources optional. */
+    load_ok(path);
+    if (saved) {
+        setenv("OCSIM_DATA_DIR", saved, 1);
+        free(saved);
+    } else {
+        unsetenv("OCSIM_DATA_DIR");
+    }
+}
+
+/* Library code never prints. */
+static void test_quiet(void)
+{
+    char tmp[] = "/tmp/oc_test_topology_quiet_XXXXXX";
+    int fd = mkstemp(tmp);
+    CU_ASSERT_FATAL(fd >= 0);
+    const char *gbps = variant("quiet_gbps.json", "\"bandwidth_Bps\": 1e10", "\"bandwidth_Bps\": 100");
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), err = dup(2);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    const char *files[] = {DATA("topo_broken.json"), gbps, "no-such-topology",
+                           DATA("does-not-exist.json"), "h100-100g"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        struct oc_topology t;
+        struct oc_status st;
+        oc_topology_load(files[i], &t, &st);
+    }
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    unlink(tmp);
+    CU_ASSERT_EQUAL(size, 0);
+}
+
+static CU_TestInfo topology_tests[] = {
+    {"every shipped topology loads, with sources", test_every_shipped_topology_loads_with_sources},
+    {"h100-100g values and helpers", test_h100_100g},
+    {"dgx-h100, dgx-a100, h200-node", test_dgx_and_h200},
+    {"eth25g oversubscription", test_eth25g},
+    {"user file and helpers", test_user_file_and_helpers},
+    {"oc_topology_check", test_check_struct},
+    {"error messages", test_errors},
+    {"shipped files need sources", test_shipped_needs_sources},
+    {"library code is quiet", test_quiet},
+    CU_TEST_INFO_NULL,
+};
+
+static int suite_init(void) { return make_tmpdir(); }
+static int suite_clean(void) { return remove_tmpdir(); }
+
+static CU_SuiteInfo suites[] = {
+    {"topology", suite_init, suite_clean, NULL, NULL, topology_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+    setenv("OCSIM_DATA_DIR", OC_TEST_DATA "/../..", 0);
+    return oc_test_run(suites);
+}

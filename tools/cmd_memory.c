@@ -1,0 +1,102 @@
+/* cmd_memory.c: `ocsim memory` prints the closed-form memory of one layout,
+ * per pipeline stage and per kind of buffer. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "csv_table.h"
+#include "format.h"
+#include "layout.h"
+#include "memory.h"
+#include "options.h"
+
+static const char *const csv_cols[] = {
+    "stage", "params", "weights_bytes", "grads_bytes", "optimizer_bytes",
+    "activations_bytes", "logits_bytes", "total_bytes", "inflight", "fits",
+};
+#define NCOLS ((int)(sizeof csv_cols / sizeof csv_cols[0]))
+
+static void help(void)
+{
+    puts("usage: ocsim memory --cards N --layout tp4-pp4-dp4 [--model M] [--topology T]\n"
+         "                    [--global-batch B] [--seq S] [--csv FILE] [...]\n\n"
+         "Prints the memory one GPU of each pipeline stage needs, by kind:\n"
+         "16-bit weights and gradients (2 + 2 bytes per parameter), fp32 Adam states\n"
+         "(12 bytes per parameter, divided by DP when sharded), the activations of\n"
+         "the micro-batches in flight at the stage's peak (Korthikanti et al. 2022),\n"
+         "and the fp32 logits of the loss on the last stage. Exit code 0 when every\n"
+         "stage fits the device, 1 when one does not, 2 on bad input.\n");
+    oc_opts_print_help(stdout, OC_OPT_LAYOUT | OC_OPT_CSV);
+}
+
+int oc_cmd_memory(int argc, char **argv)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    if (oc_opts_parse(&o, argc, argv, OC_OPT_LAYOUT | OC_OPT_CSV, &st) != 0) {
+        fprintf(stderr, "ocsim memory: %s\n", st.msg);
+        return 2;
+    }
+    if (o.help) {
+        help();
+        return 0;
+    }
+    if (oc_opts_load(&o, &st) != 0 ||
+        oc_layout_validate(&o.layout, &o.model, &o.topo, o.cards, &st) != 0) {
+        fprintf(stderr, "ocsim memory: %s\n", st.msg);
+        return 2;
+    }
+    const struct oc_layout *l = &o.layout;
+    struct oc_csv csv = {0};
+    if (o.csv_path && oc_csv_open(&csv, o.csv_path, csv_cols, NCOLS, &st) != 0) {
+        fprintf(stderr, "ocsim memory: %s\n", st.msg);
+        return 2;
+    }
+    char name[128], cap[32];
+    oc_layout_format(l, name, sizeof name);
+    printf("# %s, %s on %lld x %s (%s each), global batch %lld, seq %lld, "
+           "%lld micro-batches\n",
+           o.model.name, name, (long long)o.cards, o.topo.device.name,
+           oc_fmt_si(cap, sizeof cap, o.topo.device.memory_bytes, "B"),
+           (long long)l->global_batch, (long long)l->seq_length,
+           (long long)oc_layout_num_micro_batches(l));
+    printf("%5s %9s %9s %9s %9s %11s %9s %9s %8s %s\n", "stage", "params",
+           "weights", "grads", "optimizer", "activations", "logits", "total",
+           "inflight", "fits");
+    int all_fit = 1;
+    for (int64_t s = 0; s < l->pp; s++) {
+        struct oc_mem_breakdown b;
+        oc_memory_stage(&o.model, l, s, &b);
+        int fits = b.total_bytes <= o.topo.device.memory_bytes;
+        all_fit &= fits;
+        char f[7][32];
+        printf("%5lld %9s %9s %9s %9s %11s %9s %9s %8lld %s\n", (long long)s,
+               oc_fmt_si(f[0], 32, (double)b.params, ""),
+               oc_fmt_si(f[1], 32, b.weights_bytes, "B"),
+               oc_fmt_si(f[2], 32, b.grads_bytes, "B"),
+               oc_fmt_si(f[3], 32, b.optimizer_bytes, "B"),
+               oc_fmt_si(f[4], 32, b.activations_bytes, "B"),
+               oc_fmt_si(f[5], 32, b.logits_bytes, "B"),
+               oc_fmt_si(f[6], 32, b.total_bytes, "B"), (long long)b.inflight,
+               fits ? "yes" : "no");
+        if (csv.f) {
+            oc_csv_field_i64(&csv, s);
+            oc_csv_field_i64(&csv, b.params);
+            oc_csv_field_f64(&csv, b.weights_bytes);
+            oc_csv_field_f64(&csv, b.grads_bytes);
+            oc_csv_field_f64(&csv, b.optimizer_bytes);
+            oc_csv_field_f64(&csv, b.activations_bytes);
+            oc_csv_field_f64(&csv, b.logits_bytes);
+            oc_csv_field_f64(&csv, b.total_bytes);
+            oc_csv_field_i64(&csv, b.inflight);
+            oc_csv_field_i64(&csv, fits);
+            oc_csv_end_row(&csv);
+        }
+    }
+    if (csv.f && oc_csv_close(&csv, &st) != 0) {
+        fprintf(stderr, "ocsim memory: %s\n", st.msg);
+        return 2;
+    }
+    return all_fit ? 0 : 1;
+}

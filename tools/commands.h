@@ -1,0 +1,10 @@
+/* commands.h: one function per `ocsim` command, each in tools/cmd_<name>.c.
+ * A command returns the process exit code: 0 success, 1 a check failed
+ * (compare beyond tolerance), 2 bad input (one line on stderr). */
+#ifndef OC_COMMANDS_H
+#define OC_COMMANDS_H
+
+int oc_cmd_layouts(int argc, char **argv);
+int oc_cmd_memory(int argc, char **argv);
+
+#endif

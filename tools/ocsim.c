@@ -1,0 +1,44 @@
+/* ocsim.c: the command line. Dispatches to tools/cmd_<name>.c; each command
+ * parses its own flags with tools/options.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+};
+
+static const struct command commands[] = {
+    {"layouts", oc_cmd_layouts,
+     "list every TP x PP x DP layout for N cards, its memory per GPU and why it fails"},
+    {"memory", oc_cmd_memory, "memory per GPU of one layout, stage by stage"},
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: ocsim <command> [options]   (ocsim <command> --help)\n\n"
+          "Plans how to split transformer training over GPUs.\n\ncommands:\n", f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "ocsim: unknown command '%s' (see ocsim --help)\n", argv[1]);
+    return 2;
+}

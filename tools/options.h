@@ -1,0 +1,62 @@
+/* options.h: the flags every `ocsim` command shares, parsed into one struct.
+ *
+ *   struct oc_opts o;
+ *   oc_opts_default(&o);
+ *   if (oc_opts_parse(&o, argc, argv, OC_OPT_LAYOUT | OC_OPT_CSV, &st) != 0)
+ *       ...one line, exit 2...
+ *   if (oc_opts_load(&o, &st) != 0) ...   // model + topology files
+ *
+ * Layout knobs take Megatron-LM's names as aliases of the short ones
+ * (--tensor-model-parallel-size for --tp, --micro-batch-size for
+ * --micro-batch, ...), so a Megatron command line can be pasted.
+ */
+#ifndef OC_OPTIONS_H
+#define OC_OPTIONS_H
+
+#include <stdint.h>
+
+#include "layout.h"
+#include "model.h"
+#include "status.h"
+#include "topology.h"
+
+/* Which option groups a command accepts. */
+enum {
+    OC_OPT_LAYOUT = 1 << 0, /* --layout, --tp, --pp, --dp (one layout) */
+    OC_OPT_CSV = 1 << 1,    /* --csv FILE */
+    OC_OPT_OUT = 1 << 2,    /* --out DIR */
+    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST */
+};
+
+#define OC_MAX_LIST 16
+
+struct oc_opts {
+    int64_t cards;
+    const char *model_name;
+    const char *topology_name;
+    const char *csv_path;
+    const char *out_dir;
+    struct oc_layout layout; /* knobs; tp/pp/dp only with OC_OPT_LAYOUT */
+    int layout_given;        /* --layout or any of --tp/--pp/--dp */
+    int64_t micro_batches[OC_MAX_LIST]; /* OC_OPT_SWEEP candidates */
+    int n_micro_batches;
+    enum oc_schedule_kind schedules[OC_MAX_LIST];
+    int64_t vchunks[OC_MAX_LIST];
+    int n_schedules;
+    int help;
+    struct oc_model model;
+    struct oc_topology topo;
+};
+
+void oc_opts_default(struct oc_opts *o);
+/* Parses argv (argv[0] is the command name). Unknown flags, bad numbers and
+ * flags the command does not take are errors. */
+int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
+                  struct oc_status *st);
+/* Loads the model and topology and applies model-dependent defaults (the
+ * sequence length defaults to max_position_embeddings). */
+int oc_opts_load(struct oc_opts *o, struct oc_status *st);
+/* Help text for the shared options of `groups`. */
+void oc_opts_print_help(FILE *f, unsigned groups);
+
+#endif
