@@ -24,7 +24,7 @@
  *               sends would deadlock 1F1B (stage i sends an activation while
  *               stage i+1 sends a gradient back).
  *   COLLECTIVE  all-reduce, all-gather, reduce-scatter over a named group
- *               (TP, DP, embedding); bytes per rank, `count` back-to-back
+ *               (TP, DP, embedding); the full buffer's bytes, `count` back-to-back
  *               repetitions of the same collective. Blocking, unless `async`
  *               (DP gradient buckets under overlap_grad_reduce), which the
  *               rank starts and goes on.
@@ -133,7 +133,9 @@ struct oc_op {
     int64_t tag;    /* SEND/RECV: unique per (sender, receiver) message */
     double flops;   /* COMPUTE: floating-point operations */
     double hbm_bytes; /* COMPUTE: bytes through device memory */
-    double bytes;   /* SEND/RECV/COLLECTIVE: payload per rank per repetition;
+    double bytes;   /* SEND/RECV: the message; COLLECTIVE: the full buffer S
+                       of one repetition, as in closed_form.h (all-reduce
+                       input, all-gather output, reduce-scatter input);
                        ALLOC/FREE: buffer size */
 };
 

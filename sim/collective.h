@@ -1,0 +1,201 @@
+/* collective.h: collectives and point-to-point transfers as real SimGrid
+ * messages, called from inside the actor of one group member. Links are
+ * shared with everything else in flight, so contention shows. It does not
+ * decide which ranks form a group (core/schedule.c does) and it moves no
+ * data: the payload is a pointer to a token, the simulated size separate.
+ *
+ *   // once, after oc_sim_engine_init, shared read-only by the members:
+ *   struct oc_sim_group g = {0};
+ *   int64_t ranks[8] = {0, 1, 2, 3, 4, 5, 6, 7};           // ring order
+ *   if (oc_sim_group_init(&g, "dp.pp0.tp0", ranks, 8,
+ *                         oc_sim_engine_platform(), &st) != 0) ...
+ *   // in member i's actor:
+ *   struct oc_sim_coll_opts o = { .algo = OC_SIM_ALGO_AUTO };
+ *   if (oc_sim_allreduce(&g, i, 1e9, &o, &st) != 0) ...      // blocks
+ *   // after the simulation:
+ *   oc_sim_group_free(&g);
+ *
+ * Semantics, as with an NCCL communicator: every member calls the same
+ * collectives on a group in the same order, and one member never has two
+ * collectives of one group in flight at once (an async collective runs in
+ * a helper actor; give concurrent ones, say DP gradient buckets, groups of
+ * their own names). Then each call completes when that member's part is
+ * done, and the simulated clock says when.
+ *
+ * Mailboxes are named "<group>:<src>><dst>" (global ranks), so traffic of
+ * two groups never mixes, and SimGrid matches the messages of one mailbox
+ * in FIFO order; both ends of a mailbox issue its messages in the same
+ * order because every member runs the same algorithm (the automatic choice
+ * depends only on the group and the size). Point-to-point messages use
+ * "<channel>:<src>><dst>#<tag>", one mailbox per message, matched by tag
+ * like MPI.
+ *
+ * Sizes: `bytes` is the full buffer S of oc_cf_ring_* (core/closed_form.h):
+ * the all-reduce input, the all-gather output, the reduce-scatter input,
+ * the broadcast buffer. S is rounded to whole bytes; a ring splits it in N
+ * chunks of floor(S*(c+1)/N) - floor(S*c/N) bytes. Reductions cost no
+ * compute here (they are memory-bound kernels that overlap the transfer).
+ *
+ * Algorithms (N members on M nodes, L per node when every node holds the
+ * same number):
+ *   ring   reduce-scatter then all-gather, 2(N-1) steps of S/N; in a step
+ *          each member sends to the next and receives from the previous at
+ *          once (Patarasuk and Yuan 2009). All-gather and reduce-scatter are
+ *          N-1 such steps (Thakur et al. 2005). Time on an uncontended
+ *          ring of per-hop latency l and bandwidth B:
+ *          2(N-1)/N*S/B + 2(N-1)*l (oc_cf_ring_allreduce_s).
+ *   hier   two levels: ring reduce-scatter inside each node (L members),
+ *          ring all-reduce of the S/L shard among the M members with the
+ *          same local index (L rings at once, one per local index, on
+ *          their own NICs when the node has L NICs), ring all-gather inside
+ *          each node. Needs M > 1 and the same L > 1 on every node.
+ *          Uncontended: 2*((L-1)/L*S/Bi + (L-1)*li)
+ *                       + 2(M-1)/M*(S/L)/Bn + 2(M-1)*ln.
+ *   tree   NCCL-style: inside each node a chain from its first member
+ *          (the node's leader) to its last; across nodes a binary tree of
+ *          the leaders in node order (node k's parent is node (k-1)/2). The
+ *          reduction flows up (chain tails to leaders, children to
+ *          parents), then the result is broadcast down the same tree.
+ *          Pipelined in chunks (opts.chunk_bytes): every chunk is reduced
+ *          up the tree, then every chunk broadcast down. A single binary
+ *          tree, not NCCL's two complementary trees: the root's links carry
+ *          the whole buffer, which matters little for the small messages
+ *          the tree is chosen for.
+ *   broadcast: a pipelined chain in ring order from the root (as NCCL's
+ *          ring broadcast): (N-1 + C-1) * (l + S/(C*B)) for C chunks.
+ * The forced algorithm (opts.algo) applies to all-reduce, as in NCCL where
+ * the tree only serves all-reduce; all-gather and reduce-scatter always use
+ * the ring, broadcast the chain.
+ *
+ * Automatic choice (OC_SIM_ALGO_AUTO), like NCCL's tuner: estimate each
+ * applicable algorithm from the group's measured routes
+ * (oc_sim_allreduce_estimate_s) and take the fastest. Inside one node only
+ * the ring applies; across nodes the tree wins for small S (fewer latency
+ * terms: log2(M) instead of N-1), the hierarchical ring for large S when a
+ * node holds several members (only S/L crosses the NICs), the flat ring for
+ * large S with one member per node.
+ *
+ * Coarse mode (opts.coarse): a ring phase of k steps becomes ONE message of
+ * all the bytes the member sends in those steps (2(N-1)/N*S for an
+ * all-reduce, (N-1)/N*S for all-gather and reduce-scatter) to the next
+ * member, then a sleep of (k-1) hop latencies. On an uncontended ring whose
+ * hops have the same latency l and bandwidth B, entered by all members at
+ * once, the message-level ring takes k*(l + S/(N*B)) and the coarse one
+ * l + k*S/(N*B) + (k-1)*l: the same. It is applied to ring phases whose
+ * hops all have equal route latency and bandwidth (checked by
+ * oc_sim_group_init), else the message-level ring runs. Under contention
+ * or skewed arrival it is an approximation (a member then waits only for
+ * its neighbours). The tree and the broadcast always run message by
+ * message.
+ */
+#ifndef OC_SIM_COLLECTIVE_H
+#define OC_SIM_COLLECTIVE_H
+
+#include <stdint.h>
+
+#include <simgrid/forward.h>
+
+#include "platform.h"
+#include "status.h"
+
+enum oc_sim_algo {
+    OC_SIM_ALGO_AUTO, /* choose per call from the estimates */
+    OC_SIM_ALGO_RING,
+    OC_SIM_ALGO_TREE,
+    OC_SIM_ALGO_HIER,
+    OC_SIM_ALGO_COUNT
+};
+
+/* "auto", "ring", "tree", "hier" (for a --collective flag). */
+const char *oc_sim_algo_name(enum oc_sim_algo a);
+int oc_sim_algo_from_name(const char *s, enum oc_sim_algo *a,
+                          struct oc_status *st);
+
+/* Pipelining defaults for the tree and the broadcast: chunks of at least
+ * 512 KiB (NCCL's default buffer of 4 MiB in 8 slots), at most 64 chunks. */
+#define OC_SIM_CHUNK_BYTES (512.0 * 1024)
+#define OC_SIM_MAX_CHUNKS 64
+
+struct oc_sim_coll_opts {
+    enum oc_sim_algo algo; /* all-reduce algorithm; AUTO (0) by default */
+    int coarse;            /* merge ring steps (see above) */
+    double chunk_bytes;    /* tree/broadcast pipeline chunk; 0: default */
+    int64_t max_chunks;    /* cap on the chunk count; 0: default */
+};
+
+/* Route figures of the hops an algorithm uses: the largest latency, the
+ * smallest bandwidth, and whether every hop has the same pair. */
+struct oc_sim_hops {
+    int64_t count;
+    double lat_s;
+    double bw_Bps;
+    int uniform;
+};
+
+/* A communication group: N members in ring order. Filled by
+ * oc_sim_group_init, then shared read-only by the member actors. Member i
+ * is global GPU ranks[i]; its node is ranks[i] / gpus_per_node. */
+struct oc_sim_group {
+    char name[96];        /* unique per group instance, e.g. "tp.3" */
+    int64_t size;         /* N */
+    int64_t *ranks;       /* (N) global GPU index of member i */
+    sg_host_t *hosts;     /* (N) host of member i */
+    int64_t *node;        /* (N) member i's node, numbered 0..M-1 in order
+                             of first appearance */
+    int64_t *local;       /* (N) member i's index among its node's members */
+    int64_t nodes;        /* M */
+    int64_t per_node;     /* L when every node holds L members, else 0 */
+    int64_t *node_first;  /* (M+1) node k's members are */
+    int64_t *node_members;/* node_members[node_first[k] .. node_first[k+1]) */
+    struct oc_sim_hops ring;  /* member i -> i+1, all i */
+    struct oc_sim_hops intra; /* hier: hops of the rings inside nodes */
+    struct oc_sim_hops inter; /* hier: hops of the rings across nodes */
+    struct oc_sim_hops tree;  /* tree: leader parent <-> child hops */
+};
+
+/* Needs the engine's platform loaded (oc_sim_engine_init); call it before
+ * simgrid runs or from an actor. ranks: distinct GPUs < p->cards. */
+int oc_sim_group_init(struct oc_sim_group *g, const char *name,
+                      const int64_t *ranks, int64_t n,
+                      const struct oc_sim_platform *p, struct oc_status *st);
+void oc_sim_group_free(struct oc_sim_group *g);
+
+/* Estimated time of an all-reduce of `bytes` with algorithm a (not AUTO)
+ * from the group's hop figures, ignoring contention; -1 when a does not
+ * apply to the group. The automatic choice takes the smallest (ties go to
+ * ring, then hier, then tree). */
+double oc_sim_allreduce_estimate_s(const struct oc_sim_group *g,
+                                   enum oc_sim_algo a, double bytes,
+                                   const struct oc_sim_coll_opts *o);
+enum oc_sim_algo oc_sim_allreduce_choose(const struct oc_sim_group *g,
+                                         double bytes,
+                                         const struct oc_sim_coll_opts *o);
+
+/* Collectives, called by member `me` (0 <= me < N) from its actor; block
+ * until that member's part is done. -1 only on bad arguments (a negative
+ * size, hier forced on a group it does not fit). NULL opts: defaults. */
+int oc_sim_allreduce(const struct oc_sim_group *g, int64_t me, double bytes,
+                     const struct oc_sim_coll_opts *o, struct oc_status *st);
+int oc_sim_allgather(const struct oc_sim_group *g, int64_t me, double bytes,
+                     const struct oc_sim_coll_opts *o, struct oc_status *st);
+int oc_sim_reducescatter(const struct oc_sim_group *g, int64_t me,
+                         double bytes, const struct oc_sim_coll_opts *o,
+                         struct oc_status *st);
+int oc_sim_broadcast(const struct oc_sim_group *g, int64_t me, int64_t root,
+                     double bytes, const struct oc_sim_coll_opts *o,
+                     struct oc_status *st);
+
+/* Point-to-point on a named channel ("pp" for pipeline traffic, say)
+ * between global ranks; one message per (channel, src, dst, tag). The send
+ * returns at once with a comm to wait for (or NULL and st->msg on a
+ * negative size); the receive blocks until the message is there and fails
+ * when the sender's size differs from `bytes` (pass bytes < 0 to accept
+ * any size). The receiver frees the payload. */
+sg_comm_t oc_sim_send_async(const char *channel, int64_t src, int64_t dst,
+                            int64_t tag, double bytes, struct oc_status *st);
+int oc_sim_recv(const char *channel, int64_t src, int64_t dst, int64_t tag,
+                double bytes, struct oc_status *st);
+/* Wait for sends from oc_sim_send_async (NULL entries are skipped). */
+void oc_sim_wait_all(sg_comm_t *comms, int64_t n);
+
+#endif

@@ -1,0 +1,521 @@
+/* engine.c: SimGrid start-up with ocsim's defaults, counted actors with
+ * deadlock detection, and the fork-and-pipe runner (see engine.h). The
+ * engine state is one file-static struct: SimGrid itself allows one engine
+ * per process. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/semaphore.h>
+
+/* ---- engine state ------------------------------------------------------ */
+
+struct actor_rec {
+    oc_sim_actor_fn fn;
+    void *arg;
+    char *name; /* for the deadlock message */
+    int done;
+};
+
+static struct {
+    int initialised, ran;
+    struct oc_sim_platform plat;
+    struct actor_rec *actors; /* (n_actors) */
+    int64_t n_actors, cap_actors, finished;
+    char **argv; /* handed to simgrid_init; lives as long as the process */
+} eng;
+
+/* ---- configuration ----------------------------------------------------- */
+
+static const char *cfg_body(const char *s)
+{
+    return strncmp(s, "--cfg=", 6) == 0 ? s + 6 : s;
+}
+
+int oc_sim_cfg_check(const char *s, struct oc_status *st)
+{
+    OC_ASSERT(s);
+    const char *kv = cfg_body(s);
+    const char *colon = strchr(kv, ':');
+    if (!colon || colon == kv || colon[1] == '\0')
+        return oc_fail(st, "--cfg=%s: expected key:value, for example network/model:CM02", kv);
+    for (const char *c = kv; c < colon; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '/' || *c == '_' || *c == '.' ||
+              *c == '-'))
+            return oc_fail(st, "--cfg=%s: the key may only hold letters, digits and / _ . -", kv);
+    for (const char *c = colon + 1; *c; c++)
+        if (*c == ' ' || *c == '\t' || *c == '\n')
+            return oc_fail(st, "--cfg=%s: the value may not hold spaces", kv);
+    if (strncmp(kv, "contexts/nthreads:", 18) == 0 && strcmp(colon + 1, "1") != 0)
+        return oc_fail(st, "--cfg=%s: ocsim runs actors in one thread (contexts/nthreads:1)", kv);
+    return 0;
+}
+
+/* Does one of the user's cfg strings set `key`? */
+static int user_sets(const struct oc_sim_engine_opts *o, const char *key)
+{
+    size_t n = strlen(key);
+    for (int64_t i = 0; i < o->n_cfg; i++) {
+        const char *kv = cfg_body(o->cfg[i]);
+        if (strncmp(kv, key, n) == 0 && kv[n] == ':')
+            return 1;
+    }
+    return 0;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = oc_xmalloc(n);
+    memcpy(d, s, n);
+    return d;
+}
+
+static char *xprintf_cfg(const char *prefix, const char *body)
+{
+    size_t n = strlen(prefix) + strlen(body) + 1;
+    char *d = oc_xmalloc(n);
+    snprintf(d, n, "%s%s", prefix, body);
+    return d;
+}
+
+int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
+{
+    OC_ASSERT(o);
+    if (eng.initialised)
+        return oc_fail(st, "a SimGrid engine is already running in this process "
+                           "(run each simulation in its own process: oc_sim_fork_run)");
+    for (int64_t i = 0; i < o->n_cfg; i++)
+        if (oc_sim_cfg_check(o->cfg[i], st) != 0)
+            return -1;
+    /* Check the platform inputs before SimGrid, which aborts on them. */
+    if (o->platform_file) {
+        if (oc_sim_platform_check_file(o->platform_file, st) != 0)
+            return -1;
+        if (o->cards < 1)
+            return oc_fail(st, "cards must be at least 1 (got %" PRId64 ")", o->cards);
+    } else {
+        if (!o->topo)
+            return oc_fail(st, "no platform: give a topology or a platform file");
+        if (oc_sim_platform_check_topology(o->topo, o->cards, st) != 0)
+            return -1;
+    }
+
+    /* argv for simgrid_init: our defaults first, skipped where the user
+     * sets the same key, then the user's cfg, then the log settings. */
+    static const char *const defaults[][2] = {
+        {"network/model", "CM02"},
+        {"network/crosstraffic", "0"},
+        {"network/TCP-gamma", "0"},
+    };
+    size_t ndef = sizeof defaults / sizeof defaults[0];
+    size_t nlog = 1;
+    if (o->log)
+        for (const char *c = o->log; *c; c++)
+            nlog += *c == ' ';
+    size_t cap = 1 + ndef + (size_t)o->n_cfg + nlog + 1;
+    eng.argv = oc_xcalloc(cap, sizeof *eng.argv);
+    int argc = 0;
+    eng.argv[argc++] = xstrdup("ocsim");
+    for (size_t i = 0; i < ndef; i++)
+        if (!user_sets(o, defaults[i][0])) {
+            char kv[128];
+            snprintf(kv, sizeof kv, "%s:%s", defaults[i][0], defaults[i][1]);
+            eng.argv[argc++] = xprintf_cfg("--cfg=", kv);
+        }
+    for (int64_t i = 0; i < o->n_cfg; i++)
+        eng.argv[argc++] = xprintf_cfg("--cfg=", cfg_body(o->cfg[i]));
+    if (!o->log) {
+        eng.argv[argc++] = xstrdup("--log=root.thresh:error");
+    } else {
+        char *copy = xstrdup(o->log), *save = NULL;
+        for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+            eng.argv[argc++] = xprintf_cfg("--log=", tok);
+        free(copy);
+    }
+    OC_ASSERT((size_t)argc < cap);
+    eng.argv[argc] = NULL;
+
+    simgrid_init(&argc, eng.argv);
+    eng.initialised = 1;
+
+    if (o->platform_file)
+        return oc_sim_platform_load_file(&eng.plat, o->platform_file, o->cards,
+                                         o->topo ? o->topo->gpus_per_node : 1, st);
+    return oc_sim_platform_build(&eng.plat, o->topo, o->cards, st);
+}
+
+const struct oc_sim_platform *oc_sim_engine_platform(void)
+{
+    return eng.initialised && eng.plat.hosts ? &eng.plat : NULL;
+}
+
+/* ---- actors ------------------------------------------------------------ */
+
+/* argv[1] is the actor's index in eng.actors: SimGrid copies argv, and the
+ * actor's data pointer stays free for the caller. */
+static void trampoline(int argc, char **argv)
+{
+    OC_ASSERT(argc == 2);
+    const int64_t idx = strtoll(argv[1], NULL, 10);
+    OC_ASSERT(idx >= 0 && idx < eng.n_actors);
+    /* Copy: fn may create actors, which can move eng.actors. */
+    const struct actor_rec r = eng.actors[idx];
+    r.fn(r.arg);
+    eng.actors[idx].done = 1;
+    eng.finished++;
+}
+
+sg_actor_t oc_sim_actor_create(const char *name, sg_host_t host,
+                               oc_sim_actor_fn fn, void *arg)
+{
+    OC_ASSERT(eng.initialised && name && host && fn);
+    if (eng.n_actors == eng.cap_actors) {
+        eng.cap_actors = eng.cap_actors ? 2 * eng.cap_actors : 64;
+        eng.actors = oc_xrealloc(eng.actors, (size_t)eng.cap_actors * sizeof *eng.actors);
+    }
+    const int64_t idx = eng.n_actors++;
+    eng.actors[idx] = (struct actor_rec){fn, arg, xstrdup(name), 0};
+    char idx_s[24];
+    snprintf(idx_s, sizeof idx_s, "%" PRId64, idx);
+    const char *argv[] = {name, idx_s};
+    return sg_actor_create_(name, host, trampoline, 2, argv);
+}
+
+struct oc_sim_async {
+    oc_sim_actor_fn fn;
+    void *arg;
+    sg_sem_t done; /* released once when fn returned */
+};
+
+static void async_main(void *arg)
+{
+    struct oc_sim_async *a = arg;
+    a->fn(a->arg);
+    sg_sem_release(a->done);
+}
+
+struct oc_sim_async *oc_sim_async_start(const char *name, sg_host_t host,
+                                        oc_sim_actor_fn fn, void *arg)
+{
+    OC_ASSERT(fn);
+    struct oc_sim_async *a = oc_xmalloc(sizeof *a);
+    a->fn = fn;
+    a->arg = arg;
+    a->done = sg_sem_init(0);
+    oc_sim_actor_create(name, host, async_main, a);
+    return a;
+}
+
+void oc_sim_async_wait(struct oc_sim_async *a)
+{
+    OC_ASSERT(a);
+    sg_sem_acquire(a->done);
+    sg_sem_destroy(a->done);
+    free(a);
+}
+
+int oc_sim_engine_run(struct oc_status *st)
+{
+    if (!eng.initialised || !eng.plat.hosts)
+        return oc_fail(st, "oc_sim_engine_run: no engine (call oc_sim_engine_init first)");
+    if (eng.ran)
+        return oc_fail(st, "oc_sim_engine_run: the simulation already ran in this process");
+    eng.ran = 1;
+    simgrid_run();
+    if (eng.finished == eng.n_actors)
+        return 0;
+    char names[256] = "";
+    size_t len = 0;
+    int listed = 0;
+    for (int64_t i = 0; i < eng.n_actors && listed < 4; i++) {
+        if (eng.actors[i].done)
+            continue;
+        int w = snprintf(names + len, sizeof names - len, "%s%s", listed ? ", " : "",
+                         eng.actors[i].name);
+        if (w < 0 || (size_t)w >= sizeof names - len)
+            break;
+        len += (size_t)w;
+        listed++;
+    }
+    return oc_fail(st, "simulation deadlocked at t=%.9g s: %" PRId64 " of %" PRId64
+                       " actors never finished (%s%s)",
+                   simgrid_get_clock(), eng.n_actors - eng.finished, eng.n_actors,
+                   names, eng.n_actors - eng.finished > listed ? ", ..." : "");
+}
+
+double oc_sim_now_s(void)
+{
+    return simgrid_get_clock();
+}
+
+void oc_sim_compute_s(double seconds)
+{
+    OC_ASSERT(seconds >= 0);
+    if (seconds > 0)
+        sg_actor_execute(seconds * sg_host_get_speed(sg_host_self()));
+}
+
+/* ---- result buffer ----------------------------------------------------- */
+
+void oc_sim_buf_append(struct oc_sim_buf *b, const void *p, size_t n)
+{
+    OC_ASSERT(b && (p || n == 0));
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n)
+            cap *= 2;
+        b->data = oc_xrealloc(b->data, cap);
+        b->cap = cap;
+    }
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+void oc_sim_buf_free(struct oc_sim_buf *b)
+{
+    if (!b)
+        return;
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* ---- fork runner ------------------------------------------------------- */
+
+#define OC_SIM_PIPE_MAGIC 0x6f63736dU /* "ocsm" */
+
+struct pipe_header {
+    uint32_t magic;
+    int32_t rc;   /* fn's return value */
+    uint64_t len; /* bytes that follow: st.msg when rc != 0, else the result */
+};
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static void child_main(oc_sim_child_fn fn, void *arg, int fd)
+{
+    struct oc_status st = {{0}};
+    struct oc_sim_buf b = {0};
+    int rc = fn(arg, &b, &st);
+    struct pipe_header h = {OC_SIM_PIPE_MAGIC, rc == 0 ? 0 : -1, 0};
+    const void *body = b.data;
+    if (rc != 0) {
+        if (st.msg[0] == '\0')
+            snprintf(st.msg, sizeof st.msg, "simulation failed without a message");
+        body = st.msg;
+        h.len = strlen(st.msg);
+    } else {
+        h.len = b.len;
+    }
+    int ok = write_all(fd, &h, sizeof h) == 0 && write_all(fd, body, (size_t)h.len) == 0;
+    _exit(ok ? 0 : 3);
+}
+
+/* What the child wrote on stderr, reduced to the line worth quoting: the
+ * first SimGrid critical message (an uncaught exception, an assertion),
+ * else its first error (a platform parse error), else the last line that
+ * is not part of a backtrace. */
+struct err_scan {
+    char line[1024];
+    size_t n;
+    char critical[300];
+    char error[300];
+    char last[300];
+};
+
+static void err_line(struct err_scan *e)
+{
+    e->line[e->n] = '\0';
+    const char *s = e->line;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if (*s == '\0' || strncmp(s, "->", 2) == 0 || strncmp(s, "Backtrace", 9) == 0)
+        return;
+    const char *crit = strstr(s, "CRITICAL] ");
+    if (crit && !e->critical[0] && !strstr(s, "Current backtrace"))
+        snprintf(e->critical, sizeof e->critical, "%.*s", (int)sizeof e->critical - 1, crit + 10);
+    const char *err = strstr(s, "ERROR] ");
+    if (err && !e->error[0] && !strstr(s, "Exiting now"))
+        snprintf(e->error, sizeof e->error, "%.*s", (int)sizeof e->error - 1, err + 7);
+    snprintf(e->last, sizeof e->last, "%.*s", (int)sizeof e->last - 1, s);
+}
+
+static void err_feed(struct err_scan *e, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '\n') {
+            err_line(e);
+            e->n = 0;
+        } else if (e->n < sizeof e->line - 1) {
+            e->line[e->n++] = p[i];
+        }
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int oc_sim_fork_run(oc_sim_child_fn fn, void *arg,
+                    const struct oc_sim_fork_opts *opts, struct oc_sim_buf *out,
+                    struct oc_status *st)
+{
+    OC_ASSERT(fn && out && out->len == 0);
+    const struct oc_sim_fork_opts defaults = {0, 0};
+    const struct oc_sim_fork_opts *o = opts ? opts : &defaults;
+    int data[2] = {-1, -1}, err[2] = {-1, -1};
+    if (pipe(data) != 0)
+        return oc_fail(st, "cannot create a pipe for the simulation: %s", strerror(errno));
+    if (!o->keep_stderr && pipe(err) != 0) {
+        int r = oc_fail(st, "cannot create a pipe for the simulation: %s", strerror(errno));
+        close(data[0]);
+        close(data[1]);
+        return r;
+    }
+    fflush(NULL); /* no buffered output copied into the child */
+    pid_t pid = fork();
+    if (pid < 0) {
+        int r = oc_fail(st, "cannot fork the simulation: %s", strerror(errno));
+        close(data[0]);
+        close(data[1]);
+        if (err[0] >= 0) {
+            close(err[0]);
+            close(err[1]);
+        }
+        return r;
+    }
+    if (pid == 0) {
+        close(data[0]);
+        if (err[1] >= 0) {
+            close(err[0]);
+            dup2(err[1], STDERR_FILENO);
+            dup2(err[1], STDOUT_FILENO);
+            close(err[1]);
+        }
+        signal(SIGPIPE, SIG_DFL);
+        child_main(fn, arg, data[1]); /* does not return */
+    }
+    close(data[1]);
+    if (err[1] >= 0)
+        close(err[1]);
+
+    /* Drain both pipes together (a child blocked on a full stderr pipe
+     * would never finish its result). */
+    struct oc_sim_buf raw = {0};
+    struct err_scan es;
+    memset(&es, 0, sizeof es);
+    struct pollfd pf[2] = {{data[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    int open_fds = err[0] >= 0 ? 2 : 1;
+    const double deadline = o->wall_limit_s > 0 ? now_s() + o->wall_limit_s : 0;
+    int timed_out = 0;
+    while (open_fds > 0) {
+        int wait_ms = -1;
+        if (deadline > 0) {
+            double left = deadline - now_s();
+            if (left <= 0) {
+                timed_out = 1;
+                break;
+            }
+            wait_ms = (int)(left * 1000) + 1;
+        }
+        int r = poll(pf, 2, wait_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        for (int i = 0; i < 2; i++) {
+            if (pf[i].fd < 0 || !(pf[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char buf[65536];
+            ssize_t n = read(pf[i].fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                close(pf[i].fd);
+                pf[i].fd = -1;
+                open_fds--;
+            } else if (i == 0) {
+                oc_sim_buf_append(&raw, buf, (size_t)n);
+            } else {
+                err_feed(&es, buf, (size_t)n);
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (pf[i].fd >= 0)
+            close(pf[i].fd);
+    if (es.n > 0)
+        err_line(&es);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+
+    const char *quote = es.critical[0] ? es.critical : es.error[0] ? es.error : es.last;
+    int rc = -1;
+    struct pipe_header h;
+    if (timed_out) {
+        oc_fail(st, "simulation ran past its wall-clock limit of %g s and was killed",
+                o->wall_limit_s);
+    } else if (WIFSIGNALED(status)) {
+        oc_fail(st, "simulation crashed (signal %d, %s)%s%s", WTERMSIG(status),
+                strsignal(WTERMSIG(status)), quote[0] ? ": " : "", quote);
+    } else if (raw.len < sizeof h) {
+        oc_fail(st, "simulation exited (code %d) without a result%s%s",
+                WIFEXITED(status) ? WEXITSTATUS(status) : -1, quote[0] ? ": " : "", quote);
+    } else {
+        memcpy(&h, raw.data, sizeof h);
+        if (h.magic != OC_SIM_PIPE_MAGIC || raw.len - sizeof h != h.len) {
+            oc_fail(st, "simulation sent a truncated result (%zu bytes)", raw.len);
+        } else if (h.rc != 0) {
+            oc_fail(st, "%.*s", (int)h.len, (const char *)raw.data + sizeof h);
+        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            oc_fail(st, "simulation exited with code %d", WEXITSTATUS(status));
+        } else {
+            oc_sim_buf_append(out, raw.data + sizeof h, (size_t)h.len);
+            rc = 0;
+        }
+    }
+    /* One line: a quoted message never carries its newline, but a child's
+     * own message might. */
+    if (rc != 0 && st)
+        for (char *c = st->msg; *c; c++)
+            if (*c == '\n' || *c == '\r')
+                *c = ' ';
+    oc_sim_buf_free(&raw);
+    return rc;
+}

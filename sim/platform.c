@@ -1,0 +1,302 @@
+/* platform.c: generate or load the SimGrid platform (see platform.h for the
+ * shape of the generated one and why). This file writes XML and maps hosts;
+ * it does not start SimGrid (engine.c does). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "platform.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+
+/* Numbers go into the XML with every bit (%.17g), so the routes carry the
+ * topology's values exactly. */
+#define NUM "%.17g"
+
+static int check_pos(double v, const char *field, struct oc_status *st)
+{
+    if (!(isfinite(v) && v > 0))
+        return oc_fail(st, "topology: %s must be a positive number (got %g)",
+                       field, v);
+    return 0;
+}
+
+static int check_nonneg(double v, const char *field, struct oc_status *st)
+{
+    if (!(isfinite(v) && v >= 0))
+        return oc_fail(st, "topology: %s must be a number >= 0 (got %g)",
+                       field, v);
+    return 0;
+}
+
+int oc_sim_platform_check_topology(const struct oc_topology *t, int64_t cards,
+                                   struct oc_status *st)
+{
+    OC_ASSERT(t);
+    if (cards < 1)
+        return oc_fail(st, "cards must be at least 1 (got %" PRId64 ")", cards);
+    if (t->gpus_per_node < 1)
+        return oc_fail(st, "topology: gpus_per_node must be at least 1 (got %" PRId64 ")",
+                       t->gpus_per_node);
+    if (check_pos(t->intra_bandwidth_Bps, "intra_node.bandwidth_Bps", st) ||
+        check_nonneg(t->intra_latency_s, "intra_node.latency_s", st))
+        return -1;
+    if (oc_topology_nodes(t, cards) < 2)
+        return 0; /* one node: the NIC and fabric fields are not used */
+    if (t->nics_per_node < 1)
+        return oc_fail(st, "topology: nic.count_per_node must be at least 1 (got %" PRId64 ")",
+                       t->nics_per_node);
+    if (check_pos(t->nic_bandwidth_Bps, "nic.bandwidth_Bps", st) ||
+        check_nonneg(t->nic_latency_s, "nic.latency_s", st) ||
+        check_nonneg(t->inter_latency_s, "inter_node.latency_s", st))
+        return -1;
+    if (t->switch_levels < 1)
+        return oc_fail(st, "topology: inter_node.switch_levels must be at least 1 (got %" PRId64 ")",
+                       t->switch_levels);
+    if (!(isfinite(t->oversubscription) && t->oversubscription >= 1))
+        return oc_fail(st, "topology: inter_node.oversubscription must be >= 1 (got %g)",
+                       t->oversubscription);
+    return 0;
+}
+
+int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
+                              int64_t cards, struct oc_status *st)
+{
+    OC_ASSERT(f && t);
+    if (oc_sim_platform_check_topology(t, cards, st) != 0)
+        return -1;
+    const int64_t g = t->gpus_per_node;
+    const int64_t nodes = oc_topology_nodes(t, cards);
+    const int64_t k = t->nics_per_node;
+    /* A node has a switch when it holds two GPUs or more. */
+#define NODE_GPUS(n) ((n) == nodes - 1 ? cards - (n) * g : g)
+
+    fprintf(f, "<?xml version='1.0'?>\n"
+               "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+               "<platform version=\"4.1\">\n");
+    /* The topology's name goes into a comment: keep it to characters that
+     * cannot end the comment or break the XML. */
+    char name[sizeof t->name];
+    size_t nn = 0;
+    for (const char *c = t->name; *c && nn + 1 < sizeof name; c++) {
+        const int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                       (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' ||
+                       (*c == '-' && (nn == 0 || name[nn - 1] != '-'));
+        name[nn++] = ok ? *c : '_';
+    }
+    name[nn] = '\0';
+    fprintf(f, "<!-- ocsim: %" PRId64 " GPUs, %" PRId64 " per node, %" PRId64
+               " nodes, topology %s; see sim/platform.h -->\n",
+            cards, g, nodes, name);
+    /* DijkstraCache: routes are shortest paths of the graph below, computed
+     * once per source host; the file stays linear in the cards (a Full zone
+     * would need every pair). */
+    fprintf(f, "<zone id=\"ocsim\" routing=\"DijkstraCache\">\n");
+    for (int64_t i = 0; i < cards; i++)
+        fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
+                OC_SIM_HOST_SPEED_FLOPS);
+    for (int64_t n = 0; n < nodes; n++)
+        if (NODE_GPUS(n) > 1)
+            fprintf(f, "  <router id=\"sw%" PRId64 "\"/>\n", n);
+    if (nodes > 1)
+        fprintf(f, "  <router id=\"fabric\"/>\n");
+
+    /* Intra-node: half the GPU-to-GPU latency on each GPU's own link, so a
+     * route (two links) has exactly intra_latency_s. */
+    for (int64_t i = 0; i < cards; i++)
+        if (NODE_GPUS(i / g) > 1)
+            fprintf(f, "  <link id=\"nvl%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
+                       "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    i, t->intra_bandwidth_Bps, t->intra_latency_s / 2);
+
+    /* Inter-node: one message sees both NICs (nic_latency_s in total) and
+     * both nodes' fabric links ((2*levels-1) switch hops in total), which
+     * sums to oc_topology_inter_latency_s (core/topology.c). */
+    const int over = t->switch_levels > 1 && t->oversubscription > 1;
+    const double up_lat_s =
+        (double)(2 * t->switch_levels - 1) * t->inter_latency_s / 2;
+    for (int64_t n = 0; nodes > 1 && n < nodes; n++) {
+        for (int64_t j = 0; j < k; j++)
+            fprintf(f, "  <link id=\"nic%" PRId64 ".%" PRId64 "\" bandwidth=\"" NUM
+                       "Bps\" latency=\"" NUM "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    n, j, t->nic_bandwidth_Bps, t->nic_latency_s / 2);
+        /* The node's share of the leaf uplinks (platform.h); FATPIPE when
+         * there is no oversubscription: it then only adds latency. */
+        const double all_nics_Bps = (double)k * t->nic_bandwidth_Bps;
+        fprintf(f, "  <link id=\"up%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
+                   "s\" sharing_policy=\"%s\"/>\n",
+                n, over ? all_nics_Bps / t->oversubscription : all_nics_Bps,
+                up_lat_s, over ? "SPLITDUPLEX" : "FATPIPE");
+    }
+
+    /* Graph edges; symmetrical routes flip UP/DOWN on the way back. A
+     * same-node pair is 2 links away through sw<n> and 4 through the
+     * fabric, so the shortest path stays inside the node. */
+    const char *up_dir = over ? " direction=\"UP\"" : "";
+    for (int64_t i = 0; i < cards; i++) {
+        const int64_t n = i / g;
+        if (NODE_GPUS(n) > 1)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"sw%" PRId64
+                       "\" symmetrical=\"YES\"><link_ctn id=\"nvl%" PRId64
+                       "\" direction=\"UP\"/></route>\n",
+                    i, n, i);
+        if (nodes > 1)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"fabric\" symmetrical=\"YES\">"
+                       "<link_ctn id=\"nic%" PRId64 ".%" PRId64 "\" direction=\"UP\"/>"
+                       "<link_ctn id=\"up%" PRId64 "\"%s/></route>\n",
+                    i, n, i % k, n, up_dir);
+    }
+    fprintf(f, "</zone>\n</platform>\n");
+#undef NODE_GPUS
+    if (ferror(f))
+        return oc_fail(st, "writing the platform XML failed: %s", strerror(errno));
+    return 0;
+}
+
+int oc_sim_platform_check_file(const char *path, struct oc_status *st)
+{
+    OC_ASSERT(path);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return oc_fail(st, "%s: cannot open platform file: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return oc_fail(st, "%s: platform file is not a regular file", path);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return oc_fail(st, "%s: cannot read platform file: %s", path, strerror(errno));
+    /* SimGrid aborts on anything it cannot parse; catch the obvious case of
+     * a file that is no platform at all. The element is near the top. */
+    char buf[8192 + 1];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (!strstr(buf, "<platform"))
+        return oc_fail(st, "%s: not a SimGrid platform (no <platform> element in its first 8 KiB)",
+                       path);
+    /* SimGrid's parser (FleXML) rejects a file without the DOCTYPE line
+     * ("Unexpected character `<' in prolog"). */
+    if (!strstr(buf, "<!DOCTYPE platform"))
+        return oc_fail(st, "%s: a SimGrid platform needs the line <!DOCTYPE platform SYSTEM "
+                           "\"https://simgrid.org/simgrid.dtd\"> before <platform>", path);
+    return 0;
+}
+
+/* Seal the platform (SimGrid computes the routing tables when the first run
+ * starts; before that, route queries fail) without simulating anything. */
+static void seal(void)
+{
+    simgrid_run_until(0.0);
+}
+
+static int map_hosts(struct oc_sim_platform *p, const char *what, int64_t cards,
+                     struct oc_status *st)
+{
+    p->hosts = oc_xcalloc((size_t)cards, sizeof *p->hosts);
+    for (int64_t i = 0; i < cards; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "gpu%" PRId64, i);
+        p->hosts[i] = sg_host_by_name(name);
+        if (!p->hosts[i]) {
+            int r = oc_fail(st, "%s: no host \"%s\": a platform for %" PRId64
+                                " cards must name its hosts gpu0..gpu%" PRId64
+                                " (it has %zu hosts)",
+                            what, name, cards, cards - 1, sg_host_count());
+            oc_sim_platform_free(p);
+            return r;
+        }
+    }
+    p->cards = cards;
+    return 0;
+}
+
+/* The temporary platform file, removed by abort_cleanup when SimGrid aborts
+ * while loading it (a bad --cfg value is only checked then). */
+static char tmp_dir[4096], tmp_file[4096 + 32];
+
+static void abort_cleanup(int sig)
+{
+    unlink(tmp_file); /* both async-signal-safe */
+    rmdir(tmp_dir);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+int oc_sim_platform_build(struct oc_sim_platform *p,
+                          const struct oc_topology *t, int64_t cards,
+                          struct oc_status *st)
+{
+    OC_ASSERT(p && t && !p->hosts);
+    if (oc_sim_platform_check_topology(t, cards, st) != 0)
+        return -1;
+    /* simgrid_load_platform reads a file: write one in a private directory
+     * and remove it once loaded. */
+    const char *tmp = getenv("TMPDIR");
+    char *dir = tmp_dir, *file = tmp_file;
+    snprintf(dir, sizeof tmp_dir, "%s/ocsim-platform-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return oc_fail(st, "%s: cannot create a temporary directory: %s", dir,
+                       strerror(errno));
+    snprintf(file, sizeof tmp_file, "%s/platform.xml", dir);
+    FILE *f = fopen(file, "w");
+    if (!f) {
+        int r = oc_fail(st, "%s: cannot write: %s", file, strerror(errno));
+        rmdir(dir);
+        return r;
+    }
+    int rc = oc_sim_platform_write_xml(f, t, cards, st);
+    if (fclose(f) != 0 && rc == 0)
+        rc = oc_fail(st, "%s: cannot write: %s", file, strerror(errno));
+    if (rc == 0) {
+        struct sigaction sa, old_sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = abort_cleanup;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGABRT, &sa, &old_sa);
+        simgrid_load_platform(file);
+        seal();
+        sigaction(SIGABRT, &old_sa, NULL);
+    }
+    unlink(file);
+    rmdir(dir);
+    if (rc != 0)
+        return -1;
+    p->gpus_per_node = t->gpus_per_node;
+    p->generated = 1;
+    return map_hosts(p, "generated platform", cards, st);
+}
+
+int oc_sim_platform_load_file(struct oc_sim_platform *p, const char *path,
+                              int64_t cards, int64_t gpus_per_node,
+                              struct oc_status *st)
+{
+    OC_ASSERT(p && path && !p->hosts);
+    if (cards < 1)
+        return oc_fail(st, "cards must be at least 1 (got %" PRId64 ")", cards);
+    if (gpus_per_node < 1)
+        return oc_fail(st, "gpus per node must be at least 1 (got %" PRId64 ")",
+                       gpus_per_node);
+    if (oc_sim_platform_check_file(path, st) != 0)
+        return -1;
+    simgrid_load_platform(path);
+    seal();
+    p->gpus_per_node = gpus_per_node;
+    p->generated = 0;
+    return map_hosts(p, path, cards, st);
+}
+
+void oc_sim_platform_free(struct oc_sim_platform *p)
+{
+    if (!p)
+        return;
+    free(p->hosts);
+    p->hosts = NULL;
+    p->cards = 0;
+}

@@ -1,0 +1,118 @@
+/* platform.h: the SimGrid platform a simulation runs on: one host per GPU,
+ * either generated from a topology (struct oc_topology) or loaded from a
+ * user's SimGrid platform XML. It is not the engine (engine.h starts SimGrid
+ * and calls these) and it knows nothing of layouts.
+ *
+ *   // inside a simulation child, after simgrid_init (engine.h does this):
+ *   struct oc_sim_platform p = {0};
+ *   if (oc_sim_platform_build(&p, &topo, 64, &st) != 0) ...   // or _load_file
+ *   sg_host_t h = p.hosts[5];                                 // host "gpu5"
+ *   oc_sim_platform_free(&p);
+ *
+ *   oc_sim_platform_write_xml(stdout, &topo, 64, &st);         // any process
+ *
+ * Generated platform (XML version 4.1, one zone routed "DijkstraCache", so
+ * the file grows linearly with the cards; 1024 cards load in well under a
+ * second). G = gpus_per_node, node of GPU i = i / G:
+ *
+ *   host  gpu<i>      speed OC_SIM_HOST_SPEED_FLOPS, one core
+ *   router sw<n>      the node's NVSwitch (nodes holding 2 or more GPUs)
+ *   router fabric     the switch fabric between nodes (2 or more nodes)
+ *   link  nvl<i>      SPLITDUPLEX, intra_bandwidth_Bps per direction,
+ *                     latency intra_latency_s / 2: GPU i <-> sw<n>
+ *   link  nic<n>.<k>  SPLITDUPLEX, nic_bandwidth_Bps per direction,
+ *                     latency nic_latency_s / 2: NIC k of node n; GPU i
+ *                     uses NIC i % nics_per_node
+ *   link  up<n>       node n's share of the fabric, latency
+ *                     (2*switch_levels - 1) * inter_latency_s / 2. With
+ *                     switch_levels > 1 and oversubscription > 1 it is
+ *                     SPLITDUPLEX with nics*nic_bandwidth/oversubscription
+ *                     per direction, else FATPIPE (latency only).
+ *
+ * Routes (each one a shortest path of the graph; weights are link counts):
+ *   same node:  nvl<a>_UP, nvl<b>_DOWN          latency intra_latency_s
+ *   two nodes:  nic<n>.<a%k>_UP, up<n>, up<m>, nic<m>.<b%k>_DOWN
+ *               latency nic_latency_s + (2*switch_levels-1)*inter_latency_s
+ *               = oc_topology_inter_latency_s(t)
+ * Each direction of each link has its own bandwidth, so a ring whose hops
+ * use distinct links is uncontended and matches the textbook formula
+ * (with the CM02 network model that engine.h selects).
+ *
+ * The up<n> link approximates a leaf-spine tree: it is node n's fair share
+ * of its leaf switch's uplinks when every node of the leaf sends at once.
+ * All of a node's off-node traffic crosses it, even traffic to a node on the
+ * same leaf (we do not know which nodes share a leaf), and one lone flow is
+ * not slowed by it (oc_topology_inter_Bps, by contrast, divides every flow by
+ * the oversubscription). The true tree's spine contention between different
+ * leaves is not modelled.
+ *
+ * Compute: every host runs at OC_SIM_HOST_SPEED_FLOPS. The cost model gives
+ * compute in seconds; a replay turns t seconds into either
+ * sg_actor_execute(t * sg_host_get_speed(host)) (oc_sim_compute_s in
+ * engine.h: two concurrent executions on one GPU share it, as two kernels
+ * would) or sg_actor_sleep_for(t) (never shared). The host speed is a unit
+ * conversion, not a model of the GPU.
+ *
+ * A user's platform file must name its hosts gpu0..gpu<cards-1>; there is no
+ * fallback to "the first hosts" (sg_host_list order is not the user's
+ * order), so a file without them is refused with one line.
+ */
+#ifndef OC_SIM_PLATFORM_H
+#define OC_SIM_PLATFORM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <simgrid/forward.h>
+
+#include "status.h"
+#include "topology.h"
+
+/* Host speed of a generated platform: 1 TFLOP/s, so 1 s of compute is
+ * 1e12 flops. Only a unit conversion (see above). */
+#define OC_SIM_HOST_SPEED_FLOPS 1e12
+
+struct oc_sim_platform {
+    int64_t cards;         /* GPUs simulated */
+    int64_t gpus_per_node; /* node of GPU i = i / gpus_per_node */
+    int generated;         /* 1: built from a topology, 0: a user's file */
+    sg_host_t *hosts;      /* (cards) host of GPU i, "gpu<i>" */
+};
+
+/* Check that the topology can become a platform for `cards` GPUs (positive
+ * sizes and bandwidths, non-negative latencies, switch_levels >= 1,
+ * oversubscription >= 1). One line naming the field otherwise. */
+int oc_sim_platform_check_topology(const struct oc_topology *t, int64_t cards,
+                                   struct oc_status *st);
+
+/* Write the generated platform XML (see the file comment) to f. Needs no
+ * SimGrid engine. */
+int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
+                              int64_t cards, struct oc_status *st);
+
+/* Check a user's platform file before SimGrid sees it (SimGrid aborts the
+ * process on a missing file): it exists, is a regular readable file and
+ * holds a "<platform" element and the "<!DOCTYPE platform" line SimGrid's
+ * parser requires. Needs no SimGrid engine. Other XML errors still abort
+ * SimGrid: in a child (engine.h) they become an error line quoting
+ * SimGrid's parse error. */
+int oc_sim_platform_check_file(const char *path, struct oc_status *st);
+
+/* Generate, load (through a temporary file) and seal the platform; fill p.
+ * Needs simgrid_init done and no platform loaded yet: call it through
+ * oc_sim_engine_init. */
+int oc_sim_platform_build(struct oc_sim_platform *p,
+                          const struct oc_topology *t, int64_t cards,
+                          struct oc_status *st);
+
+/* Load a user's platform file and map GPU i to host "gpu<i>" for
+ * i < cards; gpus_per_node only says which GPUs share a node (for the
+ * hierarchical collectives), 1 when unknown. Same preconditions as
+ * oc_sim_platform_build. */
+int oc_sim_platform_load_file(struct oc_sim_platform *p, const char *path,
+                              int64_t cards, int64_t gpus_per_node,
+                              struct oc_status *st);
+
+void oc_sim_platform_free(struct oc_sim_platform *p);
+
+#endif
