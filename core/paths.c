@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
 
 #ifndef OC_SOURCE_DIR
@@ -101,4 +102,28 @@ void oc_data_list(const char *kind, char *buf, size_t n)
         if (k)
             return;
     }
+}
+
+int oc_mkdir_p(const char *dir, struct oc_status *st)
+{
+    char buf[4096];
+    if (!dir || !*dir)
+        return oc_fail(st, "empty output folder name");
+    if (strlen(dir) >= sizeof buf)
+        return oc_fail(st, "output folder name too long");
+    strcpy(buf, dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return oc_fail(st, "%s: cannot create folder: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return oc_fail(st, "%s: cannot create folder: %s", buf, strerror(errno));
+    struct stat sb;
+    if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return oc_fail(st, "%s: exists and is not a folder", buf);
+    return 0;
 }

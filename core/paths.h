@@ -21,4 +21,7 @@ int oc_data_path(const char *kind, const char *name, char *out, size_t n,
 /* Writes the shipped names of `kind` (comma separated) into buf. */
 void oc_data_list(const char *kind, char *buf, size_t n);
 
+/* mkdir -p: creates dir and its parents; 0 when it exists afterwards. */
+int oc_mkdir_p(const char *dir, struct oc_status *st);
+
 #endif

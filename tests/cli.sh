@@ -78,5 +78,35 @@ rows=$(tail -n +2 "$tmp/l.csv" | awk -F, '$1*$2*$3 != 64 {bad++} END {print NR, 
 [ "${rows#* }" = "0" ] && [ "${rows% *}" -gt 10 ] && ok || bad "layouts CSV rows (count, wrong): $rows"
 awk -F, 'NR > 1 && $11 == 1 {fit++} END {exit fit > 0 ? 0 : 1}' "$tmp/l.csv" && ok || bad "no layout of 64 cards fits"
 
+# simulate: one layout, its files, and bad simulator input.
+expect 0 'step time' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --out "$tmp/sim"
+for f in simulate.csv timeline.json pipeline.png pipeline.svg pipeline.gp pipeline.dat; do
+  [ -s "$tmp/sim/$f" ] && ok || bad "simulate did not write $f"
+done
+head -1 "$tmp/sim/simulate.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,.*step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,.*tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,.*fits' \
+  && ok || bad "simulate.csv header: $(head -1 "$tmp/sim/simulate.csv")"
+grep -q '"traceEvents"' "$tmp/sim/timeline.json" && ok || bad "timeline.json has no traceEvents"
+expect 2 'TP\*PP\*DP = 2\*2\*1 = 4 does not match 8 cards' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp1 --out "$tmp/sim"
+expect 2 'nosuch.xml' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --platform "$tmp/nosuch.xml" --out "$tmp/sim"
+expect 2 'cfg' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --cfg 'no value' --out "$tmp/sim"
+expect 2 "unknown algorithm 'bus'" "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --collective bus
+expect 2 'Bad config key|network/nosuch' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --cfg network/nosuch:1 --out "$tmp/sim"
+
+# sweep: the ranked table, sweep.csv with one row per candidate, the report
+# and the plots.
+expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep" --jobs 2
+head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason$' \
+  && ok || bad "sweep.csv header: $(head -1 "$tmp/sweep/sweep.csv")"
+# 8 = 2^3: C(5,2) = 10 (tp, pp, dp) triples x 3 micro-batch sizes x 2 schedules.
+rows=$(tail -n +2 "$tmp/sweep/sweep.csv" | wc -l)
+[ "$rows" -eq 60 ] && ok || bad "sweep.csv has $rows rows, expected 60"
+# the first row is the best: it fits and has the most tokens/s of all rows
+awk -F, 'NR == 2 {best = $10; fit = $21} NR > 2 && $10 != "" && $10 + 0 > best + 0 && $21 == 1 {worse = 1}
+         END {exit (fit == 1 && !worse) ? 0 : 1}' "$tmp/sweep/sweep.csv" && ok || bad "sweep.csv is not ranked"
+for f in report.md throughput.png memory.png breakdown.png bubble.png throughput.svg throughput.gp throughput.dat; do
+  [ -s "$tmp/sweep/$f" ] && ok || bad "sweep did not write $f"
+done
+grep -q '## Chosen layout' "$tmp/sweep/report.md" && ok || bad "report.md has no chosen layout"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -6,5 +6,7 @@
 
 int oc_cmd_layouts(int argc, char **argv);
 int oc_cmd_memory(int argc, char **argv);
+int oc_cmd_simulate(int argc, char **argv);
+int oc_cmd_sweep(int argc, char **argv);
 
 #endif

@@ -12,6 +12,10 @@ struct command {
 };
 
 static const struct command commands[] = {
+    {"sweep", oc_cmd_sweep,
+     "simulate every layout of N cards in SimGrid, rank them, write CSV, plots, report"},
+    {"simulate", oc_cmd_simulate,
+     "simulate one layout: metrics, Chrome trace timeline, pipeline Gantt plot"},
     {"layouts", oc_cmd_layouts,
      "list every TP x PP x DP layout for N cards, its memory per GPU and why it fails"},
     {"memory", oc_cmd_memory, "memory per GPU of one layout, stage by stage"},

@@ -11,7 +11,8 @@ enum {
     O_CARDS = 256, O_MODEL, O_TOPOLOGY, O_CSV, O_OUT, O_LAYOUT, O_TP, O_PP,
     O_DP, O_MB, O_GB, O_SEQ, O_SCHEDULE, O_VCHUNKS, O_RECOMPUTE, O_SP, O_NOSP,
     O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_ATTN, O_ORDER, O_CROSS_TP,
-    O_MBS, O_HELP,
+    O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
+    O_JOBS, O_TOP,
 };
 
 struct flag {
@@ -53,6 +54,13 @@ static const struct flag flags[] = {
     {{"attention", required_argument, 0, O_ATTN}, 0},
     {{"rank-order", required_argument, 0, O_ORDER}, 0},
     {{"allow-cross-node-tp", no_argument, 0, O_CROSS_TP}, 0},
+    {{"fidelity", required_argument, 0, O_FIDELITY}, OC_OPT_SIM},
+    {{"collective", required_argument, 0, O_COLLECTIVE}, OC_OPT_SIM},
+    {{"coarse", no_argument, 0, O_COARSE}, OC_OPT_SIM},
+    {{"platform", required_argument, 0, O_PLATFORM}, OC_OPT_SIM},
+    {{"cfg", required_argument, 0, O_CFG}, OC_OPT_SIM},
+    {{"jobs", required_argument, 0, O_JOBS}, OC_OPT_SIM},
+    {{"top", required_argument, 0, O_TOP}, OC_OPT_SIM},
     {{"help", no_argument, 0, O_HELP}, 0},
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -72,6 +80,9 @@ void oc_opts_default(struct oc_opts *o)
     o->schedules[1] = OC_SCHED_INTERLEAVED;
     o->vchunks[1] = 2;
     o->n_schedules = 2;
+    o->fidelity = "fast";
+    o->collective = "auto";
+    o->top = 10;
 }
 
 /* A positive integer option value, no junk, no overflow. */
@@ -214,6 +225,28 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
                                  "(Megatron's default), tp-pp-dp)", optarg);
             break;
         case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; break;
+        case O_FIDELITY:
+            if (strcmp(optarg, "fast") && strcmp(optarg, "full"))
+                rc = oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)", optarg);
+            o->fidelity = optarg;
+            break;
+        case O_COLLECTIVE:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "ring") &&
+                strcmp(optarg, "tree") && strcmp(optarg, "hier"))
+                rc = oc_fail(st, "--collective: unknown algorithm '%s' (known: auto, "
+                                 "ring, tree, hier)", optarg);
+            o->collective = optarg;
+            break;
+        case O_COARSE: o->coarse = 1; break;
+        case O_PLATFORM: o->platform_file = optarg; break;
+        case O_CFG:
+            if (o->n_cfg == OC_MAX_LIST)
+                rc = oc_fail(st, "--cfg: at most %d settings", OC_MAX_LIST);
+            else
+                o->cfg[o->n_cfg++] = optarg;
+            break;
+        case O_JOBS: rc = positive(name, optarg, &o->jobs, st); break;
+        case O_TOP: rc = positive(name, optarg, &o->top, st); break;
         case O_HELP:
         case 'h': o->help = 1; break;
         case ':':
@@ -316,6 +349,19 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "  --micro-batches LIST    micro-batch sizes to try (default 1,2,4)\n"
               "  --schedule LIST         schedules to try: gpipe, 1f1b, interleaved[:v],\n"
               "                          all (default 1f1b,interleaved:2)\n", f);
+    if (groups & OC_OPT_SIM)
+        fputs("Simulation:\n"
+              "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"
+              "                          closed form, one op per model chunk (default);\n"
+              "                          full: every rank, layer and message\n"
+              "  --collective ALGO       auto (per size, as NCCL) | ring | tree | hier\n"
+              "  --coarse                merge the steps of each ring into one message\n"
+              "  --platform FILE         a SimGrid platform XML with hosts gpu0..gpuN-1\n"
+              "                          instead of the one generated from --topology\n"
+              "  --cfg KEY:VALUE         passed to SimGrid (repeatable), e.g.\n"
+              "                          --cfg network/model:LV08\n"
+              "  --jobs N                simulations at once (default: the cores)\n"
+              "  --top N                 rows of the ranked table (default 10)\n", f);
     if (groups & OC_OPT_CSV)
         fputs("  --csv FILE              also write the table as CSV\n", f);
     if (groups & OC_OPT_OUT)

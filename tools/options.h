@@ -26,6 +26,7 @@ enum {
     OC_OPT_CSV = 1 << 1,    /* --csv FILE */
     OC_OPT_OUT = 1 << 2,    /* --out DIR */
     OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST */
+    OC_OPT_SIM = 1 << 4,    /* --fidelity, --collective, --platform, --cfg, --jobs */
 };
 
 #define OC_MAX_LIST 16
@@ -43,6 +44,15 @@ struct oc_opts {
     enum oc_schedule_kind schedules[OC_MAX_LIST];
     int64_t vchunks[OC_MAX_LIST];
     int n_schedules;
+    /* OC_OPT_SIM */
+    const char *fidelity;     /* "fast" | "full" */
+    const char *collective;   /* "auto" | "ring" | "tree" | "hier" */
+    int coarse;               /* merge ring steps */
+    const char *platform_file;
+    const char *cfg[OC_MAX_LIST];
+    int n_cfg;
+    int64_t jobs;             /* parallel simulations (sweep); 0: cores */
+    int64_t top;              /* rows of the ranked table */
     int help;
     struct oc_model model;
     struct oc_topology topo;

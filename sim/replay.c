@@ -1,0 +1,1081 @@
+/* replay.c: one training step of one layout replayed on SimGrid, op list by
+ * op list (see replay.h for the semantics, the figures and the two
+ * fidelities). What this file is: the actors that replay the schedule core's
+ * ops, the fast mode's scaled collectives, and the bookkeeping that turns
+ * simulated times into struct oc_metrics. What it is not: the platform
+ * (platform.c), the engine (engine.c) or the full mode's collectives
+ * (collective.c).
+ *
+ * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
+ * members of a TP group that share the sender's NIC (fast mode scaling).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "replay.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+
+#include "closed_form.h"
+#include "cost.h"
+#include "engine.h"
+
+/* ---- state ------------------------------------------------------------- */
+
+/* A collective group, built once before the run and shared read-only by its
+ * members (and their helpers). In fast mode k[i] is member i's NIC-sharing
+ * factor and the *_uni flags say whether the coarse mode applies to a ring
+ * (route figures and scale factors equal on every hop, as collective.c
+ * requires of the route figures). */
+struct rgroup {
+    int ready;
+    struct oc_sim_group g;
+    int64_t *k; /* (N) fast mode only, else NULL */
+    int ring_uni, intra_uni, inter_uni;
+};
+
+struct rrank;
+
+/* One async collective in flight (a DP gradient bucket). */
+struct ajob {
+    struct rrank *rk;
+    const struct oc_op *op;
+    int64_t idx; /* op index in the rank's list */
+    struct rgroup *G;
+    int64_t me;
+    double start_s, end_s;
+    struct oc_sim_async *h;
+};
+
+/* One simulated rank. */
+struct rrank {
+    struct replay *R;
+    int64_t rank;
+    struct oc_coord c;
+    sg_host_t host;
+    const struct oc_rank_ops *ops;
+    const double *cost_s; /* (ops->n) COMPUTE seconds; fast: also TP sleeps */
+    struct rgroup *tp, *dp, *emb;
+    struct rgroup **bucket; /* (v) async DP buckets, or NULL */
+    int64_t tp_me, dp_me, emb_me;
+    sg_comm_t *sends; /* outstanding sends, cap = SEND ops */
+    int64_t nsends;
+    struct ajob *jobs; /* cap = async ops */
+    int64_t njobs, jobs_cap, jobs_waited;
+    double compute_s, tp_s, pp_s, dp_s, exposed_s, bubble_s, end_s, peak_mem;
+    double *tl_start, *tl_end; /* timeline rows, or NULL */
+};
+
+struct replay {
+    const struct oc_model *m;
+    const struct oc_layout *l;
+    const struct oc_schedule *s;
+    int fast;
+    int64_t world, gpn; /* ranks, GPUs per node */
+    struct oc_sim_coll_opts copts;
+    const struct oc_sim_platform *plat;
+    struct rrank *rk; /* (nsim) */
+    int64_t nsim;
+    int64_t *sim_of;  /* (world) index into rk, or -1 */
+    int64_t *knic;    /* (world) fast: NIC-sharing factor of each rank */
+    struct rgroup *tpg, *dpg, *embg, *bucketg;
+    struct rgroup **bucket_ptrs;
+    double **costs;   /* distinct cost arrays, freed at the end */
+    int64_t ncosts;
+    /* messages, keyed by src * tagspan + tag */
+    int64_t tagspan;
+    double *m_issue, *m_post, *m_arrive;
+    int err;
+    char errmsg[OC_MSG_MAX];
+};
+
+static void rp_error(struct replay *R, const struct oc_status *st)
+{
+    if (!R->err) {
+        R->err = 1;
+        snprintf(R->errmsg, sizeof R->errmsg, "%s", st->msg);
+    }
+}
+
+/* ---- sizes (the same cuts as collective.c, so fast and full modes move
+ * the same bytes message for message) ----------------------------------- */
+
+static int64_t chunk_bytes(int64_t S, int64_t n, int64_t c)
+{
+    OC_ASSERT(n >= 1 && c >= 0 && c < n);
+    const int64_t q = S / n, r = S % n;
+    return q + (r * (c + 1)) / n - (r * c) / n;
+}
+
+static int64_t pipeline_chunks(int64_t S, const struct oc_sim_coll_opts *o)
+{
+    const double cb = o->chunk_bytes > 0 ? o->chunk_bytes : OC_SIM_CHUNK_BYTES;
+    const int64_t cap = o->max_chunks > 0 ? o->max_chunks : OC_SIM_MAX_CHUNKS;
+    double c = ceil((double)S / cb);
+    if (c < 1)
+        c = 1;
+    return c > (double)cap ? cap : (int64_t)c;
+}
+
+static int to_bytes(double bytes, int64_t *out, const char *what,
+                    const char *group, struct oc_status *st)
+{
+    if (!(isfinite(bytes) && bytes >= 0 && bytes < 9e18))
+        return oc_fail(st, "%s on group %s: size must be a number of bytes >= 0 (got %g)",
+                       what, group, bytes);
+    *out = llround(bytes);
+    return 0;
+}
+
+/* ---- fast mode: scaled collectives ------------------------------------- */
+
+/* SimGrid refuses a NULL payload; these messages carry this token. */
+static char rp_token;
+static void *rp_sink;
+
+static sg_mailbox_t fmbox(const struct rgroup *G, int64_t i, int64_t j)
+{
+    char name[160];
+    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, G->g.name,
+                     G->g.ranks[i], G->g.ranks[j]);
+    OC_ASSERT(w > 0 && (size_t)w < sizeof name);
+    return sg_mailbox_by_name(name);
+}
+
+/* How many real flows member i's message to member j stands for: 1 inside a
+ * node (every GPU has its own NVLink link), else the larger NIC-sharing
+ * factor of the two ends (replay.h). */
+static int64_t fscale(const struct rgroup *G, int64_t i, int64_t j)
+{
+    if (!G->k || G->g.node[i] == G->g.node[j])
+        return 1;
+    return G->k[i] > G->k[j] ? G->k[i] : G->k[j];
+}
+
+struct fring {
+    int64_t n, pos;
+    sg_mailbox_t to_next, from_prev;
+    int64_t s_next; /* scale of the hop to the next member */
+    int uniform;    /* the coarse mode applies */
+    double lat_s;   /* hop latency for the coarse mode */
+};
+
+static struct fring fring_of(const struct rgroup *G, int64_t pos, int64_t n,
+                             int64_t self, int64_t next, int64_t prev,
+                             int uniform, double lat_s)
+{
+    struct fring r = {n, pos, NULL, NULL, 1, uniform, lat_s};
+    if (n > 1) {
+        r.to_next = fmbox(G, self, next);
+        r.from_prev = fmbox(G, prev, self);
+        r.s_next = fscale(G, self, next);
+    }
+    return r;
+}
+
+/* collective.c's ring_run with every message scaled by its hop's factor:
+ * reduce-scatter step k sends chunk (pos-k) mod n, all-gather step k chunk
+ * (pos+1-k) mod n; in a step a member sends to the next and receives from
+ * the previous at once (Patarasuk and Yuan 2009). Coarse: one message of
+ * everything this member sends, then the latencies of the steps it
+ * replaces (collective.h). */
+static void fring_run(const struct fring *r, int64_t S, int rs, int ag,
+                      int coarse)
+{
+    const int64_t n = r->n, p = r->pos;
+    if (n < 2)
+        return;
+    const int do_phase[2] = {rs, ag};
+    if (coarse && r->uniform) {
+        int64_t total = 0, steps = 0;
+        for (int ph = 0; ph < 2; ph++)
+            for (int64_t k = 0; do_phase[ph] && k < n - 1; k++) {
+                const int64_t c = ((ph == 0 ? p - k : p + 1 - k) % n + n) % n;
+                total += chunk_bytes(S, n, c);
+                steps++;
+            }
+        sg_comm_t cm = sg_mailbox_put_async(r->to_next, &rp_token, total * r->s_next);
+        sg_mailbox_get(r->from_prev);
+        sg_comm_wait(cm);
+        if (steps > 1 && r->lat_s > 0)
+            sg_actor_sleep_for((double)(steps - 1) * r->lat_s);
+        return;
+    }
+    for (int ph = 0; ph < 2; ph++)
+        for (int64_t k = 0; do_phase[ph] && k < n - 1; k++) {
+            const int64_t c = ((ph == 0 ? p - k : p + 1 - k) % n + n) % n;
+            sg_comm_t cm = sg_mailbox_put_async(r->to_next, &rp_token,
+                                                chunk_bytes(S, n, c) * r->s_next);
+            sg_mailbox_get(r->from_prev);
+            sg_comm_wait(cm);
+        }
+}
+
+static int64_t node_count(const struct oc_sim_group *g, int64_t k)
+{
+    return g->node_first[k + 1] - g->node_first[k];
+}
+
+static int64_t node_member(const struct oc_sim_group *g, int64_t k, int64_t j)
+{
+    OC_ASSERT(k >= 0 && k < g->nodes && j >= 0 && j < node_count(g, k));
+    return g->node_members[g->node_first[k] + j];
+}
+
+static struct fring fflat_ring(const struct rgroup *G, int64_t me)
+{
+    const int64_t n = G->g.size;
+    return fring_of(G, me, n, me, (me + 1) % n, (me + n - 1) % n, G->ring_uni,
+                    G->g.ring.lat_s);
+}
+
+/* collective.c's hierarchical all-reduce: ring reduce-scatter inside the
+ * node, ring all-reduce of the shard across nodes among the members with
+ * the same local index, ring all-gather inside the node. */
+static void fast_hier(const struct rgroup *G, int64_t me, int64_t S, int coarse)
+{
+    const struct oc_sim_group *g = &G->g;
+    const int64_t k = g->node[me], j = g->local[me], c = node_count(g, k);
+    const int64_t L = g->per_node, M = g->nodes;
+    const struct fring in =
+        fring_of(G, j, c, me, node_member(g, k, (j + 1) % c),
+                 node_member(g, k, (j + c - 1) % c), G->intra_uni, g->intra.lat_s);
+    fring_run(&in, S, 1, 0, coarse);
+    const struct fring across =
+        fring_of(G, k, M, me, node_member(g, (k + 1) % M, j),
+                 node_member(g, (k + M - 1) % M, j), G->inter_uni, g->inter.lat_s);
+    fring_run(&across, chunk_bytes(S, L, (j + 1) % L), 1, 1, coarse);
+    fring_run(&in, S, 0, 1, coarse);
+}
+
+/* collective.c's pipelined tree (chains inside nodes, a binary tree of the
+ * node leaders), every message scaled by its hop's factor. */
+static void fast_tree(const struct rgroup *G, int64_t me, int64_t S,
+                      const struct oc_sim_coll_opts *o)
+{
+    const struct oc_sim_group *g = &G->g;
+    const int64_t k = g->node[me], j = g->local[me], c = node_count(g, k);
+    int64_t parent = -1, children[3], nchild = 0;
+    if (j > 0)
+        parent = node_member(g, k, j - 1);
+    else if (k > 0)
+        parent = node_member(g, (k - 1) / 2, 0);
+    if (j + 1 < c)
+        children[nchild++] = node_member(g, k, j + 1);
+    for (int64_t ck = 2 * k + 1; j == 0 && ck <= 2 * k + 2 && ck < g->nodes; ck++)
+        children[nchild++] = node_member(g, ck, 0);
+
+    sg_mailbox_t up_in[3], down_out[3], up_out = NULL, down_in = NULL;
+    int64_t s_down[3], s_up = 1;
+    for (int64_t i = 0; i < nchild; i++) {
+        up_in[i] = fmbox(G, children[i], me);
+        down_out[i] = fmbox(G, me, children[i]);
+        s_down[i] = fscale(G, me, children[i]);
+    }
+    if (parent >= 0) {
+        up_out = fmbox(G, me, parent);
+        down_in = fmbox(G, parent, me);
+        s_up = fscale(G, me, parent);
+    }
+    const int64_t C = pipeline_chunks(S, o);
+    /* At most C sends up and 3*C down: one array, sized once per call. */
+    sg_comm_t *sends = oc_xmalloc((size_t)(4 * C) * sizeof *sends);
+    sg_comm_t recvs[3];
+    int64_t ns = 0;
+    for (int64_t ch = 0; ch < C; ch++) {
+        for (int64_t i = 0; i < nchild; i++)
+            recvs[i] = sg_mailbox_get_async(up_in[i], &rp_sink);
+        if (nchild > 0)
+            sg_comm_wait_all(recvs, (size_t)nchild);
+        if (up_out)
+            sends[ns++] = sg_mailbox_put_async(up_out, &rp_token,
+                                               chunk_bytes(S, C, ch) * s_up);
+    }
+    for (int64_t ch = 0; ch < C; ch++) {
+        if (down_in)
+            sg_mailbox_get(down_in);
+        for (int64_t i = 0; i < nchild; i++)
+            sends[ns++] = sg_mailbox_put_async(down_out[i], &rp_token,
+                                               chunk_bytes(S, C, ch) * s_down[i]);
+    }
+    if (ns > 0)
+        sg_comm_wait_all(sends, (size_t)ns);
+    free(sends);
+}
+
+static int fast_coll(const struct replay *R, const struct rgroup *G, int64_t me,
+                     enum oc_coll_kind kind, double bytes, struct oc_status *st)
+{
+    int64_t S = 0;
+    if (to_bytes(bytes, &S, oc_coll_name(kind), G->g.name, st) != 0)
+        return -1;
+    const struct oc_sim_coll_opts *o = &R->copts;
+    if (G->g.size < 2)
+        return 0;
+    switch (kind) {
+    case OC_COLL_ALLREDUCE: {
+        enum oc_sim_algo a = o->algo;
+        if (a == OC_SIM_ALGO_AUTO)
+            a = oc_sim_allreduce_choose(&G->g, (double)S, o);
+        if (a == OC_SIM_ALGO_HIER) {
+            if (G->g.per_node < 1)
+                return oc_fail(st, "all-reduce on group %s: hier needs the same number of "
+                                   "members on every node", G->g.name);
+            fast_hier(G, me, S, o->coarse);
+        } else if (a == OC_SIM_ALGO_TREE) {
+            fast_tree(G, me, S, o);
+        } else {
+            const struct fring r = fflat_ring(G, me);
+            fring_run(&r, S, 1, 1, o->coarse);
+        }
+        return 0;
+    }
+    case OC_COLL_ALLGATHER: {
+        const struct fring r = fflat_ring(G, me);
+        fring_run(&r, S, 0, 1, o->coarse);
+        return 0;
+    }
+    case OC_COLL_REDUCESCATTER: {
+        const struct fring r = fflat_ring(G, me);
+        fring_run(&r, S, 1, 0, o->coarse);
+        return 0;
+    }
+    default:
+        return oc_fail(st, "%s on group %s: not modelled in fast mode (use full)",
+                       oc_coll_name(kind), G->g.name);
+    }
+}
+
+/* Fast mode: seconds of one TP collective as a sleep (replay.h): the
+ * all-reduce estimate of the algorithm full mode would run (the ring closed
+ * form 2(N-1)/N*S/B + 2(N-1)*l inside a node, Patarasuk and Yuan 2009),
+ * the ring closed forms of core/closed_form.h for all-gather and
+ * reduce-scatter, the chain (N-1 + C-1)*(l + S/(C*B)) for a broadcast
+ * (collective.h). */
+static double tp_sleep_s(const struct rgroup *G, const struct oc_op *op,
+                         const struct oc_sim_coll_opts *o)
+{
+    const struct oc_sim_group *g = &G->g;
+    const int64_t N = g->size;
+    if (N < 2)
+        return 0;
+    const double S = (double)llround(op->bytes);
+    double one = 0;
+    switch (op->coll) {
+    case OC_COLL_ALLREDUCE: {
+        enum oc_sim_algo a = o->algo == OC_SIM_ALGO_AUTO
+                                 ? oc_sim_allreduce_choose(g, S, o)
+                                 : o->algo;
+        one = oc_sim_allreduce_estimate_s(g, a, S, o);
+        if (one < 0)
+            one = oc_sim_allreduce_estimate_s(g, OC_SIM_ALGO_RING, S, o);
+        break;
+    }
+    case OC_COLL_ALLGATHER:
+        one = oc_cf_ring_allgather_s(N, S, g->ring.bw_Bps, g->ring.lat_s);
+        break;
+    case OC_COLL_REDUCESCATTER:
+        one = oc_cf_ring_reducescatter_s(N, S, g->ring.bw_Bps, g->ring.lat_s);
+        break;
+    default: {
+        const double C = (double)pipeline_chunks((int64_t)S, o);
+        one = ((double)(N - 1) + C - 1) * (g->ring.lat_s + S / (C * g->ring.bw_Bps));
+        break;
+    }
+    }
+    return (double)(op->count > 1 ? op->count : 1) * one;
+}
+
+/* ---- full mode: collective.h ------------------------------------------- */
+
+static int full_coll(const struct replay *R, const struct rgroup *G, int64_t me,
+                     enum oc_coll_kind kind, double bytes, struct oc_status *st)
+{
+    switch (kind) {
+    case OC_COLL_ALLREDUCE:
+        return oc_sim_allreduce(&G->g, me, bytes, &R->copts, st);
+    case OC_COLL_ALLGATHER:
+        return oc_sim_allgather(&G->g, me, bytes, &R->copts, st);
+    case OC_COLL_REDUCESCATTER:
+        return oc_sim_reducescatter(&G->g, me, bytes, &R->copts, st);
+    case OC_COLL_BROADCAST:
+        return oc_sim_broadcast(&G->g, me, 0, bytes, &R->copts, st);
+    }
+    return oc_fail(st, "collective kind %d unknown", (int)kind);
+}
+
+/* A non-TP collective (or a TP one in full mode), `count` times. */
+static void run_coll(struct replay *R, const struct rgroup *G, int64_t me,
+                     const struct oc_op *op)
+{
+    struct oc_status st = {{0}};
+    const int64_t n = op->count > 1 ? op->count : 1;
+    for (int64_t i = 0; i < n; i++) {
+        int rc = R->fast ? fast_coll(R, G, me, (enum oc_coll_kind)op->coll, op->bytes, &st)
+                         : full_coll(R, G, me, (enum oc_coll_kind)op->coll, op->bytes, &st);
+        if (rc != 0) {
+            rp_error(R, &st);
+            return;
+        }
+    }
+}
+
+/* ---- actors ------------------------------------------------------------ */
+
+static void async_main(void *arg)
+{
+    struct ajob *j = arg;
+    run_coll(j->rk->R, j->G, j->me, j->op);
+    j->end_s = oc_sim_now_s();
+}
+
+/* Which group, and which member of it, an op of rank rk uses. */
+static struct rgroup *op_group(const struct rrank *rk, const struct oc_op *op,
+                               int64_t *me)
+{
+    switch (op->group) {
+    case OC_GROUP_TP:
+        *me = rk->tp_me;
+        return rk->tp;
+    case OC_GROUP_DP:
+        *me = rk->dp_me;
+        if (op->async) {
+            OC_ASSERT(rk->bucket && op->chunk >= 0 &&
+                      op->chunk < rk->R->l->vchunks);
+            return rk->bucket[op->chunk];
+        }
+        return rk->dp;
+    case OC_GROUP_EMBED:
+        *me = rk->emb_me;
+        return rk->emb;
+    default:
+        return NULL;
+    }
+}
+
+/* How many real flows a PP message a -> b stands for (fast mode; 1 in
+ * full mode and inside a node): see replay.h. */
+static int64_t pp_scale(const struct replay *R, int64_t a, int64_t b)
+{
+    if (!R->fast || a / R->gpn == b / R->gpn)
+        return 1;
+    return R->knic[a] > R->knic[b] ? R->knic[a] : R->knic[b];
+}
+
+/* Release the sends that already completed (sg_comm_test releases a
+ * finished comm; it takes no simulated time). SimGrid keeps an actor's
+ * unfinished activities in a list it scans on every completion, so
+ * letting a step's 2*m sends pile up until the final WAIT made a long run
+ * quadratic; the WAIT semantics are unchanged. */
+static void reap_sends(struct rrank *rk)
+{
+    int64_t k = 0;
+    for (int64_t i = 0; i < rk->nsends; i++)
+        if (!sg_comm_test(rk->sends[i]))
+            rk->sends[k++] = rk->sends[i];
+    rk->nsends = k;
+}
+
+static void wait_outstanding(struct rrank *rk)
+{
+    for (; rk->jobs_waited < rk->njobs; rk->jobs_waited++) {
+        struct ajob *j = &rk->jobs[rk->jobs_waited];
+        oc_sim_async_wait(j->h);
+        j->h = NULL;
+    }
+    oc_sim_wait_all(rk->sends, rk->nsends);
+    rk->nsends = 0;
+}
+
+
+static void rank_main(void *arg)
+{
+    struct rrank *rk = arg;
+    struct replay *R = rk->R;
+    const struct oc_op *ops = rk->ops->ops;
+    const int64_t n = rk->ops->n;
+    struct oc_status st = {{0}};
+    for (int64_t i = 0; i < n; i++) {
+        const struct oc_op *op = &ops[i];
+        const double t0 = oc_sim_now_s();
+        switch (op->kind) {
+        case OC_OP_COMPUTE:
+            oc_sim_compute_s(rk->cost_s[i]);
+            rk->compute_s += oc_sim_now_s() - t0;
+            break;
+        case OC_OP_SEND: {
+            R->m_issue[rk->rank * R->tagspan + op->tag] = t0;
+            const double bytes = op->bytes * (double)pp_scale(R, rk->rank, op->peer);
+            sg_comm_t c = oc_sim_send_async("pp", rk->rank, op->peer, op->tag, bytes, &st);
+            if (!c)
+                rp_error(R, &st);
+            else
+                rk->sends[rk->nsends++] = c;
+            reap_sends(rk);
+            break;
+        }
+        case OC_OP_RECV: {
+            const int64_t key = op->peer * R->tagspan + op->tag;
+            R->m_post[key] = t0;
+            const double bytes = op->bytes * (double)pp_scale(R, op->peer, rk->rank);
+            if (oc_sim_recv("pp", op->peer, rk->rank, op->tag, bytes, &st) != 0)
+                rp_error(R, &st);
+            const double t1 = oc_sim_now_s();
+            R->m_arrive[key] = t1;
+            /* metrics.h: the wait before the matching send was issued is
+             * pipeline bubble, the rest (the transfer) exposed PP comm. */
+            double bub = fmin(R->m_issue[key], t1) - t0;
+            if (bub < 0)
+                bub = 0;
+            rk->bubble_s += bub;
+            rk->exposed_s += (t1 - t0) - bub;
+            break;
+        }
+        case OC_OP_COLLECTIVE: {
+            int64_t me = 0;
+            struct rgroup *G = op_group(rk, op, &me);
+            OC_ASSERT(G && G->ready);
+            if (op->async) {
+                OC_ASSERT(rk->njobs < rk->jobs_cap);
+                struct ajob *j = &rk->jobs[rk->njobs++];
+                *j = (struct ajob){rk, op, i, G, me, t0, t0, NULL};
+                j->h = oc_sim_async_start("dp-bucket", rk->host, async_main, j);
+                break;
+            }
+            if (R->fast && op->group == OC_GROUP_TP) {
+                if (rk->cost_s[i] > 0)
+                    sg_actor_sleep_for(rk->cost_s[i]);
+            } else {
+                run_coll(R, G, me, op);
+            }
+            const double dt = oc_sim_now_s() - t0;
+            if (op->group == OC_GROUP_TP)
+                rk->tp_s += dt;
+            else
+                rk->dp_s += dt;
+            rk->exposed_s += dt;
+            break;
+        }
+        case OC_OP_WAIT:
+            wait_outstanding(rk);
+            rk->exposed_s += oc_sim_now_s() - t0;
+            break;
+        default: /* ALLOC, FREE: taken before the run */
+            break;
+        }
+        if (rk->tl_start) {
+            rk->tl_start[i] = t0;
+            rk->tl_end[i] = oc_sim_now_s();
+        }
+    }
+    /* The schedule ends every list with a WAIT; anything left is waited
+     * for here and counted like a WAIT. */
+    const double t0 = oc_sim_now_s();
+    wait_outstanding(rk);
+    rk->exposed_s += oc_sim_now_s() - t0;
+    rk->end_s = oc_sim_now_s();
+}
+
+/* ---- set-up ------------------------------------------------------------ */
+
+static int group_build(struct replay *R, struct rgroup *G, const char *name,
+                       const int64_t *members, int64_t n, struct oc_status *st)
+{
+    if (G->ready)
+        return 0;
+    if (oc_sim_group_init(&G->g, name, members, n, R->plat, st) != 0)
+        return -1;
+    G->ready = 1;
+    if (!R->fast)
+        return 0;
+    const struct oc_sim_group *g = &G->g;
+    G->k = oc_xmalloc((size_t)n * sizeof *G->k);
+    for (int64_t i = 0; i < n; i++)
+        G->k[i] = R->knic[members[i]];
+    /* Coarse rings need equal hops: collective.c checks the route figures,
+     * the scaled sizes must be equal as well. */
+    G->ring_uni = g->ring.uniform;
+    for (int64_t i = 1; n > 1 && i < n; i++)
+        G->ring_uni = G->ring_uni && fscale(G, i, (i + 1) % n) == fscale(G, 0, 1);
+    G->intra_uni = g->intra.uniform; /* inside nodes: never scaled */
+    G->inter_uni = g->inter.uniform;
+    if (g->per_node > 0 && g->nodes > 1) {
+        const int64_t s0 = fscale(G, node_member(g, 0, 0), node_member(g, 1, 0));
+        for (int64_t j = 0; j < g->per_node; j++)
+            for (int64_t k = 0; k < g->nodes; k++)
+                G->inter_uni = G->inter_uni &&
+                               fscale(G, node_member(g, k, j),
+                                      node_member(g, (k + 1) % g->nodes, j)) == s0;
+    }
+    return 0;
+}
+
+static int64_t index_of(const int64_t *a, int64_t n, int64_t x)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (a[i] == x)
+            return i;
+    OC_ASSERT(!"rank is not a member of its own group");
+    return -1;
+}
+
+/* The groups rank rk's ops use, built on first use and shared. */
+static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
+                       int64_t cap, struct oc_status *st)
+{
+    const struct oc_layout *l = R->l;
+    const struct oc_coord c = rk->c;
+    const int64_t p = l->pp, d = l->dp, v = l->vchunks;
+    char name[96];
+    for (int64_t i = 0; i < rk->ops->n; i++) {
+        const struct oc_op *op = &rk->ops->ops[i];
+        if (op->kind != OC_OP_COLLECTIVE)
+            continue;
+        struct rgroup *G = NULL;
+        int64_t n = 0;
+        switch (op->group) {
+        case OC_GROUP_TP:
+            if (rk->tp)
+                continue;
+            G = rk->tp = &R->tpg[c.pp * d + c.dp];
+            snprintf(name, sizeof name, "tp.%" PRId64 ".%" PRId64, c.pp, c.dp);
+            n = oc_schedule_group(l, rk->rank, OC_GROUP_TP, buf, cap);
+            rk->tp_me = index_of(buf, n, rk->rank);
+            break;
+        case OC_GROUP_DP:
+            if (op->async) {
+                if (op->chunk < 0 || op->chunk >= v)
+                    return oc_fail(st, "rank %" PRId64 ": DP bucket of chunk %d outside 0..%" PRId64,
+                                   rk->rank, (int)op->chunk, v - 1);
+                if (!rk->bucket)
+                    rk->bucket = &R->bucket_ptrs[rk->rank * v];
+                if (rk->bucket[op->chunk])
+                    continue;
+                G = rk->bucket[op->chunk] = &R->bucketg[(c.tp * p + c.pp) * v + op->chunk];
+                snprintf(name, sizeof name, "dpb%d.%" PRId64 ".%" PRId64, (int)op->chunk,
+                         c.tp, c.pp);
+            } else {
+                if (rk->dp)
+                    continue;
+                G = rk->dp = &R->dpg[c.tp * p + c.pp];
+                snprintf(name, sizeof name, "dp.%" PRId64 ".%" PRId64, c.tp, c.pp);
+            }
+            n = oc_schedule_group(l, rk->rank, OC_GROUP_DP, buf, cap);
+            rk->dp_me = index_of(buf, n, rk->rank);
+            break;
+        case OC_GROUP_EMBED:
+            if (rk->emb)
+                continue;
+            G = rk->emb = &R->embg[c.tp * d + c.dp];
+            snprintf(name, sizeof name, "emb.%" PRId64 ".%" PRId64, c.tp, c.dp);
+            n = oc_schedule_group(l, rk->rank, OC_GROUP_EMBED, buf, cap);
+            rk->emb_me = index_of(buf, n, rk->rank);
+            break;
+        default:
+            return oc_fail(st, "rank %" PRId64 ": collective op %" PRId64 " has no group",
+                           rk->rank, i);
+        }
+        OC_ASSERT(n <= cap);
+        if (group_build(R, G, name, buf, n, st) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* NIC-sharing factor of every rank (fast mode, replay.h): the members of
+ * its TP group on its node that use its NIC (GPU g uses NIC
+ * g % nics_per_node, platform.h). */
+static void nic_factors(struct replay *R, const struct oc_topology *t,
+                        int64_t *buf, int64_t cap)
+{
+    const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
+    for (int64_t r = 0; r < R->world; r++) {
+        const int64_t n = oc_schedule_group(R->l, r, OC_GROUP_TP, buf, cap);
+        OC_ASSERT(n <= cap);
+        int64_t k = 0;
+        for (int64_t i = 0; i < n; i++)
+            k += buf[i] / R->gpn == r / R->gpn && buf[i] % K == r % K;
+        R->knic[r] = k > 0 ? k : 1;
+    }
+}
+
+/* Seconds of every op of rank rk that takes simulated time without a
+ * message: COMPUTE from the cost model; in fast mode the TP sleeps too. */
+static double *op_costs(const struct replay *R, const struct rrank *rk,
+                        const struct oc_cost *cost, int uniform)
+{
+    const int64_t n = rk->ops->n;
+    double *c = oc_xcalloc((size_t)(n > 0 ? n : 1), sizeof *c);
+    for (int64_t i = 0; i < n; i++) {
+        const struct oc_op *op = &rk->ops->ops[i];
+        if (op->kind == OC_OP_COMPUTE)
+            c[i] = uniform && op->phase == OC_PHASE_OPTIMIZER
+                       ? 0
+                       : oc_cost_op_s(cost, op, R->l, R->m);
+        else if (R->fast && op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP)
+            c[i] = tp_sleep_s(rk->tp, op, &R->copts);
+    }
+    return c;
+}
+
+static void replay_free(struct replay *R)
+{
+    const int64_t p = R->l->pp, d = R->l->dp, t = R->l->tp, v = R->l->vchunks;
+    struct rgroup *sets[4] = {R->tpg, R->dpg, R->embg, R->bucketg};
+    const int64_t sizes[4] = {p * d, t * p, t * d, t * p * v};
+    for (int k = 0; k < 4; k++) {
+        for (int64_t i = 0; sets[k] && i < sizes[k]; i++) {
+            if (sets[k][i].ready)
+                oc_sim_group_free(&sets[k][i].g);
+            free(sets[k][i].k);
+        }
+        free(sets[k]);
+    }
+    for (int64_t i = 0; i < R->nsim; i++) {
+        free(R->rk[i].sends);
+        free(R->rk[i].jobs);
+    }
+    for (int64_t i = 0; i < R->ncosts; i++)
+        free(R->costs[i]);
+    free(R->costs);
+    free(R->rk);
+    free(R->sim_of);
+    free(R->knic);
+    free(R->bucket_ptrs);
+    free(R->m_issue);
+    free(R->m_post);
+    free(R->m_arrive);
+}
+
+enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o)
+{
+    if (!o)
+        return OC_SIM_FAST;
+    return o->fidelity == OC_SIM_FULL || o->platform_file ? OC_SIM_FULL : OC_SIM_FAST;
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+/* Everything after the schedule is built and the engine started. */
+static int replay_body(struct replay *R, const struct oc_topology *t,
+                       const struct oc_replay_opts *o, struct oc_metrics *out,
+                       struct oc_timeline *tl, struct oc_status *st)
+{
+    const struct oc_layout *l = R->l;
+    const struct oc_schedule *s = R->s;
+    const int64_t world = R->world, p = l->pp, d = l->dp, tp = l->tp,
+                  v = l->vchunks;
+    const int64_t cap = (tp > d ? tp : d) + 2;
+    int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
+    int rc = -1;
+
+    R->tpg = oc_xcalloc((size_t)(p * d), sizeof *R->tpg);
+    R->dpg = oc_xcalloc((size_t)(tp * p), sizeof *R->dpg);
+    R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);
+    R->bucketg = oc_xcalloc((size_t)(tp * p * v), sizeof *R->bucketg);
+    R->bucket_ptrs = oc_xcalloc((size_t)(world * v), sizeof *R->bucket_ptrs);
+    R->sim_of = oc_xmalloc((size_t)world * sizeof *R->sim_of);
+    R->knic = oc_xmalloc((size_t)world * sizeof *R->knic);
+    if (R->fast)
+        nic_factors(R, t, buf, cap);
+    else
+        for (int64_t r = 0; r < world; r++)
+            R->knic[r] = 1;
+
+    /* Simulated ranks: all, or the TP-rank-0 representatives. */
+    R->rk = oc_xcalloc((size_t)world, sizeof *R->rk);
+    for (int64_t r = 0; r < world; r++) {
+        const struct oc_coord c = oc_layout_coord(l, r);
+        R->sim_of[r] = -1;
+        if (R->fast && c.tp != 0)
+            continue;
+        struct rrank *rk = &R->rk[R->nsim];
+        R->sim_of[r] = R->nsim++;
+        rk->R = R;
+        rk->rank = r;
+        rk->c = c;
+        rk->host = R->plat->hosts[r];
+        rk->ops = &s->ranks[r];
+    }
+
+    /* Groups, costs, buffers, memory peaks and the message table. */
+    struct oc_cost cost;
+    oc_cost_init(&cost, R->m, l, t);
+    if (o->uniform_stages)
+        for (int ph = 0; ph <= OC_PHASE_OPTIMIZER; ph++)
+            cost.part_s[OC_PART_EMBED][ph] = cost.part_s[OC_PART_HEAD][ph] = 0;
+    R->costs = oc_xcalloc((size_t)(R->nsim > 0 ? R->nsim : 1), sizeof *R->costs);
+    double **stage_cost = oc_xcalloc((size_t)p, sizeof *stage_cost);
+    int64_t maxtag = -1;
+    for (int64_t i = 0; i < R->nsim; i++) {
+        struct rrank *rk = &R->rk[i];
+        if (rank_groups(R, rk, buf, cap, st) != 0)
+            goto done;
+        /* Full mode: the ranks of a stage run the same compute ops, so
+         * they share one cost array; fast mode adds per-group TP sleeps. */
+        if (!R->fast && stage_cost[rk->c.pp]) {
+            rk->cost_s = stage_cost[rk->c.pp];
+        } else {
+            double *c = op_costs(R, rk, &cost, o->uniform_stages);
+            R->costs[R->ncosts++] = c;
+            rk->cost_s = c;
+            if (!R->fast)
+                stage_cost[rk->c.pp] = c;
+        }
+        int64_t nsend = 0, nasync = 0;
+        double mem = 0;
+        for (int64_t j = 0; j < rk->ops->n; j++) {
+            const struct oc_op *op = &rk->ops->ops[j];
+            if (op->kind == OC_OP_SEND || op->kind == OC_OP_RECV) {
+                if (op->tag < 0 || op->peer < 0 || op->peer >= world || op->peer == rk->rank) {
+                    oc_fail(st, "rank %" PRId64 " op %" PRId64 ": point-to-point with peer %"
+                                PRId64 " and tag %" PRId64, rk->rank, j, op->peer, op->tag);
+                    goto done;
+                }
+                if (R->sim_of[op->peer] < 0) {
+                    oc_fail(st, "rank %" PRId64 " op %" PRId64 ": peer %" PRId64
+                                " is not simulated (fast mode needs pipeline peers of the "
+                                "same TP rank)", rk->rank, j, op->peer);
+                    goto done;
+                }
+                if (op->tag > maxtag)
+                    maxtag = op->tag;
+                nsend += op->kind == OC_OP_SEND;
+            } else if (op->kind == OC_OP_COLLECTIVE && op->async) {
+                nasync++;
+            } else if (op->kind == OC_OP_ALLOC) {
+                mem += op->bytes;
+                if (mem > rk->peak_mem)
+                    rk->peak_mem = mem;
+            } else if (op->kind == OC_OP_FREE) {
+                mem -= op->bytes;
+            }
+        }
+        rk->sends = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->sends);
+        rk->jobs = oc_xcalloc((size_t)(nasync > 0 ? nasync : 1), sizeof *rk->jobs);
+        rk->jobs_cap = nasync;
+    }
+    R->tagspan = maxtag + 1 > 0 ? maxtag + 1 : 1;
+    const size_t nkeys = (size_t)world * (size_t)R->tagspan;
+    R->m_issue = oc_xcalloc(nkeys, sizeof *R->m_issue);
+    R->m_post = oc_xcalloc(nkeys, sizeof *R->m_post);
+    R->m_arrive = oc_xcalloc(nkeys, sizeof *R->m_arrive);
+
+    if (tl) {
+        unsigned char *record = NULL;
+        if (R->fast) {
+            record = oc_xcalloc((size_t)world, 1);
+            for (int64_t r = 0; r < world; r++)
+                record[r] = R->sim_of[r] >= 0;
+        }
+        oc_timeline_init(tl, s, record);
+        free(record);
+        for (int64_t r = 0; r < world; r++)
+            if (R->sim_of[r] < 0) {
+                struct oc_coord c = oc_layout_coord(l, r);
+                c.tp = 0;
+                tl->proxy[r] = oc_layout_rank(l, c);
+            }
+        for (int64_t i = 0; i < R->nsim; i++) {
+            R->rk[i].tl_start = tl->start_s[R->rk[i].rank];
+            R->rk[i].tl_end = tl->end_s[R->rk[i].rank];
+        }
+    }
+
+    for (int64_t i = 0; i < R->nsim; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "rank%" PRId64, R->rk[i].rank);
+        oc_sim_actor_create(name, R->rk[i].host, rank_main, &R->rk[i]);
+    }
+    if (oc_sim_engine_run(st) != 0) {
+        if (R->err)
+            oc_fail(st, "%s", R->errmsg);
+        goto done;
+    }
+    if (R->err) {
+        oc_fail(st, "%s", R->errmsg);
+        goto done;
+    }
+
+    /* After the run: the step, end idling, transfers of the sends, async
+     * collectives, then the per-stage means. */
+    double step = 0;
+    for (int64_t i = 0; i < R->nsim; i++)
+        step = fmax(step, R->rk[i].end_s);
+    for (int64_t i = 0; i < R->nsim; i++) {
+        struct rrank *rk = &R->rk[i];
+        rk->bubble_s += step - rk->end_s;
+        for (int64_t j = 0; j < rk->ops->n; j++) {
+            const struct oc_op *op = &rk->ops->ops[j];
+            if (op->kind != OC_OP_SEND)
+                continue;
+            const int64_t key = rk->rank * R->tagspan + op->tag;
+            const double arrive = R->m_arrive[key];
+            rk->pp_s += arrive - fmax(R->m_issue[key], R->m_post[key]);
+            if (rk->tl_end)
+                rk->tl_end[j] = arrive;
+        }
+        for (int64_t j = 0; j < rk->njobs; j++) {
+            const struct ajob *jb = &rk->jobs[j];
+            if (jb->op->group == OC_GROUP_TP)
+                rk->tp_s += jb->end_s - jb->start_s;
+            else
+                rk->dp_s += jb->end_s - jb->start_s;
+            if (rk->tl_start) {
+                rk->tl_start[jb->idx] = jb->start_s;
+                rk->tl_end[jb->idx] = jb->end_s;
+            }
+        }
+    }
+    oc_metrics_init(out, l);
+    out->step_time_s = step;
+    int64_t *count = oc_xcalloc((size_t)p, sizeof *count);
+    for (int64_t i = 0; i < R->nsim; i++) {
+        const struct rrank *rk = &R->rk[i];
+        struct oc_stage_metrics *g = &out->stage[rk->c.pp];
+        count[rk->c.pp]++;
+        g->compute_s += rk->compute_s;
+        g->bubble_s += rk->bubble_s;
+        g->tp_comm_s += rk->tp_s;
+        g->pp_comm_s += rk->pp_s;
+        g->dp_comm_s += rk->dp_s;
+        g->exposed_comm_s += rk->exposed_s;
+        g->peak_mem_bytes = fmax(g->peak_mem_bytes, rk->peak_mem);
+    }
+    for (int64_t k = 0; k < p; k++) {
+        OC_ASSERT(count[k] > 0);
+        struct oc_stage_metrics *g = &out->stage[k];
+        const double n = (double)count[k];
+        g->compute_s /= n;
+        g->bubble_s /= n;
+        g->tp_comm_s /= n;
+        g->pp_comm_s /= n;
+        g->dp_comm_s /= n;
+        g->exposed_comm_s /= n;
+    }
+    free(count);
+    oc_metrics_finish(out, R->m, t);
+    rc = 0;
+done:
+    free(stage_cost);
+    free(buf);
+    return rc;
+}
+
+int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
+                  const struct oc_layout *l, const struct oc_replay_opts *o,
+                  struct oc_metrics *out, struct oc_schedule *sched_out,
+                  struct oc_timeline *tl, struct oc_status *st)
+{
+    OC_ASSERT(m && t && l && out);
+    const struct oc_replay_opts defaults = {0};
+    if (!o)
+        o = &defaults;
+    memset(out, 0, sizeof *out);
+    if (sched_out)
+        memset(sched_out, 0, sizeof *sched_out);
+    if (tl)
+        memset(tl, 0, sizeof *tl);
+    if (tl && !sched_out)
+        return oc_fail(st, "replay: a timeline needs sched_out (the schedule it indexes)");
+    if (o->fidelity != OC_SIM_FAST && o->fidelity != OC_SIM_FULL)
+        return oc_fail(st, "replay: unknown fidelity %d", (int)o->fidelity);
+    if (o->algo < 0 || o->algo >= OC_SIM_ALGO_COUNT)
+        return oc_fail(st, "replay: unknown all-reduce algorithm %d", (int)o->algo);
+    if (l->pp > OC_MAX_STAGES)
+        return oc_fail(st, "replay: PP %" PRId64 " exceeds the %d stages metrics hold",
+                       l->pp, OC_MAX_STAGES);
+    const int64_t world = oc_layout_world(l);
+    if (oc_layout_validate(l, m, t, world, st) != 0)
+        return -1;
+
+    struct replay R;
+    memset(&R, 0, sizeof R);
+    R.m = m;
+    R.l = l;
+    R.fast = oc_replay_fidelity_used(o) == OC_SIM_FAST;
+    R.world = world;
+    R.gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    R.copts.algo = o->algo;
+    R.copts.coarse = o->coarse;
+
+    /* The engine first: a bad platform file or --cfg fails before the
+     * schedule is built. */
+    struct oc_sim_engine_opts eo = {.topo = t, .cards = world,
+                                    .platform_file = o->platform_file,
+                                    .cfg = o->cfg, .n_cfg = o->n_cfg};
+    if (oc_sim_engine_init(&eo, st) != 0)
+        return -1;
+    R.plat = oc_sim_engine_platform();
+    OC_ASSERT(R.plat && R.plat->cards == world);
+    if (o->platform_file)
+        R.gpn = R.plat->gpus_per_node;
+
+    struct oc_schedule local;
+    struct oc_schedule *s = sched_out ? sched_out : &local;
+    const struct oc_schedule_opts so = {R.fast ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
+    if (oc_schedule_build(s, m, l, &so, st) != 0) {
+        oc_schedule_free(s);
+        return -1;
+    }
+    R.s = s;
+    int rc = replay_body(&R, t, o, out, tl, st);
+    replay_free(&R);
+    if (rc != 0 || !sched_out)
+        oc_schedule_free(s);
+    if (rc != 0 && tl)
+        oc_timeline_free(tl);
+    return rc;
+}
+
+/* ---- forked ------------------------------------------------------------ */
+
+struct fork_job {
+    const struct oc_model *m;
+    const struct oc_topology *t;
+    const struct oc_layout *l;
+    const struct oc_replay_opts *o;
+};
+
+static int fork_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    const struct fork_job *j = arg;
+    struct oc_metrics *mt = oc_xmalloc(sizeof *mt);
+    int rc = oc_replay_run(j->m, j->t, j->l, j->o, mt, NULL, NULL, st);
+    if (rc == 0)
+        oc_sim_buf_append(out, mt, sizeof *mt);
+    free(mt);
+    return rc;
+}
+
+int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_layout *l,
+                         const struct oc_replay_opts *o,
+                         struct oc_metrics *out, double wall_limit_s,
+                         struct oc_status *st)
+{
+    OC_ASSERT(m && t && l && out);
+    memset(out, 0, sizeof *out);
+    struct fork_job j = {m, t, l, o};
+    struct oc_sim_fork_opts fo = {wall_limit_s > 0 ? wall_limit_s : 0, 0};
+    struct oc_sim_buf buf = {0};
+    if (oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
+        oc_sim_buf_free(&buf);
+        return -1;
+    }
+    int rc = 0;
+    if (buf.len != sizeof *out)
+        rc = oc_fail(st, "replay: the simulation sent %zu bytes, expected %zu", buf.len,
+                     sizeof *out);
+    else
+        memcpy(out, buf.data, sizeof *out);
+    oc_sim_buf_free(&buf);
+    return rc;
+}

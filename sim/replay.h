@@ -1,0 +1,158 @@
+/* replay.h: simulate one training step of one layout with SimGrid by
+ * replaying the schedule core's per-rank op lists (core/schedule.h), and
+ * turn what happened into the figures of core/metrics.h and, on request,
+ * a per-op timeline (core/timeline.h). It does not decide what a layout
+ * means (core/ does), build the platform (platform.c) or implement the
+ * collectives of the full mode (collective.c).
+ *
+ *   struct oc_replay_opts o = { .fidelity = OC_SIM_FAST };   // all else 0
+ *   struct oc_metrics mt;
+ *   struct oc_status st = {{0}};
+ *   // In a sweep: every simulation in its own child process.
+ *   if (oc_replay_run_forked(&model, &topo, &layout, &o, &mt, 60.0, &st) != 0)
+ *       fprintf(stderr, "ocsim: %s\n", st.msg);               // one line
+ *   printf("%.3f s, bubble %.1f %%\n", mt.step_time_s, 100 * mt.bubble_fraction);
+ *
+ *   // In a process of its own (SimGrid runs once per process), with the
+ *   // schedule and the per-op times:
+ *   struct oc_schedule s;  struct oc_timeline tl;
+ *   if (oc_replay_run(&model, &topo, &layout, &o, &mt, &s, &tl, &st) == 0) {
+ *       ... tl.start_s[r][i], tl.end_s[r][i] for s.ranks[r].ops[i] ...
+ *   }
+ *   oc_timeline_free(&tl);  oc_schedule_free(&s);   // also after a failure
+ *
+ * Replay (one SimGrid actor per simulated rank, its ops in order):
+ *   COMPUTE     oc_sim_compute_s of oc_cost_op_s (core/cost.h); costs are
+ *               computed into arrays before the run.
+ *   SEND        oc_sim_send_async on channel "pp", not waited for; the comm
+ *               completes at the next WAIT (or the rank's end).
+ *   RECV        oc_sim_recv, blocking.
+ *   COLLECTIVE  the group's collective, `count` times. Groups are built once
+ *               and shared: "tp.<pp>.<dp>", "dp.<tp>.<pp>", "emb.<tp>.<dp>",
+ *               and for each async DP bucket (overlap_grad_reduce, one per
+ *               model chunk) "dpb<chunk>.<tp>.<pp>", since one member may
+ *               not have two collectives of one group in flight. An async
+ *               collective runs in a helper actor (oc_sim_async_start).
+ *   WAIT        waits for every async collective and send in flight.
+ *   ALLOC/FREE  a running sum per rank; its maximum is the peak (the sum
+ *               does not depend on time, so it is taken before the run).
+ *
+ * Figures (core/metrics.h definitions; per rank, then per stage):
+ *   compute_s   time in COMPUTE ops.
+ *   tp_comm_s   durations of TP collectives (blocking).
+ *   dp_comm_s   durations of DP and embedding collectives; for an async one
+ *               its helper's duration (start to finish, overlapped or not).
+ *   pp_comm_s   for each message the rank SENDS, its transfer time: from
+ *               the later of the send's issue and the receive's post (SimGrid
+ *               matches sender and receiver before data moves) to its
+ *               arrival. Receives are not counted again here.
+ *   bubble_s    for each RECV, the part of its blocked time before the
+ *               matching send was issued (a shared table keyed by (src, tag)
+ *               holds the issue times), plus step_time_s minus the rank's
+ *               own end (idle at the end of the step).
+ *   exposed_comm_s  blocking collectives, the rest of each RECV's blocked
+ *               time (the transfer), and WAITs (plus waits at the rank's
+ *               end, which the schedule's final WAIT makes empty).
+ *   So for every rank: compute_s + exposed_comm_s + bubble_s = step_time_s.
+ *   peak_mem_bytes  the largest running sum of ALLOC/FREE; a stage's peak
+ *               is the largest over its ranks (they are all equal).
+ *   step_time_s the latest end over ranks (every rank starts at 0).
+ * Per-stage figures other than memory are means over the simulated ranks
+ * of the stage; oc_metrics_finish derives the rest.
+ *
+ * Fidelity:
+ *   OC_SIM_FULL  layer-grain schedule, every rank an actor, every
+ *       collective through collective.h (opts.algo, opts.coarse).
+ *   OC_SIM_FAST  chunk-grain schedule (one compute op per chunk, its TP
+ *       collectives merged with a count), and only the TP-rank-0
+ *       representative of each TP group simulated (the members of a TP
+ *       group run identical op lists in lockstep). Its figures stand for
+ *       every rank of its group (and its timeline for theirs: tl.proxy).
+ *       - TP collectives are not messages but a sleep of their closed form
+ *         on the group's hop (route latency and bandwidth between TP
+ *         neighbours): oc_sim_allreduce_estimate_s for all-reduce (the
+ *         ring closed form inside a node, with the algorithm that FULL
+ *         would choose), oc_cf_ring_* for all-gather and reduce-scatter.
+ *         Exact for a TP group inside one node of the generated platform,
+ *         where every GPU has its own NVLink link.
+ *       - A representative's PP message or DP/embedding collective message
+ *         stands for the t identical flows of its TP group: when the hop
+ *         crosses nodes its bytes are multiplied by the number of members
+ *         of the TP group that use the same NIC as the sender (GPU g uses
+ *         NIC g % nics_per_node; the larger of sender's and receiver's
+ *         count). Max-min sharing of k equal flows over a NIC equals one
+ *         flow of k times the bytes, so this is exact when those flows run
+ *         at once on otherwise idle links. Hops inside a node are not
+ *         scaled (each GPU has its own link).
+ *       - DP and embedding collectives run this file's own ring, two-level
+ *         ring and tree (the algorithms of collective.h, message for
+ *         message, with per-hop scaled sizes), chosen as FULL would
+ *         (opts.algo, or oc_sim_allreduce_choose on the real group).
+ *       Not exact, and not claimed: a TP group across nodes (the sleep
+ *       ignores the NIC sharing of its ring), PP or DP traffic inside a
+ *       node that overlaps TP collectives (FULL sees the NVLink sharing,
+ *       FAST's TP sleep does not), oversubscribed uplinks with several
+ *       NICs per node (the uplink then sees k flows' bytes, not all of the
+ *       node's), and skewed arrivals under the coarse ring.
+ *       With a user platform file the sharing cannot be computed: FAST
+ *       falls back to FULL (oc_replay_fidelity_used says which ran).
+ *
+ * uniform_stages (a test hook): the embedding, the LM head and the
+ * optimizer step cost 0 s, so that every stage computes the same, as in
+ * the textbook pipeline of core/closed_form.h (which has no optimizer).
+ *
+ * Errors: one line in st->msg: an invalid layout, a missing platform file,
+ * a --cfg SimGrid would refuse, an actor that did not finish (deadlock).
+ */
+#ifndef OC_SIM_REPLAY_H
+#define OC_SIM_REPLAY_H
+
+#include <stdint.h>
+
+#include "collective.h"
+#include "layout.h"
+#include "metrics.h"
+#include "model.h"
+#include "schedule.h"
+#include "status.h"
+#include "timeline.h"
+#include "topology.h"
+
+enum oc_sim_fidelity { OC_SIM_FAST, OC_SIM_FULL };
+
+struct oc_replay_opts {
+    enum oc_sim_fidelity fidelity; /* default FAST (0) */
+    enum oc_sim_algo algo;         /* all-reduce algorithm, AUTO default */
+    int coarse;                    /* merge ring steps (collective.h) */
+    const char *platform_file;     /* a user's SimGrid XML, or NULL */
+    const char *const *cfg;        /* user --cfg=... strings */
+    int64_t n_cfg;
+    int uniform_stages;            /* test hook (see above) */
+};
+
+/* The fidelity that runs for these options: FULL when asked, or when a
+ * platform file is given (FAST needs the generated platform). NULL: FAST. */
+enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o);
+
+/* In the current process (SimGrid: once per process): build the schedule
+ * (chunk grain for FAST, layer grain for FULL) into *sched_out, start the
+ * engine on the generated (or user's) platform for t*p*d cards, replay,
+ * and fill *out (oc_metrics_init, figures, oc_metrics_finish). When tl is
+ * not NULL it is initialised on *sched_out (oc_timeline_init) and filled
+ * with every op's start and end; tl needs sched_out. sched_out may be NULL
+ * when tl is. The caller frees both, also after a failure (they are then
+ * left empty). o may be NULL (defaults). Returns 0, or -1 with st->msg. */
+int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
+                  const struct oc_layout *l, const struct oc_replay_opts *o,
+                  struct oc_metrics *out, struct oc_schedule *sched_out,
+                  struct oc_timeline *tl, struct oc_status *st);
+
+/* The same in a forked child (oc_sim_fork_run), metrics only: what a sweep
+ * calls. wall_limit_s > 0 kills the child after that much wall time. */
+int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_layout *l,
+                         const struct oc_replay_opts *o,
+                         struct oc_metrics *out, double wall_limit_s,
+                         struct oc_status *st);
+
+#endif

@@ -1,0 +1,46 @@
+/* sweep.h: simulate many layouts in parallel, one SimGrid engine per child
+ * process (SimGrid runs once per process), and hand each result back as it
+ * finishes, so a caller can write its CSV row at once and an interrupted
+ * sweep keeps what it finished.
+ *
+ *   static void done(void *ctx, int64_t i, const struct oc_metrics *mt,
+ *                    const char *err) { ...write row i... }
+ *   struct oc_sweep_opts so = { .jobs = 2, .replay = ro, .on_done = done };
+ *   oc_sweep_run(layouts, n, &model, &topo, &so, &st);
+ *
+ * Workers: `jobs` processes, each taking the next layout index from a
+ * shared pipe and running it in a fresh child (oc_replay_run_forked); the
+ * parent collects results with poll(2) in finishing order.
+ */
+#ifndef OC_SIM_SWEEP_H
+#define OC_SIM_SWEEP_H
+
+#include <stdint.h>
+
+#include "layout.h"
+#include "metrics.h"
+#include "model.h"
+#include "replay.h"
+#include "status.h"
+#include "topology.h"
+
+/* Called in the parent for each layout as it finishes: mt on success, or
+ * NULL and err (one line) when its simulation failed. */
+typedef void (*oc_sweep_done_fn)(void *ctx, int64_t index,
+                                 const struct oc_metrics *mt, const char *err);
+
+struct oc_sweep_opts {
+    int jobs;                     /* parallel simulations; <= 0: online cores */
+    double wall_limit_s;          /* per layout; 0: none */
+    struct oc_replay_opts replay;
+    oc_sweep_done_fn on_done;
+    void *ctx;
+};
+
+/* Returns 0 when every layout was attempted (some may have failed: see
+ * on_done), -1 with st->msg when the sweep itself could not run. */
+int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
+                 const struct oc_model *m, const struct oc_topology *t,
+                 const struct oc_sweep_opts *o, struct oc_status *st);
+
+#endif
