@@ -1,0 +1,240 @@
+/* params.h: the executor's parameters on one rank: the tensor-parallel shards
+ * of the layers (and embedding, LM head) the rank holds, in one arena, with
+ * the same layout for weights, gradients and the two AdamW moments.
+ *
+ *   int64_t layers[] = {2, 3};                    // global layers held
+ *   struct oc_params_opts o = { .tp = 2, .tp_rank = 1, .layers = layers,
+ *                               .nlayers = 2, .has_embed = 0,
+ *                               .has_head = 1, .seed = 1234 };
+ *   struct oc_params p;
+ *   if (oc_params_init(&p, &model, &o, &st) != 0) ...st.msg...
+ *   float *qkvw = oc_params_w(&p, OC_P_QKVW, 3);  // (3*C/t, C) shard
+ *   float *dqkvw = oc_params_g(&p, OC_P_QKVW, 3); // same shape, grads
+ *   oc_params_zero_grad(&p);                      // at the start of a step
+ *   ... forward / backward (gpt.h) accumulate into p.g ...
+ *   oc_params_adamw(&p, &hyper, step, 0, p.n);    // whole arena
+ *   oc_params_free(&p);
+ *
+ * What this file is: the parameter table (names, global shapes, how TP
+ * splits them, how they are initialised), the arena, the counter-based
+ * initialisation, AdamW and the shard <-> full-tensor copies. What it is not:
+ * the model math (gpt.h) or any communication (the runner all-reduces p.g
+ * over DP and the tied-embedding gradient over the EMBED group).
+ *
+ * Letters: C = hidden size, NH = heads, HS = C/NH head size, F = MLP
+ * intermediate size, V = vocabulary, P = positions, L = layers, t = TP size.
+ *
+ * Tensors (llm.c names; a linear layer's weight is (out, in) and computes
+ * y = x W^T + b). Global shapes, and how a TP shard of rank r holds them
+ * (Megatron-LM, Shoeybi et al. 2019, section 3):
+ *
+ *   wte      (V, C)        rows split: vocab rows [r*V/t, (r+1)*V/t)
+ *   wpe      (P, C)        whole on every TP rank
+ *   ln1w/b   (C)           whole
+ *   qkvw     (NH*3*HS, C)  rows split by head: heads [r*NH/t, (r+1)*NH/t).
+ *                          Rows are head-major, (NH, 3, HS): row
+ *                          (h*3 + j)*HS + i is element i of q (j=0), k (1)
+ *                          or v (2) of head h, so a head shard is one
+ *                          contiguous block of rows (Megatron-LM's layout,
+ *                          not Hugging Face GPT-2's [q | k | v]).
+ *   qkvb     (NH*3*HS)     split like qkvw's rows
+ *   attprojw (C, C)        columns split (row-parallel): input columns of
+ *                          the shard's heads [r*C/t, (r+1)*C/t)
+ *   attprojb (C)           whole, added once after the all-reduce
+ *   ln2w/b   (C)           whole
+ *   fcw      (F, C)        rows split: [r*F/t, ...)
+ *   fcb      (F)           split like fcw's rows
+ *   fcprojw  (C, F)        columns split (row-parallel)
+ *   fcprojb  (C)           whole, added once after the all-reduce
+ *   lnfw/b   (C)           whole
+ *   lmw      (V, C)        rows split like wte. With tied embeddings there
+ *                          is no lmw where the rank also holds wte (the
+ *                          head reads wte and adds its gradient to wte's);
+ *                          a head-only rank (last pipeline stage) holds lmw
+ *                          as a copy of wte, initialised to the same values,
+ *                          and the runner all-reduces the two gradients
+ *                          over the EMBED group (oc_params_tied_grad).
+ *
+ * Vectors are (n, 1) tensors, so a column-parallel bias splits its rows
+ * like its weight.
+ *
+ * Initialisation: the value of global element (kind, layer, row, col) is a
+ * function of (seed, kind, layer, row*cols + col) only (splitmix64, Steele
+ * et al. 2014, as a counter-based generator), so a TP shard's slice equals
+ * the slice of the whole tensor, whatever the layout. Matrices and
+ * embeddings are uniform with std 0.02, the two output projections std
+ * 0.02/sqrt(2L) (Radford et al. 2019, GPT-2, section 2.3), LayerNorm gains 1
+ * and every bias 0. A uniform on [-a, a) has std a/sqrt(3), so a =
+ * std*sqrt(3).
+ */
+#ifndef OC_EXEC_PARAMS_H
+#define OC_EXEC_PARAMS_H
+
+#include <stdint.h>
+
+#include "model.h"
+#include "status.h"
+
+/* Kinds of tensor (the order is the arena order inside each group). */
+enum oc_param_kind {
+    OC_P_WTE,      /* (V, C) token embedding */
+    OC_P_WPE,      /* (P, C) position embedding */
+    OC_P_LN1W,     /* (C) */
+    OC_P_LN1B,     /* (C) */
+    OC_P_QKVW,     /* (NH*3*HS, C) */
+    OC_P_QKVB,     /* (NH*3*HS) */
+    OC_P_ATTPROJW, /* (C, C) */
+    OC_P_ATTPROJB, /* (C) */
+    OC_P_LN2W,     /* (C) */
+    OC_P_LN2B,     /* (C) */
+    OC_P_FCW,      /* (F, C) */
+    OC_P_FCB,      /* (F) */
+    OC_P_FCPROJW,  /* (C, F) */
+    OC_P_FCPROJB,  /* (C) */
+    OC_P_LNFW,     /* (C) */
+    OC_P_LNFB,     /* (C) */
+    OC_P_LMW,      /* (V, C) untied LM head, or a tied copy of wte */
+    OC_P_COUNT
+};
+#define OC_P_FIRST_LAYER OC_P_LN1W    /* per-layer kinds: [LN1W, FCPROJB] */
+#define OC_P_LAST_LAYER OC_P_FCPROJB
+#define OC_P_PER_LAYER (OC_P_LAST_LAYER - OC_P_FIRST_LAYER + 1)
+
+enum oc_param_split {
+    OC_SPLIT_NONE, /* whole on every TP rank */
+    OC_SPLIT_ROWS, /* rank r holds rows [r*rows/t, (r+1)*rows/t) */
+    OC_SPLIT_COLS, /* rank r holds columns [r*cols/t, (r+1)*cols/t) */
+};
+
+enum oc_param_init {
+    OC_INIT_UNIFORM, /* std 0.02 */
+    OC_INIT_SCALED,  /* std 0.02/sqrt(2L): residual output projections */
+    OC_INIT_ONES,
+    OC_INIT_ZEROS,
+};
+
+/* What a kind of tensor is, for a given model (global shape). */
+struct oc_param_info {
+    const char *name;          /* "qkvw" */
+    int per_layer;             /* one per layer (else one per model) */
+    int64_t rows, cols;        /* global shape; vectors are (n, 1) */
+    enum oc_param_split split;
+    enum oc_param_init init;
+    int decay;                 /* AdamW weight decay applies (matrices and
+                                  embeddings, not biases and gains, as
+                                  Megatron-LM's default param groups) */
+};
+
+/* The table for model m, filled in one place (params.c). */
+void oc_params_info(const struct oc_model *m, struct oc_param_info info[OC_P_COUNT]);
+
+/* One tensor of the arena. */
+struct oc_param_tensor {
+    enum oc_param_kind kind;
+    int64_t layer;        /* global layer, -1 for embedding and head tensors */
+    int64_t offset;       /* first float in the arena */
+    int64_t rows, cols;   /* local (shard) shape */
+    int64_t row0, col0;   /* where the shard sits in the global tensor */
+    int64_t grows, gcols; /* global shape */
+    enum oc_param_kind init_kind; /* key of the generator: OC_P_WTE for a
+                                     tied LM head copy, else kind */
+    int decay;
+};
+
+struct oc_params_opts {
+    int64_t tp, tp_rank;
+    const int64_t *layers;  /* global layers this rank holds (any order, no
+                               repeats; the arena keeps this order) */
+    int64_t nlayers;
+    int has_embed;          /* first pipeline chunk: wte, wpe */
+    int has_head;           /* last pipeline chunk: lnf, lmw (or wte) */
+    uint64_t seed;
+};
+
+struct oc_params {
+    struct oc_model model;
+    int64_t tp, tp_rank;
+    int has_embed, has_head;
+    int head_uses_wte;        /* tied and has_embed: the LM head is wte */
+    int64_t nt;               /* tensors */
+    struct oc_param_tensor *t;
+    int64_t *slot;            /* (L+1, OC_P_COUNT): index into t or -1;
+                                 row 0 is layer-less, row l+1 layer l */
+    int64_t n;                /* floats per arena */
+    float *w;                 /* (n) weights */
+    float *g;                 /* (n) gradients, accumulated over micro-batches */
+    float *m;                 /* (n) AdamW first moment */
+    float *v;                 /* (n) AdamW second moment */
+};
+
+/* Checks the model (GPT style, no GQA, divisible by t) and the options,
+ * lays out the arena, initialises the weights, zeroes g, m and v. */
+int oc_params_init(struct oc_params *p, const struct oc_model *m,
+                   const struct oc_params_opts *o, struct oc_status *st);
+void oc_params_free(struct oc_params *p);
+
+/* Is the model one the executor runs? GPT style (LayerNorm with bias,
+ * learned positions, biased linear layers, two-matrix GELU MLP), heads ==
+ * KV heads, C % NH == 0, and NH, F, V divisible by tp. */
+int oc_params_check_model(const struct oc_model *m, int64_t tp,
+                          struct oc_status *st);
+
+/* The tensor (kind, layer) of this rank; layer is -1 for the embedding and
+ * head kinds. Asserts that the rank holds it. With head_uses_wte, OC_P_LMW
+ * resolves to wte. */
+const struct oc_param_tensor *oc_params_tensor(const struct oc_params *p,
+                                               enum oc_param_kind k,
+                                               int64_t layer);
+int oc_params_has(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
+float *oc_params_w(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
+float *oc_params_g(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
+
+void oc_params_zero_grad(struct oc_params *p);
+
+/* The gradient that the runner all-reduces (sum) over the EMBED group when
+ * embeddings are tied and the pipeline has more than one stage: wte's on
+ * the first stage, the lmw copy's on the last. Returns NULL (and *n = 0)
+ * when the rank holds no such tensor, or holds both (one pipeline stage:
+ * then embedding and head already add into one buffer). */
+float *oc_params_tied_grad(const struct oc_params *p, int64_t *n);
+
+/* Value of global element (row, col) of tensor (kind, layer) as
+ * oc_params_init sets it. */
+float oc_params_init_value(const struct oc_model *m, uint64_t seed,
+                           enum oc_param_kind kind, int64_t layer,
+                           int64_t row, int64_t col);
+
+/* AdamW (Loshchilov & Hutter 2019, algorithm 2, as torch.optim.AdamW):
+ *   w -= lr*wd*w  (decay tensors only)
+ *   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2
+ *   w -= lr * (m/(1-b1^k)) / (sqrt(v/(1-b2^k)) + eps)
+ * on the arena floats [begin, end) (the whole arena, or a ZeRO-1 DP shard
+ * of it); k = step counted from 1. Element-wise, so deterministic. No
+ * gradient clipping (that needs a norm over every rank: the runner's). */
+struct oc_adamw {
+    float lr, beta1, beta2, eps, weight_decay;
+};
+void oc_params_adamw(struct oc_params *p, const struct oc_adamw *h,
+                     int64_t step, int64_t begin, int64_t end);
+
+/* Shard <-> whole tensor. `arena` is p->w, p->g, p->m or p->v (or any
+ * buffer with the arena's layout); `full` is the whole (grows, gcols)
+ * tensor, row-major. put writes the shard into its global position of full
+ * (call it for every TP rank to assemble the tensor); take reads it back. */
+void oc_params_put_full(const struct oc_params *p, const float *arena,
+                        const struct oc_param_tensor *tensor, float *full);
+void oc_params_take_full(const struct oc_params *p, float *arena,
+                         const struct oc_param_tensor *tensor,
+                         const float *full);
+
+/* Write every tensor of a shard into a whole-model buffer: `whole` is a
+ * tp=1 oc_params holding every layer, embedding and head (its arena layout
+ * is the one-file model), `dst` one of its arenas. A tied lmw copy is
+ * written to whole's wte (it equals wte after the EMBED all-reduce and
+ * update). Call it for every rank to gather the model. */
+void oc_params_put_whole(const struct oc_params *shard, const float *src,
+                         const struct oc_params *whole, float *dst);
+
+const char *oc_param_name(enum oc_param_kind k);
+
+#endif
