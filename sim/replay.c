@@ -8,6 +8,12 @@
  *
  * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
  * members of a TP group that share the sender's NIC (fast mode scaling).
+ *
+ * Two SimGrid 3.32 behaviours shape this file: the lazy network update
+ * shares links wrongly on the generated platform (so network/optim:Full,
+ * see oc_replay_run), and an actor's activities are kept in a list that is
+ * scanned on every completion and that a finished comm leaves only when
+ * waited for (so sends are reaped by waiting, see reap_sends).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -66,6 +72,7 @@ struct rrank {
     struct rgroup **bucket; /* (v) async DP buckets, or NULL */
     int64_t tp_me, dp_me, emb_me;
     sg_comm_t *sends; /* outstanding sends, cap = SEND ops */
+    int64_t *send_key; /* their message keys */
     int64_t nsends;
     struct ajob *jobs; /* cap = async ops */
     int64_t njobs, jobs_cap, jobs_waited;
@@ -78,6 +85,7 @@ struct replay {
     const struct oc_layout *l;
     const struct oc_schedule *s;
     int fast;
+    int all_ranks; /* fast mode, but every rank simulated (no scaling) */
     int64_t world, gpn; /* ranks, GPUs per node */
     struct oc_sim_coll_opts copts;
     const struct oc_sim_platform *plat;
@@ -86,12 +94,14 @@ struct replay {
     int64_t *sim_of;  /* (world) index into rk, or -1 */
     int64_t *knic;    /* (world) fast: NIC-sharing factor of each rank */
     struct rgroup *tpg, *dpg, *embg, *bucketg;
+    struct rgroup *tpshape; /* (gpn) fast mode's TP groups, by offset in a node */
     struct rgroup **bucket_ptrs;
     double **costs;   /* distinct cost arrays, freed at the end */
     int64_t ncosts;
     /* messages, keyed by src * tagspan + tag */
     int64_t tagspan;
     double *m_issue, *m_post, *m_arrive;
+    unsigned char *m_done; /* the receiver has the message */
     int err;
     char errmsg[OC_MSG_MAX];
 };
@@ -432,7 +442,13 @@ static void run_coll(struct replay *R, const struct rgroup *G, int64_t me,
 static void async_main(void *arg)
 {
     struct ajob *j = arg;
-    run_coll(j->rk->R, j->G, j->me, j->op);
+    if (j->rk->R->fast && j->op->group == OC_GROUP_TP) {
+        /* fast mode's TP collectives are sleeps (none is async today) */
+        if (j->rk->cost_s[j->idx] > 0)
+            sg_actor_sleep_for(j->rk->cost_s[j->idx]);
+    } else {
+        run_coll(j->rk->R, j->G, j->me, j->op);
+    }
     j->end_s = oc_sim_now_s();
 }
 
@@ -469,17 +485,25 @@ static int64_t pp_scale(const struct replay *R, int64_t a, int64_t b)
     return R->knic[a] > R->knic[b] ? R->knic[a] : R->knic[b];
 }
 
-/* Release the sends that already completed (sg_comm_test releases a
- * finished comm; it takes no simulated time). SimGrid keeps an actor's
- * unfinished activities in a list it scans on every completion, so
- * letting a step's 2*m sends pile up until the final WAIT made a long run
- * quadratic; the WAIT semantics are unchanged. */
+/* Release the sends whose receiver already has the message (the receiver
+ * marks m_done): sg_comm_wait on a finished comm returns at once. Letting
+ * a step's 2*m sends pile up until the final WAIT made long runs
+ * quadratic (SimGrid 3.32 keeps an actor's unfinished activities in a list
+ * it scans on every completion), and sg_comm_test is no cure: a finished
+ * comm released by a test stays in that list. The WAIT semantics are
+ * unchanged. */
 static void reap_sends(struct rrank *rk)
 {
+    const struct replay *R = rk->R;
     int64_t k = 0;
-    for (int64_t i = 0; i < rk->nsends; i++)
-        if (!sg_comm_test(rk->sends[i]))
-            rk->sends[k++] = rk->sends[i];
+    for (int64_t i = 0; i < rk->nsends; i++) {
+        if (R->m_done[rk->send_key[i]]) {
+            sg_comm_wait(rk->sends[i]);
+        } else {
+            rk->sends[k] = rk->sends[i];
+            rk->send_key[k++] = rk->send_key[i];
+        }
+    }
     rk->nsends = k;
 }
 
@@ -493,7 +517,6 @@ static void wait_outstanding(struct rrank *rk)
     oc_sim_wait_all(rk->sends, rk->nsends);
     rk->nsends = 0;
 }
-
 
 static void rank_main(void *arg)
 {
@@ -511,14 +534,17 @@ static void rank_main(void *arg)
             rk->compute_s += oc_sim_now_s() - t0;
             break;
         case OC_OP_SEND: {
-            R->m_issue[rk->rank * R->tagspan + op->tag] = t0;
+            const int64_t key = rk->rank * R->tagspan + op->tag;
+            R->m_issue[key] = t0;
             const double bytes = op->bytes * (double)pp_scale(R, rk->rank, op->peer);
             sg_comm_t c = oc_sim_send_async("pp", rk->rank, op->peer, op->tag, bytes, &st);
-            if (!c)
-                rp_error(R, &st);
-            else
-                rk->sends[rk->nsends++] = c;
             reap_sends(rk);
+            if (!c) {
+                rp_error(R, &st);
+            } else {
+                rk->sends[rk->nsends] = c;
+                rk->send_key[rk->nsends++] = key;
+            }
             break;
         }
         case OC_OP_RECV: {
@@ -529,6 +555,7 @@ static void rank_main(void *arg)
                 rp_error(R, &st);
             const double t1 = oc_sim_now_s();
             R->m_arrive[key] = t1;
+            R->m_done[key] = 1;
             /* metrics.h: the wait before the matching send was issued is
              * pipeline bubble, the rest (the transfer) exposed PP comm. */
             double bub = fmin(R->m_issue[key], t1) - t0;
@@ -644,16 +671,27 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
         case OC_GROUP_TP:
             if (rk->tp)
                 continue;
-            G = rk->tp = &R->tpg[c.pp * d + c.dp];
-            snprintf(name, sizeof name, "tp.%" PRId64 ".%" PRId64, c.pp, c.dp);
             n = oc_schedule_group(l, rk->rank, OC_GROUP_TP, buf, cap);
             rk->tp_me = index_of(buf, n, rk->rank);
+            if (R->fast) {
+                /* Fast mode only reads a TP group's route figures (for its
+                 * sleeps), and on the generated platform a group moved by
+                 * whole nodes has the same figures: one group per offset
+                 * of its first GPU in a node saves a route search from
+                 * every GPU of the cluster. */
+                const int64_t off = buf[0] % R->gpn;
+                G = rk->tp = &R->tpshape[off];
+                snprintf(name, sizeof name, "tp~%" PRId64, off);
+            } else {
+                G = rk->tp = &R->tpg[c.pp * d + c.dp];
+                snprintf(name, sizeof name, "tp.%" PRId64 ".%" PRId64, c.pp, c.dp);
+            }
             break;
         case OC_GROUP_DP:
             if (op->async) {
                 if (op->chunk < 0 || op->chunk >= v)
-                    return oc_fail(st, "rank %" PRId64 ": DP bucket of chunk %d outside 0..%" PRId64,
-                                   rk->rank, (int)op->chunk, v - 1);
+                    return oc_fail(st, "rank %" PRId64 ": DP bucket of chunk %d outside "
+                                       "0..%" PRId64, rk->rank, (int)op->chunk, v - 1);
                 if (!rk->bucket)
                     rk->bucket = &R->bucket_ptrs[rk->rank * v];
                 if (rk->bucket[op->chunk])
@@ -706,6 +744,44 @@ static void nic_factors(struct replay *R, const struct oc_topology *t,
     }
 }
 
+/* Does scaling the representatives' flows reproduce every link's load
+ * (replay.h)? Stages run at different times, but the ranks of one stage
+ * in lockstep, so per stage: on every NIC (node n, NIC x), the GPUs of the
+ * stage that use it must equal the sum of k over the stage's
+ * representatives that use it; when the uplinks are shared (two switch
+ * levels or more and oversubscription, platform.h), the same for each
+ * node's uplink. A TP group across nodes, or GPUs of one node that do not
+ * split evenly into its NICs, fail it. */
+static int scaling_exact(const struct replay *R, const struct oc_topology *t)
+{
+    const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
+    const int64_t nodes = (R->world + R->gpn - 1) / R->gpn, p = R->l->pp;
+    if (nodes < 2)
+        return 1; /* no NIC on any route */
+    const int shared_up = t->switch_levels > 1 && t->oversubscription > 1;
+    int64_t *nic = oc_xcalloc((size_t)(2 * nodes * K * p), sizeof *nic);
+    int64_t *up = oc_xcalloc((size_t)(2 * nodes * p), sizeof *up);
+    for (int64_t r = 0; r < R->world; r++) {
+        const struct oc_coord c = oc_layout_coord(R->l, r);
+        const int64_t n = r / R->gpn, x = r % K;
+        const int64_t ni = 2 * ((n * K + x) * p + c.pp), ui = 2 * (n * p + c.pp);
+        nic[ni]++;
+        up[ui]++;
+        if (c.tp == 0) {
+            nic[ni + 1] += R->knic[r];
+            up[ui + 1] += R->knic[r];
+        }
+    }
+    int ok = 1;
+    for (int64_t i = 0; ok && i < nodes * K * p; i++)
+        ok = nic[2 * i] == nic[2 * i + 1];
+    for (int64_t i = 0; ok && shared_up && i < nodes * p; i++)
+        ok = up[2 * i] == up[2 * i + 1];
+    free(nic);
+    free(up);
+    return ok;
+}
+
 /* Seconds of every op of rank rk that takes simulated time without a
  * message: COMPUTE from the cost model; in fast mode the TP sleeps too. */
 static double *op_costs(const struct replay *R, const struct rrank *rk,
@@ -728,9 +804,9 @@ static double *op_costs(const struct replay *R, const struct rrank *rk,
 static void replay_free(struct replay *R)
 {
     const int64_t p = R->l->pp, d = R->l->dp, t = R->l->tp, v = R->l->vchunks;
-    struct rgroup *sets[4] = {R->tpg, R->dpg, R->embg, R->bucketg};
-    const int64_t sizes[4] = {p * d, t * p, t * d, t * p * v};
-    for (int k = 0; k < 4; k++) {
+    struct rgroup *sets[5] = {R->tpg, R->dpg, R->embg, R->bucketg, R->tpshape};
+    const int64_t sizes[5] = {p * d, t * p, t * d, t * p * v, R->gpn};
+    for (int k = 0; k < 5; k++) {
         for (int64_t i = 0; sets[k] && i < sizes[k]; i++) {
             if (sets[k][i].ready)
                 oc_sim_group_free(&sets[k][i].g);
@@ -740,6 +816,7 @@ static void replay_free(struct replay *R)
     }
     for (int64_t i = 0; i < R->nsim; i++) {
         free(R->rk[i].sends);
+        free(R->rk[i].send_key);
         free(R->rk[i].jobs);
     }
     for (int64_t i = 0; i < R->ncosts; i++)
@@ -752,6 +829,7 @@ static void replay_free(struct replay *R)
     free(R->m_issue);
     free(R->m_post);
     free(R->m_arrive);
+    free(R->m_done);
 }
 
 enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o)
@@ -780,12 +858,15 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     R->dpg = oc_xcalloc((size_t)(tp * p), sizeof *R->dpg);
     R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);
     R->bucketg = oc_xcalloc((size_t)(tp * p * v), sizeof *R->bucketg);
+    R->tpshape = oc_xcalloc((size_t)R->gpn, sizeof *R->tpshape);
     R->bucket_ptrs = oc_xcalloc((size_t)(world * v), sizeof *R->bucket_ptrs);
     R->sim_of = oc_xmalloc((size_t)world * sizeof *R->sim_of);
     R->knic = oc_xmalloc((size_t)world * sizeof *R->knic);
-    if (R->fast)
+    if (R->fast) {
         nic_factors(R, t, buf, cap);
-    else
+        R->all_ranks = !scaling_exact(R, t);
+    }
+    if (!R->fast || R->all_ranks)
         for (int64_t r = 0; r < world; r++)
             R->knic[r] = 1;
 
@@ -794,7 +875,7 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
         R->sim_of[r] = -1;
-        if (R->fast && c.tp != 0)
+        if (R->fast && !R->all_ranks && c.tp != 0)
             continue;
         struct rrank *rk = &R->rk[R->nsim];
         R->sim_of[r] = R->nsim++;
@@ -859,6 +940,7 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
             }
         }
         rk->sends = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->sends);
+        rk->send_key = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->send_key);
         rk->jobs = oc_xcalloc((size_t)(nasync > 0 ? nasync : 1), sizeof *rk->jobs);
         rk->jobs_cap = nasync;
     }
@@ -867,6 +949,7 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     R->m_issue = oc_xcalloc(nkeys, sizeof *R->m_issue);
     R->m_post = oc_xcalloc(nkeys, sizeof *R->m_post);
     R->m_arrive = oc_xcalloc(nkeys, sizeof *R->m_arrive);
+    R->m_done = oc_xcalloc(nkeys, 1);
 
     if (tl) {
         unsigned char *record = NULL;
@@ -1007,11 +1090,29 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.copts.coarse = o->coarse;
 
     /* The engine first: a bad platform file or --cfg fails before the
-     * schedule is built. */
+     * schedule is built. network/optim:Full unless the user sets it:
+     * SimGrid 3.32's default lazy update lets flows that were matched while
+     * their sender waited elsewhere ignore the sharing of a link (8 equal
+     * flows through one NIC each got the whole NIC); the full update
+     * shares them as max-min says. */
+    if (o->n_cfg < 0 || (o->n_cfg > 0 && !o->cfg))
+        return oc_fail(st, "replay: %" PRId64 " cfg strings but no array", o->n_cfg);
+    const char **cfg = oc_xmalloc((size_t)(o->n_cfg + 1) * sizeof *cfg);
+    int64_t ncfg = 0, user_optim = 0;
+    for (int64_t i = 0; i < o->n_cfg; i++) {
+        const char *kv = strncmp(o->cfg[i], "--cfg=", 6) == 0 ? o->cfg[i] + 6 : o->cfg[i];
+        user_optim |= strncmp(kv, "network/optim:", 14) == 0;
+    }
+    if (!user_optim)
+        cfg[ncfg++] = "network/optim:Full";
+    for (int64_t i = 0; i < o->n_cfg; i++)
+        cfg[ncfg++] = o->cfg[i];
     struct oc_sim_engine_opts eo = {.topo = t, .cards = world,
                                     .platform_file = o->platform_file,
-                                    .cfg = o->cfg, .n_cfg = o->n_cfg};
-    if (oc_sim_engine_init(&eo, st) != 0)
+                                    .cfg = cfg, .n_cfg = ncfg};
+    int erc = oc_sim_engine_init(&eo, st);
+    free(cfg);
+    if (erc != 0)
         return -1;
     R.plat = oc_sim_engine_platform();
     OC_ASSERT(R.plat && R.plat->cards == world);

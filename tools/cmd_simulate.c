@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "format.h"
 #include "metrics_csv.h"
+#include "ops_csv.h"
 #include "options.h"
 #include "paths.h"
 #include "plots.h"
@@ -26,7 +27,8 @@ static void help(void)
          "Simulates one training step of one layout and prints step time, tokens/s,\n"
          "model TFLOP/s per GPU and MFU, the bubble fraction per stage, TP / PP / DP\n"
          "communication (total and exposed) and peak memory per stage. Writes\n"
-         "DIR/simulate.csv (the columns of sweep.csv), DIR/timeline.json (open it in\n"
+         "DIR/simulate.csv (the columns of sweep.csv), DIR/ops.csv (one row per op,\n"
+         "for ocsim compare), DIR/timeline.json (open it in\n"
          "ui.perfetto.dev) and DIR/pipeline.png and .svg (default DIR: out/simulate).");
     oc_opts_print_help(stdout, GROUPS);
 }
@@ -115,6 +117,9 @@ static int child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     snprintf(path, sizeof path, "%s/timeline.json", j->out);
     if (rc == 0 && oc_timeline_json_write(path, &tl, &o->layout, &to, NULL, st) != 0)
         rc = -1;
+    snprintf(path, sizeof path, "%s/ops.csv", j->out);
+    if (rc == 0 && oc_ops_csv_write(path, &tl, st) != 0)
+        rc = -1;
     if (rc == 0) {
         struct oc_status pst = {{0}};
         struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
@@ -171,7 +176,8 @@ int oc_cmd_simulate(int argc, char **argv)
     print_metrics(&o, &r->mt);
     if (r->warning[0])
         fprintf(stderr, "ocsim simulate: warning: %s\n", r->warning);
-    printf("wrote %s/simulate.csv, %s/timeline.json, %s/pipeline.png\n", out, out, out);
+    printf("wrote %s/simulate.csv, %s/ops.csv, %s/timeline.json, %s/pipeline.png\n", out,
+           out, out, out);
     int fits = r->mt.fits;
     oc_sim_buf_free(&res);
     return fits ? 0 : 1;
