@@ -45,7 +45,7 @@ echo "|--:|--:|--:|--:|"
 for c in 64 128 256 512 1024; do
   w=$(best_wall sweep --cards "$c")
   n=$(simulated)
-  echo "| $c | $w | $n | $(awk -v w="$w" -v n="$n" 'BEGIN {printf "%.3f", n > 0 ? w / n : 0}') |"
+  echo "| $c | $w | $n | $(awk -v w="$w" -v n="$n" 'BEGIN {printf "%.3f", (n > 0 ? w / n : 0)}') |"
 done
 echo
 echo "### Growth with micro-batches (64 cards, one layout family: --micro-batches 1 --schedule 1f1b)"
