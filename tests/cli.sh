@@ -107,6 +107,10 @@ for f in report.md throughput.png memory.png breakdown.png bubble.png throughput
   [ -s "$tmp/sweep/$f" ] && ok || bad "sweep did not write $f"
 done
 grep -q '## Chosen layout' "$tmp/sweep/report.md" && ok || bad "report.md has no chosen layout"
+grep -q '^chosen: ' "$tmp/out" && ok || bad "sweep printed no chosen layout"
+# Deterministic: the same sweep again gives the same sweep.csv, byte for byte.
+"$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep2" --jobs 2 >/dev/null 2>&1
+cmp -s "$tmp/sweep/sweep.csv" "$tmp/sweep2/sweep.csv" && ok || bad "two identical sweeps wrote different sweep.csv"
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

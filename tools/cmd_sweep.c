@@ -292,6 +292,25 @@ int oc_cmd_sweep(int argc, char **argv)
         .csv_name = "sweep.csv", .top_n = (int)o.top, .wall_s = wall,
     };
     oc_report_print_table(stdout, res, nres, (int)o.top);
+    /* res is in rank order (cmp_items): the first one that fits is chosen. */
+    if (nfit > 0) {
+        char name[128], why[4096];
+        oc_layout_format(&res[0].layout, name, sizeof name);
+        oc_report_explain(why, sizeof why, &res[0], nfit > 1 ? &res[1] : NULL, &o.topo);
+        /* The text is Markdown for report.md; a terminal gets it without
+         * the bold marks. */
+        char plain[4096];
+        size_t k = 0;
+        for (const char *q = why; *q && k + 1 < sizeof plain; q++) {
+            if (q[0] == '*' && q[1] == '*') {
+                q++;
+                continue;
+            }
+            plain[k++] = *q;
+        }
+        plain[k] = '\0';
+        printf("\nchosen: %s\n%s\n", name, plain);
+    }
     int prc = oc_report_sweep(out, res, nres, rej, nrej, &ctx, &st);
     if (prc < 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
