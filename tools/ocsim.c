@@ -19,6 +19,7 @@ static const struct command commands[] = {
     {"layouts", oc_cmd_layouts,
      "list every TP x PP x DP layout for N cards, its memory per GPU and why it fails"},
     {"memory", oc_cmd_memory, "memory per GPU of one layout, stage by stage"},
+    {"compare", oc_cmd_compare, "prediction against measurement: errors, verdict, scatter plot"},
 };
 
 static void usage(FILE *f)
