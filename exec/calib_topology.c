@@ -1,0 +1,168 @@
+/* calib_topology.c: a calibrated topology from a base topology and the
+ * measured figures, and its JSON file (see calib_topology.h). Every field
+ * of struct oc_topology is written, so the file stands alone; the JSON
+ * layout is the one core/topology.h reads. Numbers are written with six
+ * significant digits: a measurement is not more precise than that, and
+ * the file stays readable.
+ */
+#include "calib_topology.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_measured *m,
+                      struct oc_topology *out, struct oc_status *st)
+{
+    if (m->ranks < 1)
+        return oc_fail(st, "calibration: %lld ranks (need at least 1)", (long long)m->ranks);
+    if (!(m->gemm_flops > 0) || !isfinite(m->gemm_flops))
+        return oc_fail(st, "calibration: the GEMM rate was not measured (%g FLOP/s)",
+                       m->gemm_flops);
+    if (!(m->mem_Bps > 0) || !isfinite(m->mem_Bps))
+        return oc_fail(st, "calibration: the memory bandwidth was not measured (%g B/s)",
+                       m->mem_Bps);
+    *out = *base;
+    out->gpus_per_node = m->ranks;
+    if (m->cpu_name[0])
+        snprintf(out->device.name, sizeof out->device.name, "%s", m->cpu_name);
+    /* On the cpu backend the "peak" is the measured sustained rate
+     * (calib_topology.h), so its sustained fraction is 1. */
+    out->device.peak_flops_16bit = m->gemm_flops;
+    out->device.gemm_efficiency = 1.0;
+    if (m->cores_per_rank > 0)
+        out->device.sm_count = m->cores_per_rank;
+    if (m->memory_bytes > 0)
+        out->device.memory_bytes = m->memory_bytes;
+    out->device.hbm_bandwidth_Bps = m->mem_Bps;
+    if (m->p2p_Bps > 0) {
+        snprintf(out->intra_name, sizeof out->intra_name, "MPI point-to-point (measured)");
+        out->intra_bandwidth_Bps = m->p2p_Bps;
+        out->intra_latency_s = m->p2p_latency_s;
+    }
+    out->calib_gemm_flops = m->gemm_flops;
+    out->calib_mem_Bps = m->mem_Bps;
+    return oc_topology_check(out, "calibrated topology", st);
+}
+
+static void set_num(json_t *o, const char *k, double v) { json_object_set_new(o, k, json_real(v)); }
+static void set_int(json_t *o, const char *k, int64_t v) { json_object_set_new(o, k, json_integer(v)); }
+static void set_str(json_t *o, const char *k, const char *v) { json_object_set_new(o, k, json_string(v)); }
+
+static void set_fmt(json_t *o, const char *k, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_fmt(json_t *o, const char *k, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    set_str(o, k, buf);
+}
+
+int oc_calib_write_topology(const char *path, const struct oc_topology *base,
+                            const struct oc_calib_measured *m, struct oc_status *st)
+{
+    struct oc_topology t;
+    if (oc_calib_topology(base, m, &t, st) != 0)
+        return -1;
+    char who[256];
+    snprintf(who, sizeof who, "measured by ocsim-exec --calibrate on %s %s, %lld rank%s",
+             m->host[0] ? m->host : "this machine", m->date, (long long)m->ranks,
+             m->ranks == 1 ? "" : "s");
+
+    json_t *root = json_object();
+    set_str(root, "name", t.name);
+    set_fmt(root, "description",
+            "%s, calibrated: %lld MPI rank%s on %s (one 'GPU' per rank, all on one "
+            "node). Fields not measured are those of topology %s.",
+            base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
+            m->host[0] ? m->host : "this machine", base->name);
+    set_int(root, "gpus_per_node", t.gpus_per_node);
+
+    json_t *dev = json_object();
+    set_str(dev, "name", t.device.name);
+    set_num(dev, "peak_flops_16bit", t.device.peak_flops_16bit);
+    set_num(dev, "memory_bytes", t.device.memory_bytes);
+    set_num(dev, "hbm_bandwidth_Bps", t.device.hbm_bandwidth_Bps);
+    set_int(dev, "sm_count", t.device.sm_count);
+    set_num(dev, "gemm_efficiency", t.device.gemm_efficiency);
+    json_object_set_new(root, "device", dev);
+
+    json_t *intra = json_object();
+    set_str(intra, "name", t.intra_name);
+    set_num(intra, "bandwidth_Bps", t.intra_bandwidth_Bps);
+    set_num(intra, "latency_s", t.intra_latency_s);
+    json_object_set_new(root, "intra_node", intra);
+
+    json_t *nic = json_object();
+    set_str(nic, "name", t.nic_name);
+    set_int(nic, "count_per_node", t.nics_per_node);
+    set_num(nic, "bandwidth_Bps", t.nic_bandwidth_Bps);
+    set_num(nic, "latency_s", t.nic_latency_s);
+    json_object_set_new(root, "nic", nic);
+
+    json_t *inter = json_object();
+    set_str(inter, "name", t.inter_name);
+    set_num(inter, "latency_s", t.inter_latency_s);
+    set_int(inter, "switch_levels", t.switch_levels);
+    set_num(inter, "oversubscription", t.oversubscription);
+    json_object_set_new(root, "inter_node", inter);
+
+    json_t *cal = json_object();
+    set_num(cal, "gemm_flops", t.calib_gemm_flops);
+    set_num(cal, "mem_Bps", t.calib_mem_Bps);
+    json_object_set_new(root, "calibration", cal);
+
+    json_t *src = json_object();
+    set_fmt(src, "gpus_per_node", "%s: every rank is one 'GPU' of this one machine", who);
+    if (m->cpu_name[0])
+        set_fmt(src, "device.name", "%s: the CPU model (/proc/cpuinfo)", who);
+    set_fmt(src, "device.peak_flops_16bit",
+            "%s: fp32 cblas_sgemm rate per rank, all ranks running at once (%s). On "
+            "the cpu backend 'peak' is this measured rate, so MFU is relative to it.",
+            who, m->gemm_what[0] ? m->gemm_what : "the model's GEMM shapes");
+    set_str(src, "device.gemm_efficiency",
+            "1: the peak above is already a measured, sustained rate");
+    if (m->cores_per_rank > 0)
+        set_fmt(src, "device.sm_count",
+                "%s: online cores / ranks (not used by the cost model once "
+                "calibration.gemm_flops is set)",
+                who);
+    if (m->memory_bytes > 0)
+        set_fmt(src, "device.memory_bytes", "%s: physical RAM (sysconf) / ranks", who);
+    set_fmt(src, "device.hbm_bandwidth_Bps",
+            "%s: STREAM-style triad a[i] = b[i] + s*c[i] over fp64 arrays much larger "
+            "than the caches, 24 bytes per element (2 reads, 1 write; McCalpin's "
+            "STREAM counting), per rank with all ranks running, best of several runs",
+            who);
+    if (m->p2p_Bps > 0) {
+        set_fmt(src, "intra_node.bandwidth_Bps",
+                "%s: MPI ping-pong between ranks 0 and 1, largest message; B = S / "
+                "(t(S) - latency)",
+                who);
+        set_fmt(src, "intra_node.latency_s",
+                "%s: MPI ping-pong between ranks 0 and 1, half the round trip of an "
+                "8-byte message",
+                who);
+    }
+    set_fmt(src, "calibration.gemm_flops", "%s: as device.peak_flops_16bit", who);
+    set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", who);
+    if (m->allreduce_bytes > 0)
+        set_fmt(src, "_allreduce",
+                "%s: MPI_Allreduce (float sum) of %.0f bytes: busbw %.4g B/s "
+                "(nccl-tests: algbw * 2(n-1)/n); smallest all-reduce %.3g s",
+                who, m->allreduce_bytes, m->allreduce_busbw_Bps, m->allreduce_latency_s);
+    set_fmt(src, "_base", "fields not listed here are those of topology %s", base->name);
+    json_object_set_new(root, "sources", src);
+
+    int rc = 0;
+    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0)
+        rc = oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    json_decref(root);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/* calib_topology.h: the topology file `ocsim-exec --calibrate` writes, built
+ * from a base topology and what was measured on this machine. No MPI here
+ * (the measuring is exec/calibrate.c), so a test can write and reload one.
+ *
+ *   struct oc_calib_measured m = {.ranks = 4, .gemm_flops = 2.1e10, ...};
+ *   if (oc_calib_write_topology("cpu-calibrated.json", &base, &m, &st) != 0) ...
+ *   // then: ocsim simulate --topology ./cpu-calibrated.json ...
+ *
+ * What the file says (every other field is the base topology's):
+ *   gpus_per_node          = ranks: every rank on this one machine
+ *   device.name            = the CPU model, when known
+ *   device.peak_flops_16bit= the measured GEMM rate. On the cpu backend
+ *                            "peak" means this measured fp32 cblas_sgemm
+ *                            rate (there are no 16-bit tensor cores), so
+ *                            MFU is relative to what the machine sustains.
+ *   device.gemm_efficiency = 1 (the peak is already a sustained rate)
+ *   device.sm_count        = cores per rank, when known (the cost model
+ *                            does not use it once calibration.gemm_flops
+ *                            is set)
+ *   device.memory_bytes    = physical RAM / ranks
+ *   device.hbm_bandwidth_Bps = the measured triad bandwidth per rank
+ *   intra_node             = MPI point-to-point bandwidth and latency
+ *                            (kept from the base with one rank)
+ *   calibration            = {"gemm_flops", "mem_Bps"}: the two rates
+ *   sources                = where each measured number comes from:
+ *                            "measured by ocsim-exec --calibrate on <host>
+ *                            <date>, <n> ranks: ..."; the all-reduce figures
+ *                            (no topology field holds them) under
+ *                            "_allreduce", which readers skip.
+ * The file is checked with oc_topology_check before it is written and
+ * reloads with oc_topology_load.
+ */
+#ifndef OC_CALIB_TOPOLOGY_H
+#define OC_CALIB_TOPOLOGY_H
+
+#include <stdint.h>
+
+#include "status.h"
+#include "topology.h"
+
+struct oc_calib_measured {
+    int64_t ranks;            /* MPI processes, all on this machine */
+    char host[64];
+    char date[32];            /* e.g. "2026-05-01 12:00 UTC" */
+    char cpu_name[64];        /* "" keeps the base's device name */
+    int64_t cores_per_rank;   /* 0 keeps the base's sm_count */
+    double gemm_flops;        /* fp32 cblas_sgemm FLOP/s per rank, model shapes */
+    char gemm_what[256];      /* the shapes and how, for "sources" */
+    double mem_Bps;           /* triad bytes/s per rank (STREAM counting) */
+    double memory_bytes;      /* RAM / ranks */
+    double p2p_Bps;           /* MPI ping-pong bandwidth; 0: not measured */
+    double p2p_latency_s;     /* one-way small-message time */
+    double allreduce_bytes;   /* largest all-reduce measured; 0: none */
+    double allreduce_busbw_Bps; /* at allreduce_bytes, nccl-tests' busbw */
+    double allreduce_latency_s; /* smallest all-reduce's time */
+};
+
+/* The calibrated topology as a struct, checked (oc_topology_check). */
+int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_measured *m,
+                      struct oc_topology *out, struct oc_status *st);
+
+/* Builds it and writes it as JSON to `path`. */
+int oc_calib_write_topology(const char *path, const struct oc_topology *base,
+                            const struct oc_calib_measured *m, struct oc_status *st);
+
+#endif

@@ -1,0 +1,777 @@
+/* main.c: `ocsim-exec`, the executor program: one MPI process per rank of a
+ * layout runs that rank's op list of the schedule for real (runner.h), and
+ * rank 0 writes what was measured in the simulator's schemas.
+ *
+ *   mpirun -np 8 ocsim-exec --backend cpu --model tiny --layout tp2-pp2-dp2 \
+ *          --global-batch 8 --seq 32 --steps 5 --out DIR
+ *
+ * Takes the model, topology and layout options of `ocsim simulate`
+ * (tools/options.c) plus its own: --backend, --steps, --lr, --seed,
+ * --timeout, --calibrate, --no-weights. Writes into DIR, each file as soon
+ * as it is complete (so a run that fails later keeps them):
+ *   loss.csv      step,loss: the global batch's mean token loss, per step
+ *   measured.csv  the columns of simulate.csv (reports/metrics_csv.h), from
+ *                 the mean of the steps after the first
+ *   ops.csv       every op of every rank in the last step (reports/ops_csv.h)
+ *   memory.csv    rank,buf,high_water_bytes: the bytes each rank allocated,
+ *                 by buffer kind, at their peak (and the total)
+ *   timeline.json the last step as a Chrome trace (reports/timeline_json.h)
+ *   weights.bin   the whole model's fp32 weights after the last step, in the
+ *                 arena order of a one-rank run (see weights.txt)
+ *
+ * With --calibrate it only measures the machine (exec/calibrate.h) and
+ * writes DIR/topology-calibrated.json.
+ *
+ * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
+ * any work); 1 a failure during the run; 3 a rank timed out (its message
+ * names the rank and the op it was waiting in; MPI_Abort ends the job).
+ *
+ * Test hooks (not in --help): OCSIM_EXEC_TEST_HANG_RANK=R makes rank R
+ * sleep forever before its first op, OCSIM_EXEC_TEST_DIE_RANK=R makes it
+ * die (SIGKILL) there.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "comm_mpi.h"
+#include "format.h"
+#include "gpt.h"
+#include "metrics_csv.h"
+#include "ops_csv.h"
+#include "options.h"
+#include "params.h"
+#include "paths.h"
+#include "runner.h"
+#include "timeline_json.h"
+
+#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT)
+#define MAX_ARGS 256
+
+/* The flags only ocsim-exec takes; the rest go to oc_opts_parse. */
+struct exec_opts {
+    const char *backend;
+    int64_t steps;
+    double lr;
+    uint64_t seed;
+    double timeout_s;
+    int calibrate;
+    int weights;
+    int cards_given;
+};
+
+static void help(void)
+{
+    puts("usage: mpirun -np N ocsim-exec --layout tp2-pp2-dp2 [--model M] [--topology T]\n"
+         "                  [--global-batch B] [--seq S] [--steps K] [--out DIR]\n"
+         "                  [--backend cpu] [--lr X] [--seed S] [--timeout SECONDS]\n\n"
+         "Runs the layout for real: one MPI process per rank executes that rank's op\n"
+         "list of the schedule (a GPT-style decoder with Megatron tensor parallelism,\n"
+         "the pipeline schedule through point-to-point messages, DP gradient\n"
+         "reduction, AdamW). N must equal tp*pp*dp. Writes DIR/loss.csv,\n"
+         "DIR/measured.csv (the columns of simulate.csv), DIR/ops.csv,\n"
+         "DIR/memory.csv, DIR/timeline.json and DIR/weights.bin (default DIR:\n"
+         "out/exec).\n\n"
+         "Executor options:\n"
+         "  --backend cpu           OpenBLAS + MPI (default; cuda is not built yet)\n"
+         "  --steps K               training steps (default 5)\n"
+         "  --lr X                  AdamW learning rate (default 1e-3; beta2 0.95,\n"
+         "                          weight decay 0.1)\n"
+         "  --seed S                weights and data (default 1234)\n"
+         "  --timeout SECONDS       a rank that waits longer for one message or\n"
+         "                          collective ends the job (default 60)\n"
+         "  --no-weights            do not gather and write weights.bin\n"
+         "  --calibrate             measure this machine (GEMM rate at the layout's\n"
+         "                          shapes, memory bandwidth, MPI point-to-point and\n"
+         "                          all-reduce) and write DIR/topology-calibrated.json\n"
+         "                          (--topology with the measured fields); no training\n"
+         "Defaults that differ from `ocsim simulate`: --cards is the MPI world size,\n"
+         "--model tiny, --global-batch 8, no sequence parallelism (the executor\n"
+         "does not run it). The executor runs GPT-style models only.");
+    oc_opts_print_help(stdout, GROUPS);
+}
+
+static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out,
+                     struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
+    if (v < lo)
+        return oc_fail(st, "--%s must be at least %lld (got %lld)", flag, (long long)lo, v);
+    *out = v;
+    return 0;
+}
+
+static int parse_pos(const char *flag, const char *s, double *out, struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v > 0) || v > 1e9)
+        return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
+    *out = v;
+    return 0;
+}
+
+/* Takes the executor's own flags out of argv into eo; the others (with
+ * --cards WORLD added when absent) into rest. */
+static int parse_exec(int argc, char **argv, int world, struct exec_opts *eo,
+                      char **rest, int *nrest, char *cards_buf, size_t cards_n,
+                      struct oc_status *st)
+{
+    static const char *const valued[] = {"backend", "steps", "lr", "seed", "timeout"};
+    int n = 0;
+    rest[n++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            if (n >= MAX_ARGS - 3)
+                return oc_fail(st, "too many arguments");
+            rest[n++] = argv[i];
+            continue;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        if (len == 5 && strncmp(name, "cards", 5) == 0)
+            eo->cards_given = 1;
+        if (len == 9 && strncmp(name, "calibrate", 9) == 0 && !eq) {
+            eo->calibrate = 1;
+            continue;
+        }
+        if (len == 10 && strncmp(name, "no-weights", 10) == 0 && !eq) {
+            eo->weights = 0;
+            continue;
+        }
+        int k = -1;
+        for (int j = 0; j < (int)(sizeof valued / sizeof valued[0]); j++)
+            if (strlen(valued[j]) == len && strncmp(name, valued[j], len) == 0)
+                k = j;
+        if (k < 0) {
+            if (n >= MAX_ARGS - 3)
+                return oc_fail(st, "too many arguments");
+            rest[n++] = argv[i];
+            continue;
+        }
+        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
+        if (!val)
+            return oc_fail(st, "--%s needs a value", valued[k]);
+        int64_t iv = 0;
+        int rc = 0;
+        switch (k) {
+        case 0: eo->backend = val; break;
+        case 1: rc = parse_i64("steps", val, 1, &eo->steps, st); break;
+        case 2: rc = parse_pos("lr", val, &eo->lr, st); break;
+        case 3:
+            rc = parse_i64("seed", val, 0, &iv, st);
+            eo->seed = (uint64_t)iv;
+            break;
+        case 4: rc = parse_pos("timeout", val, &eo->timeout_s, st); break;
+        }
+        if (rc != 0)
+            return -1;
+    }
+    if (!eo->cards_given) {
+        snprintf(cards_buf, cards_n, "%d", world);
+        rest[n++] = "--cards";
+        rest[n++] = cards_buf;
+    }
+    rest[n] = NULL;
+    *nrest = n;
+    return 0;
+}
+
+/* A library message without its "exec: " module prefix. */
+static const char *msg_of(const struct oc_status *st)
+{
+    return strncmp(st->msg, "exec: ", 6) == 0 ? st->msg + 6 : st->msg;
+}
+
+static int env_rank(const char *name)
+{
+    const char *s = getenv(name);
+    return s && *s ? atoi(s) : -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Outputs (rank 0)                                                     */
+
+static int write_memory(const char *path, const struct oc_schedule *s,
+                        const double *hw, struct oc_status *st)
+{
+    static const char *const cols[] = {"rank", "buf", "high_water_bytes"};
+    struct oc_csv c;
+    if (oc_csv_open(&c, path, cols, 3, st) != 0)
+        return -1;
+    for (int64_t r = 0; r < s->nranks; r++)
+        for (int k = 0; k <= OC_BUF_COUNT; k++) {
+            oc_csv_field_i64(&c, r);
+            oc_csv_field_str(&c, k < OC_BUF_COUNT ? oc_buf_name((enum oc_buf)k) : "total");
+            oc_csv_field_f64(&c, hw[r * (OC_BUF_COUNT + 1) + k]);
+            oc_csv_end_row(&c);
+        }
+    return oc_csv_close(&c, st);
+}
+
+static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt,
+                          int64_t steps_used)
+{
+    char b[8][32], name[128];
+    oc_layout_format(&mt->layout, name, sizeof name);
+    printf("%s, %s on %lld CPU processes (measured), global batch %lld, seq %lld, "
+           "%lld micro-batches\n",
+           o->model.name, name, (long long)o->cards, (long long)mt->layout.global_batch,
+           (long long)mt->layout.seq_length, (long long)mt->num_micro_batches);
+    printf("  step time        %s (mean of %lld step%s)\n",
+           oc_fmt_si(b[0], 32, mt->step_time_s, "s"), (long long)steps_used,
+           steps_used == 1 ? "" : "s");
+    printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
+    printf("  bubble           %.1f%% of the step (mean over stages)\n",
+           100 * mt->bubble_fraction);
+    printf("  compute          %s per rank\n", oc_fmt_si(b[2], 32, mt->compute_s, "s"));
+    printf("  communication    TP %s, PP %s, DP %s; exposed %s\n",
+           oc_fmt_si(b[3], 32, mt->tp_comm_s, "s"), oc_fmt_si(b[4], 32, mt->pp_comm_s, "s"),
+           oc_fmt_si(b[5], 32, mt->dp_comm_s, "s"),
+           oc_fmt_si(b[6], 32, mt->exposed_comm_s, "s"));
+    printf("  peak memory      %s on stage %lld (allocated by the executor, fp32)\n",
+           oc_fmt_si(b[7], 32, mt->peak_mem_bytes, "B"), (long long)mt->peak_mem_stage);
+    printf("%6s %10s %8s %10s %10s %10s %10s %10s\n", "stage", "compute", "bubble",
+           "tp_comm", "pp_comm", "dp_comm", "exposed", "peak_mem");
+    for (int64_t s = 0; s < mt->nstages; s++) {
+        const struct oc_stage_metrics *g = &mt->stage[s];
+        printf("%6lld %10s %7.1f%% %10s %10s %10s %10s %10s\n", (long long)s,
+               oc_fmt_si(b[0], 32, g->compute_s, "s"),
+               mt->step_time_s > 0 ? 100 * g->bubble_s / mt->step_time_s : 0.0,
+               oc_fmt_si(b[1], 32, g->tp_comm_s, "s"), oc_fmt_si(b[2], 32, g->pp_comm_s, "s"),
+               oc_fmt_si(b[3], 32, g->dp_comm_s, "s"),
+               oc_fmt_si(b[4], 32, g->exposed_comm_s, "s"),
+               oc_fmt_si(b[5], 32, g->peak_mem_bytes, "B"));
+    }
+}
+
+/* Gathers every rank's op times of every step to rank 0 and writes
+ * measured.csv, ops.csv, memory.csv and timeline.json there. */
+static int report(struct oc_comm *c, const struct oc_opts *o, const struct oc_schedule *s,
+                  const struct oc_runner *r, int64_t steps, const char *out,
+                  struct oc_status *st)
+{
+    const int64_t R = s->nranks, n = r->nops;
+    const int64_t per = 3 * steps; /* start, end, inner per op and step */
+    double *mine = oc_xmalloc((size_t)(per * n) * sizeof *mine);
+    memcpy(mine, r->start_s, (size_t)(steps * n) * sizeof *mine);
+    memcpy(mine + steps * n, r->end_s, (size_t)(steps * n) * sizeof *mine);
+    memcpy(mine + 2 * steps * n, r->inner_s, (size_t)(steps * n) * sizeof *mine);
+    double *all = NULL;
+    int *counts = NULL, *displs = NULL;
+    if (c->rank == 0) {
+        counts = oc_xmalloc((size_t)R * sizeof *counts);
+        displs = oc_xmalloc((size_t)R * sizeof *displs);
+        int64_t pos = 0;
+        for (int64_t q = 0; q < R; q++) {
+            counts[q] = oc_mpi_count(per * s->ranks[q].n);
+            displs[q] = oc_mpi_count(pos);
+            pos += counts[q];
+        }
+        all = oc_xmalloc((size_t)pos * sizeof *all);
+    }
+    oc_comm_set_what(c, "gathering the op times");
+    MPI_Request rq;
+    mpiCheck(MPI_Igatherv(mine, oc_mpi_count(per * n), MPI_DOUBLE, all, counts, displs,
+                          MPI_DOUBLE, 0, c->ctl, &rq));
+    int rc = oc_comm_wait(c, &rq, st);
+    double hw_mine[OC_BUF_COUNT + 1];
+    memcpy(hw_mine, r->mem_hw_bytes, sizeof r->mem_hw_bytes);
+    hw_mine[OC_BUF_COUNT] = r->mem_hw_total_bytes;
+    double *hw = c->rank == 0 ? oc_xmalloc((size_t)R * sizeof hw_mine) : NULL;
+    oc_comm_set_what(c, "gathering the memory peaks");
+    if (rc == 0)
+        rc = oc_comm_gather(c, c->ctl, hw_mine, hw, OC_BUF_COUNT + 1, MPI_DOUBLE, 0, st);
+    free(mine);
+    if (rc != 0 || c->rank != 0)
+        return rc;
+
+    /* rank 0: per step metrics, averaged over the steps after the first */
+    double **S = oc_xmalloc((size_t)R * sizeof *S), **E = oc_xmalloc((size_t)R * sizeof *E);
+    double **In = oc_xmalloc((size_t)R * sizeof *In);
+    double *peak = oc_xmalloc((size_t)R * sizeof *peak);
+    for (int64_t q = 0; q < R; q++)
+        peak[q] = hw[q * (OC_BUF_COUNT + 1) + OC_BUF_COUNT];
+    struct oc_metrics *mt = oc_xmalloc(sizeof *mt), *one = oc_xmalloc(sizeof *one);
+    oc_metrics_init(mt, &s->layout);
+    const int64_t first = steps > 1 ? 1 : 0, used = steps - first;
+    for (int64_t k = first; k < steps; k++) {
+        for (int64_t q = 0; q < R; q++) {
+            const int64_t nq = s->ranks[q].n;
+            double *base = all + displs[q];
+            S[q] = base + k * nq;
+            E[q] = base + steps * nq + k * nq;
+            In[q] = base + 2 * steps * nq + k * nq;
+        }
+        oc_metrics_init(one, &s->layout);
+        oc_runner_step_metrics(s, S, E, In, peak, one);
+        mt->step_time_s += one->step_time_s / (double)used;
+        for (int64_t g = 0; g < mt->nstages; g++) {
+            struct oc_stage_metrics *a = &mt->stage[g];
+            const struct oc_stage_metrics *b = &one->stage[g];
+            a->compute_s += b->compute_s / (double)used;
+            a->bubble_s += b->bubble_s / (double)used;
+            a->tp_comm_s += b->tp_comm_s / (double)used;
+            a->pp_comm_s += b->pp_comm_s / (double)used;
+            a->dp_comm_s += b->dp_comm_s / (double)used;
+            a->exposed_comm_s += b->exposed_comm_s / (double)used;
+            a->peak_mem_bytes = b->peak_mem_bytes;
+        }
+    }
+    oc_metrics_finish(mt, &o->model, &o->topo);
+    char path[4200];
+    struct oc_csv csv;
+    snprintf(path, sizeof path, "%s/measured.csv", out);
+    rc = oc_metrics_csv_open(&csv, path, st);
+    if (rc == 0) {
+        oc_metrics_csv_row(&csv, mt, "");
+        rc = oc_csv_close(&csv, st);
+    }
+    /* The last step's times (S, E point at it; its SEND ends are now the
+     * arrivals) for ops.csv and the trace. */
+    struct oc_timeline tl;
+    oc_timeline_init(&tl, s, NULL);
+    for (int64_t q = 0; q < R; q++)
+        for (int64_t i = 0; i < s->ranks[q].n; i++) {
+            tl.start_s[q][i] = S[q][i];
+            tl.end_s[q][i] = E[q][i];
+        }
+    snprintf(path, sizeof path, "%s/ops.csv", out);
+    if (rc == 0)
+        rc = oc_ops_csv_write(path, &tl, st);
+    snprintf(path, sizeof path, "%s/memory.csv", out);
+    if (rc == 0)
+        rc = write_memory(path, s, hw, st);
+    char title[512], name[128];
+    oc_layout_format(&s->layout, name, sizeof name);
+    snprintf(title, sizeof title, "%s, %s on %lld CPU processes, step %lld (measured)",
+             o->model.name, name, (long long)R, (long long)steps);
+    struct oc_trace_opts to = OC_TRACE_OPTS_DEFAULT;
+    to.title = title;
+    to.source = "measured";
+    to.gpus_per_node = o->topo.gpus_per_node;
+    snprintf(path, sizeof path, "%s/timeline.json", out);
+    if (rc == 0)
+        rc = oc_timeline_json_write(path, &tl, &s->layout, &to, NULL, st);
+    if (rc == 0)
+        print_metrics(o, mt, used);
+    oc_timeline_free(&tl);
+    free(one);
+    free(mt);
+    free(peak);
+    free(In);
+    free(E);
+    free(S);
+    free(hw);
+    free(all);
+    free(displs);
+    free(counts);
+    return rc;
+}
+
+/* weights.bin: "OCSIMWT1", int64 tensor count, per tensor {char name[16];
+ * int64 layer, rows, cols}, then every tensor's fp32 values in that order
+ * (the arena of a one-rank run: wte, wpe, layer 0..L-1, lnf, lmw if
+ * untied). Host byte order. */
+static int write_weights(const char *dir, const struct oc_params *w, struct oc_status *st)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/weights.bin", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    int64_t nt = w->nt;
+    int ok = fwrite("OCSIMWT1", 1, 8, f) == 8 && fwrite(&nt, sizeof nt, 1, f) == 1;
+    for (int64_t i = 0; ok && i < nt; i++) {
+        const struct oc_param_tensor *t = &w->t[i];
+        char name[16] = {0};
+        snprintf(name, sizeof name, "%s", oc_param_name(t->kind));
+        int64_t meta[3] = {t->layer, t->rows, t->cols};
+        ok = fwrite(name, 1, 16, f) == 16 && fwrite(meta, sizeof meta[0], 3, f) == 3;
+    }
+    ok = ok && fwrite(w->w, sizeof *w->w, (size_t)w->n, f) == (size_t)w->n;
+    if (fclose(f) != 0 || !ok)
+        return oc_fail(st, "%s: write failed", path);
+    snprintf(path, sizeof path, "%s/weights.txt", dir);
+    f = fopen(path, "w");
+    if (!f)
+        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f, "# weights.bin: 8 bytes \"OCSIMWT1\", int64 tensor count, per tensor\n"
+               "# {char name[16]; int64 layer, rows, cols}, then the fp32 values of\n"
+               "# every tensor in this order (row-major, host byte order).\n"
+               "# name layer rows cols first_float\n");
+    for (int64_t i = 0; i < nt; i++) {
+        const struct oc_param_tensor *t = &w->t[i];
+        fprintf(f, "%s %lld %lld %lld %lld\n", oc_param_name(t->kind), (long long)t->layer,
+                (long long)t->rows, (long long)t->cols, (long long)t->offset);
+    }
+    if (fclose(f) != 0)
+        return oc_fail(st, "%s: write failed", path);
+    return 0;
+}
+
+/* Writes shard tensor t (values src) into whole's tensor of the same name
+ * (a tied lmw copy into wte), comparing bitwise with the values an earlier
+ * shard already put there (a TP replica of a replicated tensor, the other
+ * stage's copy of a tied embedding); written[] marks the floats put so far.
+ * Returns the floats that differed; *maxdiff their largest difference. */
+static int64_t put_checked(const struct oc_params *shard, const struct oc_param_tensor *t,
+                           const float *src, const struct oc_params *whole,
+                           unsigned char *written, double *maxdiff)
+{
+    enum oc_param_kind k = t->kind;
+    if (k == OC_P_LMW && shard->model.tie_word_embeddings)
+        k = OC_P_WTE;
+    const struct oc_param_tensor *w = oc_params_tensor(whole, k, t->layer);
+    OC_ASSERT(w->rows == t->grows && w->cols == t->gcols);
+    int64_t differ = 0;
+    for (int64_t r = 0; r < t->rows; r++)
+        for (int64_t c = 0; c < t->cols; c++) {
+            int64_t at = w->offset + (t->row0 + r) * t->gcols + t->col0 + c;
+            float v = src[t->offset + r * t->cols + c];
+            if (written[at] && memcmp(&whole->w[at], &v, sizeof v) != 0) {
+                differ++;
+                double d = fabs((double)whole->w[at] - (double)v);
+                if (d > *maxdiff)
+                    *maxdiff = d;
+            }
+            whole->w[at] = v;
+            written[at] = 1;
+        }
+    return differ;
+}
+
+/* Rank 0 collects the weights of the DP-rank-0 replica, stage by stage
+ * from the last to the first, so that a tied embedding ends up as the
+ * first stage's copy. Copies that should be equal (TP replicas of
+ * replicated tensors, the tied embedding on the first and last stage) are
+ * compared on the way; *differ counts the floats that were not bitwise
+ * equal. */
+static int gather_weights(struct oc_comm *c, const struct oc_model *m,
+                          const struct oc_layout *l, const struct oc_runner *r,
+                          uint64_t seed, const char *out, int64_t *differ,
+                          double *maxdiff, struct oc_status *st)
+{
+    const int tag = 7;
+    *differ = 0;
+    *maxdiff = 0;
+    oc_comm_set_what(c, "gathering the weights");
+    if (c->rank != 0) {
+        if (r->me.dp != 0)
+            return 0;
+        return oc_comm_send(c, c->ctl, r->p.w, r->p.n, MPI_FLOAT, 0, tag, st);
+    }
+    const int64_t L = m->num_hidden_layers;
+    int64_t *layers = oc_xmalloc((size_t)L * sizeof *layers);
+    for (int64_t i = 0; i < L; i++)
+        layers[i] = i;
+    struct oc_params whole;
+    struct oc_params_opts wo = {1, 0, layers, L, 1, 1, seed};
+    if (oc_params_init(&whole, m, &wo, st) != 0) {
+        free(layers);
+        return -1;
+    }
+    unsigned char *written = oc_xcalloc((size_t)whole.n, 1);
+    int rc = 0;
+    for (int64_t stage = l->pp - 1; stage >= 0 && rc == 0; stage--)
+        for (int64_t tp = 0; tp < l->tp && rc == 0; tp++) {
+            struct oc_coord q = {tp, stage, 0};
+            int64_t src = oc_layout_rank(l, q);
+            struct oc_params sh;
+            struct oc_params_opts so;
+            oc_runner_param_opts(l, m, tp, stage, seed, layers, &so);
+            if (oc_params_init(&sh, m, &so, st) != 0) {
+                rc = -1;
+                break;
+            }
+            if (src == 0)
+                memcpy(sh.w, r->p.w, (size_t)sh.n * sizeof *sh.w);
+            else
+                rc = oc_comm_recv(c, c->ctl, sh.w, sh.n, MPI_FLOAT, (int)src, tag, st);
+            for (int64_t i = 0; rc == 0 && i < sh.nt; i++)
+                *differ += put_checked(&sh, &sh.t[i], sh.w, &whole, written, maxdiff);
+            oc_params_free(&sh);
+        }
+    for (int64_t i = 0; rc == 0 && i < whole.n; i++)
+        OC_ASSERT(written[i]); /* every float of the model came from a rank */
+    if (rc == 0)
+        rc = write_weights(out, &whole, st);
+    free(written);
+    oc_params_free(&whole);
+    free(layers);
+    return rc;
+}
+
+/* FNV-1a over the weight arena (Fowler, Noll, Vo): DP replicas must hold
+ * bitwise the same weights after every step. */
+static uint64_t arena_hash(const struct oc_params *p)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const unsigned char *b = (const unsigned char *)p->w;
+    for (size_t i = 0; i < (size_t)p->n * sizeof *p->w; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/* Rank 0: the number of ranks whose weights differ from their DP rank 0
+ * replica's. */
+static int check_dp_replicas(struct oc_comm *c, const struct oc_layout *l,
+                             const struct oc_runner *r, int64_t *differ,
+                             struct oc_status *st)
+{
+    uint64_t h = arena_hash(&r->p);
+    uint64_t *all = c->rank == 0 ? oc_xmalloc((size_t)c->size * sizeof *all) : NULL;
+    oc_comm_set_what(c, "comparing the DP replicas");
+    int rc = oc_comm_gather(c, c->ctl, &h, all, 1, MPI_UINT64_T, 0, st);
+    *differ = 0;
+    if (rc == 0 && c->rank == 0)
+        for (int64_t q = 0; q < c->size; q++) {
+            struct oc_coord k = oc_layout_coord(l, q);
+            k.dp = 0;
+            if (all[q] != all[oc_layout_rank(l, k)])
+                (*differ)++;
+        }
+    free(all);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* --calibrate: this machine's GEMM rate, memory bandwidth and MPI times
+ * at the layout's shapes (exec/calibrate.h), written as DIR/
+ * topology-calibrated.json, a copy of --topology with the measured fields
+ * replaced; no training. */
+static int calibrate(const struct oc_opts *o, const char *out, int rank,
+                     struct oc_status *st)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/topology-calibrated.json", out);
+    struct oc_exec_calib_opts co = OC_EXEC_CALIB_OPTS_DEFAULT;
+    co.model = &o->model;
+    co.base = &o->topo;
+    co.seq = o->layout.seq_length;
+    co.micro_batch = o->layout.micro_batch;
+    co.tp = o->layout.tp;
+    co.out_path = path;
+    co.comm = MPI_COMM_WORLD;
+    co.log = rank == 0 ? stdout : NULL;
+    return oc_exec_calibrate(&co, st);
+}
+
+/* Every rank ends the same way on bad input: rank 0 has printed the line. */
+static int finish(int code)
+{
+    MPI_Finalize();
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank = 0, world = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
+    openblas_set_num_threads(1);
+
+    struct oc_status st = {{0}};
+    struct exec_opts eo = {"cpu", 5, 1e-3, 1234, 60.0, 0, 1, 0};
+    struct oc_opts o;
+    oc_opts_default(&o);
+    o.model_name = "tiny";
+    o.layout.global_batch = 8;
+    o.layout.sequence_parallel = 0;
+    char *rest[MAX_ARGS];
+    int nrest = 0;
+    char cards_buf[32];
+    if (argc > MAX_ARGS - 3) {
+        if (rank == 0)
+            fprintf(stderr, "ocsim-exec: too many arguments\n");
+        return finish(2);
+    }
+    if (parse_exec(argc, argv, world, &eo, rest, &nrest, cards_buf, sizeof cards_buf,
+                   &st) != 0 ||
+        oc_opts_parse(&o, nrest, rest, GROUPS, &st) != 0) {
+        if (rank == 0)
+            fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        return finish(2);
+    }
+    if (o.help) {
+        if (rank == 0)
+            help();
+        return finish(0);
+    }
+    int64_t need = oc_layout_world(&o.layout);
+    char lname[128];
+    oc_layout_format(&o.layout, lname, sizeof lname);
+    int bad = 1;
+    if (need != world)
+        oc_fail(&st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "
+                     "(use mpirun -np %lld)", lname, (long long)need, world, (long long)need);
+    else if (eo.cards_given && o.cards != world)
+        oc_fail(&st, "--cards %lld does not match the %d MPI processes", (long long)o.cards,
+                world);
+    else if (strcmp(eo.backend, "cuda") == 0)
+        oc_fail(&st, "--backend cuda is not built yet (this build runs --backend cpu)");
+    else if (strcmp(eo.backend, "cpu") != 0)
+        oc_fail(&st, "--backend: unknown backend '%s' (known: cpu, cuda)", eo.backend);
+    else if (oc_opts_load(&o, &st) == 0 &&
+             oc_layout_validate(&o.layout, &o.model, &o.topo, o.cards, &st) == 0 &&
+             (eo.calibrate || oc_gpt_check_layout(&o.model, &o.layout, &st) == 0))
+        bad = 0;
+    struct oc_schedule sched;
+    memset(&sched, 0, sizeof sched);
+    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
+    if (!bad && !eo.calibrate && oc_schedule_build(&sched, &o.model, &o.layout, &so, &st) != 0)
+        bad = 1;
+    const char *out = o.out_dir ? o.out_dir : "out/exec";
+    if (bad) {
+        if (rank == 0)
+            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+        return finish(2);
+    }
+
+    struct oc_comm comm;
+    if (oc_comm_init(&comm, &o.layout, eo.timeout_s, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* The output folder, before any work; every rank learns the verdict. */
+    int dir_ok = 1;
+    if (rank == 0 && oc_mkdir_p(out, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        dir_ok = 0;
+    }
+    oc_comm_set_what(&comm, "the start");
+    if (oc_comm_bcast(&comm, comm.ctl, &dir_ok, 1, MPI_INT, 0, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: rank %d %s\n", rank, st.msg);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    if (!dir_ok) {
+        oc_comm_free(&comm);
+        oc_schedule_free(&sched);
+        return finish(2);
+    }
+    if (eo.calibrate) {
+        int rc = calibrate(&o, out, rank, &st);
+        if (rc != 0 && rank == 0)
+            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+        oc_comm_free(&comm);
+        return finish(rc != 0 ? 1 : 0);
+    }
+
+    struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
+    ro.steps = eo.steps;
+    ro.seed = eo.seed;
+    ro.adamw.lr = (float)eo.lr;
+    ro.test_hang = env_rank("OCSIM_EXEC_TEST_HANG_RANK") == rank;
+    ro.test_die = env_rank("OCSIM_EXEC_TEST_DIE_RANK") == rank;
+    struct oc_runner r;
+    if (oc_runner_init(&r, &o.model, &sched, &comm, &ro, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    char path[4200];
+    struct oc_csv loss;
+    static const char *const loss_cols[] = {"step", "loss"};
+    snprintf(path, sizeof path, "%s/loss.csv", out);
+    if (rank == 0 && oc_csv_open(&loss, path, loss_cols, 2, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0) {
+        printf("ocsim-exec: %s, %s on %d CPU processes, %lld micro-batches of %lld x %lld "
+               "tokens, %lld steps\n",
+               o.model.name, lname, world, (long long)sched.num_micro_batches,
+               (long long)o.layout.micro_batch, (long long)o.layout.seq_length,
+               (long long)eo.steps);
+        fflush(stdout);
+    }
+    const double tokens = (double)o.layout.global_batch * (double)o.layout.seq_length;
+    double *step_info = rank == 0 ? oc_xmalloc((size_t)world * 2 * sizeof(double)) : NULL;
+    for (int64_t k = 0; k < eo.steps; k++) {
+        if (oc_runner_step(&r, k, &st) != 0) {
+            fprintf(stderr, "ocsim-exec: rank %d %s%s\n", rank,
+                    comm.timed_out ? "" : "failed ", msg_of(&st));
+            MPI_Abort(MPI_COMM_WORLD, comm.timed_out ? 3 : 1);
+        }
+        double mine[2] = {r.loss_sum, r.step_end_s};
+        oc_comm_set_what(&comm, "gathering the loss of step %lld", (long long)k + 1);
+        if (oc_comm_gather(&comm, comm.ctl, mine, step_info, 2, MPI_DOUBLE, 0, &st) != 0) {
+            fprintf(stderr, "ocsim-exec: rank %d %s\n", rank, st.msg);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+        if (rank == 0) {
+            double sum = 0, t = 0;
+            for (int q = 0; q < world; q++) { /* rank order: deterministic */
+                sum += step_info[2 * q];
+                if (step_info[2 * q + 1] > t)
+                    t = step_info[2 * q + 1];
+            }
+            oc_csv_field_i64(&loss, k + 1);
+            oc_csv_field_f64(&loss, sum / tokens);
+            oc_csv_end_row(&loss);
+            char b[32];
+            printf("step %4lld  loss %.6f  %s\n", (long long)k + 1, sum / tokens,
+                   oc_fmt_si(b, sizeof b, t, "s"));
+            fflush(stdout);
+        }
+    }
+    free(step_info);
+    if (rank == 0 && oc_csv_close(&loss, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (report(&comm, &o, &sched, &r, eo.steps, out, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, st.msg);
+        MPI_Abort(MPI_COMM_WORLD, comm.timed_out ? 3 : 1);
+    }
+    int64_t dp_differ = 0, rep_differ = 0;
+    double rep_maxdiff = 0;
+    if (check_dp_replicas(&comm, &o.layout, &r, &dp_differ, &st) != 0 ||
+        (eo.weights && gather_weights(&comm, &o.model, &o.layout, &r, eo.seed, out,
+                                      &rep_differ, &rep_maxdiff, &st) != 0)) {
+        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, st.msg);
+        MPI_Abort(MPI_COMM_WORLD, comm.timed_out ? 3 : 1);
+    }
+    if (rank == 0) {
+        /* Replicas that drift apart would mean a non-deterministic
+         * reduction or a runner bug; the run itself is complete. */
+        if (dp_differ > 0)
+            fprintf(stderr, "ocsim-exec: warning: %lld ranks hold weights that differ from "
+                            "their DP replica on DP rank 0\n", (long long)dp_differ);
+        if (rep_differ > 0)
+            fprintf(stderr, "ocsim-exec: warning: %lld weights differ between copies that "
+                            "should be equal (TP replicas, tied embedding), by up to %g\n",
+                    (long long)rep_differ, rep_maxdiff);
+        if (dp_differ == 0 && rep_differ == 0)
+            printf("replicas: every DP replica%s holds bitwise the same weights\n",
+                   eo.weights ? ", TP replica of a replicated tensor and tied embedding copy"
+                              : "");
+    }
+    if (rank == 0) {
+        printf("wrote %s/loss.csv, measured.csv, ops.csv, memory.csv, timeline.json%s\n",
+               out, eo.weights ? ", weights.bin" : "");
+        fflush(stdout);
+    }
+    oc_runner_free(&r);
+    oc_comm_free(&comm);
+    oc_schedule_free(&sched);
+    MPI_Finalize();
+    return 0;
+}

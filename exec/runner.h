@@ -1,0 +1,179 @@
+/* runner.h: runs one rank's op list of the schedule (core/schedule.h) for
+ * real, step after step: the model parts of gpt.h, pipeline messages,
+ * TP / DP / embedding collectives through comm_mpi.h, AdamW, and the
+ * memory the ops allocate. Times every op.
+ *
+ *   struct oc_runner r;
+ *   struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
+ *   ro.steps = 5;
+ *   if (oc_runner_init(&r, &model, &sched, &comm, &ro, &st) != 0) ...
+ *   for (int64_t k = 0; k < 5; k++)
+ *       if (oc_runner_step(&r, k, &st) != 0) ...   // st.msg names the op
+ *   ... r.start_s / r.end_s / r.inner_s hold every step's op times,
+ *       r.loss_sum the step's token losses, r.mem_hw_bytes the peaks ...
+ *   oc_runner_free(&r);
+ *
+ * What it does with each op of its list, in order (grain OC_GRAIN_LAYER,
+ * no sequence parallelism):
+ *   COMPUTE      the part's function (gpt.h) in step mode for (micro-batch,
+ *                chunk, layer); the optimizer op is AdamW over the arena,
+ *                or over this DP rank's slice of every tensor when optimizer
+ *                states are sharded.
+ *   COLLECTIVE   TP: one MPI all-reduce per repetition (`count`), each the
+ *                one the part asked for (checked: a part must ask for exactly
+ *                the TP collectives that the schedule lists after it), then
+ *                the part resumes; its local work after the all-reduce
+ *                (bias, residual, LayerNorm backward) is timed as inner
+ *                compute of the collective op (inner_s).
+ *                DP: the gradient arena's all-reduce, or reduce-scatter of
+ *                the gradients and, after AdamW, all-gather of the weights;
+ *                `async` ones (overlap_grad_reduce, one bucket per chunk)
+ *                are started and completed by polling between ops or at the
+ *                WAIT. EMBED: all-reduce of the tied embedding gradient
+ *                (after the DP reduction of the bucket that holds it).
+ *   SEND         MPI_Isend of the chunk's output (activation) or input
+ *                gradient; completed by polling or at the WAIT.
+ *   RECV         MPI_Irecv into the next part's input, waited for.
+ *   WAIT         completes every outstanding send and async collective.
+ *   ALLOC/FREE   activations of one (micro-batch, chunk) and the logits of
+ *                one micro-batch are allocated and freed here; weights,
+ *                gradients and optimizer states live from init. Every
+ *                allocation is counted by buffer kind (mem_hw_bytes).
+ *
+ * Sharded optimizer states (ZeRO-1): every tensor of the arena is cut into
+ * d equal slices; DP rank j owns slice j of each. Slicing each tensor (not
+ * the arena) keeps the tied embedding's slices aligned between the first
+ * and last pipeline stage, whose arenas differ, so that the EMBED
+ * all-reduce after the reduce-scatter is correct on every owned element.
+ *
+ * Buffers of one (micro-batch, chunk), by recompute mode (N = B*T tokens,
+ * C hidden, A/M = oc_gpt_attn/mlp_act_floats, Aatt the attention scores):
+ *   none       per layer: attention input (N*C) + A, MLP input (N*C) + M
+ *   selective  the same without Aatt (one shared score buffer)
+ *   full       per layer: the attention input (N*C); one shared set of acts
+ *   last chunk + the LM head input (N*C); its other act fields are the
+ *              LOGITS buffer of the micro-batch.
+ * A chunk's output to the next stage and its input gradient to the
+ * previous one are COMM buffers that live until their send completes.
+ *
+ * What it is not: a timer of anything outside the op list (the barrier and
+ * data generation before a step are not in the op times), or a judge of the
+ * numbers (the equivalence test compares layouts).
+ */
+#ifndef OC_EXEC_RUNNER_H
+#define OC_EXEC_RUNNER_H
+
+#include <stdint.h>
+
+#include "comm_mpi.h"
+#include "data.h"
+#include "gpt.h"
+#include "metrics.h"
+#include "params.h"
+#include "schedule.h"
+
+struct oc_runner_opts {
+    int64_t steps;        /* steps that will be run (sizes the time arrays) */
+    uint64_t seed;        /* weights (params.h) and data (data.h) */
+    struct oc_adamw adamw;
+    int test_hang;        /* tests: sleep forever before op 0 of step 0 */
+    int test_die;         /* tests: die (SIGKILL) before op 0 of step 0 */
+};
+/* AdamW as GPT-3 (Brown et al. 2020, appendix B: beta2 0.95, eps 1e-8,
+ * weight decay 0.1); lr 1e-3. */
+#define OC_RUNNER_OPTS_DEFAULT                                                 \
+    ((struct oc_runner_opts){.steps = 1, .seed = 1234,                         \
+                             .adamw = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f}})
+
+struct oc_runner_bucket;
+struct oc_runner_pending;
+
+struct oc_runner {
+    const struct oc_model *model;
+    const struct oc_schedule *sched;
+    const struct oc_layout *l;
+    struct oc_comm *comm;
+    struct oc_runner_opts o;
+    int64_t rank;
+    struct oc_coord me;
+    const struct oc_rank_ops *ops;
+    int64_t nops;
+
+    struct oc_gpt_dims d;
+    struct oc_params p;
+    struct oc_synth syn;
+    int64_t t, pp, dp, m, v, lc; /* sizes; lc layers per chunk */
+    int64_t N, C;                /* tokens per micro-batch, hidden */
+    int64_t A, Aatt, M, H;       /* act floats (gpt.h) */
+    int64_t per_layer;           /* floats per layer in an activation block */
+    float grad_scale;            /* 1/(G*T) */
+
+    /* Buffers (see the header comment). */
+    float **act;        /* (m*v) activation blocks, NULL when not live */
+    float **logits;     /* (m) head act blocks */
+    float **send_act;   /* (m*v) chunk outputs in flight */
+    float **send_grad;  /* (m*v) input gradients in flight */
+    float *gs;          /* (N*C) the gradient flowing back, in place */
+    float *work;        /* backward scratch (oc_gpt_work_floats) */
+    float *shared;      /* recompute scratch: attention act, MLP act, MLP
+                           input, recomputed MLP output (full) or scores
+                           (selective) */
+    float *losses;      /* (N) */
+    int32_t *tok, *tgt; /* (m, N) the step's micro-batches of this DP rank */
+
+    /* DP buckets and outstanding requests. */
+    struct oc_runner_bucket *bk;
+    int64_t nbk;
+    int64_t *tensor_bucket; /* (p.nt) */
+    int64_t tied;           /* tensor index of the tied gradient, -1 none */
+    struct oc_runner_pending *pend;
+    int64_t npend, cap_pend;
+
+    /* The part waiting for its TP all-reduces (step mode). */
+    struct oc_gpt_call call;
+    int64_t call_op;        /* op index of the part, -1 when none */
+
+    /* Per step: op times in seconds from the step's start (after a
+     * barrier), (steps, nops) each; inner_s is the compute inside a TP
+     * collective op (the part resuming after its all-reduce). */
+    double *start_s, *end_s, *inner_s;
+    double t0;              /* MPI_Wtime at the current step's start */
+    int64_t step;
+    double step_end_s;      /* end of the last op of the current step */
+    double loss_sum;        /* token losses of the step here (last stage,
+                               TP rank 0; 0 elsewhere) */
+    double live_bytes[OC_BUF_COUNT], mem_hw_bytes[OC_BUF_COUNT];
+    double live_total_bytes, mem_hw_total_bytes;
+};
+
+int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
+                   const struct oc_schedule *s, struct oc_comm *c,
+                   const struct oc_runner_opts *o, struct oc_status *st);
+/* Runs step `step` (from 0, < opts.steps): zeroes the gradients, draws the
+ * step's data, waits for every rank (a barrier) and runs the op list. On a
+ * failure st->msg says "in op I (...) of step K" (and comm->timed_out tells
+ * a timeout). */
+int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st);
+void oc_runner_free(struct oc_runner *r);
+
+/* Parameters that a rank of `stage` holds: its layers in chunk order
+ * (chunk c holds global chunk c*p + stage), the embedding on stage 0, the
+ * head on the last stage. layers: L/p entries. */
+void oc_runner_param_opts(const struct oc_layout *l, const struct oc_model *m,
+                          int64_t tp_rank, int64_t stage, uint64_t seed,
+                          int64_t *layers, struct oc_params_opts *o);
+
+/* Metrics of one step from every rank's op times (start[r][i], end[r][i],
+ * inner[r][i], seconds from rank r's step start), by metrics.h's
+ * definitions as sim/replay.c applies them: a RECV's wait before its
+ * matching SEND started is bubble, the rest exposed PP time; a SEND's PP
+ * time runs from max(send, receive posted) to the arrival; a rank's idle
+ * time after its last op until the step's end is bubble. Sets each SEND's
+ * end to its arrival (the receiver's RECV end), as timeline.h wants.
+ * peak_mem[r]: rank r's measured high-water mark. Fills mt's step time and
+ * stage figures (oc_metrics_init first; oc_metrics_finish after). */
+void oc_runner_step_metrics(const struct oc_schedule *s, double *const *start,
+                            double *const *end, double *const *inner,
+                            const double *peak_mem, struct oc_metrics *mt);
+
+#endif

@@ -1,0 +1,214 @@
+/* test_exec_calibrate.c: the topology file of `ocsim-exec --calibrate`
+ * (exec/calib_topology.h), without MPI: a measured struct filled by hand,
+ * written, read back with oc_topology_load, and used by the cost model.
+ * (The MPI measurement itself, exec/calibrate.c, runs under mpirun; it is
+ * not part of this test binary.)
+ *
+ * Base: the shipped h200-node topology. Measured, by hand: 4 ranks, a
+ * 55 GFLOP/s GEMM rate, 12 GB/s triad, 8 GB of RAM per rank, 2 cores per
+ * rank, MPI point-to-point 6 GB/s and 0.4 us, all-reduce busbw 3 GB/s.
+ */
+#define _XOPEN_SOURCE 700
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "calib_topology.h"
+#include "cost.h"
+#include "test_util.h"
+#include "topology.h"
+
+static char tmp_dir[256];
+
+static int suite_init(void)
+{
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ocsim-test-calib-XXXXXX");
+    return mkdtemp(tmp_dir) ? 0 : -1;
+}
+
+static int suite_clean(void)
+{
+    char p[400];
+    static const char *const names[] = {"cal.json", "one.json"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", tmp_dir, names[i]);
+        unlink(p);
+    }
+    rmdir(tmp_dir);
+    return 0;
+}
+
+static struct oc_calib_measured measured(void)
+{
+    struct oc_calib_measured m;
+    memset(&m, 0, sizeof m);
+    m.ranks = 4;
+    snprintf(m.host, sizeof m.host, "testhost");
+    snprintf(m.date, sizeof m.date, "2026-01-01 00:00 UTC");
+    snprintf(m.cpu_name, sizeof m.cpu_name, "Test CPU 9000");
+    m.cores_per_rank = 2;
+    m.gemm_flops = 5.5e10;
+    snprintf(m.gemm_what, sizeof m.gemm_what, "tiny, t=2, T=128 rows");
+    m.mem_Bps = 1.2e10;
+    m.memory_bytes = 8e9;
+    m.p2p_Bps = 6e9;
+    m.p2p_latency_s = 4e-7;
+    m.allreduce_bytes = 64.0 * 1024 * 1024;
+    m.allreduce_busbw_Bps = 3e9;
+    m.allreduce_latency_s = 1e-6;
+    return m;
+}
+
+static void test_round_trip(void)
+{
+    struct oc_topology base, t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h200-node", &base, &st), 0);
+    struct oc_calib_measured m = measured();
+    char path[400];
+    snprintf(path, sizeof path, "%s/cal.json", tmp_dir);
+    int rc = oc_calib_write_topology(path, &base, &m, &st);
+    if (rc)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    rc = oc_topology_load(path, &t, &st);
+    if (rc)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+
+    /* Replaced by the measurement. */
+    CU_ASSERT_EQUAL(t.gpus_per_node, 4);
+    CU_ASSERT_STRING_EQUAL(t.device.name, "Test CPU 9000");
+    OC_ASSERT_REL(t.device.peak_flops_16bit, 5.5e10, 1e-6);
+    CU_ASSERT_EQUAL(t.device.gemm_efficiency, 1.0);
+    CU_ASSERT_EQUAL(t.device.sm_count, 2);
+    OC_ASSERT_REL(t.device.memory_bytes, 8e9, 1e-6);
+    OC_ASSERT_REL(t.device.hbm_bandwidth_Bps, 1.2e10, 1e-6);
+    OC_ASSERT_REL(t.intra_bandwidth_Bps, 6e9, 1e-6);
+    OC_ASSERT_REL(t.intra_latency_s, 4e-7, 1e-6);
+    CU_ASSERT_STRING_EQUAL(t.intra_name, "MPI point-to-point (measured)");
+    OC_ASSERT_REL(t.calib_gemm_flops, 5.5e10, 1e-6);
+    OC_ASSERT_REL(t.calib_mem_Bps, 1.2e10, 1e-6);
+    /* Copied from the base. */
+    CU_ASSERT_STRING_EQUAL(t.name, base.name);
+    CU_ASSERT_STRING_EQUAL(t.nic_name, base.nic_name);
+    CU_ASSERT_EQUAL(t.nics_per_node, base.nics_per_node);
+    OC_ASSERT_REL(t.nic_bandwidth_Bps, base.nic_bandwidth_Bps, 1e-6);
+    OC_ASSERT_REL(t.nic_latency_s, base.nic_latency_s, 1e-6);
+    OC_ASSERT_REL(t.inter_latency_s, base.inter_latency_s, 1e-6);
+    CU_ASSERT_EQUAL(t.switch_levels, base.switch_levels);
+    OC_ASSERT_REL(t.oversubscription, base.oversubscription, 1e-6);
+
+    /* The struct the writer builds is the one the file gives back. */
+    struct oc_topology built;
+    CU_ASSERT_EQUAL_FATAL(oc_calib_topology(&base, &m, &built, &st), 0);
+    OC_ASSERT_REL(built.calib_gemm_flops, t.calib_gemm_flops, 1e-6);
+    CU_ASSERT_EQUAL(built.gpus_per_node, t.gpus_per_node);
+
+    /* The cost model runs on the measured rate: a 1024^3 GEMM is
+     * compute-bound (2*1024^3 = 2.147e9 FLOP at 5.5e10 FLOP/s = 39.0 ms,
+     * against 3*1024^2*2 bytes at 1.2e10 B/s = 0.52 ms), and a
+     * memory-bound kernel of 1.2e9 bytes takes 1.2e9 / 1.2e10 = 0.1 s. */
+    struct oc_gemm g = {1024, 1024, 1024, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 2.0 * 1024 * 1024 * 1024 / 5.5e10, 1e-6);
+    OC_ASSERT_REL(oc_cost_membound_s(&t, 1.2e9), 0.1, 1e-6);
+
+    /* Sources: each measured field says where it comes from; the
+     * all-reduce figures under "_allreduce". */
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    json_t *src = json_object_get(doc, "sources");
+    const char *peak = json_string_value(json_object_get(src, "device.peak_flops_16bit"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
+    CU_ASSERT_EQUAL(strncmp(peak,
+                            "measured by ocsim-exec --calibrate on testhost "
+                            "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm",
+                            strlen("measured by ocsim-exec --calibrate on testhost "
+                                   "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm")),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(peak, "MFU is relative to it"));
+    const char *ar = json_string_value(json_object_get(src, "_allreduce"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ar, "67108864 bytes: busbw 3e+09 B/s"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "intra_node.latency_s"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.mem_Bps"));
+    json_decref(doc);
+}
+
+static void test_one_rank(void)
+{
+    /* One rank: no point-to-point measured, the node fabric stays the
+     * base's and the sources do not claim it; no CPU name or core count:
+     * the base's device name and sm_count stay. */
+    struct oc_topology base, t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h200-node", &base, &st), 0);
+    struct oc_calib_measured m = measured();
+    m.ranks = 1;
+    m.p2p_Bps = m.p2p_latency_s = 0;
+    m.allreduce_bytes = 0;
+    m.cpu_name[0] = '\0';
+    m.cores_per_rank = 0;
+    char path[400];
+    snprintf(path, sizeof path, "%s/one.json", tmp_dir);
+    CU_ASSERT_EQUAL_FATAL(oc_calib_write_topology(path, &base, &m, &st), 0);
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load(path, &t, &st), 0);
+    CU_ASSERT_EQUAL(t.gpus_per_node, 1);
+    CU_ASSERT_STRING_EQUAL(t.device.name, base.device.name);
+    CU_ASSERT_EQUAL(t.device.sm_count, base.device.sm_count);
+    OC_ASSERT_REL(t.intra_bandwidth_Bps, base.intra_bandwidth_Bps, 1e-6);
+    OC_ASSERT_REL(t.intra_latency_s, base.intra_latency_s, 1e-6);
+    CU_ASSERT_STRING_EQUAL(t.intra_name, base.intra_name);
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    json_t *src = json_object_get(doc, "sources");
+    CU_ASSERT_PTR_NULL(json_object_get(src, "intra_node.bandwidth_Bps"));
+    CU_ASSERT_PTR_NULL(json_object_get(src, "_allreduce"));
+    CU_ASSERT_PTR_NULL(json_object_get(src, "device.name"));
+    json_decref(doc);
+}
+
+static void test_refused(void)
+{
+    struct oc_topology base, t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h200-node", &base, &st), 0);
+    struct oc_calib_measured m = measured();
+    m.gemm_flops = 0;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "GEMM rate was not measured"));
+    m = measured();
+    m.mem_Bps = NAN;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "memory bandwidth was not measured"));
+    m = measured();
+    m.ranks = 0;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    /* A bandwidth below 1 MB/s is a unit mistake to oc_topology_check. */
+    m = measured();
+    m.p2p_Bps = 10;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "intra_node.bandwidth_Bps"));
+    /* An unwritable path. */
+    m = measured();
+    CU_ASSERT_EQUAL(oc_calib_write_topology("/nonexistent/dir/cal.json", &base, &m, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "/nonexistent/dir/cal.json: cannot write"));
+}
+
+static CU_TestInfo tests[] = {
+    {"write and reload", test_round_trip},
+    {"one rank", test_one_rank},
+    {"refused", test_refused},
+    CU_TEST_INFO_NULL,
+};
+static CU_SuiteInfo suites[] = {
+    {"calib_topology", suite_init, suite_clean, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) { return oc_test_run(suites); }
