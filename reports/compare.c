@@ -9,15 +9,11 @@
 #include "compare.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "csv_read.h"
 #include "csv_table.h"
@@ -893,55 +889,6 @@ static void gp_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
-/* `gnuplot scatter.gp` in dir, output into dir/gnuplot.log; as
- * reports/plots.c runs its scripts (that runner is private to plots.c). */
-static int render(const char *dir, const struct oc_plot_opts *po, struct oc_status *st)
-{
-    if (po->no_render)
-        return 0;
-    const char *prog = po->gnuplot ? po->gnuplot : getenv("OCSIM_GNUPLOT");
-    if (!prog || !prog[0])
-        prog = "gnuplot";
-    char log_path[4096];
-    snprintf(log_path, sizeof log_path, "%s/gnuplot.log", dir);
-    int lf = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (lf < 0) {
-        oc_fail(st, "scatter plot not rendered: %s: cannot write: %s", log_path,
-                strerror(errno));
-        return 1;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(lf);
-        oc_fail(st, "cannot start %s: %s; scatter.gp and scatter.dat are in %s", prog,
-                strerror(errno), dir);
-        return 1;
-    }
-    if (pid == 0) {
-        if (chdir(dir) != 0)
-            _exit(126);
-        dup2(lf, STDOUT_FILENO);
-        dup2(lf, STDERR_FILENO);
-        execlp(prog, prog, "scatter.gp", (char *)NULL);
-        _exit(127);
-    }
-    close(lf);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        return 0;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
-        oc_fail(st, "scatter plot not rendered: '%s' was not found (install gnuplot, or "
-                    "set OCSIM_GNUPLOT); scatter.gp and scatter.dat are in %s",
-                prog, dir);
-    else
-        oc_fail(st, "scatter plot not rendered: %s scatter.gp failed; see %s", prog,
-                log_path);
-    return 1;
-}
-
 int oc_compare_plot(const char *dir, const struct oc_compare *c,
                     const struct oc_plot_opts *po, struct oc_status *st)
 {
@@ -1062,5 +1009,6 @@ int oc_compare_plot(const char *dir, const struct oc_compare *c,
     bad = ferror(f);
     if (fclose(f) != 0 || bad)
         return oc_fail(st, "%s: writing failed", path);
-    return render(dir, po, st);
+    static const char *const names[] = {"scatter"};
+    return oc_plot_render(dir, po, names, 1, st);
 }

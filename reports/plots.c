@@ -201,11 +201,8 @@ static void log_tail(const char *dir, char *out, size_t n)
     fclose(f);
 }
 
-/* Runs `prog NAME.gp` in `dir` for each name, one after another (each run
- * takes about 0.1 s). Returns 0, or 1 with st->msg when gnuplot is missing
- * or a script failed. */
-static int render(const char *dir, const struct oc_plot_opts *o,
-                  const char *const *names, int n, struct oc_status *st)
+int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
+                   const char *const *names, int n, struct oc_status *st)
 {
     if (o->no_render || n == 0)
         return 0;
@@ -682,7 +679,7 @@ int oc_plot_sweep(const char *dir, const struct oc_metrics *mt, int64_t n,
             done[ndone++] = all[i];
     }
     free(order);
-    return render(dir, &po, done, ndone, st);
+    return oc_plot_render(dir, &po, done, ndone, st);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1075,5 +1072,5 @@ int oc_plot_pipeline(const char *dir, const struct oc_timeline *tl,
     if (close_in(f, dir, "pipeline.gp", st) != 0)
         return -1;
     static const char *const names[] = {"pipeline"};
-    return render(dir, &po, names, 1, st);
+    return oc_plot_render(dir, &po, names, 1, st);
 }

@@ -98,6 +98,13 @@ int oc_plot_sweep(const char *dir, const struct oc_metrics *mt, int64_t n,
                   const struct oc_rejected_layout *rej, int64_t nrej,
                   const struct oc_plot_opts *o, struct oc_status *st);
 
+/* Runs `gnuplot NAME.gp` in `dir` for each name, one after another (each
+ * run takes about 0.1 s), gnuplot's output into dir/gnuplot.log. Returns 0,
+ * or 1 with st->msg when gnuplot is missing or a script failed (the scripts
+ * and data stay). Also used by reports/compare.c. */
+int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
+                   const char *const *names, int n, struct oc_status *st);
+
 /* `l` NULL: tl->sched->layout. */
 int oc_plot_pipeline(const char *dir, const struct oc_timeline *tl,
                      const struct oc_layout *l, const struct oc_plot_opts *o,

@@ -76,7 +76,7 @@ fi
 OCSIM_GNUPLOT=/nonexistent/gnuplot "$ocsim" compare "$data/pred" "$data/meas" --out "$tmp/cmp2" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 1 ] && ok || bad "without gnuplot: exit $rc, expected 1"
-grep -q 'warning: scatter plot not rendered' "$tmp/err" && ok || bad "without gnuplot: no warning: $(cat "$tmp/err")"
+grep -q 'warning: plots not rendered' "$tmp/err" && ok || bad "without gnuplot: no warning: $(cat "$tmp/err")"
 [ -s "$tmp/cmp2/scatter.gp" ] && ok || bad "without gnuplot: scatter.gp missing"
 
 echo "compare.sh: $pass passed, $fail failed"
