@@ -1,0 +1,72 @@
+/* common.cuh: device helpers shared by the .cu files of kernels/: warp and block
+ * reductions, launch sizes, the launch check. Device functions are inline
+ * here because nvcc inlines across translation units only with relocatable
+ * device code, which this build does not use (it costs a device-link step).
+ * Not part of the C interface (kernels.h).
+ */
+#ifndef OC_KERNELS_COMMON_CUH
+#define OC_KERNELS_COMMON_CUH
+
+#include <stdint.h>
+
+#include "check.h"
+#include "kernels.h"
+#include "status.h" /* OC_ASSERT */
+
+#define OC_WARP 32
+#define OC_FULL_MASK 0xffffffffu
+
+/* Check a launch: configuration errors show at once, faults at the next
+ * synchronising call's cudaCheck. */
+#define OC_LAUNCH_CHECK() cudaCheck(cudaGetLastError())
+
+/* Blocks of `threads` for a grid-stride loop over n items; capped so the
+ * grid stays far inside gridDim.x's range (2^31 - 1). */
+static inline unsigned oc_grid_1d(int64_t n, int threads)
+{
+    int64_t blocks = (n + threads - 1) / threads;
+    if (blocks < 1)
+        blocks = 1;
+    return (unsigned)(blocks < (1 << 20) ? blocks : (1 << 20));
+}
+
+/* Butterfly reductions: every lane ends with the warp's sum / max. */
+__device__ __forceinline__ float oc_warp_sum(float x)
+{
+    for (int o = OC_WARP / 2; o > 0; o >>= 1)
+        x += __shfl_xor_sync(OC_FULL_MASK, x, o);
+    return x;
+}
+
+__device__ __forceinline__ float oc_warp_max(float x)
+{
+    for (int o = OC_WARP / 2; o > 0; o >>= 1)
+        x = fmaxf(x, __shfl_xor_sync(OC_FULL_MASK, x, o));
+    return x;
+}
+
+/* Sum (is_max 0) or max (1) over the block, returned to every thread.
+ * blockDim.x is a multiple of 32, at most 1024; `sh` holds 32 floats and is
+ * free again when the function returns. */
+__device__ __forceinline__ float oc_block_reduce(float x, float *sh, int is_max)
+{
+    const int lane = threadIdx.x % OC_WARP, warp = threadIdx.x / OC_WARP;
+    const int nwarps = blockDim.x / OC_WARP;
+    x = is_max ? oc_warp_max(x) : oc_warp_sum(x);
+    __syncthreads(); /* sh may still be read from a previous call */
+    if (lane == 0)
+        sh[warp] = x;
+    __syncthreads();
+    float r = lane < nwarps ? sh[lane] : (is_max ? -INFINITY : 0.0f);
+    return is_max ? oc_warp_max(r) : oc_warp_sum(r);
+}
+
+/* Column sums in two deterministic stages (oc_cuda_bias_bwd and the
+ * LayerNorm weight gradients): stage 1 splits the N rows into
+ * OC_COLSUM_CHUNKS chunks and writes one partial sum per (chunk, column);
+ * stage 2 adds the partials of each column in chunk order. */
+#define OC_COLSUM_CHUNKS 32
+#define OC_COLSUM_TX 32 /* columns per block: one 128-byte row segment */
+#define OC_COLSUM_TY 8  /* row lanes per block */
+
+#endif
