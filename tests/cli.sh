@@ -6,36 +6,7 @@ set -u
 ocsim=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE PATTERN -- command...: exit code CODE, stderr a single line
-# matching PATTERN (for CODE 2), or stdout matching PATTERN (otherwise).
-expect() {
-  local code=$1 pattern=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    bad "$* -> exit $rc, expected $code; stderr: $(head -c 300 "$tmp/err")"
-    return
-  fi
-  if [ "$code" -eq 2 ]; then
-    local lines
-    lines=$(wc -l <"$tmp/err")
-    if [ "$lines" -ne 1 ]; then
-      bad "$* -> $lines stderr lines, expected 1: $(cat "$tmp/err")"
-      return
-    fi
-    grep -Eq -- "$pattern" "$tmp/err" || { bad "$* -> stderr '$(cat "$tmp/err")' lacks /$pattern/"; return; }
-  else
-    grep -Eq -- "$pattern" "$tmp/out" || { bad "$* -> stdout lacks /$pattern/"; return; }
-  fi
-  ok
-}
+. "$(dirname "$0")/harness.sh"
 
 # The issue's own example: the world size names both numbers.
 expect 2 'TP\*PP\*DP.*= 32 does not match 64 cards' "$ocsim" memory --cards 64 --layout tp4-pp4-dp2
@@ -112,5 +83,4 @@ grep -q '^chosen: ' "$tmp/out" && ok || bad "sweep printed no chosen layout"
 "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep2" --jobs 2 >/dev/null 2>&1
 cmp -s "$tmp/sweep/sweep.csv" "$tmp/sweep2/sweep.csv" && ok || bad "two identical sweeps wrote different sweep.csv"
 
-echo "cli: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary cli

@@ -11,36 +11,7 @@ ocsim=$1
 data=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# expect CODE PATTERN -- command...: exit code CODE, stderr a single line
-# matching PATTERN (for CODE 2), or stdout matching PATTERN (otherwise).
-expect() {
-  local code=$1 pattern=$2
-  shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [ "$rc" -ne "$code" ]; then
-    bad "$* -> exit $rc, expected $code; stderr: $(head -c 300 "$tmp/err")"
-    return
-  fi
-  if [ "$code" -eq 2 ]; then
-    local lines
-    lines=$(wc -l <"$tmp/err")
-    if [ "$lines" -ne 1 ]; then
-      bad "$* -> $lines stderr lines, expected 1: $(cat "$tmp/err")"
-      return
-    fi
-    grep -Eq -- "$pattern" "$tmp/err" || { bad "$* -> stderr '$(cat "$tmp/err")' lacks /$pattern/"; return; }
-  else
-    grep -Eq -- "$pattern" "$tmp/out" || { bad "$* -> stdout lacks /$pattern/"; return; }
-  fi
-  ok
-}
+. "$(dirname "$0")/harness.sh"
 
 expect 0 'usage: ocsim compare' "$ocsim" compare --help
 expect 1 'BEYOND TOLERANCE: 3 of 5 checked rows' "$ocsim" compare "$data/pred" "$data/meas"
@@ -79,5 +50,4 @@ rc=$?
 grep -q 'warning: plots not rendered' "$tmp/err" && ok || bad "without gnuplot: no warning: $(cat "$tmp/err")"
 [ -s "$tmp/cmp2/scatter.gp" ] && ok || bad "without gnuplot: scatter.gp missing"
 
-echo "compare.sh: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary compare.sh
