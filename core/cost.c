@@ -33,6 +33,14 @@ static double hbm_Bps(const struct oc_topology *t)
     return t->calib_mem_Bps > 0 ? t->calib_mem_Bps : t->device.hbm_bandwidth_Bps;
 }
 
+/* Bytes of one activation (and GEMM operand) element: 16-bit unless a
+ * calibration says the device computes in another precision (the cpu
+ * executor runs fp32: 4). */
+static double elem_bytes(const struct oc_topology *t)
+{
+    return t->calib_act_bytes > 0 ? t->calib_act_bytes : 2.0;
+}
+
 static double gemm_flops(struct oc_gemm g)
 {
     return 2.0 * (double)g.m * (double)g.n * (double)g.k * (double)g.batch;
@@ -73,8 +81,8 @@ double oc_cost_gemm_s(const struct oc_topology *t, struct oc_gemm g)
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
         return 0;
     /* Roofline: the slower of the arithmetic and reading A and B and
-     * writing C once, 16-bit each. */
-    const double bytes = 2.0 *
+     * writing C once, one activation element (16-bit) each. */
+    const double bytes = elem_bytes(t) *
                          ((double)g.m * (double)g.k + (double)g.k * (double)g.n +
                           (double)g.m * (double)g.n) *
                          (double)g.batch;
@@ -96,10 +104,11 @@ struct dims {
     int64_t s, b, h, hd;
     int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
     int dropout, gated, flash, rope, learned_pos;
+    double e;              /* bytes per activation element (2: 16-bit) */
 };
 
 static void dims_init(struct dims *d, const struct oc_model *m,
-                      const struct oc_layout *l)
+                      const struct oc_layout *l, const struct oc_topology *t)
 {
     OC_ASSERT(l->tp >= 1);
     memset(d, 0, sizeof *d);
@@ -121,6 +130,7 @@ static void dims_init(struct dims *d, const struct oc_model *m,
     d->flash = l->attention == OC_ATTN_FLASH;
     d->rope = !m->learned_pos_emb;
     d->learned_pos = m->learned_pos_emb != 0;
+    d->e = elem_bytes(t);
 }
 
 /* Time and GEMM FLOPs accumulated over a part's kernels. */
@@ -176,8 +186,8 @@ static void core_attention(struct acc *c, const struct oc_topology *t,
          * when that is slower. Backward recomputes S (FlashAttention-2,
          * section 3.1.2): five GEMMs against the forward's two. */
         const double lse = 4.0 * (double)d->a * d->T;
-        const double q = 2.0 * d->T * (double)(d->a * d->hd);
-        const double kv = 2.0 * d->T * (double)(d->k * d->hd);
+        const double q = d->e * d->T * (double)(d->a * d->hd);
+        const double kv = d->e * d->T * (double)(d->k * d->hd);
         double compute_s, io_bytes, flops;
         if (!backward) {
             compute_s = gemm_compute_s(t, sc) + gemm_compute_s(t, va);
@@ -201,11 +211,12 @@ static void core_attention(struct acc *c, const struct oc_topology *t,
         return;
     }
     /* Classic: the s x s scores go through HBM. Softmax reads and writes
-     * them (2 bytes each way; scale and causal mask fused, as Megatron-LM's
-     * FusedScaleMaskSoftmax); dropout reads, writes and stores a 1-byte
-     * mask. Backward runs each kernel's gradient, charged twice the bytes. */
+     * them (e bytes each way, 2 for 16-bit; scale and causal mask fused, as
+     * Megatron-LM's FusedScaleMaskSoftmax); dropout reads, writes and
+     * stores a 1-byte mask. Backward runs each kernel's gradient, charged
+     * twice the bytes. */
     const double ss = (double)(d->a * d->b) * (double)d->s * (double)d->s;
-    double mem = 4.0 * ss + (d->dropout ? 5.0 * ss : 0.0);
+    double mem = 2.0 * d->e * ss + (d->dropout ? (2.0 * d->e + 1.0) * ss : 0.0);
     if (!backward) {
         add_gemm(c, t, sc);
         add_gemm(c, t, va);
@@ -246,48 +257,52 @@ static int part_gemms(const struct dims *d, enum oc_part part, struct oc_gemm *g
 }
 
 /* Bytes through HBM of a part's memory-bound kernels (core attention
- * excluded), forward or backward. Counted per kernel: a norm reads and
- * writes an h-wide 16-bit tensor (4*Tn*h), a residual add reads two and
- * writes one (6*Tn*h), a dropout reads, writes and stores a 1-byte mask
- * (5*Tn*h). Backward of these runs their gradients: twice the bytes. */
+ * excluded), forward or backward. Counted per kernel, with e bytes per
+ * activation element (2 for 16-bit; the numbers below are for e = 2): a
+ * norm reads and writes an h-wide tensor (2e*Tn*h = 4*Tn*h), a residual add
+ * reads two and writes one (3e*Tn*h = 6*Tn*h), a dropout reads, writes and
+ * stores a 1-byte mask ((2e+1)*Tn*h = 5*Tn*h). Backward of these runs their
+ * gradients: twice the bytes. */
 static double part_mem_bytes(const struct dims *d, enum oc_part part,
                              int backward)
 {
-    const double h = (double)d->h;
-    const double norm = 4.0 * d->Tn * h;
-    const double residual = 6.0 * d->Tn * h;
-    const double dropout = d->dropout ? 5.0 * d->Tn * h : 0.0;
+    const double h = (double)d->h, e = d->e;
+    const double norm = 2.0 * e * d->Tn * h;
+    const double residual = 3.0 * e * d->Tn * h;
+    const double dropout = d->dropout ? (2.0 * e + 1.0) * d->Tn * h : 0.0;
     double fwd = 0;
     switch (part) {
     case OC_PART_ATTN:
         fwd = norm + residual + dropout;
         /* Rotary embedding reads and writes Q and K (Su et al. 2021). */
         if (d->rope)
-            fwd += 4.0 * d->T * (double)((d->a + d->k) * d->hd);
+            fwd += 2.0 * e * d->T * (double)((d->a + d->k) * d->hd);
         return backward ? 2.0 * fwd : fwd;
     case OC_PART_MLP:
-        /* GELU reads and writes f-wide (4*T*f); SwiGLU reads gate and up and
-         * writes their product (6*T*f). */
+        /* GELU reads and writes f-wide (2e*T*f = 4*T*f); SwiGLU reads gate
+         * and up and writes their product (3e*T*f = 6*T*f). */
         fwd = norm + residual + dropout +
-              (d->gated ? 6.0 : 4.0) * d->T * (double)d->f;
+              (d->gated ? 3.0 : 2.0) * e * d->T * (double)d->f;
         return backward ? 2.0 * fwd : fwd;
     case OC_PART_EMBED:
-        /* Gather: read T rows of the (vocab-parallel) table, write T*h; add
-         * the learned positions (read T*h more); dropout. Backward: the
-         * scatter-add reads the gradient and read-modify-writes the rows,
-         * charged as twice the forward. */
-        fwd = 4.0 * d->T * h + (d->learned_pos ? 2.0 * d->T * h : 0.0) +
+        /* Gather: read T rows of the (vocab-parallel) table, write T*h
+         * (2e*T*h); add the learned positions (read e*T*h more); dropout.
+         * Backward: the scatter-add reads the gradient and
+         * read-modify-writes the rows, charged as twice the forward. */
+        fwd = 2.0 * e * d->T * h + (d->learned_pos ? e * d->T * h : 0.0) +
               dropout;
         return backward ? 2.0 * fwd : fwd;
     case OC_PART_HEAD: {
         /* Final norm, then Megatron-LM's vocab-parallel cross-entropy over
-         * the T x V/t logits in fp32: cast (read 2, write 4), max (read 4),
-         * exp of the shifted logits in place (read 4, write 4), sum (read 4),
-         * normalise in place (read 4, write 4) = 30 bytes per logit. Backward:
-         * softmax minus one-hot in place (read 4, write 4), cast to 16-bit
-         * (read 4, write 2) = 14 bytes per logit, plus the norm's gradient. */
+         * the T x V/t logits in fp32: cast (read e = 2, write 4), max (read
+         * 4), exp of the shifted logits in place (read 4, write 4), sum
+         * (read 4), normalise in place (read 4, write 4) = 30 bytes per
+         * logit. Backward: softmax minus one-hot in place (read 4, write 4),
+         * cast to the activation type (read 4, write e = 2) = 14 bytes per
+         * logit, plus the norm's gradient. */
         const double logits = d->T * (double)d->V;
-        return backward ? 2.0 * norm + 14.0 * logits : norm + 30.0 * logits;
+        return backward ? 2.0 * norm + (12.0 + e) * logits
+                        : norm + (28.0 + e) * logits;
     }
     default:
         return 0;
@@ -337,6 +352,76 @@ static struct acc part_cost(const struct dims *d, const struct oc_layout *l,
     return c;
 }
 
+double oc_cost_sched_flops(const struct oc_model *m, const struct oc_layout *l,
+                           enum oc_part part, enum oc_phase phase)
+{
+    OC_ASSERT(l->tp >= 1);
+    const double td = (double)l->tp, b = (double)l->micro_batch,
+                 s = (double)l->seq_length, h = (double)m->hidden_size;
+    double fwd;
+    /* schedule.c: the part's forward FLOPs (model.c) over t, backward
+     * twice that (Narayanan et al. 2021, section 5.1), the embedding 0. */
+    switch (part) {
+    case OC_PART_ATTN:
+        fwd = oc_model_attn_fwd_flops(m, l->micro_batch, l->seq_length) / td;
+        break;
+    case OC_PART_MLP:
+        fwd = oc_model_mlp_fwd_flops(m, l->micro_batch, l->seq_length) / td;
+        break;
+    case OC_PART_HEAD:
+        fwd = oc_model_head_fwd_flops(m, l->micro_batch, l->seq_length) / td;
+        break;
+    default:
+        return 0;
+    }
+    switch (phase) {
+    case OC_PHASE_FWD:
+        return fwd;
+    case OC_PHASE_BWD:
+        return 2.0 * fwd;
+    case OC_PHASE_RECOMPUTE:
+        /* Full recompute reruns the layer's forward; selective reruns
+         * QK^T and softmax*V, 4*b*s^2*h/t (Korthikanti et al. 2022,
+         * section 5). The head is never recomputed. */
+        if (part == OC_PART_HEAD)
+            return 0;
+        if (l->recompute == OC_RECOMPUTE_FULL)
+            return fwd;
+        if (l->recompute == OC_RECOMPUTE_SELECTIVE && part == OC_PART_ATTN)
+            return 4.0 * b * s * s * h / td;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* The measured rate of (part, phase) in the calibration, 0 when absent.
+ * RECOMPUTE: full recompute runs the forward's code, so it has the
+ * forward's rate; selective has its own (attn_recompute). */
+static double calib_rate(const struct oc_topology *t, const struct oc_layout *l,
+                         enum oc_part part, enum oc_phase phase)
+{
+    int fwd, bwd;
+    switch (part) {
+    case OC_PART_ATTN: fwd = OC_CALIB_ATTN_FWD; bwd = OC_CALIB_ATTN_BWD; break;
+    case OC_PART_MLP: fwd = OC_CALIB_MLP_FWD; bwd = OC_CALIB_MLP_BWD; break;
+    case OC_PART_HEAD: fwd = OC_CALIB_HEAD_FWD; bwd = OC_CALIB_HEAD_BWD; break;
+    default: return 0;
+    }
+    switch (phase) {
+    case OC_PHASE_FWD: return t->calib_part_flops[fwd];
+    case OC_PHASE_BWD: return t->calib_part_flops[bwd];
+    case OC_PHASE_RECOMPUTE:
+        if (l->recompute == OC_RECOMPUTE_FULL)
+            return t->calib_part_flops[fwd];
+        if (l->recompute == OC_RECOMPUTE_SELECTIVE && part == OC_PART_ATTN)
+            return t->calib_part_flops[OC_CALIB_ATTN_RECOMPUTE];
+        return 0;
+    default:
+        return 0;
+    }
+}
+
 void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
                   const struct oc_layout *l, const struct oc_topology *t)
 {
@@ -344,16 +429,34 @@ void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
     memset(c, 0, sizeof *c);
     c->topo = t;
     struct dims d;
-    dims_init(&d, m, l);
+    dims_init(&d, m, l, t);
     const enum oc_part parts[] = {OC_PART_EMBED, OC_PART_ATTN, OC_PART_MLP,
                                   OC_PART_HEAD};
     const enum oc_phase phases[] = {OC_PHASE_FWD, OC_PHASE_BWD,
                                     OC_PHASE_RECOMPUTE};
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-        for (size_t j = 0; j < sizeof phases / sizeof phases[0]; j++)
-            c->part_s[parts[i]][phases[j]] =
-                part_cost(&d, l, t, parts[i], phases[j]).s;
-    c->optimizer_s_per_param = oc_cost_membound_s(t, OC_ADAM_BYTES_PER_PARAM);
+        for (size_t j = 0; j < sizeof phases / sizeof phases[0]; j++) {
+            const enum oc_part pa = parts[i];
+            const enum oc_phase ph = phases[j];
+            /* A measured rate replaces the roofline: the FLOPs the schedule
+             * gives the op over the rate measured for that part and phase
+             * (topology.h, "calibration"). The embedding has no FLOPs: its
+             * tokens at the measured seconds per token. */
+            const double rate = calib_rate(t, l, pa, ph);
+            const double per_token = pa != OC_PART_EMBED ? 0
+                                     : ph == OC_PHASE_FWD ? t->calib_embed_fwd_s_per_token
+                                     : ph == OC_PHASE_BWD ? t->calib_embed_bwd_s_per_token
+                                                          : 0;
+            if (rate > 0)
+                c->part_s[pa][ph] = oc_cost_sched_flops(m, l, pa, ph) / rate;
+            else if (per_token > 0)
+                c->part_s[pa][ph] = d.T * per_token;
+            else
+                c->part_s[pa][ph] = part_cost(&d, l, t, pa, ph).s;
+        }
+    c->optimizer_s_per_param = t->calib_optimizer_s_per_param > 0
+                                   ? t->calib_optimizer_s_per_param
+                                   : oc_cost_membound_s(t, OC_ADAM_BYTES_PER_PARAM);
 }
 
 double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
@@ -364,8 +467,14 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
     /* The optimizer step is memory-bound: the schedule puts the bytes it
      * moves (28 per parameter the rank updates, fewer parameters when the
      * optimizer is sharded) in hbm_bytes, and we time those. */
-    if (op->phase == OC_PHASE_OPTIMIZER)
+    if (op->phase == OC_PHASE_OPTIMIZER) {
+        /* Calibrated: the parameters (28 bytes each in hbm_bytes) at the
+         * measured seconds per parameter. */
+        if (c->topo->calib_optimizer_s_per_param > 0)
+            return op->hbm_bytes / OC_ADAM_BYTES_PER_PARAM *
+                   c->topo->calib_optimizer_s_per_param;
         return oc_cost_membound_s(c->topo, op->hbm_bytes);
+    }
     OC_ASSERT(op->phase <= OC_PHASE_RECOMPUTE);
     const int ph = op->phase;
     switch (op->part) {
@@ -410,7 +519,7 @@ double oc_cost_layer_flops(const struct oc_model *m, const struct oc_layout *l,
     t.device.sm_count = 1;
     t.device.gemm_efficiency = 1;
     struct dims d;
-    dims_init(&d, m, l);
+    dims_init(&d, m, l, &t);
     return part_cost(&d, l, &t, OC_PART_ATTN, phase).flops +
            part_cost(&d, l, &t, OC_PART_MLP, phase).flops;
 }

@@ -11,7 +11,18 @@
  * sustained fraction of peak (gemm_efficiency). Memory-bound kernels (norms,
  * activations, softmax, residual adds, dropout, optimizer) by bytes over HBM
  * bandwidth. A calibrated topology (calib_gemm_flops, calib_mem_Bps) replaces
- * the peak-based rates with measured ones.
+ * the peak-based rates with measured ones, and calib_act_bytes the 2 bytes
+ * of a 16-bit activation element in every byte count (4: the fp32 cpu
+ * executor).
+ *
+ * Measured per-part rates (ocsim-exec --calibrate runs the executor's own
+ * part functions at the layout's shapes; topology.h, "calibration") replace
+ * the whole estimate of a part: its time is the FLOPs the schedule gives
+ * the op (oc_cost_sched_flops) over the rate measured for that part and
+ * phase, the embedding's its tokens times the measured seconds per token,
+ * the optimizer's its parameters (hbm_bytes / 28) times the measured
+ * seconds per parameter. A part without a measured rate keeps the
+ * estimate.
  *
  * The per-layer time of each (part, phase) is computed once at init, so an
  * op's cost is a table look-up times its layer count.
@@ -30,6 +41,8 @@
  * GEMMs, memory-bound work doubled (flash: 5 GEMMs, recomputing S).
  * Recompute: full reruns ATTN and MLP forward; selective reruns core
  * attention only. Optimizer ops are timed from their hbm_bytes.
+ * Byte counts above and in cost.c are written for 2-byte elements; fp32
+ * logits and 1-byte dropout masks stay as they are whatever the element.
  */
 #ifndef OC_COST_H
 #define OC_COST_H
@@ -53,7 +66,8 @@ double oc_cost_membound_s(const struct oc_topology *t, double bytes);
  * part in each phase, one micro-batch, one TP rank. */
 struct oc_cost {
     double part_s[OC_PART_ALL + 1][OC_PHASE_OPTIMIZER + 1];
-    double optimizer_s_per_param; /* AdamW: bytes per parameter over HBM */
+    double optimizer_s_per_param; /* AdamW: bytes per parameter over HBM,
+                                     or the calibrated seconds */
     const struct oc_topology *topo;
 };
 
@@ -65,7 +79,8 @@ void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
 /* OC_PHASE_OPTIMIZER ops (any part) cost op->hbm_bytes over HBM bandwidth:
  * the schedule puts there the 28 bytes per updated parameter of AdamW (see
  * optimizer_s_per_param), already divided by d when the optimizer is
- * sharded. */
+ * sharded. With a calibrated calib_optimizer_s_per_param: hbm_bytes / 28
+ * parameters at that many seconds each. */
 double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
                     const struct oc_layout *l, const struct oc_model *m);
 
@@ -76,5 +91,15 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
  * recomputed scores of a flash kernel). */
 double oc_cost_layer_flops(const struct oc_model *m, const struct oc_layout *l,
                            enum oc_phase phase);
+
+/* The FLOPs core/schedule.c puts on one layer-grain COMPUTE op of `part`
+ * in `phase`: one layer (ATTN, MLP) or the head, one micro-batch, one TP
+ * rank: the part's forward FLOPs (model.h) / t, backward twice that,
+ * recompute as l->recompute says (full: the forward; selective, ATTN only:
+ * 4*b*s^2*h/t); 0 for the embedding, the optimizer and a recompute that
+ * does not run. A calibrated part rate is counted against these FLOPs, so
+ * that rate * time gives back the measured time. */
+double oc_cost_sched_flops(const struct oc_model *m, const struct oc_layout *l,
+                           enum oc_part part, enum oc_phase phase);
 
 #endif

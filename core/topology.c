@@ -31,6 +31,13 @@ static const struct oc_json_rule oc_rule_Bps = {0.0, 1, INFINITY, 0, OC_BW_LO, O
 static const struct oc_json_rule oc_rule_lat = {0.0, 0, INFINITY, 0, -INFINITY, OC_LAT_HI, "seconds"};
 static const struct oc_json_rule oc_rule_eff = {0.0, 1, 1.0, 0, -INFINITY, INFINITY, NULL};
 static const struct oc_json_rule oc_rule_oversub = {1.0, 0, INFINITY, 0, -INFINITY, 1e3, NULL};
+/* Calibration of a CPU executor: a part made of plain loops may run at a few
+ * MFLOP/s, so the absurd floor of a part's rate is lower than a device's. */
+static const struct oc_json_rule oc_rule_part_flops = {0.0, 1, INFINITY, 0, 1e3, 1e17, "FLOP/s"};
+static const struct oc_json_rule oc_rule_s_per_token = {0.0, 1, INFINITY, 0, 1e-13, 1.0, "seconds per token"};
+static const struct oc_json_rule oc_rule_s_per_param = {0.0, 1, INFINITY, 0, 1e-15, 1e-3, "seconds per parameter"};
+/* fp8 to fp64 */
+static const struct oc_json_rule oc_rule_elem = {0.0, 1, 8.0, 0, -INFINITY, INFINITY, "bytes"};
 
 struct oc_topo_num {
     const char *section; /* "" at top level */
@@ -69,7 +76,23 @@ static const struct oc_topo_num oc_topo_nums[] = {
     {"inter_node", "oversubscription", OFF(oversubscription), &oc_rule_oversub, 1},
     {"calibration", "gemm_flops", OFF(calib_gemm_flops), &oc_rule_flops, 0},
     {"calibration", "mem_Bps", OFF(calib_mem_Bps), &oc_rule_Bps, 0},
+    {"calibration", "activation_bytes", OFF(calib_act_bytes), &oc_rule_elem, 0},
+    {"calibration", "optimizer_s_per_param", OFF(calib_optimizer_s_per_param), &oc_rule_s_per_param, 0},
+    /* The keys in the order of enum oc_calib_part (oc_calib_part_key). */
+    {"calibration.part_flops_per_s", "attn_fwd", OFF(calib_part_flops[OC_CALIB_ATTN_FWD]), &oc_rule_part_flops, 0},
+    {"calibration.part_flops_per_s", "attn_bwd", OFF(calib_part_flops[OC_CALIB_ATTN_BWD]), &oc_rule_part_flops, 0},
+    {"calibration.part_flops_per_s", "attn_recompute", OFF(calib_part_flops[OC_CALIB_ATTN_RECOMPUTE]), &oc_rule_part_flops, 0},
+    {"calibration.part_flops_per_s", "mlp_fwd", OFF(calib_part_flops[OC_CALIB_MLP_FWD]), &oc_rule_part_flops, 0},
+    {"calibration.part_flops_per_s", "mlp_bwd", OFF(calib_part_flops[OC_CALIB_MLP_BWD]), &oc_rule_part_flops, 0},
+    {"calibration.part_flops_per_s", "head_fwd", OFF(calib_part_flops[OC_CALIB_HEAD_FWD]), &oc_rule_part_flops, 0},
+    {"calibration.part_flops_per_s", "head_bwd", OFF(calib_part_flops[OC_CALIB_HEAD_BWD]), &oc_rule_part_flops, 0},
+    {"calibration.part_s_per_token", "embed_fwd", OFF(calib_embed_fwd_s_per_token), &oc_rule_s_per_token, 0},
+    {"calibration.part_s_per_token", "embed_bwd", OFF(calib_embed_bwd_s_per_token), &oc_rule_s_per_token, 0},
 };
+
+/* The part keys: the table's entries of "calibration.part_flops_per_s",
+ * which start at this index, in enum order. */
+#define OC_PART_ROW0 14
 
 static const struct oc_topo_int oc_topo_ints[] = {
     {"", "gpus_per_node", OFF(gpus_per_node), 1, 10000},
@@ -88,20 +111,37 @@ static const struct oc_topo_str oc_topo_strs[] = {
 
 #define OC_COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-/* The sections of the file, in the order they are read. */
+const char *oc_calib_part_key(enum oc_calib_part p)
+{
+    if ((int)p < 0 || p >= OC_CALIB_PARTS)
+        return NULL;
+    const struct oc_topo_num *f = &oc_topo_nums[OC_PART_ROW0 + (int)p];
+    OC_ASSERT(strcmp(f->section, "calibration.part_flops_per_s") == 0);
+    return f->key;
+}
+
+/* The sections of the file, in the order they are read. A dotted name is
+ * an object inside the section before the dot. */
 static const char *const oc_topo_sections[] = {
-    "device", "intra_node", "nic", "inter_node", "calibration", NULL,
+    "device", "intra_node", "nic", "inter_node", "calibration",
+    "calibration.part_flops_per_s", "calibration.part_s_per_token", NULL,
 };
 
 static int section_required(const char *sec)
 {
-    return strcmp(sec, "calibration") != 0;
+    return strncmp(sec, "calibration", 11) != 0;
 }
 
-/* Keys allowed in one section: those of the tables. */
+/* Keys allowed in one section: those of the tables, and the names of the
+ * sections nested in it. */
 static void section_keys(const char *sec, const char **keys, size_t n)
 {
     size_t k = 0;
+    const size_t len = strlen(sec);
+    for (int i = 0; oc_topo_sections[i] && k + 1 < n; i++)
+        if (strncmp(oc_topo_sections[i], sec, len) == 0 &&
+            oc_topo_sections[i][len] == '.')
+            keys[k++] = oc_topo_sections[i] + len + 1;
     for (size_t i = 0; i < OC_COUNT(oc_topo_nums) && k + 1 < n; i++)
         if (strcmp(oc_topo_nums[i].section, sec) == 0)
             keys[k++] = oc_topo_nums[i].key;
@@ -114,10 +154,15 @@ static void section_keys(const char *sec, const char **keys, size_t n)
     keys[k] = NULL;
 }
 
-/* Is "device.sm_count" (or "gpus_per_node") a field of the tables? */
+/* Is "device.sm_count" (or "gpus_per_node") a field of the tables? A
+ * nested section ("calibration.part_flops_per_s") counts as one field: its
+ * numbers come from one measurement. */
 static int is_field(const char *dotted)
 {
     char name[160];
+    for (int i = 0; oc_topo_sections[i]; i++)
+        if (strchr(oc_topo_sections[i], '.') && strcmp(oc_topo_sections[i], dotted) == 0)
+            return 1;
     for (size_t i = 0; i < OC_COUNT(oc_topo_nums); i++) {
         const struct oc_topo_num *f = &oc_topo_nums[i];
         snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
@@ -216,13 +261,24 @@ static int read_topology(const struct oc_json_obj *root, int shipped,
         return -1;
     for (int i = 0; oc_topo_sections[i]; i++) {
         const char *sec = oc_topo_sections[i];
+        const char *dot = strchr(sec, '.');
         struct oc_json_obj o;
         int found = 0;
-        if (oc_json_obj_field(root, sec, section_required(sec), &o, &found, st))
+        if (dot) {
+            /* Nested: inside its parent, read (and found) before it. */
+            char parent[64];
+            snprintf(parent, sizeof parent, "%.*s", (int)(dot - sec), sec);
+            struct oc_json_obj po;
+            if (oc_json_obj_field(root, parent, 0, &po, &found, st))
+                return -1;
+            if (found && oc_json_obj_field(&po, dot + 1, 0, &o, &found, st))
+                return -1;
+        } else if (oc_json_obj_field(root, sec, section_required(sec), &o, &found, st)) {
             return -1;
+        }
         if (!found)
             continue;
-        const char *keys[16];
+        const char *keys[24];
         section_keys(sec, keys, OC_COUNT(keys));
         if (oc_json_known_keys(&o, keys, st) || read_section(&o, sec, t, st))
             return -1;

@@ -20,7 +20,26 @@
  *     "sources":    { "<field>": "<where the number comes from>", ... } }
  *
  * A calibrated file (ocsim-exec --calibrate) may add "calibration" with
- * measured rates that replace the estimates; see cost.h.
+ * measured rates that replace the estimates (see cost.h); every field of
+ * it is optional:
+ *
+ *   "calibration": {
+ *     "gemm_flops": 1.3e11,          // sustained GEMM rate, FLOP/s
+ *     "mem_Bps": 1.4e10,             // sustained memory bandwidth
+ *     "activation_bytes": 4,         // bytes per activation element the
+ *                                    // device computes in (absent: 2, 16-bit)
+ *     "optimizer_s_per_param": 3e-9, // AdamW step, seconds per parameter
+ *     "part_flops_per_s": {          // measured rate of each part and phase,
+ *       "attn_fwd": 3e9, "attn_bwd": 2e9, "attn_recompute": 1e9,
+ *       "mlp_fwd": 2e10, "mlp_bwd": 2e10, "head_fwd": 4e10, "head_bwd": 5e10 },
+ *     "part_s_per_token": {          // parts with (almost) no FLOPs
+ *       "embed_fwd": 1e-7, "embed_bwd": 2e-7 } }
+ *
+ * A part's rate counts the FLOPs the schedule assigns to that part's op
+ * (oc_cost_sched_flops in cost.h): forward, backward (twice the forward),
+ * and attn_recompute the selective recompute of the attention scores (full
+ * recompute reruns the forward and uses the *_fwd rates). Keys not listed
+ * above are refused, like everywhere else in the file.
  */
 #ifndef OC_TOPOLOGY_H
 #define OC_TOPOLOGY_H
@@ -37,6 +56,20 @@ struct oc_device {
     int64_t sm_count;         /* streaming multiprocessors (wave quantization) */
     double gemm_efficiency;   /* sustained fraction of peak for large GEMMs, (0,1] */
 };
+
+/* The keys of "calibration.part_flops_per_s", in this order. */
+enum oc_calib_part {
+    OC_CALIB_ATTN_FWD,
+    OC_CALIB_ATTN_BWD,
+    OC_CALIB_ATTN_RECOMPUTE, /* selective recompute: the attention scores */
+    OC_CALIB_MLP_FWD,
+    OC_CALIB_MLP_BWD,
+    OC_CALIB_HEAD_FWD,
+    OC_CALIB_HEAD_BWD,
+    OC_CALIB_PARTS
+};
+/* "attn_fwd", ... (the JSON key); NULL past the end. */
+const char *oc_calib_part_key(enum oc_calib_part p);
 
 struct oc_topology {
     char name[128];
@@ -56,6 +89,11 @@ struct oc_topology {
     /* Measured rates from a calibration, 0 where absent. */
     double calib_gemm_flops;     /* sustained GEMM rate at the model's shapes */
     double calib_mem_Bps;        /* sustained memory bandwidth */
+    double calib_act_bytes;      /* bytes per activation element; 0: 2 */
+    double calib_optimizer_s_per_param; /* AdamW, seconds per parameter */
+    double calib_part_flops[OC_CALIB_PARTS]; /* FLOP/s of each part, phase */
+    double calib_embed_fwd_s_per_token;      /* embedding, seconds per token */
+    double calib_embed_bwd_s_per_token;
 };
 
 int oc_topology_load(const char *path_or_name, struct oc_topology *t,

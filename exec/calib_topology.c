@@ -40,11 +40,31 @@ int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_meas
     out->device.hbm_bandwidth_Bps = m->mem_Bps;
     if (m->p2p_Bps > 0) {
         snprintf(out->intra_name, sizeof out->intra_name, "MPI point-to-point (measured)");
-        out->intra_bandwidth_Bps = m->p2p_Bps;
+        /* In the schedule's bytes (calib_topology.h): 2-byte elements on
+         * the simulated wire, 4-byte ones on the real one. */
+        out->intra_bandwidth_Bps = m->p2p_Bps * 2.0 / OC_CALIB_CPU_ACT_BYTES;
         out->intra_latency_s = m->p2p_latency_s;
     }
     out->calib_gemm_flops = m->gemm_flops;
     out->calib_mem_Bps = m->mem_Bps;
+    out->calib_act_bytes = OC_CALIB_CPU_ACT_BYTES;
+    if (m->parts_measured) {
+        for (int k = 0; k < OC_CALIB_PARTS; k++)
+            if (!(m->part_flops[k] > 0) || !isfinite(m->part_flops[k]))
+                return oc_fail(st, "calibration: the rate of part %s was not measured (%g FLOP/s)",
+                               oc_calib_part_key((enum oc_calib_part)k), m->part_flops[k]);
+        const double rest[3] = {m->embed_fwd_s_per_token, m->embed_bwd_s_per_token,
+                                m->optimizer_s_per_param};
+        for (int k = 0; k < 3; k++)
+            if (!(rest[k] > 0) || !isfinite(rest[k]))
+                return oc_fail(st, "calibration: the %s was not measured (%g s)",
+                               k == 2 ? "optimizer's time per parameter"
+                                      : "embedding's time per token", rest[k]);
+        memcpy(out->calib_part_flops, m->part_flops, sizeof out->calib_part_flops);
+        out->calib_embed_fwd_s_per_token = m->embed_fwd_s_per_token;
+        out->calib_embed_bwd_s_per_token = m->embed_bwd_s_per_token;
+        out->calib_optimizer_s_per_param = m->optimizer_s_per_param;
+    }
     return oc_topology_check(out, "calibrated topology", st);
 }
 
@@ -116,6 +136,18 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
     json_t *cal = json_object();
     set_num(cal, "gemm_flops", t.calib_gemm_flops);
     set_num(cal, "mem_Bps", t.calib_mem_Bps);
+    set_num(cal, "activation_bytes", t.calib_act_bytes);
+    if (m->parts_measured) {
+        set_num(cal, "optimizer_s_per_param", t.calib_optimizer_s_per_param);
+        json_t *rates = json_object();
+        for (int k = 0; k < OC_CALIB_PARTS; k++)
+            set_num(rates, oc_calib_part_key((enum oc_calib_part)k), t.calib_part_flops[k]);
+        json_object_set_new(cal, "part_flops_per_s", rates);
+        json_t *tok = json_object();
+        set_num(tok, "embed_fwd", t.calib_embed_fwd_s_per_token);
+        set_num(tok, "embed_bwd", t.calib_embed_bwd_s_per_token);
+        json_object_set_new(cal, "part_s_per_token", tok);
+    }
     json_object_set_new(root, "calibration", cal);
 
     json_t *src = json_object();
@@ -142,9 +174,13 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
             who);
     if (m->p2p_Bps > 0) {
         set_fmt(src, "intra_node.bandwidth_Bps",
-                "%s: MPI ping-pong between ranks 0 and 1, largest message; B = S / "
-                "(t(S) - latency)",
-                who);
+                "%s: MPI ping-pong between ranks 0 and 1 at the pipeline's message (one "
+                "activation, %.0f bytes of fp32, %.4g s one way): B = S / (t(S) - "
+                "latency) = %.4g B/s, written as %.4g: the schedule counts 2 bytes per "
+                "element, the cpu executor sends 4, so a simulated message takes the "
+                "measured time (%.4g B/s at the largest message)",
+                who, m->p2p_msg_bytes, m->p2p_msg_s, m->p2p_Bps, t.intra_bandwidth_Bps,
+                m->p2p_large_Bps);
         set_fmt(src, "intra_node.latency_s",
                 "%s: MPI ping-pong between ranks 0 and 1, half the round trip of an "
                 "8-byte message",
@@ -152,6 +188,24 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
     }
     set_fmt(src, "calibration.gemm_flops", "%s: as device.peak_flops_16bit", who);
     set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", who);
+    set_str(src, "calibration.activation_bytes",
+            "4: the cpu executor computes and sends fp32 (exec/gpt.h); the cost model "
+            "counts an activation element as this many bytes instead of 2");
+    if (m->parts_measured) {
+        set_fmt(src, "calibration.part_flops_per_s",
+                "%s: %s. Rate = the FLOPs the schedule gives the op "
+                "(oc_cost_sched_flops) / its measured time; attn_recompute is the "
+                "selective recompute of the scores (oc_gpt_attn_scores)",
+                who, m->parts_what);
+        set_fmt(src, "calibration.part_s_per_token",
+                "%s: oc_gpt_embed_fwd and _bwd as in calibration.part_flops_per_s, "
+                "seconds / (micro-batch * seq) tokens",
+                who);
+        set_fmt(src, "calibration.optimizer_s_per_param",
+                "%s: oc_params_adamw over the shard's whole arena as in "
+                "calibration.part_flops_per_s, seconds / parameters",
+                who);
+    }
     if (m->allreduce_bytes > 0)
         set_fmt(src, "_allreduce",
                 "%s: MPI_Allreduce (float sum) of %.0f bytes: busbw %.4g B/s "

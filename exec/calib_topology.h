@@ -19,9 +19,24 @@
  *                            is set)
  *   device.memory_bytes    = physical RAM / ranks
  *   device.hbm_bandwidth_Bps = the measured triad bandwidth per rank
- *   intra_node             = MPI point-to-point bandwidth and latency
- *                            (kept from the base with one rank)
- *   calibration            = {"gemm_flops", "mem_Bps"}: the two rates
+ *   intra_node             = MPI point-to-point latency and bandwidth, the
+ *                            bandwidth fitted at the pipeline's message (one
+ *                            micro-batch's T x h fp32 activation) and
+ *                            written in the schedule's bytes: the schedule
+ *                            counts 2 bytes per element (16-bit), the cpu
+ *                            executor sends 4 (fp32), so the simulator's
+ *                            bytes move at 2/4 of the measured rate and a
+ *                            simulated message takes the measured time.
+ *                            Every TP, DP and embedding collective of the
+ *                            schedule is counted in 16-bit elements too,
+ *                            so the same factor holds for them (not for
+ *                            the cross-entropy's fp32 all-reduces, a few
+ *                            bytes per token). Kept from the base with one
+ *                            rank.
+ *   calibration            = "gemm_flops", "mem_Bps", "activation_bytes"
+ *                            (4: fp32), and when the parts were measured
+ *                            "part_flops_per_s", "part_s_per_token" and
+ *                            "optimizer_s_per_param" (topology.h)
  *   sources                = where each measured number comes from:
  *                            "measured by ocsim-exec --calibrate on <host>
  *                            <date>, <n> ranks: ..."; the all-reduce figures
@@ -48,12 +63,27 @@ struct oc_calib_measured {
     char gemm_what[256];      /* the shapes and how, for "sources" */
     double mem_Bps;           /* triad bytes/s per rank (STREAM counting) */
     double memory_bytes;      /* RAM / ranks */
-    double p2p_Bps;           /* MPI ping-pong bandwidth; 0: not measured */
+    double p2p_Bps;           /* MPI ping-pong bandwidth at p2p_msg_bytes
+                                 (S / (t(S) - latency)); 0: not measured */
     double p2p_latency_s;     /* one-way small-message time */
+    double p2p_msg_bytes;     /* the pipeline's message: T x h fp32 */
+    double p2p_msg_s;         /* its one-way time */
+    double p2p_large_Bps;     /* the same fit at the largest message */
     double allreduce_bytes;   /* largest all-reduce measured; 0: none */
     double allreduce_busbw_Bps; /* at allreduce_bytes, nccl-tests' busbw */
     double allreduce_latency_s; /* smallest all-reduce's time */
+    /* The executor's own parts at the model's shapes (exec/gpt.c); all 0
+     * when not measured (a model the executor does not run). */
+    int parts_measured;
+    double part_flops[OC_CALIB_PARTS]; /* FLOP/s, schedule FLOPs / time */
+    double embed_fwd_s_per_token, embed_bwd_s_per_token;
+    double optimizer_s_per_param;      /* AdamW over the shard's arena */
+    char parts_what[320];              /* what ran and how, for "sources" */
 };
+
+/* Bytes per activation element of the cpu executor: it computes in fp32
+ * (exec/gpt.h). The schedule counts 16-bit elements (2 bytes). */
+#define OC_CALIB_CPU_ACT_BYTES 4.0
 
 /* The calibrated topology as a struct, checked (oc_topology_check). */
 int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_measured *m,

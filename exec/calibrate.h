@@ -23,10 +23,30 @@
  *   memory  a STREAM-style triad a = b + s*c over fp64 arrays of at least
  *           4x the last-level cache and 64 MiB, 24 bytes per element
  *           counted (2 reads, 1 write), best of `repeats`, mean over ranks.
- *   p2p     (two ranks or more) MPI ping-pong between ranks 0 and 1 over
- *           sizes 8 B .. max_msg_bytes doubling: latency = half the round
- *           trip of 8 bytes, bandwidth = S / (t(S) - latency) at the
- *           largest size (the model t = latency + S/B).
+ *   parts   the executor's own part functions (exec/gpt.c) at these shapes,
+ *           one TP shard (TP rank = rank % tp) of every layer of the model
+ *           (or of as many as fit in a quarter of the rank's share of RAM):
+ *           one micro-batch's embedding, attention and MLP forward per
+ *           layer, head forward and backward, per layer (last first) MLP
+ *           backward, the selective recompute of the attention scores and
+ *           attention backward, embedding backward, then AdamW over the
+ *           shard's arena; TP all-reduces left out (the network model
+ *           prices them). A warm-up, then at least `repeats` repeats and as
+ *           many more as fit in about 2 s (at most 101); per part the
+ *           median repeat (what a run typically sees, not its best), then
+ *           the mean over ranks. Written as rates: the FLOPs the schedule
+ *           gives the op (oc_cost_sched_flops) over its time; the embedding
+ *           in seconds per token, AdamW in seconds per parameter. A model
+ *           the executor does not run (oc_params_check_model) gets no part
+ *           rates: the cost model keeps its estimates for it.
+ *   p2p     (two ranks or more) MPI ping-pong between ranks 0 and 1, first
+ *           at the pipeline's message (one micro-batch's activation,
+ *           micro_batch * seq * hidden fp32 values; measured first, as a
+ *           ping-pong of that size runs slower after the 64 MiB ones), then
+ *           over sizes 8 B .. max_msg_bytes doubling: latency = half the
+ *           round trip of 8 bytes, bandwidth = S / (t(S) - latency) at the
+ *           pipeline's message (the model t = latency + S/B; the fit at the
+ *           largest size is logged too).
  *   allreduce (two ranks or more) MPI_Allreduce of floats over the same
  *           sizes: time = the slowest rank's mean per call; algbw = S/t,
  *           busbw = algbw * 2(n-1)/n (nccl-tests, doc/PERFORMANCE.md).

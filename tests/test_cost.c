@@ -395,6 +395,151 @@ static void test_op_cost(void)
     OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 28e-6, 1e-12);
 }
 
+/* An fp32 device (calib_act_bytes 4, the cpu executor) counts every 16-bit
+ * tensor at 4 bytes; fp32 logits and 1-byte dropout masks stay. tiny_gpt,
+ * t 2, s 32, b 2, bytes at 1e12 B/s (see test_part_bytes for e = 2):
+ * MLP forward: up and down GEMMs 20 480 elements each x 4 = 81 920 each,
+ *   norm 2*4*64*64 = 32 768, GELU 2*4*64*128 = 65 536, residual 3*4*4096 =
+ *   49 152, dropout (2*4+1)*4096 = 36 864: 348 160 bytes.
+ * Head forward: norm 32 768, logits GEMM 68 096 elements x 4 = 272 384,
+ *   cross-entropy (28 + 4)*32 000 = 1 024 000 (the cast reads 4 bytes, not
+ *   2): 1 329 152. Backward: two GEMMs 544 768, norm 65 536, cross-entropy
+ *   (12 + 4)*32 000 = 512 000: 1 122 304. */
+static void test_element_bytes(void)
+{
+    struct oc_topology t = device(1e30, 1.0, 132, 1e12);
+    t.calib_act_bytes = 4;
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 1, 2, 32);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 348160e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_FWD], 1329152e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_BWD], 1122304e-12, 1e-9);
+    /* a GEMM's operands: [8 x 8192] x [8192 x 8192] is memory bound,
+     * 4*(65 536 + 67 108 864 + 65 536) = 268 959 744 bytes */
+    struct oc_gemm skinny = {8, 8192, 8192, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, skinny), 268959744e-12, 1e-9);
+}
+
+/* The FLOPs oc_cost_sched_flops gives are the ones core/schedule.c puts on
+ * every layer-grain COMPUTE op, in each recompute mode. By hand (tiny_gpt,
+ * b 2, s 32, t 2): attention 1 310 720 (test_part_flops_time), MLP
+ * 2 097 152, head 2*64*64*1000/2 = 4 096 000, backward twice, selective
+ * recompute 4*2*32*32*64/2 = 262 144, embedding 0. */
+static void test_sched_flops(void)
+{
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 2, 2, 32);
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_FWD), 1310720.0, 1e-12);
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_MLP, OC_PHASE_BWD), 2 * 2097152.0, 1e-12);
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_HEAD, OC_PHASE_FWD), 4096000.0, 1e-12);
+    CU_ASSERT_EQUAL(oc_cost_sched_flops(&m, &l, OC_PART_EMBED, OC_PHASE_FWD), 0.0);
+    CU_ASSERT_EQUAL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_RECOMPUTE), 0.0);
+    const enum oc_recompute modes[] = {OC_RECOMPUTE_NONE, OC_RECOMPUTE_SELECTIVE,
+                                       OC_RECOMPUTE_FULL};
+    for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++) {
+        l.recompute = modes[k];
+        struct oc_schedule s;
+        struct oc_status st = {{0}};
+        struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
+        CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&s, &m, &l, &so, &st), 0);
+        int64_t checked = 0, recomputes = 0;
+        for (int64_t r = 0; r < s.nranks; r++)
+            for (int64_t i = 0; i < s.ranks[r].n; i++) {
+                const struct oc_op *op = &s.ranks[r].ops[i];
+                if (op->kind != OC_OP_COMPUTE || op->phase == OC_PHASE_OPTIMIZER)
+                    continue;
+                OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, op->part, op->phase),
+                              op->flops, 1e-12);
+                checked++;
+                recomputes += op->phase == OC_PHASE_RECOMPUTE;
+            }
+        CU_ASSERT(checked > 0);
+        /* 4 micro-batches x 2 layers per stage x 4 ranks: 32 attention
+         * recomputes (selective), twice that with the MLP (full). */
+        CU_ASSERT_EQUAL(recomputes, k == 0 ? 0 : k == 1 ? 32 : 64);
+        oc_schedule_free(&s);
+    }
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_RECOMPUTE), 262144.0, 1e-12);
+    CU_ASSERT_EQUAL(oc_cost_sched_flops(&m, &l, OC_PART_MLP, OC_PHASE_RECOMPUTE), 0.0);
+}
+
+/* Measured part rates replace the estimate: time = the schedule's FLOPs
+ * (test_sched_flops) / rate. Rates chosen so that every part takes 1 ms
+ * per FLOP count of its forward: attention 1 310 720 FLOPs at 1.31072e9,
+ * MLP 2 097 152 at 2.097152e9 (backward at 4.194304e9: also 1 ms), head
+ * 4 096 000 at 4.096e9 (backward at the same rate: 2 ms), selective
+ * recompute 262 144 at 2.62144e8. Embedding: 64 tokens x 1e-7 s = 6.4 us
+ * forward, x 2e-7 = 12.8 us backward. Optimizer: 28e6 bytes = 1e6
+ * parameters x 3e-9 s = 3 ms. */
+static void test_calibrated_parts(void)
+{
+    struct oc_topology t = device(1e12, 0.5, 1, 1e12);
+    struct oc_model m = tiny_gpt();
+    struct oc_layout l = layout(2, 2, 2, 32);
+    struct oc_cost c0, c;
+    oc_cost_init(&c0, &m, &l, &t);
+    /* One rate alone: that part is measured, the others keep the
+     * roofline. */
+    t.calib_part_flops[OC_CALIB_ATTN_FWD] = 1.31072e9;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 1e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], c0.part_s[OC_PART_MLP][OC_PHASE_FWD], 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], c0.part_s[OC_PART_ATTN][OC_PHASE_BWD], 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], c0.part_s[OC_PART_EMBED][OC_PHASE_FWD], 1e-12);
+
+    t.calib_part_flops[OC_CALIB_ATTN_BWD] = 1.31072e9;
+    t.calib_part_flops[OC_CALIB_ATTN_RECOMPUTE] = 2.62144e8;
+    t.calib_part_flops[OC_CALIB_MLP_FWD] = 2.097152e9;
+    t.calib_part_flops[OC_CALIB_MLP_BWD] = 4.194304e9;
+    t.calib_part_flops[OC_CALIB_HEAD_FWD] = 4.096e9;
+    t.calib_part_flops[OC_CALIB_HEAD_BWD] = 4.096e9;
+    t.calib_embed_fwd_s_per_token = 1e-7;
+    t.calib_embed_bwd_s_per_token = 2e-7;
+    t.calib_optimizer_s_per_param = 3e-9;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 1e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 2e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 1e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_BWD], 1e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_FWD], 1e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_BWD], 2e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 6.4e-6, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_BWD], 12.8e-6, 1e-12);
+    CU_ASSERT_EQUAL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 0.0); /* rnone */
+    OC_ASSERT_REL(c.optimizer_s_per_param, 3e-9, 1e-12);
+    struct oc_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = OC_OP_COMPUTE;
+    op.phase = OC_PHASE_OPTIMIZER;
+    op.part = OC_PART_ALL;
+    op.hbm_bytes = 28e6;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 3e-3, 1e-12);
+
+    /* Selective recompute at its own rate; full recompute reruns the
+     * forward, at the forward's rates. */
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 1e-3, 1e-12);
+    CU_ASSERT_EQUAL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 0.0);
+    /* A chunk's backward on stage 0, 2 layers: 2*(2 + 1) ms of backward,
+     * 2 x 1 ms of recompute, the embedding's 12.8 us. */
+    op.phase = OC_PHASE_BWD;
+    op.part = OC_PART_CHUNK;
+    op.layer_count = 2;
+    op.stage = 0;
+    op.chunk = 0;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 8e-3 + 12.8e-6, 1e-12);
+    l.recompute = OC_RECOMPUTE_FULL;
+    t.calib_part_flops[OC_CALIB_ATTN_RECOMPUTE] = 1e3; /* not used */
+    oc_cost_init(&c, &m, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 1e-3, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 1e-3, 1e-12);
+    CU_ASSERT_EQUAL(c.part_s[OC_PART_HEAD][OC_PHASE_RECOMPUTE], 0.0);
+}
+
 static CU_TestInfo tests[] = {
     {"gemm_full_waves", test_gemm_full_waves},
     {"gemm_wave_loss", test_gemm_wave_loss},
@@ -407,6 +552,9 @@ static CU_TestInfo tests[] = {
     {"layer_flops", test_layer_flops},
     {"backward_twice_forward", test_backward_twice_forward},
     {"op_cost", test_op_cost},
+    {"element_bytes", test_element_bytes},
+    {"sched_flops", test_sched_flops},
+    {"calibrated_parts", test_calibrated_parts},
     CU_TEST_INFO_NULL,
 };
 

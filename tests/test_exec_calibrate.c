@@ -6,7 +6,10 @@
  *
  * Base: the shipped h200-node topology. Measured, by hand: 4 ranks, a
  * 55 GFLOP/s GEMM rate, 12 GB/s triad, 8 GB of RAM per rank, 2 cores per
- * rank, MPI point-to-point 6 GB/s and 0.4 us, all-reduce busbw 3 GB/s.
+ * rank, MPI point-to-point 6 GB/s and 0.4 us, all-reduce busbw 3 GB/s,
+ * and the executor's parts of tiny at t=2, b=1, s=128: attention forward
+ * 2 GFLOP/s, backward 3, recompute 1, MLP 4 and 5, head 6 and 7; the
+ * embedding 1e-7 and 2e-7 s per token; AdamW 3e-9 s per parameter.
  */
 #define _XOPEN_SOURCE 700
 #include <jansson.h>
@@ -18,6 +21,8 @@
 
 #include "calib_topology.h"
 #include "cost.h"
+#include "layout.h"
+#include "model.h"
 #include "test_util.h"
 #include "topology.h"
 
@@ -59,6 +64,18 @@ static struct oc_calib_measured measured(void)
     m.allreduce_bytes = 64.0 * 1024 * 1024;
     m.allreduce_busbw_Bps = 3e9;
     m.allreduce_latency_s = 1e-6;
+    m.p2p_msg_bytes = 32768;
+    m.p2p_msg_s = 4e-7 + 32768 / 6e9;
+    m.p2p_large_Bps = 9e9;
+    m.parts_measured = 1;
+    for (int k = 0; k < OC_CALIB_PARTS; k++)
+        m.part_flops[k] = 1e9 * (k + 1); /* attn_fwd 1e9 ... head_bwd 7e9 */
+    m.part_flops[OC_CALIB_ATTN_FWD] = 2e9;
+    m.part_flops[OC_CALIB_ATTN_RECOMPUTE] = 1e9;
+    m.embed_fwd_s_per_token = 1e-7;
+    m.embed_bwd_s_per_token = 2e-7;
+    m.optimizer_s_per_param = 3e-9;
+    snprintf(m.parts_what, sizeof m.parts_what, "tiny parts, t=2, b=1, s=128");
     return m;
 }
 
@@ -87,11 +104,20 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(t.device.sm_count, 2);
     OC_ASSERT_REL(t.device.memory_bytes, 8e9, 1e-6);
     OC_ASSERT_REL(t.device.hbm_bandwidth_Bps, 1.2e10, 1e-6);
-    OC_ASSERT_REL(t.intra_bandwidth_Bps, 6e9, 1e-6);
+    /* In the schedule's 16-bit bytes: the executor sends fp32, so a
+     * simulated message of S/2 bytes must take the measured S / 6e9. */
+    OC_ASSERT_REL(t.intra_bandwidth_Bps, 3e9, 1e-6);
     OC_ASSERT_REL(t.intra_latency_s, 4e-7, 1e-6);
     CU_ASSERT_STRING_EQUAL(t.intra_name, "MPI point-to-point (measured)");
     OC_ASSERT_REL(t.calib_gemm_flops, 5.5e10, 1e-6);
     OC_ASSERT_REL(t.calib_mem_Bps, 1.2e10, 1e-6);
+    CU_ASSERT_EQUAL(t.calib_act_bytes, 4.0);
+    const double rates[OC_CALIB_PARTS] = {2e9, 2e9, 1e9, 4e9, 5e9, 6e9, 7e9};
+    for (int k = 0; k < OC_CALIB_PARTS; k++)
+        OC_ASSERT_REL(t.calib_part_flops[k], rates[k], 1e-6);
+    OC_ASSERT_REL(t.calib_embed_fwd_s_per_token, 1e-7, 1e-6);
+    OC_ASSERT_REL(t.calib_embed_bwd_s_per_token, 2e-7, 1e-6);
+    OC_ASSERT_REL(t.calib_optimizer_s_per_param, 3e-9, 1e-6);
     /* Copied from the base. */
     CU_ASSERT_STRING_EQUAL(t.name, base.name);
     CU_ASSERT_STRING_EQUAL(t.nic_name, base.nic_name);
@@ -116,6 +142,30 @@ static void test_round_trip(void)
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 2.0 * 1024 * 1024 * 1024 / 5.5e10, 1e-6);
     OC_ASSERT_REL(oc_cost_membound_s(&t, 1.2e9), 0.1, 1e-6);
 
+    /* And on the measured parts, for tiny (h 64, a 4, f 256, V 512) at
+     * t=2, b=1, s=128 with selective recompute: attention forward FLOPs
+     * (2*128*4*64^2 + 4*128^2*64)/2 = 4 194 304 at 2e9 = 2.097152 ms,
+     * MLP forward 2*128*2*64*256/2 = 4 194 304 at 4e9 = 1.048576 ms,
+     * head backward 2 * 2*128*64*512/2 = 8 388 608 at 7e9, selective
+     * recompute 4*128^2*64/2 = 2 097 152 at 1e9 = 2.097152 ms, the
+     * embedding 128 tokens x 1e-7 s = 12.8 us. */
+    struct oc_model tiny;
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("tiny", &tiny, &st), 0);
+    struct oc_layout l;
+    oc_layout_default(&l);
+    l.tp = 2;
+    l.micro_batch = 1;
+    l.seq_length = 128;
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    struct oc_cost c;
+    oc_cost_init(&c, &tiny, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 2.097152e-3, 1e-6);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 1.048576e-3, 1e-6);
+    OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_BWD], 8388608.0 / 7e9, 1e-6);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 2.097152e-3, 1e-6);
+    OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 12.8e-6, 1e-6);
+    OC_ASSERT_REL(c.optimizer_s_per_param, 3e-9, 1e-6);
+
     /* Sources: each measured field says where it comes from; the
      * all-reduce figures under "_allreduce". */
     json_error_t err;
@@ -136,6 +186,18 @@ static void test_round_trip(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(ar, "67108864 bytes: busbw 3e+09 B/s"));
     CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "intra_node.latency_s"));
     CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.mem_Bps"));
+    const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "32768 bytes of fp32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as 3e+09"));
+    const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "tiny parts, t=2, b=1, s=128"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.part_s_per_token"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.optimizer_s_per_param"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.activation_bytes"));
+    json_t *rates_obj = json_object_get(json_object_get(doc, "calibration"), "part_flops_per_s");
+    CU_ASSERT_EQUAL(json_object_size(rates_obj), OC_CALIB_PARTS);
     json_decref(doc);
 }
 
@@ -153,6 +215,7 @@ static void test_one_rank(void)
     m.allreduce_bytes = 0;
     m.cpu_name[0] = '\0';
     m.cores_per_rank = 0;
+    m.parts_measured = 0; /* e.g. a model the executor does not run */
     char path[400];
     snprintf(path, sizeof path, "%s/one.json", tmp_dir);
     CU_ASSERT_EQUAL_FATAL(oc_calib_write_topology(path, &base, &m, &st), 0);
@@ -163,6 +226,13 @@ static void test_one_rank(void)
     OC_ASSERT_REL(t.intra_bandwidth_Bps, base.intra_bandwidth_Bps, 1e-6);
     OC_ASSERT_REL(t.intra_latency_s, base.intra_latency_s, 1e-6);
     CU_ASSERT_STRING_EQUAL(t.intra_name, base.intra_name);
+    /* No parts: their rates are absent (the cost model keeps its
+     * estimates), the element size is still the executor's fp32. */
+    for (int k = 0; k < OC_CALIB_PARTS; k++)
+        CU_ASSERT_EQUAL(t.calib_part_flops[k], 0.0);
+    CU_ASSERT_EQUAL(t.calib_embed_fwd_s_per_token, 0.0);
+    CU_ASSERT_EQUAL(t.calib_optimizer_s_per_param, 0.0);
+    CU_ASSERT_EQUAL(t.calib_act_bytes, 4.0);
     json_error_t err;
     json_t *doc = json_load_file(path, 0, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
@@ -170,6 +240,8 @@ static void test_one_rank(void)
     CU_ASSERT_PTR_NULL(json_object_get(src, "intra_node.bandwidth_Bps"));
     CU_ASSERT_PTR_NULL(json_object_get(src, "_allreduce"));
     CU_ASSERT_PTR_NULL(json_object_get(src, "device.name"));
+    CU_ASSERT_PTR_NULL(json_object_get(src, "calibration.part_flops_per_s"));
+    CU_ASSERT_PTR_NULL(json_object_get(json_object_get(doc, "calibration"), "part_flops_per_s"));
     json_decref(doc);
 }
 
@@ -189,6 +261,24 @@ static void test_refused(void)
     m = measured();
     m.ranks = 0;
     CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    /* Parts said to be measured must all be. */
+    m = measured();
+    m.part_flops[OC_CALIB_ATTN_BWD] = 0;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "the rate of part attn_bwd was not measured"));
+    m = measured();
+    m.embed_bwd_s_per_token = NAN;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "embedding's time per token was not measured"));
+    m = measured();
+    m.optimizer_s_per_param = -1;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "optimizer's time per parameter was not measured"));
+    /* A rate below 1 kFLOP/s is a unit mistake to oc_topology_check. */
+    m = measured();
+    m.part_flops[OC_CALIB_MLP_FWD] = 10;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "calibration.part_flops_per_s.mlp_fwd"));
     /* A bandwidth below 1 MB/s is a unit mistake to oc_topology_check. */
     m = measured();
     m.p2p_Bps = 10;

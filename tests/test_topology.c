@@ -361,6 +361,101 @@ static void test_errors(void)
     EXPECT_ERROR(DATA("does-not-exist.json"), "does-not-exist.json: no such file");
 }
 
+/* A calibration of the cpu executor (ocsim-exec --calibrate): the element
+ * size, the optimizer's time per parameter, a rate per part and phase and
+ * the embedding's time per token are read into their fields; the keys
+ * name the parts in enum order; sources may cite a nested object whole. */
+static void test_calibration_parts(void)
+{
+    static const char *const keys[OC_CALIB_PARTS] = {
+        "attn_fwd", "attn_bwd", "attn_recompute", "mlp_fwd", "mlp_bwd",
+        "head_fwd", "head_bwd"};
+    for (int k = 0; k < OC_CALIB_PARTS; k++)
+        CU_ASSERT_STRING_EQUAL(oc_calib_part_key((enum oc_calib_part)k), keys[k]);
+    CU_ASSERT_PTR_NULL(oc_calib_part_key(OC_CALIB_PARTS));
+
+    struct oc_topology t = load_ok(variant(
+        "parts.json", "\"gpus_per_node\": 4,",
+        "\"gpus_per_node\": 4, \"calibration\": {\"gemm_flops\": 1.1e11, "
+        "\"activation_bytes\": 4, \"optimizer_s_per_param\": 3.5e-9, "
+        "\"part_flops_per_s\": {\"attn_fwd\": 2e10, \"attn_bwd\": 3e10, "
+        "\"attn_recompute\": 1.5e10, \"mlp_fwd\": 1.6e10, \"mlp_bwd\": 1.9e10, "
+        "\"head_fwd\": 2.3e10, \"head_bwd\": 9e10}, "
+        "\"part_s_per_token\": {\"embed_fwd\": 6e-8, \"embed_bwd\": 5e-8}}, "
+        "\"sources\": {\"calibration.part_flops_per_s\": \"measured\", "
+        "\"calibration.part_s_per_token\": \"measured\"},"));
+    OC_ASSERT_REL(t.calib_gemm_flops, 1.1e11, 1e-12);
+    CU_ASSERT_EQUAL(t.calib_mem_Bps, 0.0); /* absent stays 0 */
+    CU_ASSERT_EQUAL(t.calib_act_bytes, 4.0);
+    OC_ASSERT_REL(t.calib_optimizer_s_per_param, 3.5e-9, 1e-12);
+    const double rates[OC_CALIB_PARTS] = {2e10, 3e10, 1.5e10, 1.6e10, 1.9e10, 2.3e10, 9e10};
+    for (int k = 0; k < OC_CALIB_PARTS; k++)
+        OC_ASSERT_REL(t.calib_part_flops[k], rates[k], 1e-12);
+    OC_ASSERT_REL(t.calib_embed_fwd_s_per_token, 6e-8, 1e-12);
+    OC_ASSERT_REL(t.calib_embed_bwd_s_per_token, 5e-8, 1e-12);
+
+    /* Every part is optional: one rate alone leaves the others 0. */
+    t = load_ok(variant("one_part.json", "\"gpus_per_node\": 4,",
+                        "\"gpus_per_node\": 4, \"calibration\": "
+                        "{\"part_flops_per_s\": {\"mlp_bwd\": 2e10}},"));
+    OC_ASSERT_REL(t.calib_part_flops[OC_CALIB_MLP_BWD], 2e10, 1e-12);
+    CU_ASSERT_EQUAL(t.calib_part_flops[OC_CALIB_MLP_FWD], 0.0);
+    CU_ASSERT_EQUAL(t.calib_act_bytes, 0.0);
+    CU_ASSERT_EQUAL(t.calib_embed_fwd_s_per_token, 0.0);
+
+    /* The uncalibrated shipped file has none of them. */
+    t = load_ok("h100-100g");
+    for (int k = 0; k < OC_CALIB_PARTS; k++)
+        CU_ASSERT_EQUAL(t.calib_part_flops[k], 0.0);
+    CU_ASSERT_EQUAL(t.calib_optimizer_s_per_param, 0.0);
+
+    /* oc_topology_check holds a struct built in code to the same rules. */
+    struct oc_status st = {{0}};
+    t = load_ok(DATA("topo_ok.json"));
+    t.calib_part_flops[OC_CALIB_ATTN_RECOMPUTE] = -1.0;
+    CU_ASSERT_EQUAL(oc_topology_check(&t, "here", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "here: field 'calibration.part_flops_per_s.attn_recompute' "
+                                          "must be a positive number (got -1)"));
+    t = load_ok(DATA("topo_ok.json"));
+    t.calib_act_bytes = 16;
+    CU_ASSERT_EQUAL(oc_topology_check(&t, "here", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "'calibration.activation_bytes' must be in (0, 8] (got 16)"));
+}
+
+static void test_calibration_errors(void)
+{
+#define CAL(name, text) variant(name, "\"gpus_per_node\": 4,", "\"gpus_per_node\": 4, " text ",")
+    EXPECT_ERROR(CAL("cal_typo.json", "\"calibration\": {\"part_flops_per_s\": {\"attn_fw\": 1e9}}"),
+                 "cal_typo.json: field 'calibration.part_flops_per_s.attn_fw' is unknown",
+                 "attn_fwd, attn_bwd, attn_recompute, mlp_fwd, mlp_bwd, head_fwd, head_bwd");
+    /* Full recompute reruns the forward and has no rate of its own. */
+    EXPECT_ERROR(CAL("cal_mlp_rc.json", "\"calibration\": {\"part_flops_per_s\": {\"mlp_recompute\": 1e9}}"),
+                 "cal_mlp_rc.json: field 'calibration.part_flops_per_s.mlp_recompute' is unknown");
+    EXPECT_ERROR(CAL("cal_neg.json", "\"calibration\": {\"part_flops_per_s\": {\"attn_fwd\": -1}}"),
+                 "cal_neg.json: field 'calibration.part_flops_per_s.attn_fwd' must be a positive number (got -1)");
+    EXPECT_ERROR(CAL("cal_zero.json", "\"calibration\": {\"part_s_per_token\": {\"embed_bwd\": 0}}"),
+                 "cal_zero.json: field 'calibration.part_s_per_token.embed_bwd' must be a positive number (got 0)");
+    EXPECT_ERROR(CAL("cal_str.json", "\"calibration\": {\"part_flops_per_s\": {\"head_bwd\": \"fast\"}}"),
+                 "cal_str.json: field 'calibration.part_flops_per_s.head_bwd' must be a number, not a string");
+    EXPECT_ERROR(CAL("cal_obj.json", "\"calibration\": {\"part_flops_per_s\": 3}"),
+                 "cal_obj.json: field 'calibration.part_flops_per_s' must be an object ({...}), not an integer");
+    /* 10 for "10 GFLOP/s", 5 for "5 us", 0.1 for "100 ns": unit mistakes. */
+    EXPECT_ERROR(CAL("cal_gflops.json", "\"calibration\": {\"part_flops_per_s\": {\"mlp_bwd\": 10}}"),
+                 "cal_gflops.json: field 'calibration.part_flops_per_s.mlp_bwd' is absurd (10 < 1000; the unit is FLOP/s)");
+    EXPECT_ERROR(CAL("cal_us.json", "\"calibration\": {\"part_s_per_token\": {\"embed_fwd\": 5}}"),
+                 "cal_us.json: field 'calibration.part_s_per_token.embed_fwd' is absurd (5 > 1; the unit is seconds per token)");
+    EXPECT_ERROR(CAL("cal_opt.json", "\"calibration\": {\"optimizer_s_per_param\": 0.1}"),
+                 "cal_opt.json: field 'calibration.optimizer_s_per_param' is absurd (0.1 > 0.001; the unit is seconds per parameter)");
+    EXPECT_ERROR(CAL("cal_elem.json", "\"calibration\": {\"activation_bytes\": 16}"),
+                 "cal_elem.json: field 'calibration.activation_bytes' must be in (0, 8] (got 16)");
+    EXPECT_ERROR(CAL("cal_key.json", "\"calibration\": {\"part_rates\": {}}"),
+                 "cal_key.json: field 'calibration.part_rates' is unknown",
+                 "part_flops_per_s, part_s_per_token");
+    EXPECT_ERROR(CAL("cal_src.json", "\"sources\": {\"calibration.part_rates\": \"x\"}"),
+                 "cal_src.json: field 'sources.calibration.part_rates' names no field");
+#undef CAL
+}
+
 /* A name looked up in the shipped folder must cite its sources. */
 static void test_shipped_needs_sources(void)
 {
@@ -430,6 +525,8 @@ static CU_TestInfo topology_tests[] = {
     {"user file and helpers", test_user_file_and_helpers},
     {"oc_topology_check", test_check_struct},
     {"error messages", test_errors},
+    {"calibration of the parts", test_calibration_parts},
+    {"calibration errors", test_calibration_errors},
     {"shipped files need sources", test_shipped_needs_sources},
     {"library code is quiet", test_quiet},
     CU_TEST_INFO_NULL,
