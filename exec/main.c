@@ -44,6 +44,7 @@
 #include "format.h"
 #include "gpt.h"
 #include "metrics_csv.h"
+#include "metrics_print.h"
 #include "ops_csv.h"
 #include "options.h"
 #include "params.h"
@@ -236,27 +237,10 @@ static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt,
            oc_fmt_si(b[0], 32, mt->step_time_s, "s"), (long long)steps_used,
            steps_used == 1 ? "" : "s");
     printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
-    printf("  bubble           %.1f%% of the step (mean over stages)\n",
-           100 * mt->bubble_fraction);
-    printf("  compute          %s per rank\n", oc_fmt_si(b[2], 32, mt->compute_s, "s"));
-    printf("  communication    TP %s, PP %s, DP %s; exposed %s\n",
-           oc_fmt_si(b[3], 32, mt->tp_comm_s, "s"), oc_fmt_si(b[4], 32, mt->pp_comm_s, "s"),
-           oc_fmt_si(b[5], 32, mt->dp_comm_s, "s"),
-           oc_fmt_si(b[6], 32, mt->exposed_comm_s, "s"));
+    oc_metrics_print_time_split(stdout, mt);
     printf("  peak memory      %s on stage %lld (allocated by the executor, fp32)\n",
            oc_fmt_si(b[7], 32, mt->peak_mem_bytes, "B"), (long long)mt->peak_mem_stage);
-    printf("%6s %10s %8s %10s %10s %10s %10s %10s\n", "stage", "compute", "bubble",
-           "tp_comm", "pp_comm", "dp_comm", "exposed", "peak_mem");
-    for (int64_t s = 0; s < mt->nstages; s++) {
-        const struct oc_stage_metrics *g = &mt->stage[s];
-        printf("%6lld %10s %7.1f%% %10s %10s %10s %10s %10s\n", (long long)s,
-               oc_fmt_si(b[0], 32, g->compute_s, "s"),
-               mt->step_time_s > 0 ? 100 * g->bubble_s / mt->step_time_s : 0.0,
-               oc_fmt_si(b[1], 32, g->tp_comm_s, "s"), oc_fmt_si(b[2], 32, g->pp_comm_s, "s"),
-               oc_fmt_si(b[3], 32, g->dp_comm_s, "s"),
-               oc_fmt_si(b[4], 32, g->exposed_comm_s, "s"),
-               oc_fmt_si(b[5], 32, g->peak_mem_bytes, "B"));
-    }
+    oc_metrics_print_stages(stdout, mt);
 }
 
 /* Gathers every rank's op times of every step to rank 0 and writes
