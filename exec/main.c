@@ -1,13 +1,22 @@
-/* main.c: `ocsim-exec`, the executor program: one MPI process per rank of a
- * layout runs that rank's op list of the schedule for real (runner.h), and
- * rank 0 writes what was measured in the simulator's schemas.
+/* main.c: `ocsim-exec`, the executor program: every rank of a layout runs
+ * its op list of the schedule for real (runner.h) on a backend (backend.h),
+ * and rank 0 writes what was measured in the simulator's schemas.
  *
  *   mpirun -np 8 ocsim-exec --backend cpu --model tiny --layout tp2-pp2-dp2 \
  *          --global-batch 8 --seq 32 --steps 5 --out DIR
+ *   mpirun -np 16 ocsim-exec --backend cuda ...      # one process per GPU
+ *   ocsim-exec --backend cuda --layout tp4-pp2-dp1 ...  # one node, no MPI:
+ *                                                       # one thread per GPU
+ *
+ * Launch (ctl.h): under mpirun or srun (Open MPI's, PMI's or Slurm's
+ * environment), and always for the cpu backend of an MPI build, one MPI
+ * process per rank; otherwise one process whose threads are the ranks of
+ * one node (the cuda backend; the cpu backend of a build without MPI runs
+ * one rank).
  *
  * Takes the model, topology and layout options of `ocsim simulate`
- * (tools/options.c) plus its own: --backend, --steps, --lr, --seed,
- * --timeout, --calibrate, --no-weights. Writes into DIR, each file as soon
+ * (tools/options.c) plus its own: --backend, --precision, --steps, --lr,
+ * --seed, --timeout, --calibrate, --no-weights. Writes into DIR, each file as soon
  * as it is complete (so a run that fails later keeps them):
  *   loss.csv      step,loss: the global batch's mean token loss, per step
  *   measured.csv  the columns of simulate.csv (reports/metrics_csv.h), from
@@ -19,12 +28,13 @@
  *   weights.bin   the whole model's fp32 weights after the last step, in the
  *                 arena order of a one-rank run (see weights.txt)
  *
- * With --calibrate it only measures the machine (exec/calibrate.h) and
- * writes DIR/topology-calibrated.json.
+ * With --calibrate it only measures the machine (exec/calibrate.h, or
+ * cuda/calibrate_cuda.h) and writes DIR/topology-calibrated.json.
  *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
  * any work); 1 a failure during the run; 3 a rank timed out (its message
- * names the rank and the op it was waiting in; MPI_Abort ends the job).
+ * names the rank and the op it was waiting in; the job is ended:
+ * MPI_Abort, or the process's exit, the NCCL communicators aborted).
  *
  * Test hooks (not in --help): OCSIM_EXEC_TEST_HANG_RANK=R makes rank R
  * sleep forever before its first op, OCSIM_EXEC_TEST_DIE_RANK=R makes it
@@ -34,13 +44,12 @@
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "calibrate.h"
-#include "comm_mpi.h"
+#include "backend.h"
+#include "ctl.h"
 #include "format.h"
 #include "gpt.h"
 #include "metrics_csv.h"
@@ -51,6 +60,17 @@
 #include "paths.h"
 #include "runner.h"
 #include "timeline_json.h"
+#ifdef OC_HAVE_MPI
+#include <mpi.h>
+
+#include "calibrate.h"
+#include "comm_mpi.h"
+#endif
+#ifdef OC_HAVE_CUDA
+#include "backend_cuda.h"
+#include "calibrate_cuda.h"
+#include "comm_nccl.h"
+#endif
 
 #define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT)
 #define MAX_ARGS 256
@@ -58,6 +78,7 @@
 /* The flags only ocsim-exec takes; the rest go to oc_opts_parse. */
 struct exec_opts {
     const char *backend;
+    const char *precision;
     int64_t steps;
     double lr;
     uint64_t seed;
@@ -71,16 +92,22 @@ static void help(void)
 {
     puts("usage: mpirun -np N ocsim-exec --layout tp2-pp2-dp2 [--model M] [--topology T]\n"
          "                  [--global-batch B] [--seq S] [--steps K] [--out DIR]\n"
-         "                  [--backend cpu] [--lr X] [--seed S] [--timeout SECONDS]\n\n"
-         "Runs the layout for real: one MPI process per rank executes that rank's op\n"
-         "list of the schedule (a GPT-style decoder with Megatron tensor parallelism,\n"
-         "the pipeline schedule through point-to-point messages, DP gradient\n"
-         "reduction, AdamW). N must equal tp*pp*dp. Writes DIR/loss.csv,\n"
+         "                  [--backend cpu|cuda] [--precision bf16|fp32] [--lr X]\n"
+         "                  [--seed S] [--timeout SECONDS]\n"
+         "       ocsim-exec --backend cuda --layout tp2-pp2-dp1 ...   (one node, no MPI)\n\n"
+         "Runs the layout for real: every rank executes its op list of the schedule\n"
+         "(a GPT-style decoder with Megatron tensor parallelism, the pipeline schedule\n"
+         "through point-to-point messages, DP gradient reduction, AdamW): one MPI\n"
+         "process per rank under mpirun or srun (N must equal tp*pp*dp), or, for\n"
+         "the cuda backend without mpirun, one thread per GPU of this node. Writes DIR/loss.csv,\n"
          "DIR/measured.csv (the columns of simulate.csv), DIR/ops.csv,\n"
          "DIR/memory.csv, DIR/timeline.json and DIR/weights.bin (default DIR:\n"
          "out/exec).\n\n"
          "Executor options:\n"
-         "  --backend cpu           OpenBLAS + MPI (default; cuda is not built yet)\n"
+         "  --backend cpu|cuda      cpu: fp32 on OpenBLAS + MPI (default); cuda: cuBLAS,\n"
+         "                          own kernels and NCCL, one GPU per rank\n"
+         "  --precision bf16|fp32   cuda GEMM operands (default bf16: bf16 operands,\n"
+         "                          fp32 accumulation, fp32 master weights)\n"
          "  --steps K               training steps (default 5)\n"
          "  --lr X                  AdamW learning rate (default 1e-3; beta2 0.95,\n"
          "                          weight decay 0.1)\n"
@@ -88,13 +115,16 @@ static void help(void)
          "  --timeout SECONDS       a rank that waits longer for one message or\n"
          "                          collective ends the job (default 60)\n"
          "  --no-weights            do not gather and write weights.bin\n"
+         "  --no-mpi                one process without MPI even in an MPI build: the\n"
+         "                          ranks are its threads (cuda; cpu: one rank only)\n"
          "  --calibrate             measure this machine (GEMM rate and the rate of\n"
          "                          each model part, forward and backward, at the\n"
-         "                          layout's shapes; memory bandwidth; MPI point-to-\n"
-         "                          point and all-reduce as nccl-tests' busbw) and write\n"
+         "                          layout's shapes; memory bandwidth; MPI or NCCL\n"
+         "                          point-to-point and all-reduce as nccl-tests' busbw)\n"
+         "                          and write\n"
          "                          DIR/topology-calibrated.json\n"
          "                          (--topology with the measured fields); no training\n"
-         "Defaults that differ from `ocsim simulate`: --cards is the MPI world size,\n"
+         "Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
          "--model tiny, --global-batch 8, no sequence parallelism (the executor\n"
          "does not run it). The executor runs GPT-style models only.");
     oc_opts_print_help(stdout, GROUPS);
@@ -131,7 +161,8 @@ static int parse_exec(int argc, char **argv, int world, struct exec_opts *eo,
                       char **rest, int *nrest, char *cards_buf, size_t cards_n,
                       struct oc_status *st)
 {
-    static const char *const valued[] = {"backend", "steps", "lr", "seed", "timeout"};
+    static const char *const valued[] = {"backend", "steps", "lr",
+                                         "seed",    "timeout", "precision"};
     int n = 0;
     rest[n++] = argv[0];
     for (int i = 1; i < argc; i++) {
@@ -154,6 +185,8 @@ static int parse_exec(int argc, char **argv, int world, struct exec_opts *eo,
             eo->weights = 0;
             continue;
         }
+        if (len == 6 && strncmp(name, "no-mpi", 6) == 0 && !eq)
+            continue; /* main's prescan_backend took it */
         int k = -1;
         for (int j = 0; j < (int)(sizeof valued / sizeof valued[0]); j++)
             if (strlen(valued[j]) == len && strncmp(name, valued[j], len) == 0)
@@ -178,12 +211,14 @@ static int parse_exec(int argc, char **argv, int world, struct exec_opts *eo,
             eo->seed = (uint64_t)iv;
             break;
         case 4: rc = parse_pos("timeout", val, &eo->timeout_s, st); break;
+        case 5: eo->precision = val; break;
         }
         if (rc != 0)
             return -1;
     }
     if (!eo->cards_given) {
-        snprintf(cards_buf, cards_n, "%d", world);
+        /* world < 0 (no MPI): a placeholder, the layout's size later */
+        snprintf(cards_buf, cards_n, "%d", world > 0 ? world : 1);
         rest[n++] = "--cards";
         rest[n++] = cards_buf;
     }
@@ -224,65 +259,92 @@ static int write_memory(const char *path, const struct oc_schedule *s,
     return oc_csv_close(&c, st);
 }
 
-static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt,
-                          int64_t steps_used)
+/* Everything one rank needs, shared read-only by the ranks of one process
+ * (the threads of a local run). */
+struct job {
+    struct oc_opts o;
+    struct exec_opts eo;
+    struct oc_schedule sched;
+    const char *out;
+    char lname[128];
+    const char *device;   /* "CPU processes", "GPUs" (output wording) */
+};
+
+static void print_metrics(const struct job *j, const struct oc_metrics *mt,
+                          int64_t steps_used, int device_peak)
 {
     char b[8][32], name[128];
     oc_layout_format(&mt->layout, name, sizeof name);
-    printf("%s, %s on %lld CPU processes (measured), global batch %lld, seq %lld, "
+    printf("%s, %s on %lld %s (measured), global batch %lld, seq %lld, "
            "%lld micro-batches\n",
-           o->model.name, name, (long long)o->cards, (long long)mt->layout.global_batch,
-           (long long)mt->layout.seq_length, (long long)mt->num_micro_batches);
+           j->o.model.name, name, (long long)j->o.cards, j->device,
+           (long long)mt->layout.global_batch, (long long)mt->layout.seq_length,
+           (long long)mt->num_micro_batches);
     printf("  step time        %s (mean of %lld step%s)\n",
            oc_fmt_si(b[0], 32, mt->step_time_s, "s"), (long long)steps_used,
            steps_used == 1 ? "" : "s");
     printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
+    if (strcmp(j->eo.backend, "cuda") == 0) /* a CPU's MFU against a GPU's peak: no */
+        printf("  model TFLOP/s    %.4g per GPU, MFU %.2f%% of the %s's dense bf16 %s "
+               "(--topology)\n",
+               mt->tflops_per_gpu, 100.0 * mt->mfu, j->o.topo.device.name,
+               oc_fmt_si(b[2], 32, j->o.topo.device.peak_flops_16bit, "FLOP/s"));
     oc_metrics_print_time_split(stdout, mt);
-    printf("  peak memory      %s on stage %lld (allocated by the executor, fp32)\n",
-           oc_fmt_si(b[7], 32, mt->peak_mem_bytes, "B"), (long long)mt->peak_mem_stage);
+    printf("  peak memory      %s on stage %lld (%s)\n",
+           oc_fmt_si(b[7], 32, mt->peak_mem_bytes, "B"), (long long)mt->peak_mem_stage,
+           device_peak ? "device high-water mark: the stream-ordered pool's used "
+                         "memory and every cudaMalloc"
+                       : "allocated by the executor, fp32");
     oc_metrics_print_stages(stdout, mt);
 }
 
 /* Gathers every rank's op times of every step to rank 0 and writes
  * measured.csv, ops.csv, memory.csv and timeline.json there. */
-static int report(struct oc_comm *c, const struct oc_opts *o, const struct oc_schedule *s,
-                  const struct oc_runner *r, int64_t steps, const char *out,
-                  struct oc_status *st)
+static int report(struct oc_ctl *c, const struct job *j, struct oc_runner *r,
+                  double device_peak, struct oc_status *st)
 {
+    const struct oc_schedule *s = &j->sched;
+    const int64_t steps = j->eo.steps;
     const int64_t R = s->nranks, n = r->nops;
     const int64_t per = 3 * steps; /* start, end, inner per op and step */
+    const int tag = 11;
     double *mine = oc_xmalloc((size_t)(per * n) * sizeof *mine);
     memcpy(mine, r->start_s, (size_t)(steps * n) * sizeof *mine);
     memcpy(mine + steps * n, r->end_s, (size_t)(steps * n) * sizeof *mine);
     memcpy(mine + 2 * steps * n, r->inner_s, (size_t)(steps * n) * sizeof *mine);
     double *all = NULL;
-    int *counts = NULL, *displs = NULL;
+    int64_t *displs = NULL;
+    int rc = 0;
+    oc_ctl_set_what(c, "gathering the op times");
     if (c->rank == 0) {
-        counts = oc_xmalloc((size_t)R * sizeof *counts);
         displs = oc_xmalloc((size_t)R * sizeof *displs);
         int64_t pos = 0;
         for (int64_t q = 0; q < R; q++) {
-            counts[q] = oc_mpi_count(per * s->ranks[q].n);
-            displs[q] = oc_mpi_count(pos);
-            pos += counts[q];
+            displs[q] = pos;
+            pos += per * s->ranks[q].n;
         }
         all = oc_xmalloc((size_t)pos * sizeof *all);
+        memcpy(all, mine, (size_t)(per * n) * sizeof *all);
+        for (int64_t q = 1; q < R && rc == 0; q++)
+            rc = oc_ctl_recv(c, all + displs[q], per * s->ranks[q].n * (int64_t)sizeof *all,
+                             (int)q, tag, st);
+    } else {
+        rc = oc_ctl_send(c, mine, per * n * (int64_t)sizeof *mine, 0, tag, st);
     }
-    oc_comm_set_what(c, "gathering the op times");
-    MPI_Request rq;
-    mpiCheck(MPI_Igatherv(mine, oc_mpi_count(per * n), MPI_DOUBLE, all, counts, displs,
-                          MPI_DOUBLE, 0, c->ctl, &rq));
-    int rc = oc_comm_wait(c, &rq, st);
     double hw_mine[OC_BUF_COUNT + 1];
     memcpy(hw_mine, r->mem_hw_bytes, sizeof r->mem_hw_bytes);
-    hw_mine[OC_BUF_COUNT] = r->mem_hw_total_bytes;
+    hw_mine[OC_BUF_COUNT] = device_peak > 0 ? device_peak : r->mem_hw_total_bytes;
     double *hw = c->rank == 0 ? oc_xmalloc((size_t)R * sizeof hw_mine) : NULL;
-    oc_comm_set_what(c, "gathering the memory peaks");
+    oc_ctl_set_what(c, "gathering the memory peaks");
     if (rc == 0)
-        rc = oc_comm_gather(c, c->ctl, hw_mine, hw, OC_BUF_COUNT + 1, MPI_DOUBLE, 0, st);
+        rc = oc_ctl_gather(c, hw_mine, hw, (int64_t)sizeof hw_mine, 0, st);
     free(mine);
-    if (rc != 0 || c->rank != 0)
+    if (rc != 0 || c->rank != 0) {
+        free(hw);
+        free(all);
+        free(displs);
         return rc;
+    }
 
     /* rank 0: per step metrics, averaged over the steps after the first */
     double **S = oc_xmalloc((size_t)R * sizeof *S), **E = oc_xmalloc((size_t)R * sizeof *E);
@@ -316,10 +378,10 @@ static int report(struct oc_comm *c, const struct oc_opts *o, const struct oc_sc
             a->peak_mem_bytes = b->peak_mem_bytes;
         }
     }
-    oc_metrics_finish(mt, &o->model, &o->topo);
+    oc_metrics_finish(mt, &j->o.model, &j->o.topo);
     char path[4200];
     struct oc_csv csv;
-    snprintf(path, sizeof path, "%s/measured.csv", out);
+    snprintf(path, sizeof path, "%s/measured.csv", j->out);
     rc = oc_metrics_csv_open(&csv, path, st);
     if (rc == 0) {
         oc_metrics_csv_row(&csv, mt, "");
@@ -334,25 +396,25 @@ static int report(struct oc_comm *c, const struct oc_opts *o, const struct oc_sc
             tl.start_s[q][i] = S[q][i];
             tl.end_s[q][i] = E[q][i];
         }
-    snprintf(path, sizeof path, "%s/ops.csv", out);
+    snprintf(path, sizeof path, "%s/ops.csv", j->out);
     if (rc == 0)
         rc = oc_ops_csv_write(path, &tl, st);
-    snprintf(path, sizeof path, "%s/memory.csv", out);
+    snprintf(path, sizeof path, "%s/memory.csv", j->out);
     if (rc == 0)
         rc = write_memory(path, s, hw, st);
     char title[512], name[128];
     oc_layout_format(&s->layout, name, sizeof name);
-    snprintf(title, sizeof title, "%s, %s on %lld CPU processes, step %lld (measured)",
-             o->model.name, name, (long long)R, (long long)steps);
+    snprintf(title, sizeof title, "%s, %s on %lld %s, step %lld (measured)",
+             j->o.model.name, name, (long long)R, j->device, (long long)steps);
     struct oc_trace_opts to = OC_TRACE_OPTS_DEFAULT;
     to.title = title;
     to.source = "measured";
-    to.gpus_per_node = o->topo.gpus_per_node;
-    snprintf(path, sizeof path, "%s/timeline.json", out);
+    to.gpus_per_node = j->o.topo.gpus_per_node;
+    snprintf(path, sizeof path, "%s/timeline.json", j->out);
     if (rc == 0)
         rc = oc_timeline_json_write(path, &tl, &s->layout, &to, NULL, st);
     if (rc == 0)
-        print_metrics(o, mt, used);
+        print_metrics(j, mt, used, device_peak > 0);
     oc_timeline_free(&tl);
     free(one);
     free(mt);
@@ -363,7 +425,6 @@ static int report(struct oc_comm *c, const struct oc_opts *o, const struct oc_sc
     free(hw);
     free(all);
     free(displs);
-    free(counts);
     return rc;
 }
 
@@ -444,27 +505,28 @@ static int64_t put_checked(const struct oc_params *shard, const struct oc_param_
  * first stage's copy. Copies that should be equal (TP replicas of
  * replicated tensors, the tied embedding on the first and last stage) are
  * compared on the way; *differ counts the floats that were not bitwise
- * equal. */
-static int gather_weights(struct oc_comm *c, const struct oc_model *m,
-                          const struct oc_layout *l, const struct oc_runner *r,
-                          uint64_t seed, const char *out, int64_t *differ,
-                          double *maxdiff, struct oc_status *st)
+ * equal. w: this rank's weights (host). */
+static int gather_weights(struct oc_ctl *c, const struct job *j, const struct oc_runner *r,
+                          const float *w, int64_t *differ, double *maxdiff,
+                          struct oc_status *st)
 {
+    const struct oc_model *m = &j->o.model;
+    const struct oc_layout *l = &j->o.layout;
     const int tag = 7;
     *differ = 0;
     *maxdiff = 0;
-    oc_comm_set_what(c, "gathering the weights");
+    oc_ctl_set_what(c, "gathering the weights");
     if (c->rank != 0) {
         if (r->me.dp != 0)
             return 0;
-        return oc_comm_send(c, c->ctl, r->p.w, r->p.n, MPI_FLOAT, 0, tag, st);
+        return oc_ctl_send(c, w, r->p.n * (int64_t)sizeof *w, 0, tag, st);
     }
     const int64_t L = m->num_hidden_layers;
     int64_t *layers = oc_xmalloc((size_t)L * sizeof *layers);
     for (int64_t i = 0; i < L; i++)
         layers[i] = i;
     struct oc_params whole;
-    struct oc_params_opts wo = {1, 0, layers, L, 1, 1, seed};
+    struct oc_params_opts wo = {1, 0, layers, L, 1, 1, j->eo.seed};
     if (oc_params_init(&whole, m, &wo, st) != 0) {
         free(layers);
         return -1;
@@ -477,15 +539,15 @@ static int gather_weights(struct oc_comm *c, const struct oc_model *m,
             int64_t src = oc_layout_rank(l, q);
             struct oc_params sh;
             struct oc_params_opts so;
-            oc_runner_param_opts(l, m, tp, stage, seed, layers, &so);
+            oc_runner_param_opts(l, m, tp, stage, j->eo.seed, layers, &so);
             if (oc_params_init(&sh, m, &so, st) != 0) {
                 rc = -1;
                 break;
             }
             if (src == 0)
-                memcpy(sh.w, r->p.w, (size_t)sh.n * sizeof *sh.w);
+                memcpy(sh.w, w, (size_t)sh.n * sizeof *sh.w);
             else
-                rc = oc_comm_recv(c, c->ctl, sh.w, sh.n, MPI_FLOAT, (int)src, tag, st);
+                rc = oc_ctl_recv(c, sh.w, sh.n * (int64_t)sizeof *sh.w, (int)src, tag, st);
             for (int64_t i = 0; rc == 0 && i < sh.nt; i++)
                 *differ += put_checked(&sh, &sh.t[i], sh.w, &whole, written, maxdiff);
             oc_params_free(&sh);
@@ -493,7 +555,7 @@ static int gather_weights(struct oc_comm *c, const struct oc_model *m,
     for (int64_t i = 0; rc == 0 && i < whole.n; i++)
         OC_ASSERT(written[i]); /* every float of the model came from a rank */
     if (rc == 0)
-        rc = write_weights(out, &whole, st);
+        rc = write_weights(j->out, &whole, st);
     free(written);
     oc_params_free(&whole);
     free(layers);
@@ -502,11 +564,11 @@ static int gather_weights(struct oc_comm *c, const struct oc_model *m,
 
 /* FNV-1a over the weight arena (Fowler, Noll, Vo): DP replicas must hold
  * bitwise the same weights after every step. */
-static uint64_t arena_hash(const struct oc_params *p)
+static uint64_t arena_hash(const float *w, int64_t n)
 {
     uint64_t h = 1469598103934665603ULL;
-    const unsigned char *b = (const unsigned char *)p->w;
-    for (size_t i = 0; i < (size_t)p->n * sizeof *p->w; i++) {
+    const unsigned char *b = (const unsigned char *)w;
+    for (size_t i = 0; i < (size_t)n * sizeof *w; i++) {
         h ^= b[i];
         h *= 1099511628211ULL;
     }
@@ -515,14 +577,14 @@ static uint64_t arena_hash(const struct oc_params *p)
 
 /* Rank 0: the number of ranks whose weights differ from their DP rank 0
  * replica's. */
-static int check_dp_replicas(struct oc_comm *c, const struct oc_layout *l,
-                             const struct oc_runner *r, int64_t *differ,
+static int check_dp_replicas(struct oc_ctl *c, const struct oc_layout *l,
+                             const struct oc_runner *r, const float *w, int64_t *differ,
                              struct oc_status *st)
 {
-    uint64_t h = arena_hash(&r->p);
+    uint64_t h = arena_hash(w, r->p.n);
     uint64_t *all = c->rank == 0 ? oc_xmalloc((size_t)c->size * sizeof *all) : NULL;
-    oc_comm_set_what(c, "comparing the DP replicas");
-    int rc = oc_comm_gather(c, c->ctl, &h, all, 1, MPI_UINT64_T, 0, st);
+    oc_ctl_set_what(c, "comparing the DP replicas");
+    int rc = oc_ctl_gather(c, &h, all, (int64_t)sizeof h, 0, st);
     *differ = 0;
     if (rc == 0 && c->rank == 0)
         for (int64_t q = 0; q < c->size; q++) {
@@ -536,172 +598,157 @@ static int check_dp_replicas(struct oc_comm *c, const struct oc_layout *l,
 }
 
 /* ------------------------------------------------------------------ */
+/* One rank                                                             */
 
-/* --calibrate: this machine's GEMM rate, memory bandwidth and MPI times
- * at the layout's shapes (exec/calibrate.h), written as DIR/
- * topology-calibrated.json, a copy of --topology with the measured fields
- * replaced; no training. */
-static int calibrate(const struct oc_opts *o, const char *out, int rank,
-                     struct oc_status *st)
+/* --calibrate: this machine's GEMM rate, memory bandwidth and MPI or NCCL
+ * times at the layout's shapes (exec/calibrate.h, cuda/calibrate_cuda.h),
+ * written as DIR/topology-calibrated.json, a copy of --topology with the
+ * measured fields replaced; no training. */
+static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st)
 {
     char path[4200];
-    snprintf(path, sizeof path, "%s/topology-calibrated.json", out);
+    snprintf(path, sizeof path, "%s/topology-calibrated.json", j->out);
+#ifdef OC_HAVE_CUDA
+    if (strcmp(j->eo.backend, "cuda") == 0) {
+        struct oc_nccl nc;
+        if (oc_nccl_init(&nc, c, &j->o.layout, st) != 0)
+            return -1;
+        struct oc_cuda_calib_opts co = OC_CUDA_CALIB_OPTS_DEFAULT;
+        co.model = &j->o.model;
+        co.base = &j->o.topo;
+        co.seq = j->o.layout.seq_length;
+        co.micro_batch = j->o.layout.micro_batch;
+        co.tp = j->o.layout.tp;
+        co.dtype = strcmp(j->eo.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
+        co.out_path = path;
+        co.ctl = c;
+        co.nccl = &nc;
+        co.log = c->rank == 0 ? stdout : NULL;
+        int rc = oc_cuda_calibrate(&co, st);
+        oc_nccl_free(&nc);
+        return rc;
+    }
+#endif
+#ifdef OC_HAVE_MPI
     struct oc_exec_calib_opts co = OC_EXEC_CALIB_OPTS_DEFAULT;
-    co.model = &o->model;
-    co.base = &o->topo;
-    co.seq = o->layout.seq_length;
-    co.micro_batch = o->layout.micro_batch;
-    co.tp = o->layout.tp;
+    co.model = &j->o.model;
+    co.base = &j->o.topo;
+    co.seq = j->o.layout.seq_length;
+    co.micro_batch = j->o.layout.micro_batch;
+    co.tp = j->o.layout.tp;
     co.out_path = path;
-    co.comm = MPI_COMM_WORLD;
-    co.log = rank == 0 ? stdout : NULL;
+    co.comm = oc_ctl_mpi_comm(c);
+    co.log = c->rank == 0 ? stdout : NULL;
     return oc_exec_calibrate(&co, st);
+#else
+    (void)c;
+    return oc_fail(st, "--calibrate of the cpu backend needs MPI, which this build lacks");
+#endif
 }
 
-/* Every rank ends the same way on bad input: rank 0 has printed the line. */
-static int finish(int code)
+/* Ends the job from a rank: one line, then every rank goes (exit code). */
+static void die(struct oc_ctl *c, int code, const char *how, const struct oc_status *st)
 {
-    MPI_Finalize();
-    return code;
+    fprintf(stderr, "ocsim-exec: rank %d%s%s\n", c->rank, how, msg_of(st));
+    fflush(stderr);
+    oc_ctl_abort(c, code);
 }
 
-int main(int argc, char **argv)
+/* The backend of this rank (and, for the cpu backend, its MPI
+ * communicators in *comm). */
+static int backend_init(struct oc_ctl *c, const struct job *j, struct oc_backend *b,
+                        void **comm, struct oc_status *st)
 {
-    MPI_Init(&argc, &argv);
-    int rank = 0, world = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
-    openblas_set_num_threads(1);
+    *comm = NULL;
+#ifdef OC_HAVE_CUDA
+    if (strcmp(j->eo.backend, "cuda") == 0) {
+        struct oc_backend_cuda_opts co = OC_BACKEND_CUDA_OPTS_DEFAULT;
+        co.dtype = strcmp(j->eo.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
+        return oc_backend_cuda_init(b, c, &j->o.model, &j->o.layout, &co, st);
+    }
+#endif
+#ifdef OC_HAVE_MPI
+    if (strcmp(c->ops->name, "mpi") == 0) {
+        struct oc_comm *cm = oc_xmalloc(sizeof *cm);
+        if (oc_comm_init(cm, &j->o.layout, j->eo.timeout_s, st) != 0) {
+            free(cm);
+            return -1;
+        }
+        *comm = cm;
+        return oc_backend_cpu_init(b, c, cm, st);
+    }
+#endif
+    return oc_backend_cpu_solo_init(b, c, st);
+}
 
+static void backend_free(struct oc_backend *b, void *comm)
+{
+    b->ops->free_backend(b);
+#ifdef OC_HAVE_MPI
+    if (comm) {
+        oc_comm_free(comm);
+        free(comm);
+    }
+#else
+    (void)comm;
+#endif
+}
+
+/* A rank's whole run: backend, runner, the steps, the reports. Returns the
+ * exit code (failures during the run end the job through die()). */
+static int rank_main(struct oc_ctl *c, void *arg)
+{
+    const struct job *j = arg;
+    const int rank = c->rank, world = c->size;
     struct oc_status st = {{0}};
-    struct exec_opts eo = {"cpu", 5, 1e-3, 1234, 60.0, 0, 1, 0};
-    struct oc_opts o;
-    oc_opts_default(&o);
-    o.model_name = "tiny";
-    o.layout.global_batch = 8;
-    o.layout.sequence_parallel = 0;
-    char *rest[MAX_ARGS];
-    int nrest = 0;
-    char cards_buf[32];
-    if (argc > MAX_ARGS - 3) {
-        if (rank == 0)
-            fprintf(stderr, "ocsim-exec: too many arguments\n");
-        return finish(2);
-    }
-    if (parse_exec(argc, argv, world, &eo, rest, &nrest, cards_buf, sizeof cards_buf,
-                   &st) != 0 ||
-        oc_opts_parse(&o, nrest, rest, GROUPS, &st) != 0) {
-        if (rank == 0)
-            fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-        return finish(2);
-    }
-    if (o.help) {
-        if (rank == 0)
-            help();
-        return finish(0);
-    }
-    int64_t need = oc_layout_world(&o.layout);
-    char lname[128];
-    oc_layout_format(&o.layout, lname, sizeof lname);
-    int bad = 1;
-    if (need != world)
-        oc_fail(&st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "
-                     "(use mpirun -np %lld)", lname, (long long)need, world, (long long)need);
-    else if (eo.cards_given && o.cards != world)
-        oc_fail(&st, "--cards %lld does not match the %d MPI processes", (long long)o.cards,
-                world);
-    else if (strcmp(eo.backend, "cuda") == 0)
-        oc_fail(&st, "--backend cuda is not built yet (this build runs --backend cpu)");
-    else if (strcmp(eo.backend, "cpu") != 0)
-        oc_fail(&st, "--backend: unknown backend '%s' (known: cpu, cuda)", eo.backend);
-    else if (oc_opts_load(&o, &st) == 0 &&
-             oc_layout_validate(&o.layout, &o.model, &o.topo, o.cards, &st) == 0 &&
-             (eo.calibrate || oc_gpt_check_layout(&o.model, &o.layout, &st) == 0))
-        bad = 0;
-    struct oc_schedule sched;
-    memset(&sched, 0, sizeof sched);
-    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
-    if (!bad && !eo.calibrate && oc_schedule_build(&sched, &o.model, &o.layout, &so, &st) != 0)
-        bad = 1;
-    const char *out = o.out_dir ? o.out_dir : "out/exec";
-    if (bad) {
-        if (rank == 0)
-            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
-        return finish(2);
-    }
-
-    struct oc_comm comm;
-    if (oc_comm_init(&comm, &o.layout, eo.timeout_s, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    /* The output folder, before any work; every rank learns the verdict. */
-    int dir_ok = 1;
-    if (rank == 0 && oc_mkdir_p(out, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-        dir_ok = 0;
-    }
-    oc_comm_set_what(&comm, "the start");
-    if (oc_comm_bcast(&comm, comm.ctl, &dir_ok, 1, MPI_INT, 0, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: rank %d %s\n", rank, st.msg);
-        MPI_Abort(MPI_COMM_WORLD, 3);
-    }
-    if (!dir_ok) {
-        oc_comm_free(&comm);
-        oc_schedule_free(&sched);
-        return finish(2);
-    }
-    if (eo.calibrate) {
-        int rc = calibrate(&o, out, rank, &st);
+    if (j->eo.calibrate) {
+        int rc = calibrate(c, j, &st);
         if (rc != 0 && rank == 0)
             fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
-        oc_comm_free(&comm);
-        return finish(rc != 0 ? 1 : 0);
+        return rc != 0 ? 1 : 0;
     }
+    struct oc_backend b;
+    void *comm = NULL;
+    if (backend_init(c, j, &b, &comm, &st) != 0)
+        die(c, 1, ": ", &st);
 
     struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
-    ro.steps = eo.steps;
-    ro.seed = eo.seed;
-    ro.adamw.lr = (float)eo.lr;
+    ro.steps = j->eo.steps;
+    ro.seed = j->eo.seed;
+    ro.adamw.lr = (float)j->eo.lr;
     ro.test_hang = env_rank("OCSIM_EXEC_TEST_HANG_RANK") == rank;
     ro.test_die = env_rank("OCSIM_EXEC_TEST_DIE_RANK") == rank;
     struct oc_runner r;
-    if (oc_runner_init(&r, &o.model, &sched, &comm, &ro, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (oc_runner_init(&r, &j->o.model, &j->sched, &b, &ro, &st) != 0)
+        die(c, 1, ": ", &st);
 
     char path[4200];
     struct oc_csv loss;
     static const char *const loss_cols[] = {"step", "loss"};
-    snprintf(path, sizeof path, "%s/loss.csv", out);
-    if (rank == 0 && oc_csv_open(&loss, path, loss_cols, 2, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    snprintf(path, sizeof path, "%s/loss.csv", j->out);
+    if (rank == 0 && oc_csv_open(&loss, path, loss_cols, 2, &st) != 0)
+        die(c, 1, ": ", &st);
     if (rank == 0) {
-        printf("ocsim-exec: %s, %s on %d CPU processes, %lld micro-batches of %lld x %lld "
+        char prec[64] = "";
+        if (strcmp(j->eo.backend, "cuda") == 0)
+            snprintf(prec, sizeof prec, " (%s GEMMs)",
+                     strcmp(j->eo.precision, "fp32") == 0 ? "fp32" : "bf16");
+        printf("ocsim-exec: %s, %s on %d %s%s, %lld micro-batches of %lld x %lld "
                "tokens, %lld steps\n",
-               o.model.name, lname, world, (long long)sched.num_micro_batches,
-               (long long)o.layout.micro_batch, (long long)o.layout.seq_length,
-               (long long)eo.steps);
+               j->o.model.name, j->lname, world, j->device, prec,
+               (long long)j->sched.num_micro_batches, (long long)j->o.layout.micro_batch,
+               (long long)j->o.layout.seq_length, (long long)j->eo.steps);
         fflush(stdout);
     }
-    const double tokens = (double)o.layout.global_batch * (double)o.layout.seq_length;
+    const double tokens = (double)j->o.layout.global_batch * (double)j->o.layout.seq_length;
     double *step_info = rank == 0 ? oc_xmalloc((size_t)world * 2 * sizeof(double)) : NULL;
-    for (int64_t k = 0; k < eo.steps; k++) {
-        if (oc_runner_step(&r, k, &st) != 0) {
-            fprintf(stderr, "ocsim-exec: rank %d %s%s\n", rank,
-                    comm.timed_out ? "" : "failed ", msg_of(&st));
-            MPI_Abort(MPI_COMM_WORLD, comm.timed_out ? 3 : 1);
-        }
+    for (int64_t k = 0; k < j->eo.steps; k++) {
+        if (oc_runner_step(&r, k, &st) != 0)
+            die(c, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
         double mine[2] = {r.loss_sum, r.step_end_s};
-        oc_comm_set_what(&comm, "gathering the loss of step %lld", (long long)k + 1);
-        if (oc_comm_gather(&comm, comm.ctl, mine, step_info, 2, MPI_DOUBLE, 0, &st) != 0) {
-            fprintf(stderr, "ocsim-exec: rank %d %s\n", rank, st.msg);
-            MPI_Abort(MPI_COMM_WORLD, 3);
-        }
+        oc_ctl_set_what(c, "gathering the loss of step %lld", (long long)k + 1);
+        if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0)
+            die(c, 3, " ", &st);
         if (rank == 0) {
             double sum = 0, t = 0;
             for (int q = 0; q < world; q++) { /* rank order: deterministic */
@@ -712,29 +759,24 @@ int main(int argc, char **argv)
             oc_csv_field_i64(&loss, k + 1);
             oc_csv_field_f64(&loss, sum / tokens);
             oc_csv_end_row(&loss);
-            char b[32];
+            char bs[32];
             printf("step %4lld  loss %.6f  %s\n", (long long)k + 1, sum / tokens,
-                   oc_fmt_si(b, sizeof b, t, "s"));
+                   oc_fmt_si(bs, sizeof bs, t, "s"));
             fflush(stdout);
         }
     }
     free(step_info);
-    if (rank == 0 && oc_csv_close(&loss, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    if (report(&comm, &o, &sched, &r, eo.steps, out, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, st.msg);
-        MPI_Abort(MPI_COMM_WORLD, comm.timed_out ? 3 : 1);
-    }
+    if (rank == 0 && oc_csv_close(&loss, &st) != 0)
+        die(c, 1, ": ", &st);
+    if (report(c, j, &r, b.ops->mem_peak_bytes(&b), &st) != 0)
+        die(c, c->timed_out ? 3 : 1, ": ", &st);
     int64_t dp_differ = 0, rep_differ = 0;
     double rep_maxdiff = 0;
-    if (check_dp_replicas(&comm, &o.layout, &r, &dp_differ, &st) != 0 ||
-        (eo.weights && gather_weights(&comm, &o.model, &o.layout, &r, eo.seed, out,
-                                      &rep_differ, &rep_maxdiff, &st) != 0)) {
-        fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, st.msg);
-        MPI_Abort(MPI_COMM_WORLD, comm.timed_out ? 3 : 1);
-    }
+    const float *w = oc_runner_weights(&r);
+    if (check_dp_replicas(c, &j->o.layout, &r, w, &dp_differ, &st) != 0 ||
+        (j->eo.weights &&
+         gather_weights(c, j, &r, w, &rep_differ, &rep_maxdiff, &st) != 0))
+        die(c, c->timed_out ? 3 : 1, ": ", &st);
     if (rank == 0) {
         /* Replicas that drift apart would mean a non-deterministic
          * reduction or a runner bug; the run itself is complete. */
@@ -747,17 +789,199 @@ int main(int argc, char **argv)
                     (long long)rep_differ, rep_maxdiff);
         if (dp_differ == 0 && rep_differ == 0)
             printf("replicas: every DP replica%s holds bitwise the same weights\n",
-                   eo.weights ? ", TP replica of a replicated tensor and tied embedding copy"
-                              : "");
-    }
-    if (rank == 0) {
+                   j->eo.weights ? ", TP replica of a replicated tensor and tied embedding copy"
+                                 : "");
         printf("wrote %s/loss.csv, measured.csv, ops.csv, memory.csv, timeline.json%s\n",
-               out, eo.weights ? ", weights.bin" : "");
+               j->out, j->eo.weights ? ", weights.bin" : "");
         fflush(stdout);
     }
     oc_runner_free(&r);
-    oc_comm_free(&comm);
-    oc_schedule_free(&sched);
-    MPI_Finalize();
+    backend_free(&b, comm);
     return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* The value of --backend in argv ("cpu" when absent) and whether --no-mpi
+ * is there: they decide the launch before the options are parsed. */
+static const char *prescan_backend(int argc, char **argv, int *no_mpi)
+{
+    const char *be = "cpu";
+    *no_mpi = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--backend=", 10) == 0)
+            be = argv[i] + 10;
+        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+            be = argv[++i];
+        else if (strcmp(argv[i], "--no-mpi") == 0)
+            *no_mpi = 1;
+    }
+    return be;
+}
+
+#ifdef OC_HAVE_MPI
+/* Started by mpirun (Open MPI), a PMI launcher (MPICH's hydra, srun) or
+ * srun with PMIx. */
+static int under_launcher(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                       "SLURM_STEP_ID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+#endif
+
+static int mpi_on;
+
+/* Every rank ends the same way on bad input: rank 0 has printed the line. */
+static int finish(int code)
+{
+#ifdef OC_HAVE_MPI
+    if (mpi_on)
+        MPI_Finalize();
+#endif
+    return code;
+}
+
+int main(int argc, char **argv)
+{
+    int no_mpi = 0;
+    const char *be = prescan_backend(argc, argv, &no_mpi);
+    int rank = 0, world = -1;
+#ifdef OC_HAVE_MPI
+    mpi_on = !no_mpi && (strcmp(be, "cuda") != 0 || under_launcher());
+    if (mpi_on) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
+    }
+#else
+    (void)be, (void)no_mpi;
+#endif
+    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
+    openblas_set_num_threads(1);
+
+    struct oc_status st = {{0}};
+    static struct job job;
+    struct job *j = &job;
+    j->eo = (struct exec_opts){"cpu", "bf16", 5, 1e-3, 1234, 60.0, 0, 1, 0};
+    struct oc_opts *o = &j->o;
+    oc_opts_default(o);
+    o->model_name = "tiny";
+    o->layout.global_batch = 8;
+    o->layout.sequence_parallel = 0;
+    char *rest[MAX_ARGS];
+    int nrest = 0;
+    char cards_buf[32];
+    if (argc > MAX_ARGS - 3) {
+        if (rank == 0)
+            fprintf(stderr, "ocsim-exec: too many arguments\n");
+        return finish(2);
+    }
+    if (parse_exec(argc, argv, world, &j->eo, rest, &nrest, cards_buf, sizeof cards_buf,
+                   &st) != 0 ||
+        oc_opts_parse(o, nrest, rest, GROUPS, &st) != 0) {
+        if (rank == 0)
+            fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        return finish(2);
+    }
+    if (o->help) {
+        if (rank == 0)
+            help();
+        return finish(0);
+    }
+    const int cuda = strcmp(j->eo.backend, "cuda") == 0;
+    int64_t need = oc_layout_world(&o->layout);
+    if (!mpi_on) {
+        /* one process: its threads are the ranks (cuda), or one rank */
+        world = cuda ? (int)need : 1;
+        if (!j->eo.cards_given)
+            o->cards = need;
+    }
+    j->device = cuda ? "GPUs" : "CPU processes";
+    oc_layout_format(&o->layout, j->lname, sizeof j->lname);
+    int bad = 1;
+    if (mpi_on && need != world)
+        oc_fail(&st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "
+                     "(use mpirun -np %lld)", j->lname, (long long)need, world,
+                (long long)need);
+    else if (!mpi_on && need != world)
+        oc_fail(&st, "layout %s needs tp*pp*dp = %lld ranks; without MPI the cpu backend "
+                     "runs one (use mpirun -np %lld)", j->lname, (long long)need,
+                (long long)need);
+    else if (j->eo.cards_given && o->cards != world)
+        oc_fail(&st, "--cards %lld does not match the %d ranks", (long long)o->cards, world);
+    else if (strcmp(j->eo.backend, "cpu") != 0 && !cuda)
+        oc_fail(&st, "--backend: unknown backend '%s' (known: cpu, cuda)", j->eo.backend);
+    else if (strcmp(j->eo.precision, "bf16") != 0 && strcmp(j->eo.precision, "fp32") != 0)
+        oc_fail(&st, "--precision: unknown precision '%s' (known: bf16, fp32)",
+                j->eo.precision);
+#ifndef OC_HAVE_CUDA
+    else if (cuda)
+        oc_fail(&st, "--backend cuda is not built in this ocsim-exec (nvcc, cuBLAS or NCCL "
+                     "were missing when it was configured)");
+#else
+    else if (cuda && !oc_backend_cuda_available())
+        oc_fail(&st, "--backend cuda: no CUDA device is visible on this machine");
+#endif
+    else if (oc_opts_load(o, &st) == 0 &&
+             oc_layout_validate(&o->layout, &o->model, &o->topo, o->cards, &st) == 0 &&
+             (j->eo.calibrate || oc_gpt_check_layout(&o->model, &o->layout, &st) == 0))
+        bad = 0;
+    memset(&j->sched, 0, sizeof j->sched);
+    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
+    if (!bad && !j->eo.calibrate &&
+        oc_schedule_build(&j->sched, &o->model, &o->layout, &so, &st) != 0)
+        bad = 1;
+#ifdef OC_HAVE_CUDA
+    /* NCCL pairs pipeline messages by order, not by tag */
+    if (!bad && !j->eo.calibrate && cuda &&
+        oc_backend_cuda_check_p2p_order(&j->sched, &st) != 0)
+        bad = 1;
+#endif
+    j->out = o->out_dir ? o->out_dir : "out/exec";
+    if (bad) {
+        if (rank == 0)
+            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+        return finish(2);
+    }
+
+    int rc = 0;
+#ifdef OC_HAVE_MPI
+    if (mpi_on) {
+        struct oc_ctl ctl;
+        if (oc_ctl_init_mpi(&ctl, MPI_COMM_WORLD, j->eo.timeout_s, &st) != 0) {
+            fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        /* The output folder, before any work; every rank learns the verdict. */
+        int dir_ok = 1;
+        if (rank == 0 && oc_mkdir_p(j->out, &st) != 0) {
+            fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+            dir_ok = 0;
+        }
+        oc_ctl_set_what(&ctl, "the start");
+        if (oc_ctl_bcast(&ctl, &dir_ok, (int64_t)sizeof dir_ok, 0, &st) != 0)
+            die(&ctl, 3, " ", &st);
+        if (!dir_ok) {
+            oc_ctl_free(&ctl);
+            oc_schedule_free(&j->sched);
+            return finish(2);
+        }
+        rc = rank_main(&ctl, j);
+        oc_ctl_free(&ctl);
+        oc_schedule_free(&j->sched);
+        return finish(rc);
+    }
+#endif
+    if (oc_mkdir_p(j->out, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        oc_schedule_free(&j->sched);
+        return 2;
+    }
+    rc = oc_ctl_local_run(world, j->eo.timeout_s, rank_main, j);
+    oc_schedule_free(&j->sched);
+    return rc;
 }

@@ -1,10 +1,11 @@
 /* runner.c: one rank's op list run for real, op by op (see runner.h).
  *
  * What this file is: the walk over the schedule's ops with the buffers,
- * the step-mode calls into gpt.h, the MPI requests and the timing, plus
- * the measured metrics of a step from every rank's op times. What it is
- * not: model math (gpt.c), the parameter arena and AdamW (params.c), the
- * program around it (main.c: options, outputs, gathering).
+ * the step-mode calls into the backend's parts, its requests and marks,
+ * plus the measured metrics of a step from every rank's op times. What it
+ * is not: model math (gpt.c, cuda/gpt_cuda.c), communication or timing
+ * (the backends: backend_cpu.c, cuda/backend_cuda.c), the parameter arena
+ * (params.c), the program around it (main.c: options, outputs, gathering).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "runner.h"
@@ -20,17 +21,17 @@ struct oc_runner_bucket {
     int64_t *tensors; /* indices into p.t, arena order */
     int64_t nt;
     int64_t lo, hi;   /* arena range of the gradients (contiguous) */
-    int *counts;      /* (d) floats of each DP rank's slices */
-    float *pack;      /* reduce-scatter input, rank-major slices */
-    float *mine;      /* reduce-scatter output: this rank's slices */
-    int64_t mine_floats;
+    int64_t *counts;  /* (d) floats of each DP rank's slices */
+    int64_t blk;      /* the largest of them: the reduce-scatter's block */
+    float *pack;      /* reduce-scatter input: d blocks of blk, rank-major */
+    float *mine;      /* reduce-scatter output: this rank's block */
     int in_flight;
 };
 
 enum { PEND_SEND, PEND_BUCKET };
 
 struct oc_runner_pending {
-    MPI_Request req;
+    void *req;        /* the backend's request */
     int kind;
     int64_t op;       /* op index in the list */
     float **slot;     /* SEND: its buffer, freed on completion */
@@ -53,7 +54,7 @@ static void account(struct oc_runner *r, enum oc_buf k, double bytes)
 static float *mem_get(struct oc_runner *r, enum oc_buf k, int64_t floats)
 {
     OC_ASSERT(floats > 0);
-    float *p = oc_xmalloc((size_t)floats * sizeof *p);
+    float *p = r->b->ops->alloc(r->b, floats * (int64_t)sizeof *p);
     account(r, k, (double)floats * sizeof *p);
     return p;
 }
@@ -61,7 +62,7 @@ static float *mem_get(struct oc_runner *r, enum oc_buf k, int64_t floats)
 static void mem_put(struct oc_runner *r, enum oc_buf k, float **p, int64_t floats)
 {
     OC_ASSERT(*p);
-    free(*p);
+    r->b->ops->free(r->b, *p);
     *p = NULL;
     account(r, k, -(double)floats * sizeof **p);
 }
@@ -210,7 +211,9 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
 {
     const int64_t mb = op->mb, ch = op->chunk, l = op->layer_first;
     const int64_t j = l >= 0 ? l - chunk_layer0(r, ch) : -1;
-    const int32_t *tok = r->tok + mb * r->N, *tgt = r->tgt + mb * r->N;
+    const int32_t *tok = r->tok_b + mb * r->N, *tgt = r->tgt_b + mb * r->N;
+    struct oc_backend *b = r->b;
+    const struct oc_backend_ops *B = b->ops;
     struct oc_gpt_attn_act aa;
     struct oc_gpt_mlp_act ma;
     struct oc_gpt_head_act ha;
@@ -222,16 +225,16 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
         switch (part) {
         case OC_PART_EMBED:
             OC_ASSERT(chunk_first(r, ch));
-            return oc_gpt_embed_fwd(c, &r->d, &r->p, tok, attn_in(r, mb, ch, 0));
+            return B->embed_fwd(b, c, &r->d, &r->p, tok, attn_in(r, mb, ch, 0));
         case OC_PART_ATTN:
             bind_attn(r, mb, ch, j, &aa);
-            return oc_gpt_attn_fwd(c, &r->d, &r->p, l, &aa, attn_out(r, mb, ch, j));
+            return B->attn_fwd(b, c, &r->d, &r->p, l, &aa, attn_out(r, mb, ch, j));
         case OC_PART_MLP:
             bind_mlp(r, mb, ch, j, &ma);
-            return oc_gpt_mlp_fwd(c, &r->d, &r->p, l, &ma, mlp_out(r, mb, ch, j));
+            return B->mlp_fwd(b, c, &r->d, &r->p, l, &ma, mlp_out(r, mb, ch, j));
         case OC_PART_HEAD:
             bind_head(r, mb, ch, &ha);
-            return oc_gpt_head_fwd(c, &r->d, &r->p, &ha, tgt, r->losses);
+            return B->head_fwd(b, c, &r->d, &r->p, &ha, tgt, r->losses + mb * r->N);
         default:
             break;
         }
@@ -242,32 +245,32 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
         OC_ASSERT(r->l->recompute == OC_RECOMPUTE_FULL);
         if (part == OC_PART_ATTN) {
             bind_attn(r, mb, ch, j, &aa);
-            return oc_gpt_attn_fwd(c, &r->d, &r->p, l, &aa, full_rin(r));
+            return B->attn_fwd(b, c, &r->d, &r->p, l, &aa, full_rin(r));
         }
         if (part == OC_PART_MLP) {
             bind_mlp(r, mb, ch, j, &ma);
-            return oc_gpt_mlp_fwd(c, &r->d, &r->p, l, &ma, full_junk(r));
+            return B->mlp_fwd(b, c, &r->d, &r->p, l, &ma, full_junk(r));
         }
         break;
     case OC_PHASE_BWD:
         switch (part) {
         case OC_PART_HEAD:
             bind_head(r, mb, ch, &ha);
-            return oc_gpt_head_bwd(c, &r->d, &r->p, &ha, tgt, r->grad_scale, r->gs,
+            return B->head_bwd(b, c, &r->d, &r->p, &ha, tgt, r->grad_scale, r->gs,
                                    r->work);
         case OC_PART_MLP:
             bind_mlp(r, mb, ch, j, &ma);
-            return oc_gpt_mlp_bwd(c, &r->d, &r->p, l, &ma, r->gs, r->gs, r->work);
+            return B->mlp_bwd(b, c, &r->d, &r->p, l, &ma, r->gs, r->gs, r->work);
         case OC_PART_ATTN: {
             bind_attn(r, mb, ch, j, &aa);
             float *din = j == 0 && !chunk_first(r, ch)
                              ? comm_buf(r, &r->send_grad[unit(r, mb, ch)])
                              : r->gs;
-            return oc_gpt_attn_bwd(c, &r->d, &r->p, l, &aa, r->gs, din, r->work);
+            return B->attn_bwd(b, c, &r->d, &r->p, l, &aa, r->gs, din, r->work);
         }
         case OC_PART_EMBED:
             OC_ASSERT(chunk_first(r, ch));
-            return oc_gpt_embed_bwd(c, &r->d, &r->p, tok, r->gs);
+            return B->embed_bwd(b, c, &r->d, &r->p, tok, r->gs);
         default:
             break;
         }
@@ -279,16 +282,24 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
     return -1;
 }
 
-/* After a part returned OC_GPT_DONE. */
-static void part_done(struct oc_runner *r, const struct oc_op *op)
+/* The step's losses, summed per micro-batch then over micro-batches (in
+ * that order: deterministic). Every TP rank has the same losses (gpt.h);
+ * TP rank 0 counts them. */
+static void sum_losses(struct oc_runner *r)
 {
-    /* Every TP rank has the same losses (gpt.h); TP rank 0 counts them. */
-    if (op->phase == OC_PHASE_FWD && op->part == OC_PART_HEAD && r->me.tp == 0) {
+    r->loss_sum = 0;
+    if (!r->p.has_head || r->me.tp != 0)
+        return;
+    const int64_t n = r->m * r->N;
+    float *h = oc_xmalloc((size_t)n * sizeof *h);
+    r->b->ops->download(r->b, h, r->losses, n * (int64_t)sizeof *h);
+    for (int64_t mb = 0; mb < r->m; mb++) {
         double s = 0;
         for (int64_t i = 0; i < r->N; i++)
-            s += r->losses[i];
+            s += h[mb * r->N + i];
         r->loss_sum += s;
     }
+    free(h);
 }
 
 /* ------------------------------------------------------------------ */
@@ -320,7 +331,7 @@ static int64_t slices_floats(const struct oc_runner *r, const int64_t *tensors,
 }
 
 /* Copies rank j's slices of `tensors` from arena to dst (pack) or from src
- * back to arena (unpack); returns the floats moved. */
+ * back to arena (unpack), in backend memory; returns the floats moved. */
 static int64_t slices_copy(const struct oc_runner *r, const int64_t *tensors,
                            int64_t nt, int64_t j, float *arena, float *buf,
                            int pack)
@@ -331,10 +342,13 @@ static int64_t slices_copy(const struct oc_runner *r, const int64_t *tensors,
         int64_t lo, hi;
         slice(tensor_floats(t), r->dp, j, &lo, &hi);
         float *a = arena + t->offset + lo;
-        if (pack)
-            memcpy(buf + pos, a, (size_t)(hi - lo) * sizeof *a);
-        else
-            memcpy(a, buf + pos, (size_t)(hi - lo) * sizeof *a);
+        const int64_t bytes = (hi - lo) * (int64_t)sizeof *a;
+        if (bytes > 0) {
+            if (pack)
+                r->b->ops->copy(r->b, buf + pos, a, bytes);
+            else
+                r->b->ops->copy(r->b, a, buf + pos, bytes);
+        }
         pos += hi - lo;
     }
     return pos;
@@ -390,8 +404,12 @@ static void buckets_init(struct oc_runner *r)
          * the head after the last chunk's) are one stretch of the arena. */
         OC_ASSERT(k->nt == 0 || total == k->hi - k->lo);
         k->counts = oc_xmalloc((size_t)r->dp * sizeof *k->counts);
-        for (int64_t j = 0; j < r->dp; j++)
-            k->counts[j] = oc_mpi_count(slices_floats(r, k->tensors, k->nt, j));
+        k->blk = 1;
+        for (int64_t j = 0; j < r->dp; j++) {
+            k->counts[j] = slices_floats(r, k->tensors, k->nt, j);
+            if (k->counts[j] > k->blk)
+                k->blk = k->counts[j];
+        }
     }
 }
 
@@ -400,8 +418,8 @@ static void buckets_free(struct oc_runner *r)
     for (int64_t b = 0; b < r->nbk; b++) {
         free(r->bk[b].tensors);
         free(r->bk[b].counts);
-        free(r->bk[b].pack);
-        free(r->bk[b].mine);
+        r->b->ops->free(r->b, r->bk[b].pack);
+        r->b->ops->free(r->b, r->bk[b].mine);
     }
     free(r->bk);
     free(r->tensor_bucket);
@@ -419,8 +437,6 @@ static void pend_add(struct oc_runner *r, const struct oc_runner_pending *p)
     r->pend[r->npend++] = *p;
 }
 
-static double now_s(const struct oc_runner *r) { return MPI_Wtime() - r->t0; }
-
 /* Work after a request completed: free a send's buffer, bring a
  * reduce-scatter's slices home, note when an async collective ended. */
 static void complete(struct oc_runner *r, struct oc_runner_pending *p)
@@ -433,13 +449,13 @@ static void complete(struct oc_runner *r, struct oc_runner_pending *p)
     OC_ASSERT(k->in_flight);
     if (r->l->shard_optimizer) {
         slices_copy(r, k->tensors, k->nt, r->me.dp, r->p.g, k->mine, 0);
-        mem_put(r, OC_BUF_COMM, &k->pack, k->hi - k->lo);
-        mem_put(r, OC_BUF_COMM, &k->mine, k->mine_floats);
+        mem_put(r, OC_BUF_COMM, &k->pack, r->dp * k->blk);
+        mem_put(r, OC_BUF_COMM, &k->mine, k->blk);
     }
     k->in_flight = 0;
     const struct oc_op *op = &r->ops->ops[p->op];
     if (op->kind == OC_OP_COLLECTIVE && op->async)
-        r->end_s[r->step * r->nops + p->op] = now_s(r);
+        r->b->ops->mark(r->b, OC_MARK_COMPLETED, p->op, OC_STREAM_DP);
 }
 
 static void pend_remove(struct oc_runner *r, int64_t i)
@@ -452,7 +468,7 @@ static void pend_remove(struct oc_runner *r, int64_t i)
 static void poll_pending(struct oc_runner *r)
 {
     for (int64_t i = 0; i < r->npend;) {
-        if (oc_comm_test(&r->pend[i].req)) {
+        if (r->b->ops->test(r->b, r->pend[i].req)) {
             complete(r, &r->pend[i]);
             pend_remove(r, i);
         } else {
@@ -463,7 +479,7 @@ static void poll_pending(struct oc_runner *r)
 
 static int wait_pending(struct oc_runner *r, int64_t i, struct oc_status *st)
 {
-    if (oc_comm_wait(r->comm, &r->pend[i].req, st) != 0)
+    if (r->b->ops->wait(r->b, r->pend[i].req, st) != 0)
         return -1;
     complete(r, &r->pend[i]);
     pend_remove(r, i);
@@ -524,16 +540,17 @@ static void describe(const struct oc_op *op, char *b, size_t n)
 static void optimizer(struct oc_runner *r)
 {
     const int64_t k = r->step + 1; /* AdamW counts steps from 1 */
+    const struct oc_backend_ops *B = r->b->ops;
     if (r->dp > 1 && r->l->shard_optimizer) {
         for (int64_t i = 0; i < r->p.nt; i++) {
             const struct oc_param_tensor *t = &r->p.t[i];
             int64_t lo, hi;
             slice(tensor_floats(t), r->dp, r->me.dp, &lo, &hi);
             if (hi > lo)
-                oc_params_adamw(&r->p, &r->o.adamw, k, t->offset + lo, t->offset + hi);
+                B->adamw(r->b, &r->p, &r->o.adamw, k, t->offset + lo, t->offset + hi);
         }
     } else {
-        oc_params_adamw(&r->p, &r->o.adamw, k, 0, r->p.n);
+        B->adamw(r->b, &r->p, &r->o.adamw, k, 0, r->p.n);
     }
 }
 
@@ -548,7 +565,7 @@ static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
         r->l->recompute == OC_RECOMPUTE_SELECTIVE) {
         struct oc_gpt_attn_act aa;
         bind_attn(r, op->mb, op->chunk, op->layer_first - chunk_layer0(r, op->chunk), &aa);
-        oc_gpt_attn_scores(&r->d, &aa);
+        r->b->ops->attn_scores(r->b, &r->d, &aa);
         return 0;
     }
     memset(&r->call, 0, sizeof r->call);
@@ -557,15 +574,13 @@ static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
         return oc_fail(st, "the part failed");
     if (rc == OC_GPT_REDUCE)
         r->call_op = i;
-    else
-        part_done(r, op);
     return 0;
 }
 
 static int run_tp(struct oc_runner *r, int64_t i, const struct oc_op *op,
                   struct oc_status *st)
 {
-    if (r->comm->tp == MPI_COMM_NULL || r->t == 1)
+    if (r->t == 1)
         return oc_fail(st, "a TP collective with TP size 1");
     if (op->coll != OC_COLL_ALLREDUCE)
         return oc_fail(st, "TP %s is not run by the executor (it runs without "
@@ -588,77 +603,71 @@ static int run_tp(struct oc_runner *r, int64_t i, const struct oc_op *op,
         if ((double)r->call.n != want)
             return oc_fail(st, "the part asked for an all-reduce of %lld values, "
                                "the schedule lists %g", (long long)r->call.n, want);
-        MPI_Op mop = r->call.op == OC_GPT_MAX ? MPI_MAX : MPI_SUM;
-        if (oc_comm_allreduce(r->comm, r->comm->tp, r->call.buf, r->call.n,
-                              MPI_FLOAT, mop, st) != 0)
+        if (r->b->ops->tp_allreduce(r->b, r->call.buf, r->call.n, r->call.op, st) != 0)
             return -1;
-        const double t = MPI_Wtime();
+        r->b->ops->mark(r->b, OC_MARK_INNER_START, i, OC_STREAM_COMPUTE);
         int rc = part_call(r, pop, &r->call);
-        r->inner_s[r->step * r->nops + i] += MPI_Wtime() - t;
+        r->b->ops->mark(r->b, OC_MARK_INNER_END, i, OC_STREAM_COMPUTE);
         if (rc < 0)
             return oc_fail(st, "the part failed");
-        if (rc == OC_GPT_DONE) {
-            part_done(r, pop);
+        if (rc == OC_GPT_DONE)
             r->call_op = -1;
-        }
     }
     return 0;
 }
 
 /* Starts the DP reduction of bucket b: in-place all-reduce of its
- * gradients, or reduce-scatter of their slices (sharded optimizer). */
-static void bucket_start(struct oc_runner *r, int64_t b, MPI_Request *rq)
+ * gradients, or reduce-scatter of their slices (sharded optimizer): rank
+ * j's slices packed into block j of d blocks of blk floats, the padding
+ * zero. */
+static int bucket_start(struct oc_runner *r, int64_t b, void **rq,
+                        struct oc_status *st)
 {
     struct oc_runner_bucket *k = &r->bk[b];
+    const struct oc_backend_ops *B = r->b->ops;
     OC_ASSERT(!k->in_flight && k->nt > 0);
     k->in_flight = 1;
-    if (!r->l->shard_optimizer) {
-        mpiCheck(MPI_Iallreduce(MPI_IN_PLACE, r->p.g + k->lo, oc_mpi_count(k->hi - k->lo),
-                                MPI_FLOAT, MPI_SUM, r->comm->dp, rq));
-        return;
+    if (!r->l->shard_optimizer)
+        return B->dp_allreduce_start(r->b, r->p.g + k->lo, k->hi - k->lo, rq, st);
+    k->pack = mem_get(r, OC_BUF_COMM, r->dp * k->blk);
+    B->zero(r->b, k->pack, r->dp * k->blk * (int64_t)sizeof *k->pack);
+    int64_t total = 0;
+    for (int64_t j = 0; j < r->dp; j++) {
+        int64_t n = slices_copy(r, k->tensors, k->nt, j, r->p.g, k->pack + j * k->blk, 1);
+        OC_ASSERT(n == k->counts[j]);
+        total += n;
     }
-    k->pack = mem_get(r, OC_BUF_COMM, k->hi - k->lo);
-    int64_t pos = 0;
-    for (int64_t j = 0; j < r->dp; j++)
-        pos += slices_copy(r, k->tensors, k->nt, j, r->p.g, k->pack + pos, 1);
-    OC_ASSERT(pos == k->hi - k->lo);
-    k->mine_floats = k->counts[r->me.dp] > 0 ? k->counts[r->me.dp] : 1;
-    k->mine = mem_get(r, OC_BUF_COMM, k->mine_floats);
-    mpiCheck(MPI_Ireduce_scatter(k->pack, k->mine, k->counts, MPI_FLOAT, MPI_SUM,
-                                 r->comm->dp, rq));
+    OC_ASSERT(total == k->hi - k->lo);
+    k->mine = mem_get(r, OC_BUF_COMM, k->blk);
+    return B->dp_reduce_scatter_start(r->b, k->pack, k->mine, k->blk, rq, st);
 }
 
-/* The distributed optimizer's all-gather of the updated weights. */
+/* The distributed optimizer's all-gather of the updated weights: d equal
+ * blocks of the largest rank's slice count. */
 static int allgather_weights(struct oc_runner *r, struct oc_status *st)
 {
     const int64_t d = r->dp, nt = r->p.nt;
     int64_t *all = oc_xmalloc((size_t)nt * sizeof *all);
     for (int64_t i = 0; i < nt; i++)
         all[i] = i;
-    int *counts = oc_xmalloc((size_t)d * sizeof *counts);
-    int *displs = oc_xmalloc((size_t)d * sizeof *displs);
-    int64_t pos = 0;
+    int64_t blk = 1, total = 0;
     for (int64_t j = 0; j < d; j++) {
-        counts[j] = oc_mpi_count(slices_floats(r, all, nt, j));
-        displs[j] = oc_mpi_count(pos);
-        pos += counts[j];
+        int64_t n = slices_floats(r, all, nt, j);
+        total += n;
+        if (n > blk)
+            blk = n;
     }
-    OC_ASSERT(pos == r->p.n);
-    const int64_t mine_n = counts[r->me.dp] > 0 ? counts[r->me.dp] : 1;
-    float *mine = mem_get(r, OC_BUF_COMM, mine_n);
-    float *full = mem_get(r, OC_BUF_COMM, r->p.n);
+    OC_ASSERT(total == r->p.n);
+    float *mine = mem_get(r, OC_BUF_COMM, blk);
+    float *full = mem_get(r, OC_BUF_COMM, d * blk);
+    r->b->ops->zero(r->b, mine, blk * (int64_t)sizeof *mine);
     slices_copy(r, all, nt, r->me.dp, r->p.w, mine, 1);
-    MPI_Request rq;
-    mpiCheck(MPI_Iallgatherv(mine, counts[r->me.dp], MPI_FLOAT, full, counts, displs,
-                             MPI_FLOAT, r->comm->dp, &rq));
-    int rc = oc_comm_wait(r->comm, &rq, st);
+    int rc = r->b->ops->dp_allgather(r->b, mine, full, blk, st);
     if (rc == 0)
         for (int64_t j = 0; j < d; j++)
-            slices_copy(r, all, nt, j, r->p.w, full + displs[j], 0);
-    mem_put(r, OC_BUF_COMM, &full, r->p.n);
-    mem_put(r, OC_BUF_COMM, &mine, mine_n);
-    free(displs);
-    free(counts);
+            slices_copy(r, all, nt, j, r->p.w, full + j * blk, 0);
+    mem_put(r, OC_BUF_COMM, &full, d * blk);
+    mem_put(r, OC_BUF_COMM, &mine, blk);
     free(all);
     return rc;
 }
@@ -666,7 +675,7 @@ static int allgather_weights(struct oc_runner *r, struct oc_status *st)
 static int run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
                   struct oc_status *st)
 {
-    if (r->comm->dp == MPI_COMM_NULL || r->dp == 1)
+    if (r->dp == 1)
         return oc_fail(st, "a DP collective with DP size 1");
     if (op->phase == OC_PHASE_OPTIMIZER) {
         if (op->coll != OC_COLL_ALLGATHER || !r->l->shard_optimizer)
@@ -683,17 +692,20 @@ static int run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
     if (b < 0 || b >= r->nbk || (op->async != 0) != (r->l->overlap_grad_reduce != 0))
         return oc_fail(st, "a DP reduction of chunk %d that the runner has no "
                            "bucket for", op->chunk);
-    struct oc_runner_pending p = {MPI_REQUEST_NULL, PEND_BUCKET, i, NULL, b};
-    bucket_start(r, b, &p.req);
+    struct oc_runner_pending p = {NULL, PEND_BUCKET, i, NULL, b};
+    if (bucket_start(r, b, &p.req, st) != 0)
+        return -1;
     pend_add(r, &p);
-    if (op->async)
+    if (op->async) {
+        r->b->ops->mark(r->b, OC_MARK_ISSUED, i, OC_STREAM_DP);
         return 0;
+    }
     return wait_pending(r, r->npend - 1, st);
 }
 
 static int run_embed(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
 {
-    if (r->tied < 0 || r->comm->embed == MPI_COMM_NULL)
+    if (r->tied < 0)
         return oc_fail(st, "an embedding all-reduce on a rank without a tied "
                            "embedding gradient");
     if (op->coll != OC_COLL_ALLREDUCE)
@@ -708,8 +720,7 @@ static int run_embed(struct oc_runner *r, const struct oc_op *op, struct oc_stat
             break;
         }
     const struct oc_param_tensor *t = &r->p.t[r->tied];
-    return oc_comm_allreduce(r->comm, r->comm->embed, r->p.g + t->offset,
-                             tensor_floats(t), MPI_FLOAT, MPI_SUM, st);
+    return r->b->ops->embed_allreduce(r->b, r->p.g + t->offset, tensor_floats(t), st);
 }
 
 static int run_send(struct oc_runner *r, int64_t i, const struct oc_op *op,
@@ -724,9 +735,9 @@ static int run_send(struct oc_runner *r, int64_t i, const struct oc_op *op,
     if (op->bytes != 2.0 * (double)(r->N * r->C))
         return oc_fail(st, "the schedule sends %g bytes, the runner %lld values",
                        op->bytes, (long long)(r->N * r->C));
-    struct oc_runner_pending p = {MPI_REQUEST_NULL, PEND_SEND, i, slot, -1};
-    mpiCheck(MPI_Isend(*slot, oc_mpi_count(r->N * r->C), MPI_FLOAT, (int)op->peer,
-                       (int)op->tag, r->comm->world, &p.req));
+    struct oc_runner_pending p = {NULL, PEND_SEND, i, slot, -1};
+    if (r->b->ops->send(r->b, *slot, r->N * r->C, op->peer, op->tag, &p.req, st) != 0)
+        return -1;
     pend_add(r, &p);
     return 0;
 }
@@ -734,8 +745,7 @@ static int run_send(struct oc_runner *r, int64_t i, const struct oc_op *op,
 static int run_recv(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
 {
     float *buf = op->p2p == OC_P2P_ACT ? attn_in(r, op->mb, op->chunk, 0) : r->gs;
-    return oc_comm_recv(r->comm, r->comm->world, buf, r->N * r->C, MPI_FLOAT,
-                        (int)op->peer, (int)op->tag, st);
+    return r->b->ops->recv(r->b, buf, r->N * r->C, op->peer, op->tag, st);
 }
 
 static int run_mem(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
@@ -766,6 +776,32 @@ static int run_mem(struct oc_runner *r, const struct oc_op *op, struct oc_status
         /* weights, gradients, optimizer states: the arena, live from init */
         return 0;
     }
+}
+
+/* The stream an op's marks go to (backend.h). */
+static enum oc_stream stream_of(const struct oc_op *op)
+{
+    if (op->kind == OC_OP_SEND || op->kind == OC_OP_RECV)
+        return OC_STREAM_PP;
+    if (op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_DP)
+        return OC_STREAM_DP;
+    return OC_STREAM_COMPUTE;
+}
+
+/* Opens a group of pipeline messages before a SEND or RECV, closes it
+ * before any op but those and ALLOC / FREE (backend.h). */
+static int p2p_group(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
+{
+    const int p2p = op->kind == OC_OP_SEND || op->kind == OC_OP_RECV;
+    const int mem = op->kind == OC_OP_ALLOC || op->kind == OC_OP_FREE;
+    if (p2p && !r->p2p_open) {
+        r->b->ops->p2p_begin(r->b);
+        r->p2p_open = 1;
+    } else if (!p2p && !mem && r->p2p_open) {
+        r->p2p_open = 0;
+        return r->b->ops->p2p_end(r->b, st);
+    }
+    return 0;
 }
 
 static int run_op(struct oc_runner *r, int64_t i, struct oc_status *st)
@@ -825,16 +861,17 @@ void oc_runner_param_opts(const struct oc_layout *l, const struct oc_model *m,
 }
 
 int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
-                   const struct oc_schedule *s, struct oc_comm *c,
+                   const struct oc_schedule *s, struct oc_backend *b,
                    const struct oc_runner_opts *o, struct oc_status *st)
 {
     memset(r, 0, sizeof *r);
     r->model = m;
     r->sched = s;
     r->l = &s->layout;
-    r->comm = c;
+    r->b = b;
+    r->ctl = b->ctl;
     r->o = *o;
-    r->rank = c->rank;
+    r->rank = b->ctl->rank;
     r->me = oc_layout_coord(r->l, r->rank);
     r->ops = &s->ranks[r->rank];
     r->nops = r->ops->n;
@@ -873,23 +910,14 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
      * mean loss (gpt.h, "Gradients"). */
     r->grad_scale = (float)(1.0 / ((double)l->global_batch * (double)l->seq_length));
 
-    /* the largest tag must fit MPI's */
-    int *tag_ub = NULL, flag = 0;
-    mpiCheck(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag));
-    for (int64_t i = 0; i < r->nops; i++) {
-        const struct oc_op *op = &r->ops->ops[i];
-        if ((op->kind == OC_OP_SEND || op->kind == OC_OP_RECV) && flag &&
-            op->tag > *tag_ub)
-            return oc_fail(st, "exec: pipeline tag %lld exceeds MPI's limit %d "
-                               "(too many micro-batches)", (long long)op->tag, *tag_ub);
-    }
-
     int64_t *layers = oc_xmalloc((size_t)m->num_hidden_layers * sizeof *layers);
     struct oc_params_opts po;
     oc_runner_param_opts(l, m, r->me.tp, r->me.pp, o->seed, layers, &po);
     int rc = oc_params_init(&r->p, m, &po, st);
     free(layers);
     if (rc != 0)
+        return -1;
+    if (b->ops->params_adopt(b, &r->p, st) != 0)
         return -1;
     account(r, OC_BUF_WEIGHTS, (double)r->p.n * sizeof(float));
     account(r, OC_BUF_GRADS, (double)r->p.n * sizeof(float));
@@ -904,15 +932,17 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     r->send_grad = oc_xcalloc(units, sizeof *r->send_grad);
     r->logits = oc_xcalloc((size_t)r->m, sizeof *r->logits);
     r->gs = mem_get(r, OC_BUF_COMM, NC);
-    r->work = mem_get(r, OC_BUF_ACTIVATIONS, oc_gpt_work_floats(&r->d));
+    r->work = mem_get(r, OC_BUF_ACTIVATIONS, b->ops->work_floats(b, &r->d));
     if (r->p.has_head)
-        r->losses = mem_get(r, OC_BUF_LOGITS, r->N);
+        r->losses = mem_get(r, OC_BUF_LOGITS, r->m * r->N);
     if (l->recompute == OC_RECOMPUTE_FULL)
         r->shared = mem_get(r, OC_BUF_ACTIVATIONS, r->A + r->M + 2 * NC);
     else if (l->recompute == OC_RECOMPUTE_SELECTIVE)
         r->shared = mem_get(r, OC_BUF_ACTIVATIONS, r->Aatt);
     r->tok = oc_xmalloc((size_t)(r->m * r->N) * sizeof *r->tok);
     r->tgt = oc_xmalloc((size_t)(r->m * r->N) * sizeof *r->tgt);
+    r->tok_b = b->ops->alloc(b, r->m * r->N * (int64_t)sizeof *r->tok_b);
+    r->tgt_b = b->ops->alloc(b, r->m * r->N * (int64_t)sizeof *r->tgt_b);
 
     buckets_init(r);
     int64_t tn = 0;
@@ -929,10 +959,20 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     return 0;
 }
 
+const float *oc_runner_weights(struct oc_runner *r)
+{
+    if (!r->w_host)
+        r->w_host = oc_xmalloc((size_t)r->p.n * sizeof *r->w_host);
+    r->b->ops->download(r->b, r->w_host, r->p.w, r->p.n * (int64_t)sizeof *r->w_host);
+    return r->w_host;
+}
+
 void oc_runner_free(struct oc_runner *r)
 {
     if (!r->ops)
         return;
+    struct oc_backend *b = r->b;
+    void (*bfree)(struct oc_backend *, void *) = b->ops->free;
     free(r->inner_s);
     free(r->end_s);
     free(r->start_s);
@@ -941,25 +981,30 @@ void oc_runner_free(struct oc_runner *r)
         buckets_free(r);
     free(r->tgt);
     free(r->tok);
-    free(r->shared);
-    free(r->losses);
-    free(r->work);
-    free(r->gs);
+    bfree(b, r->tgt_b);
+    bfree(b, r->tok_b);
+    free(r->w_host);
+    bfree(b, r->shared);
+    bfree(b, r->losses);
+    bfree(b, r->work);
+    bfree(b, r->gs);
     for (int64_t i = 0; i < r->m * r->v; i++) {
         if (r->act)
-            free(r->act[i]);
+            bfree(b, r->act[i]);
         if (r->send_act)
-            free(r->send_act[i]);
+            bfree(b, r->send_act[i]);
         if (r->send_grad)
-            free(r->send_grad[i]);
+            bfree(b, r->send_grad[i]);
     }
     for (int64_t i = 0; r->logits && i < r->m; i++)
-        free(r->logits[i]);
+        bfree(b, r->logits[i]);
     free(r->logits);
     free(r->send_grad);
     free(r->send_act);
     free(r->act);
     oc_synth_free(&r->syn);
+    if (r->p.w)
+        b->ops->params_release(b, &r->p);
     oc_params_free(&r->p);
     memset(r, 0, sizeof *r);
 }
@@ -970,10 +1015,12 @@ void oc_runner_free(struct oc_runner *r)
 int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
 {
     OC_ASSERT(step >= 0 && step < r->o.steps);
-    struct oc_comm *c = r->comm;
+    struct oc_ctl *c = r->ctl;
+    struct oc_backend *b = r->b;
+    const struct oc_backend_ops *B = b->ops;
     r->step = step;
     r->loss_sum = 0;
-    oc_params_zero_grad(&r->p);
+    B->zero(b, r->p.g, r->p.n * (int64_t)sizeof *r->p.g);
     const struct oc_layout *l = r->l;
     for (int64_t mb = 0; mb < r->m; mb++) {
         int64_t g0 = oc_synth_sample_index(step, l->global_batch, r->dp, r->me.dp,
@@ -981,10 +1028,13 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
         oc_synth_batch(&r->syn, g0, l->micro_batch, l->seq_length,
                        r->tok + mb * r->N, r->tgt + mb * r->N);
     }
-    oc_comm_set_what(c, "the barrier before step %lld", (long long)step + 1);
-    if (oc_comm_barrier(c, c->ctl, st) != 0)
+    const int64_t tb = r->m * r->N * (int64_t)sizeof *r->tok;
+    B->upload(b, r->tok_b, r->tok, tb);
+    B->upload(b, r->tgt_b, r->tgt, tb);
+    oc_ctl_set_what(c, "the barrier before step %lld", (long long)step + 1);
+    if (oc_ctl_barrier(c, st) != 0)
         return -1;
-    r->t0 = MPI_Wtime();
+    B->step_begin(b, r->nops);
     if (step == 0 && r->o.test_die)
         raise(SIGKILL);
     if (step == 0 && r->o.test_hang)
@@ -992,14 +1042,20 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
             sleep(1000);
 
     double *S = r->start_s + step * r->nops, *E = r->end_s + step * r->nops;
+    double *I = r->inner_s + step * r->nops;
     char desc[160];
     for (int64_t i = 0; i < r->nops; i++) {
         const struct oc_op *op = &r->ops->ops[i];
         describe(op, desc, sizeof desc);
-        oc_comm_set_what(c, "op %lld (%s) of step %lld", (long long)i, desc,
-                         (long long)step + 1);
-        S[i] = now_s(r);
-        if (run_op(r, i, st) != 0) {
+        oc_ctl_set_what(c, "op %lld (%s) of step %lld", (long long)i, desc,
+                        (long long)step + 1);
+        const enum oc_stream sm = stream_of(op);
+        int rc = p2p_group(r, op, st);
+        if (rc == 0) {
+            B->mark(b, OC_MARK_START, i, sm);
+            rc = run_op(r, i, st);
+        }
+        if (rc != 0) {
             if (!c->timed_out) {
                 char why[OC_MSG_MAX];
                 snprintf(why, sizeof why, "%s", st->msg);
@@ -1008,10 +1064,30 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
             return -1;
         }
         if (!(op->kind == OC_OP_COLLECTIVE && op->async))
-            E[i] = now_s(r);
+            B->mark(b, OC_MARK_END, i, sm);
         poll_pending(r);
     }
-    r->step_end_s = now_s(r);
+    if (r->p2p_open) {
+        r->p2p_open = 0;
+        oc_ctl_set_what(c, "the last pipeline messages of step %lld", (long long)step + 1);
+        if (B->p2p_end(b, st) != 0)
+            return -1;
+    }
+    /* poll again: a send's request completes at the end of its group */
+    poll_pending(r);
+    oc_ctl_set_what(c, "the end of step %lld", (long long)step + 1);
+    int64_t stuck = -1;
+    if (B->step_end(b, S, E, I, &r->step_end_s, &stuck, st) != 0) {
+        if (stuck >= 0 && stuck < r->nops) {
+            char why[OC_MSG_MAX];
+            snprintf(why, sizeof why, "%s", st->msg);
+            describe(&r->ops->ops[stuck], desc, sizeof desc);
+            oc_fail(st, "%s; the first op not finished: op %lld (%s) of step %lld", why,
+                    (long long)stuck, desc, (long long)step + 1);
+        }
+        return -1;
+    }
+    sum_losses(r);
     if (r->call_op >= 0)
         return oc_fail(st, "step %lld: the part of op %lld still waits for TP "
                            "all-reduces the schedule does not list",

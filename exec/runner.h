@@ -1,12 +1,13 @@
 /* runner.h: runs one rank's op list of the schedule (core/schedule.h) for
  * real, step after step: the model parts of gpt.h, pipeline messages,
- * TP / DP / embedding collectives through comm_mpi.h, AdamW, and the
- * memory the ops allocate. Times every op.
+ * TP / DP / embedding collectives, AdamW, and the memory the ops allocate,
+ * all through a backend (backend.h: cpu = gpt.c + MPI, cuda = gpt_cuda +
+ * NCCL). Times every op.
  *
  *   struct oc_runner r;
  *   struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
  *   ro.steps = 5;
- *   if (oc_runner_init(&r, &model, &sched, &comm, &ro, &st) != 0) ...
+ *   if (oc_runner_init(&r, &model, &sched, &backend, &ro, &st) != 0) ...
  *   for (int64_t k = 0; k < 5; k++)
  *       if (oc_runner_step(&r, k, &st) != 0) ...   // st.msg names the op
  *   ... r.start_s / r.end_s / r.inner_s hold every step's op times,
@@ -19,21 +20,25 @@
  *                chunk, layer); the optimizer op is AdamW over the arena,
  *                or over this DP rank's slice of every tensor when optimizer
  *                states are sharded.
- *   COLLECTIVE   TP: one MPI all-reduce per repetition (`count`), each the
+ *   COLLECTIVE   TP: one all-reduce per repetition (`count`), each the
  *                one the part asked for (checked: a part must ask for exactly
  *                the TP collectives that the schedule lists after it), then
  *                the part resumes; its local work after the all-reduce
  *                (bias, residual, LayerNorm backward) is timed as inner
  *                compute of the collective op (inner_s).
  *                DP: the gradient arena's all-reduce, or reduce-scatter of
- *                the gradients and, after AdamW, all-gather of the weights;
+ *                the gradients and, after AdamW, all-gather of the weights
+ *                (d equal blocks: each rank's slices padded to the largest,
+ *                as NCCL's ReduceScatter and AllGather want);
  *                `async` ones (overlap_grad_reduce, one bucket per chunk)
  *                are started and completed by polling between ops or at the
  *                WAIT. EMBED: all-reduce of the tied embedding gradient
  *                (after the DP reduction of the bucket that holds it).
- *   SEND         MPI_Isend of the chunk's output (activation) or input
- *                gradient; completed by polling or at the WAIT.
- *   RECV         MPI_Irecv into the next part's input, waited for.
+ *   SEND         the backend's send of the chunk's output (activation) or
+ *                input gradient; completed by polling or at the WAIT.
+ *   RECV         into the next part's input. Consecutive SENDs and RECVs
+ *                (ALLOC / FREE between them allowed) form one group
+ *                (backend.h: p2p_begin / p2p_end).
  *   WAIT         completes every outstanding send and async collective.
  *   ALLOC/FREE   activations of one (micro-batch, chunk) and the logits of
  *                one micro-batch are allocated and freed here; weights,
@@ -65,7 +70,8 @@
 
 #include <stdint.h>
 
-#include "comm_mpi.h"
+#include "backend.h"
+#include "ctl.h"
 #include "data.h"
 #include "gpt.h"
 #include "metrics.h"
@@ -92,7 +98,8 @@ struct oc_runner {
     const struct oc_model *model;
     const struct oc_schedule *sched;
     const struct oc_layout *l;
-    struct oc_comm *comm;
+    struct oc_backend *b;
+    struct oc_ctl *ctl;
     struct oc_runner_opts o;
     int64_t rank;
     struct oc_coord me;
@@ -118,8 +125,11 @@ struct oc_runner {
     float *shared;      /* recompute scratch: attention act, MLP act, MLP
                            input, recomputed MLP output (full) or scores
                            (selective) */
-    float *losses;      /* (N) */
+    float *losses;      /* (m, N) token losses (head stage), backend memory */
     int32_t *tok, *tgt; /* (m, N) the step's micro-batches of this DP rank */
+    int32_t *tok_b, *tgt_b; /* their copies in backend memory */
+    float *w_host;      /* host copy of the weights (oc_runner_weights) */
+    int p2p_open;       /* a group of pipeline messages is open */
 
     /* DP buckets and outstanding requests. */
     struct oc_runner_bucket *bk;
@@ -137,7 +147,6 @@ struct oc_runner {
      * barrier), (steps, nops) each; inner_s is the compute inside a TP
      * collective op (the part resuming after its all-reduce). */
     double *start_s, *end_s, *inner_s;
-    double t0;              /* MPI_Wtime at the current step's start */
     int64_t step;
     double step_end_s;      /* end of the last op of the current step */
     double loss_sum;        /* token losses of the step here (last stage,
@@ -146,14 +155,17 @@ struct oc_runner {
     double live_total_bytes, mem_hw_total_bytes;
 };
 
+/* b: an initialised backend of this rank (b->ctl its control plane). */
 int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
-                   const struct oc_schedule *s, struct oc_comm *c,
+                   const struct oc_schedule *s, struct oc_backend *b,
                    const struct oc_runner_opts *o, struct oc_status *st);
 /* Runs step `step` (from 0, < opts.steps): zeroes the gradients, draws the
  * step's data, waits for every rank (a barrier) and runs the op list. On a
- * failure st->msg says "in op I (...) of step K" (and comm->timed_out tells
+ * failure st->msg says "in op I (...) of step K" (and ctl->timed_out tells
  * a timeout). */
 int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st);
+/* This rank's weights (the arena p.w) in host memory, after the last step. */
+const float *oc_runner_weights(struct oc_runner *r);
 void oc_runner_free(struct oc_runner *r);
 
 /* Parameters that a rank of `stage` holds: its layers in chunk order

@@ -10,7 +10,8 @@
 # for tp2-pp2-dp2, tp4-pp1-dp2, tp1-pp4-dp2 and tp2-pp4-dp1 under 1f1b, and
 # gpipe and interleaved (v2) on the pipelined ones, ZeRO-1 and plain DP
 # all-reduce, with and without overlapped gradient reduction.
-# Also: a process count that does not match the layout is refused before any
+# Also: the same run without MPI (--no-mpi) gives bitwise the same numbers;
+# a process count that does not match the layout is refused before any
 # work with one line naming both numbers; sequence parallelism is refused;
 # 20 steps make the loss fall; a rank that hangs or dies ends the job within
 # seconds, a hang with a message naming the rank and the op it waited in.
@@ -77,6 +78,23 @@ if ! run ref 1 --layout tp1-pp1-dp1-nosp; then
   echo "exec_equivalence: $pass passed, $fail failed"
   exit 1
 fi
+
+# Without MPI (--no-mpi: the control plane of ctl_local.c, as on a GPU
+# machine without MPI): bitwise the reference's losses and weights; more
+# than one rank of the cpu backend is refused there.
+if "$exe" --no-mpi "${common[@]}" --out "$tmp/nompi" --layout tp1-pp1-dp1-nosp \
+     >"$tmp/nompi.log" 2>&1 && cmp -s "$tmp/ref/loss.csv" "$tmp/nompi/loss.csv" &&
+   cmp -s "$tmp/ref/weights.bin" "$tmp/nompi/weights.bin"; then
+  ok
+else
+  bad "--no-mpi: not the reference's numbers: $(tail -3 "$tmp/nompi.log")"
+fi
+"$exe" --no-mpi "${common[@]}" --out "$tmp/nompi2" --layout tp2-pp1-dp1-nosp \
+  >"$tmp/nompi2.log" 2>&1
+rc=$?
+[ "$rc" -eq 2 ] && [ "$(wc -l <"$tmp/nompi2.log")" -eq 1 ] &&
+  grep -q '^ocsim-exec: layout tp2-pp1-dp1.* without MPI the cpu backend runs one' "$tmp/nompi2.log" &&
+  [ ! -e "$tmp/nompi2" ] && ok || bad "--no-mpi tp2: exit $rc: $(cat "$tmp/nompi2.log")"
 
 for l in tp2-pp2-dp2 tp4-pp1-dp2 tp1-pp4-dp2 tp2-pp4-dp1; do
   check "$l" 8 --layout "$l-nosp-1f1b"
@@ -152,7 +170,9 @@ refused() {
 }
 refused np3 '^ocsim-exec: layout tp2-pp2-dp2.* 8 processes, but MPI started 3' 3 --layout tp2-pp2-dp2
 refused sp '^ocsim-exec: sequence parallelism is not supported' 2 --layout tp2-pp1-dp1-sp
-refused cuda '^ocsim-exec: --backend cuda is not built' 1 --layout tp1-pp1-dp1 --backend cuda
+# cuda: not built (no nvcc / NCCL at configure time) or no GPU here
+refused cuda '^ocsim-exec: --backend cuda(: no CUDA device is visible| is not built)' 1 \
+  --layout tp1-pp1-dp1 --backend cuda
 
 # A rank that hangs: the others time out (--timeout 3), name themselves and
 # the op, and the job ends; loss.csv (its header) stays readable.

@@ -1,0 +1,201 @@
+/* backend.h: what the runner (runner.h) needs from the machine it runs on,
+ * as one table of functions per backend, so that one walk over the
+ * schedule's op lists drives both backends:
+ *
+ *   cpu   (backend_cpu.c) host memory, exec/gpt.c's fp32 parts on OpenBLAS,
+ *         MPI for pipeline messages and TP / DP / EMBED collectives
+ *         (comm_mpi.h), MPI_Wtime around every op.
+ *   cuda  (cuda/backend_cuda.c) device memory (stream-ordered allocations),
+ *         cuda/gpt_cuda.h's parts on cuBLAS and kernels/, NCCL on three
+ *         streams (compute + TP, pipeline, DP), CUDA events around every op.
+ *
+ *   struct oc_backend b;
+ *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   or
+ *   oc_backend_cuda_init(&b, &ctl, &layout, &cuda_opts, &st)
+ *   ... oc_runner_init(&r, &model, &sched, &b, &ro, &st) ...
+ *   b.ops->free_backend(&b);
+ *
+ * Order and streams. The runner calls the table in the op list's order.
+ * The cpu backend does each call before it returns (sends and async DP
+ * collectives excepted: they return a request). The cuda backend only
+ * enqueues: compute and the TP all-reduces on the compute stream; each
+ * pipeline op and each DP collective on its own stream, after that stream
+ * waited for the compute stream's position at the op's OC_MARK_START (so an
+ * op starts when the op list reaches it, as on the cpu backend); a RECV's
+ * data is waited for by the compute stream at p2p_end. Pointers handed to
+ * the table are the backend's memory (alloc): host for cpu, device for cuda.
+ *
+ * Pipeline messages come in groups: the runner calls p2p_begin before the
+ * first SEND or RECV of a run of them (ALLOC / FREE ops may sit between)
+ * and p2p_end after the last (Megatron-LM's send_forward_recv_backward:
+ * one ncclGroupStart / ncclGroupEnd, so that two neighbours that send to
+ * each other do not wait for each other). cpu: no-ops.
+ *
+ * Requests. send and the *_start collectives return a request; test says
+ * whether it completed (1, and frees it) without waiting; wait waits for it
+ * (0, and frees it) or fails (-1) past the timeout. A request of a send in
+ * an open group is not complete before p2p_end.
+ *
+ * Timing. mark(m, op, stream) is called at the op's start and end (and
+ * around the compute a TP op resumes: INNER_*); for async collectives with
+ * ISSUED right after the start call returned and COMPLETED when the runner
+ * saw the request complete. The cpu backend reads the clock at START, END,
+ * INNER_* and COMPLETED; the cuda backend records events at START, END,
+ * INNER_* and ISSUED on the stream given (and at p2p_end for every op of
+ * the group). step_end waits for the step's work and writes each op's
+ * start and end and the inner compute (summed) in seconds from step_begin.
+ *
+ * Failures: functions returning int give 0, or -1 with st->msg (and
+ * ctl->timed_out for a timeout; step_end then names the first op that did
+ * not finish in *stuck_op, -1 when unknown). Environment failures of the
+ * libraries themselves (a CUDA, cuBLAS or MPI error code) print the call
+ * and abort the job, as check.h and mpiCheck do.
+ */
+#ifndef OC_EXEC_BACKEND_H
+#define OC_EXEC_BACKEND_H
+
+#include <stdint.h>
+
+#include "ctl.h"
+#include "gpt.h"
+#include "params.h"
+#include "status.h"
+
+enum oc_stream { OC_STREAM_COMPUTE, OC_STREAM_PP, OC_STREAM_DP };
+enum oc_mark {
+    OC_MARK_START,
+    OC_MARK_END,
+    OC_MARK_INNER_START,
+    OC_MARK_INNER_END,
+    OC_MARK_ISSUED,    /* an async collective was started */
+    OC_MARK_COMPLETED, /* the runner saw an async collective complete */
+};
+
+struct oc_backend;
+
+struct oc_backend_ops {
+    const char *name; /* "cpu" or "cuda" */
+
+    /* -- memory ------------------------------------------------------ */
+    void *(*alloc)(struct oc_backend *b, int64_t bytes); /* never NULL */
+    void (*free)(struct oc_backend *b, void *p);         /* p may be NULL */
+    void (*zero)(struct oc_backend *b, void *p, int64_t bytes);
+    /* backend memory to backend memory, in the compute stream's order */
+    void (*copy)(struct oc_backend *b, void *dst, const void *src, int64_t bytes);
+    /* host <-> backend memory; complete on return (outside the op list) */
+    void (*upload)(struct oc_backend *b, void *dst, const void *host,
+                   int64_t bytes);
+    void (*download)(struct oc_backend *b, void *host, const void *src,
+                     int64_t bytes);
+    /* Moves a host-initialised arena (params.h) into backend memory: p->w
+     * copied, p->g, p->m, p->v zeroed, the pointers replaced (the tensor
+     * table stays). release gives it back before oc_params_free (which
+     * then frees nothing of the backend's). cpu: nothing to do. */
+    int (*params_adopt)(struct oc_backend *b, struct oc_params *p,
+                        struct oc_status *st);
+    void (*params_release)(struct oc_backend *b, struct oc_params *p);
+
+    /* -- model: gpt.h's parts, same arguments and step-mode protocol,
+     * pointers in backend memory (tokens and targets too) --------------- */
+    int64_t (*work_floats)(struct oc_backend *b, const struct oc_gpt_dims *d);
+    int (*embed_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                     const struct oc_gpt_dims *d, const struct oc_params *p,
+                     const int32_t *tokens, float *out);
+    int (*embed_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                     const struct oc_gpt_dims *d, struct oc_params *p,
+                     const int32_t *tokens, const float *dout);
+    int (*attn_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, const struct oc_params *p,
+                    int64_t layer, struct oc_gpt_attn_act *a, float *out);
+    void (*attn_scores)(struct oc_backend *b, const struct oc_gpt_dims *d,
+                        struct oc_gpt_attn_act *a);
+    int (*attn_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, struct oc_params *p,
+                    int64_t layer, const struct oc_gpt_attn_act *a,
+                    const float *dout, float *din, float *work);
+    int (*mlp_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                   const struct oc_gpt_dims *d, const struct oc_params *p,
+                   int64_t layer, struct oc_gpt_mlp_act *a, float *out);
+    int (*mlp_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                   const struct oc_gpt_dims *d, struct oc_params *p,
+                   int64_t layer, const struct oc_gpt_mlp_act *a,
+                   const float *dout, float *din, float *work);
+    int (*head_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, const struct oc_params *p,
+                    struct oc_gpt_head_act *a, const int32_t *targets,
+                    float *losses);
+    int (*head_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, struct oc_params *p,
+                    const struct oc_gpt_head_act *a, const int32_t *targets,
+                    float grad_scale, float *din, float *work);
+    /* params.h's oc_params_adamw over arena floats [begin, end). */
+    void (*adamw)(struct oc_backend *b, struct oc_params *p,
+                  const struct oc_adamw *h, int64_t step, int64_t begin,
+                  int64_t end);
+
+    /* -- communication ----------------------------------------------- */
+    /* In place over the TP group (the part's all-reduce, step mode). */
+    int (*tp_allreduce)(struct oc_backend *b, float *buf, int64_t n,
+                        enum oc_gpt_reduce op, struct oc_status *st);
+    /* In place sum over the EMBED group (first and last stage). */
+    int (*embed_allreduce)(struct oc_backend *b, float *buf, int64_t n,
+                           struct oc_status *st);
+    void (*p2p_begin)(struct oc_backend *b);
+    int (*p2p_end)(struct oc_backend *b, struct oc_status *st);
+    /* n floats to / from world rank peer; tag as the schedule's. */
+    int (*send)(struct oc_backend *b, const float *buf, int64_t n, int64_t peer,
+                int64_t tag, void **req, struct oc_status *st);
+    int (*recv)(struct oc_backend *b, float *buf, int64_t n, int64_t peer,
+                int64_t tag, struct oc_status *st);
+    /* DP group: in-place sum; reduce-scatter of d equal blocks of `count`
+     * floats (send: d*count, rank-major; recv: count, this rank's block);
+     * all-gather of `count` floats per rank into all (d*count, rank-major),
+     * complete on return. */
+    int (*dp_allreduce_start)(struct oc_backend *b, float *buf, int64_t n,
+                              void **req, struct oc_status *st);
+    int (*dp_reduce_scatter_start)(struct oc_backend *b, const float *send,
+                                   float *recv, int64_t count, void **req,
+                                   struct oc_status *st);
+    int (*dp_allgather)(struct oc_backend *b, const float *mine, float *all,
+                        int64_t count, struct oc_status *st);
+    int (*test)(struct oc_backend *b, void *req);
+    int (*wait)(struct oc_backend *b, void *req, struct oc_status *st);
+
+    /* -- timing ------------------------------------------------------ */
+    /* nops: the op list's length (sizes the per-op marks). */
+    void (*step_begin)(struct oc_backend *b, int64_t nops);
+    void (*mark)(struct oc_backend *b, enum oc_mark m, int64_t op,
+                 enum oc_stream s);
+    /* start, end, inner: nops values each, seconds from step_begin;
+     * *end_s: the end of the step's last work here. */
+    int (*step_end)(struct oc_backend *b, double *start, double *end,
+                    double *inner, double *end_s, int64_t *stuck_op,
+                    struct oc_status *st);
+    /* Device memory high-water mark in bytes since init: the cuda
+     * backend's stream-ordered pool (its used-memory high) plus every
+     * cudaMalloc of the backend (arena, bf16 weights, scratch, cuBLAS
+     * workspace); not NCCL's buffers, cuBLAS's internal allocations or the
+     * CUDA context (nvidia-smi shows those). 0 where not measured (cpu). */
+    double (*mem_peak_bytes)(struct oc_backend *b);
+
+    void (*free_backend)(struct oc_backend *b);
+};
+
+struct oc_backend {
+    const struct oc_backend_ops *ops;
+    void *impl;
+    struct oc_ctl *ctl;
+};
+
+#ifdef OC_HAVE_MPI
+#include "comm_mpi.h"
+/* cpu: gpt.c and MPI (comm: the layout's communicators, oc_comm_init).
+ * ctl: the control plane (barriers of the runner). */
+int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl,
+                        struct oc_comm *comm, struct oc_status *st);
+#endif
+/* cpu without MPI: one rank only (TP = PP = DP = 1: no communication). */
+int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
+                             struct oc_status *st);
+
+#endif

@@ -1,0 +1,187 @@
+/* ctl_mpi.c: the control plane over MPI, one process per rank (see ctl.h).
+ * Compiled only where MPI exists (OC_HAVE_MPI). What this file is: each
+ * call as a non-blocking MPI call on a duplicate of the given communicator
+ * (its own tag space) followed by comm_mpi.h's deadline wait. What it is
+ * not: the cpu backend's data plane (comm_mpi.c's communicators).
+ *
+ * The wait is oc_comm_wait itself (MPI_Test polling, sched_yield then
+ * doubling sleeps), handed a struct oc_comm that carries only the ctl's
+ * timeout and what; so both say "timed out after S s in <what>" alike.
+ * After a timeout the request is left pending, as in comm_mpi.c: the job
+ * is expected to end (oc_ctl_abort).
+ *
+ * Sizes are bytes (MPI_BYTE), and MPI counts are ints: bcast, send and recv
+ * go in pieces of at most OC_CTL_MPI_CHUNK_BYTES (both sides cut the same
+ * size the same way; MPI keeps messages of one tag in order), so that a
+ * weight shard over 2 GiB passes. A gather's per-rank bytes must fit an
+ * int (it carries timings and flags).
+ *
+ * Unlike ctl_local.c, a message shorter than the receive goes unnoticed
+ * (MPI accepts it; a longer one is MPI_ERR_TRUNCATE, and mpiCheck aborts).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "ctl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "comm_mpi.h"
+
+#ifndef OC_CTL_MPI_CHUNK_BYTES
+#define OC_CTL_MPI_CHUNK_BYTES ((int64_t)1 << 30)
+#endif
+
+struct mpi_state {
+    MPI_Comm comm; /* the duplicate */
+};
+
+static MPI_Comm comm_of(const struct oc_ctl *c)
+{
+    return ((const struct mpi_state *)c->impl)->comm;
+}
+
+/* oc_comm_wait with the ctl's deadline and what. */
+static int wait_req(struct oc_ctl *c, MPI_Request *rq, struct oc_status *st)
+{
+    struct oc_comm w;
+    memset(&w, 0, sizeof w);
+    w.world = w.ctl = w.tp = w.dp = w.embed = MPI_COMM_NULL;
+    w.rank = c->rank;
+    w.size = c->size;
+    w.timeout_s = c->timeout_s;
+    snprintf(w.what, sizeof w.what, "%s", c->what);
+    int rc = oc_comm_wait(&w, rq, st);
+    if (w.timed_out)
+        c->timed_out = 1;
+    return rc;
+}
+
+/* The count of the piece of a buffer of `bytes` that starts at `off`. */
+static int piece(int64_t bytes, int64_t off)
+{
+    int64_t n = bytes - off;
+    return oc_mpi_count(n < OC_CTL_MPI_CHUNK_BYTES ? n : OC_CTL_MPI_CHUNK_BYTES);
+}
+
+static int mpi_barrier(struct oc_ctl *c, struct oc_status *st)
+{
+    MPI_Request rq;
+    mpiCheck(MPI_Ibarrier(comm_of(c), &rq));
+    return wait_req(c, &rq, st);
+}
+
+static int mpi_bcast(struct oc_ctl *c, void *buf, int64_t bytes, int root,
+                     struct oc_status *st)
+{
+    int64_t off = 0;
+    do {
+        int n = piece(bytes, off);
+        MPI_Request rq;
+        mpiCheck(MPI_Ibcast((char *)buf + off, n, MPI_BYTE, root, comm_of(c), &rq));
+        if (wait_req(c, &rq, st) != 0)
+            return -1;
+        off += n;
+    } while (off < bytes);
+    return 0;
+}
+
+static int mpi_gather(struct oc_ctl *c, const void *send, void *recv,
+                      int64_t bytes, int root, struct oc_status *st)
+{
+    int n = oc_mpi_count(bytes);
+    MPI_Request rq;
+    mpiCheck(MPI_Igather(send, n, MPI_BYTE, recv, n, MPI_BYTE, root, comm_of(c),
+                         &rq));
+    return wait_req(c, &rq, st);
+}
+
+static int mpi_send(struct oc_ctl *c, const void *buf, int64_t bytes, int dest,
+                    int tag, struct oc_status *st)
+{
+    int64_t off = 0;
+    do {
+        int n = piece(bytes, off);
+        MPI_Request rq;
+        mpiCheck(MPI_Isend((const char *)buf + off, n, MPI_BYTE, dest, tag,
+                           comm_of(c), &rq));
+        if (wait_req(c, &rq, st) != 0)
+            return -1;
+        off += n;
+    } while (off < bytes);
+    return 0;
+}
+
+static int mpi_recv(struct oc_ctl *c, void *buf, int64_t bytes, int src,
+                    int tag, struct oc_status *st)
+{
+    int64_t off = 0;
+    do {
+        int n = piece(bytes, off);
+        MPI_Request rq;
+        mpiCheck(MPI_Irecv((char *)buf + off, n, MPI_BYTE, src, tag, comm_of(c),
+                           &rq));
+        if (wait_req(c, &rq, st) != 0)
+            return -1;
+        off += n;
+    } while (off < bytes);
+    return 0;
+}
+
+static void mpi_abort(struct oc_ctl *c, int code)
+{
+    (void)c;
+    fflush(stdout);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, code);
+}
+
+static void mpi_free(struct oc_ctl *c)
+{
+    struct mpi_state *s = c->impl;
+    if (s->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&s->comm);
+    free(s);
+}
+
+static const struct oc_ctl_ops mpi_ops = {
+    .name = "mpi",
+    .barrier = mpi_barrier,
+    .bcast = mpi_bcast,
+    .gather = mpi_gather,
+    .send = mpi_send,
+    .recv = mpi_recv,
+    .abort = mpi_abort,
+    .free = mpi_free,
+};
+
+int oc_ctl_init_mpi(struct oc_ctl *c, MPI_Comm comm, double timeout_s,
+                    struct oc_status *st)
+{
+    (void)st; /* MPI failures here are environment failures: mpiCheck */
+    OC_ASSERT(timeout_s > 0);
+    memset(c, 0, sizeof *c);
+    struct mpi_state *s = oc_xcalloc(1, sizeof *s);
+    s->comm = MPI_COMM_NULL;
+    mpiCheck(MPI_Comm_dup(comm, &s->comm));
+    /* Errors come back to mpiCheck, which names the call and the line. */
+    mpiCheck(MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN));
+    mpiCheck(MPI_Comm_rank(s->comm, &c->rank));
+    mpiCheck(MPI_Comm_size(s->comm, &c->size));
+    MPI_Comm node;
+    mpiCheck(MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, c->rank,
+                                 MPI_INFO_NULL, &node));
+    mpiCheck(MPI_Comm_rank(node, &c->local_rank));
+    mpiCheck(MPI_Comm_size(node, &c->local_ranks));
+    MPI_Comm_free(&node);
+    c->ops = &mpi_ops;
+    c->impl = s;
+    c->timeout_s = timeout_s;
+    snprintf(c->what, sizeof c->what, "set-up");
+    return 0;
+}
+
+MPI_Comm oc_ctl_mpi_comm(const struct oc_ctl *c)
+{
+    OC_ASSERT(c->ops == &mpi_ops);
+    return comm_of(c);
+}
