@@ -25,29 +25,48 @@ int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_meas
     if (!(m->mem_Bps > 0) || !isfinite(m->mem_Bps))
         return oc_fail(st, "calibration: the memory bandwidth was not measured (%g B/s)",
                        m->mem_Bps);
+    const int gpu = m->backend == OC_CALIB_CUDA;
+    const double act_bytes = gpu ? OC_CALIB_CUDA_ACT_BYTES : OC_CALIB_CPU_ACT_BYTES;
     *out = *base;
     out->gpus_per_node = m->ranks;
     if (m->cpu_name[0])
         snprintf(out->device.name, sizeof out->device.name, "%s", m->cpu_name);
-    /* On the cpu backend the "peak" is the measured sustained rate
-     * (calib_topology.h), so its sustained fraction is 1. */
-    out->device.peak_flops_16bit = m->gemm_flops;
-    out->device.gemm_efficiency = 1.0;
+    if (m->keep_peak) {
+        /* A GPU: the peak stays the datasheet's, so MFU stays relative to
+         * it; the measured rate is its sustained fraction (calib_topology.h). */
+        const double peak = base->device.peak_flops_16bit;
+        if (!(peak > 0) || !isfinite(peak))
+            return oc_fail(st, "calibration: topology %s has no device peak (%g FLOP/s) "
+                               "to keep",
+                           base->name, peak);
+        if (m->gemm_flops > peak)
+            return oc_fail(st, "calibration: the measured GEMM rate %.4g FLOP/s is above "
+                               "the peak of topology %s (%.4g FLOP/s): is it this "
+                               "device's topology?",
+                           m->gemm_flops, base->name, peak);
+        out->device.gemm_efficiency = m->gemm_flops / peak;
+    } else {
+        /* On the cpu backend the "peak" is the measured sustained rate
+         * (calib_topology.h), so its sustained fraction is 1. */
+        out->device.peak_flops_16bit = m->gemm_flops;
+        out->device.gemm_efficiency = 1.0;
+    }
     if (m->cores_per_rank > 0)
         out->device.sm_count = m->cores_per_rank;
     if (m->memory_bytes > 0)
         out->device.memory_bytes = m->memory_bytes;
     out->device.hbm_bandwidth_Bps = m->mem_Bps;
     if (m->p2p_Bps > 0) {
-        snprintf(out->intra_name, sizeof out->intra_name, "MPI point-to-point (measured)");
+        snprintf(out->intra_name, sizeof out->intra_name, "%s point-to-point (measured)",
+                 gpu ? "NCCL" : "MPI");
         /* In the schedule's bytes (calib_topology.h): 2-byte elements on
          * the simulated wire, 4-byte ones on the real one. */
-        out->intra_bandwidth_Bps = m->p2p_Bps * 2.0 / OC_CALIB_CPU_ACT_BYTES;
+        out->intra_bandwidth_Bps = m->p2p_Bps * 2.0 / act_bytes;
         out->intra_latency_s = m->p2p_latency_s;
     }
     out->calib_gemm_flops = m->gemm_flops;
     out->calib_mem_Bps = m->mem_Bps;
-    out->calib_act_bytes = OC_CALIB_CPU_ACT_BYTES;
+    out->calib_act_bytes = act_bytes;
     if (m->parts_measured) {
         for (int k = 0; k < OC_CALIB_PARTS; k++)
             if (!(m->part_flops[k] > 0) || !isfinite(m->part_flops[k]))
@@ -90,18 +109,26 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
     struct oc_topology t;
     if (oc_calib_topology(base, m, &t, st) != 0)
         return -1;
+    const int gpu = m->backend == OC_CALIB_CUDA;
     char who[256];
-    snprintf(who, sizeof who, "measured by ocsim-exec --calibrate on %s %s, %lld rank%s",
-             m->host[0] ? m->host : "this machine", m->date, (long long)m->ranks,
-             m->ranks == 1 ? "" : "s");
+    snprintf(who, sizeof who, "measured by ocsim-exec %s--calibrate on %s %s, %lld %s%s",
+             gpu ? "--backend cuda " : "", m->host[0] ? m->host : "this machine", m->date,
+             (long long)m->ranks, gpu ? "GPU" : "rank", m->ranks == 1 ? "" : "s");
 
     json_t *root = json_object();
     set_str(root, "name", t.name);
-    set_fmt(root, "description",
-            "%s, calibrated: %lld MPI rank%s on %s (one 'GPU' per rank, all on one "
-            "node). Fields not measured are those of topology %s.",
-            base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
-            m->host[0] ? m->host : "this machine", base->name);
+    if (gpu)
+        set_fmt(root, "description",
+                "%s, calibrated: %lld GPU%s on %s (one rank per GPU, NCCL, all on one "
+                "node). Fields not measured are those of topology %s.",
+                base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
+                m->host[0] ? m->host : "this machine", base->name);
+    else
+        set_fmt(root, "description",
+                "%s, calibrated: %lld MPI rank%s on %s (one 'GPU' per rank, all on one "
+                "node). Fields not measured are those of topology %s.",
+                base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
+                m->host[0] ? m->host : "this machine", base->name);
     set_int(root, "gpus_per_node", t.gpus_per_node);
 
     json_t *dev = json_object();
@@ -151,66 +178,99 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
     json_object_set_new(root, "calibration", cal);
 
     json_t *src = json_object();
-    set_fmt(src, "gpus_per_node", "%s: every rank is one 'GPU' of this one machine", who);
+    set_fmt(src, "gpus_per_node", "%s: %s", who,
+            gpu ? "one rank per GPU of this one machine"
+                : "every rank is one 'GPU' of this one machine");
     if (m->cpu_name[0])
-        set_fmt(src, "device.name", "%s: the CPU model (/proc/cpuinfo)", who);
-    set_fmt(src, "device.peak_flops_16bit",
-            "%s: fp32 cblas_sgemm rate per rank, all ranks running at once (%s). On "
-            "the cpu backend 'peak' is this measured rate, so MFU is relative to it.",
-            who, m->gemm_what[0] ? m->gemm_what : "the model's GEMM shapes");
-    set_str(src, "device.gemm_efficiency",
-            "1: the peak above is already a measured, sustained rate");
+        set_fmt(src, "device.name", "%s: %s", who,
+                gpu ? "the GPU's name (cudaGetDeviceProperties)"
+                    : "the CPU model (/proc/cpuinfo)");
+    /* What the GEMM rate is: the words of the peak's or gemm_flops' source. */
+    char gemm[512];
+    snprintf(gemm, sizeof gemm, "%s rate per %s, all %ss running at once (%s)",
+             gpu ? "cuBLAS GEMM" : "fp32 cblas_sgemm", gpu ? "GPU" : "rank",
+             gpu ? "GPU" : "rank", m->gemm_what[0] ? m->gemm_what : "the model's GEMM shapes");
+    if (m->keep_peak) {
+        set_fmt(src, "device.peak_flops_16bit",
+                "topology %s's, kept (the datasheet's dense 16-bit rate), so MFU stays "
+                "relative to it; the measured rate is calibration.gemm_flops",
+                base->name);
+        set_fmt(src, "device.gemm_efficiency",
+                "%s: calibration.gemm_flops / device.peak_flops_16bit = %.4g / %.4g",
+                who, m->gemm_flops, t.device.peak_flops_16bit);
+    } else {
+        set_fmt(src, "device.peak_flops_16bit",
+                "%s: %s. On the %s backend 'peak' is this measured rate, so MFU is "
+                "relative to it.",
+                who, gemm, gpu ? "cuda" : "cpu");
+        set_str(src, "device.gemm_efficiency",
+                "1: the peak above is already a measured, sustained rate");
+    }
     if (m->cores_per_rank > 0)
-        set_fmt(src, "device.sm_count",
-                "%s: online cores / ranks (not used by the cost model once "
-                "calibration.gemm_flops is set)",
-                who);
+        set_fmt(src, "device.sm_count", "%s: %s", who,
+                gpu ? "the GPU's streaming multiprocessors (cudaGetDeviceProperties)"
+                    : "online cores / ranks (not used by the cost model once "
+                      "calibration.gemm_flops is set)");
     if (m->memory_bytes > 0)
-        set_fmt(src, "device.memory_bytes", "%s: physical RAM (sysconf) / ranks", who);
-    set_fmt(src, "device.hbm_bandwidth_Bps",
-            "%s: STREAM-style triad a[i] = b[i] + s*c[i] over fp64 arrays much larger "
-            "than the caches, 24 bytes per element (2 reads, 1 write; McCalpin's "
-            "STREAM counting), per rank with all ranks running, best of several runs",
-            who);
+        set_fmt(src, "device.memory_bytes", "%s: %s", who,
+                gpu ? "the GPU's global memory (cudaGetDeviceProperties)"
+                    : "physical RAM (sysconf) / ranks");
+    set_fmt(src, "device.hbm_bandwidth_Bps", "%s: %s", who,
+            gpu ? "device-to-device cudaMemcpyAsync of a buffer of at least 4x the L2 "
+                  "cache and 256 MiB, counted as 2x its bytes (read + write, as "
+                  "nvbandwidth and STREAM's copy count), per GPU with all GPUs running, "
+                  "best of several runs"
+                : "STREAM-style triad a[i] = b[i] + s*c[i] over fp64 arrays much larger "
+                  "than the caches, 24 bytes per element (2 reads, 1 write; McCalpin's "
+                  "STREAM counting), per rank with all ranks running, best of several "
+                  "runs");
     if (m->p2p_Bps > 0) {
+        const char *pp = gpu ? "NCCL ping-pong (ncclSend / ncclRecv) between GPUs 0 and 1"
+                             : "MPI ping-pong between ranks 0 and 1";
         set_fmt(src, "intra_node.bandwidth_Bps",
-                "%s: MPI ping-pong between ranks 0 and 1 at the pipeline's message (one "
+                "%s: %s at the pipeline's message (one "
                 "activation, %.0f bytes of fp32, %.4g s one way): B = S / (t(S) - "
                 "latency) = %.4g B/s, written as %.4g: the schedule counts 2 bytes per "
-                "element, the cpu executor sends 4, so a simulated message takes the "
+                "element, the %s executor sends %.0f, so a simulated message takes the "
                 "measured time (%.4g B/s at the largest message)",
-                who, m->p2p_msg_bytes, m->p2p_msg_s, m->p2p_Bps, t.intra_bandwidth_Bps,
-                m->p2p_large_Bps);
+                who, pp, m->p2p_msg_bytes, m->p2p_msg_s, m->p2p_Bps, t.intra_bandwidth_Bps,
+                gpu ? "cuda" : "cpu", t.calib_act_bytes, m->p2p_large_Bps);
         set_fmt(src, "intra_node.latency_s",
-                "%s: MPI ping-pong between ranks 0 and 1, half the round trip of an "
-                "8-byte message",
-                who);
+                "%s: %s, half the round trip of an 8-byte message", who, pp);
     }
-    set_fmt(src, "calibration.gemm_flops", "%s: as device.peak_flops_16bit", who);
+    if (m->keep_peak)
+        set_fmt(src, "calibration.gemm_flops", "%s: %s", who, gemm);
+    else
+        set_fmt(src, "calibration.gemm_flops", "%s: as device.peak_flops_16bit", who);
     set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", who);
     set_str(src, "calibration.activation_bytes",
-            "4: the cpu executor computes and sends fp32 (exec/gpt.h); the cost model "
-            "counts an activation element as this many bytes instead of 2");
+            gpu ? "4: the cuda executor keeps and sends activations in fp32, bf16 only "
+                  "for GEMM operands (exec/cuda/gpt_cuda.h); the cost model counts an "
+                  "activation element as this many bytes instead of 2"
+                : "4: the cpu executor computes and sends fp32 (exec/gpt.h); the cost "
+                  "model counts an activation element as this many bytes instead of 2");
     if (m->parts_measured) {
+        const char *pre = gpu ? "oc_gpu" : "oc_gpt";
         set_fmt(src, "calibration.part_flops_per_s",
                 "%s: %s. Rate = the FLOPs the schedule gives the op "
                 "(oc_cost_sched_flops) / its measured time; attn_recompute is the "
-                "selective recompute of the scores (oc_gpt_attn_scores)",
-                who, m->parts_what);
+                "selective recompute of the scores (%s_attn_scores)",
+                who, m->parts_what, pre);
         set_fmt(src, "calibration.part_s_per_token",
-                "%s: oc_gpt_embed_fwd and _bwd as in calibration.part_flops_per_s, "
+                "%s: %s_embed_fwd and _bwd as in calibration.part_flops_per_s, "
                 "seconds / (micro-batch * seq) tokens",
-                who);
+                who, pre);
         set_fmt(src, "calibration.optimizer_s_per_param",
-                "%s: oc_params_adamw over the shard's whole arena as in "
+                "%s: %s over the shard's whole arena as in "
                 "calibration.part_flops_per_s, seconds / parameters",
-                who);
+                who, gpu ? "oc_gpu_adamw" : "oc_params_adamw");
     }
     if (m->allreduce_bytes > 0)
         set_fmt(src, "_allreduce",
-                "%s: MPI_Allreduce (float sum) of %.0f bytes: busbw %.4g B/s "
+                "%s: %s (float sum) of %.0f bytes: busbw %.4g B/s "
                 "(nccl-tests: algbw * 2(n-1)/n); smallest all-reduce %.3g s",
-                who, m->allreduce_bytes, m->allreduce_busbw_Bps, m->allreduce_latency_s);
+                who, gpu ? "ncclAllReduce" : "MPI_Allreduce", m->allreduce_bytes,
+                m->allreduce_busbw_Bps, m->allreduce_latency_s);
     set_fmt(src, "_base", "fields not listed here are those of topology %s", base->name);
     json_object_set_new(root, "sources", src);
 

@@ -44,6 +44,25 @@
  *                            "_allreduce", which readers skip.
  * The file is checked with oc_topology_check before it is written and
  * reloads with oc_topology_load.
+ *
+ * The GPU calibration (exec/cuda/calibrate_cuda.c) fills the same struct
+ * with backend = OC_CALIB_CUDA and keep_peak = 1 (both zero: the cpu
+ * calibration, as above). Then:
+ *   device.name            = the GPU's name (cpu_name holds it)
+ *   device.peak_flops_16bit= the base's, kept: a datasheet's dense 16-bit
+ *                            rate, so MFU stays relative to it
+ *   device.gemm_efficiency = measured GEMM rate / that peak (refused above
+ *                            1: the base is not this GPU's)
+ *   device.sm_count        = the GPU's SMs (cores_per_rank holds them)
+ *   device.memory_bytes    = the GPU's memory
+ *   device.hbm_bandwidth_Bps = device-to-device copy bandwidth per GPU
+ *   intra_node             = NCCL ncclSend / ncclRecv ping-pong, in the
+ *                            schedule's bytes as above: the cuda executor
+ *                            keeps and sends activations in fp32 too
+ *   calibration            = as above, gemm_flops the cuBLAS rate
+ *   sources                = the same keys, naming cuBLAS, NCCL and the
+ *                            oc_gpu_* parts instead of OpenBLAS, MPI and
+ *                            the oc_gpt_* parts.
  */
 #ifndef OC_CALIB_TOPOLOGY_H
 #define OC_CALIB_TOPOLOGY_H
@@ -53,16 +72,25 @@
 #include "status.h"
 #include "topology.h"
 
+/* What measured the figures (the words of "sources" and "description"). */
+enum oc_calib_backend {
+    OC_CALIB_CPU = 0, /* exec/calibrate.c: OpenBLAS, MPI, the CPU's RAM */
+    OC_CALIB_CUDA,    /* exec/cuda/calibrate_cuda.c: cuBLAS, NCCL, the GPU's HBM */
+};
+
 struct oc_calib_measured {
     int64_t ranks;            /* MPI processes, all on this machine */
     char host[64];
     char date[32];            /* e.g. "2026-05-01 12:00 UTC" */
-    char cpu_name[64];        /* "" keeps the base's device name */
-    int64_t cores_per_rank;   /* 0 keeps the base's sm_count */
-    double gemm_flops;        /* fp32 cblas_sgemm FLOP/s per rank, model shapes */
+    char cpu_name[64];        /* "" keeps the base's device name (cuda:
+                                 the GPU's name) */
+    int64_t cores_per_rank;   /* 0 keeps the base's sm_count (cuda: SMs) */
+    double gemm_flops;        /* fp32 cblas_sgemm FLOP/s per rank, model shapes
+                                 (cuda: cuBLAS in the run's dtype per GPU) */
     char gemm_what[256];      /* the shapes and how, for "sources" */
-    double mem_Bps;           /* triad bytes/s per rank (STREAM counting) */
-    double memory_bytes;      /* RAM / ranks */
+    double mem_Bps;           /* triad bytes/s per rank (STREAM counting;
+                                 cuda: device-to-device copy, 2x bytes) */
+    double memory_bytes;      /* RAM / ranks (cuda: the GPU's memory) */
     double p2p_Bps;           /* MPI ping-pong bandwidth at p2p_msg_bytes
                                  (S / (t(S) - latency)); 0: not measured */
     double p2p_latency_s;     /* one-way small-message time */
@@ -79,11 +107,19 @@ struct oc_calib_measured {
     double embed_fwd_s_per_token, embed_bwd_s_per_token;
     double optimizer_s_per_param;      /* AdamW over the shard's arena */
     char parts_what[320];              /* what ran and how, for "sources" */
+    /* Zero for the cpu calibration; the GPU one sets both (see above). */
+    enum oc_calib_backend backend;     /* whose words "sources" uses */
+    int keep_peak;                     /* 1: the base's peak stays, efficiency
+                                          = gemm_flops / peak; 0: peak =
+                                          gemm_flops, efficiency 1 */
 };
 
 /* Bytes per activation element of the cpu executor: it computes in fp32
  * (exec/gpt.h). The schedule counts 16-bit elements (2 bytes). */
 #define OC_CALIB_CPU_ACT_BYTES 4.0
+/* The cuda executor's: bf16 only for GEMM operands; activations are kept
+ * and sent in fp32 (exec/cuda/gpt_cuda.h, "Precision"). */
+#define OC_CALIB_CUDA_ACT_BYTES 4.0
 
 /* The calibrated topology as a struct, checked (oc_topology_check). */
 int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_measured *m,

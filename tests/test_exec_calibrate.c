@@ -10,6 +10,8 @@
  * and the executor's parts of tiny at t=2, b=1, s=128: attention forward
  * 2 GFLOP/s, backward 3, recompute 1, MLP 4 and 5, head 6 and 7; the
  * embedding 1e-7 and 2e-7 s per token; AdamW 3e-9 s per parameter.
+ * The GPU calibration's variant (backend cuda, keep_peak): the same
+ * figures with a 4e14 FLOP/s cuBLAS rate against h200-node's 989e12 peak.
  */
 #define _XOPEN_SOURCE 700
 #include <jansson.h>
@@ -37,7 +39,7 @@ static int suite_init(void)
 static int suite_clean(void)
 {
     char p[400];
-    static const char *const names[] = {"cal.json", "one.json"};
+    static const char *const names[] = {"cal.json", "one.json", "gpu.json"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(p, sizeof p, "%s/%s", tmp_dir, names[i]);
         unlink(p);
@@ -290,10 +292,96 @@ static void test_refused(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "/nonexistent/dir/cal.json: cannot write"));
 }
 
+static void test_gpu_keep_peak(void)
+{
+    /* The GPU calibration: the base's datasheet peak stays (h200-node:
+     * 989e12 FLOP/s dense bf16) and the measured 4e14 FLOP/s becomes its
+     * sustained fraction, 4e14 / 9.89e14 = 0.404449, and calibration.
+     * gemm_flops; the rest as the cpu's, in NCCL's and cuBLAS's words. */
+    struct oc_topology base, t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h200-node", &base, &st), 0);
+    OC_ASSERT_REL(base.device.peak_flops_16bit, 989e12, 1e-9); /* the premise */
+    struct oc_calib_measured m = measured();
+    m.backend = OC_CALIB_CUDA;
+    m.keep_peak = 1;
+    m.gemm_flops = 4e14;
+    m.mem_Bps = 4.2e12;
+    m.memory_bytes = 150e9;
+    m.cores_per_rank = 132;
+    snprintf(m.cpu_name, sizeof m.cpu_name, "NVIDIA H200");
+    snprintf(m.gemm_what, sizeof m.gemm_what, "bf16 operands, tiny, t=2, T=128 rows");
+    char path[400];
+    snprintf(path, sizeof path, "%s/gpu.json", tmp_dir);
+    int rc = oc_calib_write_topology(path, &base, &m, &st);
+    if (rc)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load(path, &t, &st), 0);
+    OC_ASSERT_REL(t.device.peak_flops_16bit, 9.89e14, 1e-6);
+    OC_ASSERT_REL(t.device.gemm_efficiency, 0.404449, 1e-5);
+    OC_ASSERT_REL(t.calib_gemm_flops, 4e14, 1e-6);
+    CU_ASSERT_STRING_EQUAL(t.device.name, "NVIDIA H200");
+    CU_ASSERT_EQUAL(t.device.sm_count, 132);
+    OC_ASSERT_REL(t.device.memory_bytes, 150e9, 1e-6);
+    OC_ASSERT_REL(t.device.hbm_bandwidth_Bps, 4.2e12, 1e-6);
+    CU_ASSERT_EQUAL(t.gpus_per_node, 4);
+    /* fp32 activations on the wire, as the cpu executor: 6e9 * 2/4. */
+    CU_ASSERT_EQUAL(t.calib_act_bytes, 4.0);
+    OC_ASSERT_REL(t.intra_bandwidth_Bps, 3e9, 1e-6);
+    CU_ASSERT_STRING_EQUAL(t.intra_name, "NCCL point-to-point (measured)");
+    /* The cost model prices a GEMM at the measured rate (calibration.
+     * gemm_flops): 2*1024^3 / 4e14 = 5.36870912 us. */
+    struct oc_gemm g = {1024, 1024, 1024, 1};
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 5.36870912e-6, 1e-6);
+
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    json_t *src = json_object_get(doc, "sources");
+    const char *peak = json_string_value(json_object_get(src, "device.peak_flops_16bit"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
+    CU_ASSERT_PTR_NOT_NULL(strstr(peak, "topology h200-node's, kept"));
+    CU_ASSERT_PTR_NULL(strstr(peak, "cblas"));
+    const char *eff = json_string_value(json_object_get(src, "device.gemm_efficiency"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(eff);
+    CU_ASSERT_PTR_NOT_NULL(strstr(eff, "= 4e+14 / 9.89e+14"));
+    const char *gf = json_string_value(json_object_get(src, "calibration.gemm_flops"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gf);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gf, "measured by ocsim-exec --backend cuda --calibrate on "
+                                      "testhost 2026-01-01 00:00 UTC, 4 GPUs: cuBLAS GEMM "
+                                      "rate per GPU, all GPUs running at once (bf16 "
+                                      "operands, tiny, t=2, T=128 rows)"));
+    const char *ar = json_string_value(json_object_get(src, "_allreduce"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ar, "ncclAllReduce (float sum) of 67108864 bytes"));
+    const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "NCCL ping-pong"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "the cuda executor sends 4"));
+    const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "(oc_gpu_attn_scores)"));
+    const char *desc = json_string_value(json_object_get(doc, "description"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(desc);
+    CU_ASSERT_PTR_NOT_NULL(strstr(desc, "4 GPUs on testhost"));
+    json_decref(doc);
+
+    /* Faster than the base's peak: the base is not this GPU's topology. */
+    m.gemm_flops = 1e15;
+    CU_ASSERT_EQUAL(oc_calib_topology(&base, &m, &t, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "above the peak of topology h200-node"));
+    /* At the peak exactly: efficiency 1, accepted. */
+    m.gemm_flops = 9.89e14;
+    CU_ASSERT_EQUAL_FATAL(oc_calib_topology(&base, &m, &t, &st), 0);
+    CU_ASSERT_EQUAL(t.device.gemm_efficiency, 1.0);
+}
+
 static CU_TestInfo tests[] = {
     {"write and reload", test_round_trip},
     {"one rank", test_one_rank},
     {"refused", test_refused},
+    {"GPU: the peak kept", test_gpu_keep_peak},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
