@@ -1,31 +1,51 @@
 #!/usr/bin/env bash
-# device-check.sh: the checks that need a GPU, in one short run on a GPU
-# machine: build the CUDA kernels (kernels/, as a project of its own, so
-# that none of ocsim's other dependencies are needed there), run their
-# tests against the CPU references, and run the tests again under
-# compute-sanitizer (memcheck: out-of-bounds and misaligned accesses;
-# racecheck: shared-memory races) where it works.
+# device-check.sh: every check that needs a GPU, in one short run on a GPU
+# machine (the device tool's H200: 15 minutes of device time per issue, so
+# this is one prepared script; typical run 4-6 minutes).
 #
-#   tools/device-check.sh [build-dir]       # from anywhere; default build-device/
+# On this (CPU) machine first:   bash tools/device-bundle.sh     (~3 min)
+# Then on the GPU machine, from the repository root, carrying .device:
+#                                bash tools/device-check.sh
+# and, back here, with the results it wrote to $OUT:
+#                                bash tools/device-report.sh RESULTS.tar.gz
 #
-# Environment:
-#   OC_ARCH=90       CUDA architecture to build (default: the GPU's own, read
-#                    with nvidia-smi; 90 if that fails)
-#   OC_SANITIZE=0    skip compute-sanitizer (default: run it if installed)
-#   OUT=dir          also copy the log there (the device tool's output folder)
+# Steps (a failed step is counted and the run goes on where it can):
+#   libs        finds cuBLAS, cuBLASLt and NCCL on the machine (the CUDA
+#               toolkit, else PyTorch's nvidia-* packages) for the bundle
+#   kernels     .device/bin/kernels_gpu: every kernel against its CPU
+#               reference; if the bundle's binary cannot load, kernels/ is
+#               built here instead (cmake + nvcc only)
+#   memcheck,   compute-sanitizer on the kernel tests and on two steps of
+#   racecheck   the cuda executor (tiny model), where the runtime allows it
+#   losses      the tiny model, tp1-pp1-dp1, 10 steps with the cpu backend
+#               (fp32, the reference), the cuda backend in fp32 and in bf16:
+#               fp32 within 1e-4 relative of the cpu losses at every step,
+#               bf16 within 2e-2 (bf16's 8-bit mantissa: 2^-8 = 3.9e-3 per
+#               rounding; the losses drift through 10 AdamW steps)
+#   mfu         a GPT-3 XL (1.3 B parameters, 24 layers of h = 2048) layer
+#               stack on one GPU, bf16 GEMMs, seq 2048, micro-batch 4,
+#               global batch 16, 4 steps: measured.csv's MFU against the
+#               H200's dense bf16 peak (topologies/h200-node.json, 989 TFLOP/s)
+#   calibrate   ocsim-exec --calibrate at the same shapes: GEMM rate per
+#               shape, HBM bandwidth, each model part's rate, written as
+#               topology-calibrated.json (device-report.sh then predicts the
+#               mfu run with `ocsim simulate` on it and runs `ocsim compare`)
 #
-# Exit status: 0 when every step passed; 1 when one failed, or when the
-# tests found no GPU (exit 77: on a GPU machine that is a failure). Typical
-# time on one H200 machine with 16 cores: well under two minutes.
-# To extend for the backend: add steps with `step NAME COMMAND...`.
+# Environment: OUT=dir (the device tool's output folder: results there),
+#   OC_SANITIZE=0 skips compute-sanitizer, OC_QUICK=1 skips mfu and calibrate.
+# Exit status: 0 when every step passed, 1 otherwise.
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-device}
-mkdir -p "$build"
-log=$build/device-check.log
+cd "$root"
+bundle=$root/.device
+work=${TMPDIR:-/tmp}/ocsim-device-check
+rm -rf "$work"
+mkdir -p "$work"
+log=$work/device-check.log
 : >"$log"
 export PATH=/usr/local/cuda/bin:$PATH
+export OCSIM_DATA_DIR=$root
 
 failed=0
 say() { printf '%s\n' "$*" | tee -a "$log"; }
@@ -40,15 +60,20 @@ step() {
     if [ "$rc" -eq 0 ]; then
         say "== $name: ok ($((SECONDS - t0)) s)"
     else
-        say "== $name: FAILED, exit $rc ($((SECONDS - t0)) s); see $log"
-        tail -n 40 "$log"
+        say "== $name: FAILED, exit $rc ($((SECONDS - t0)) s)"
+        tail -n 25 "$log"
         failed=$((failed + 1))
     fi
     return "$rc"
 }
 
 finish() {
-    [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ] && cp "$log" "$OUT/" 2>/dev/null
+    if [ -n "${OUT:-}" ] && [ -d "${OUT:-}" ]; then
+        cp "$log" "$OUT/" 2>/dev/null
+        (cd "$work" && tar czf "$OUT/device-results.tar.gz" \
+            --exclude='*.bin' --exclude='timeline.json' \
+            device-check.log run-* calib 2>/dev/null)
+    fi
     if [ "$failed" -eq 0 ]; then
         say "device-check: all steps passed"
         exit 0
@@ -57,61 +82,99 @@ finish() {
     exit 1
 }
 
-arch=${OC_ARCH:-}
-if [ -z "$arch" ]; then
-    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
-           head -n 1 | tr -d ' .')
-    case $arch in '' | *[!0-9]*) arch=90 ;; esac
-fi
-
-say "device-check: $(date -u +%Y-%m-%dT%H:%M:%SZ), build $build, sm_$arch"
+say "device-check: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
 nvidia-smi -L 2>&1 | tee -a "$log"
-nvcc --version 2>&1 | tail -n 1 | tee -a "$log"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
 
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
-step configure cmake -S "$root/kernels" -B "$build" "${gen[@]}" \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$arch" || finish
-step build cmake --build "$build" --parallel "$(nproc)" || finish
+# -- libs ---------------------------------------------------------------
+# dir_of NAME: the folder of the first library file NAME* found
+dir_of() {
+    local f
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+             /usr/lib/x86_64-linux-gnu /usr/local/lib; do
+        f=$(ls "$d/$1"* 2>/dev/null | head -n 1)
+        [ -n "$f" ] && { dirname "$f"; return 0; }
+    done
+    f=$(find / -xdev -name "$1*" -path '*nvidia*' 2>/dev/null | head -n 1)
+    [ -n "$f" ] && { dirname "$f"; return 0; }
+    return 1
+}
+libpath=$bundle/lib
+for l in libcublasLt.so.13 libcublas.so.13 libnccl.so.2; do
+    d=$(dir_of "$l") || { say "== libs: $l not found on this machine"; failed=$((failed + 1)); continue; }
+    case ":$libpath:" in *":$d:"*) ;; *) libpath=$libpath:$d ;; esac
+done
+export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+say "== libs: LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+exe=$bundle/bin/ocsim-exec
+if [ ! -x "$exe" ]; then
+    say "== no $exe: run tools/device-bundle.sh on the CPU machine and carry .device"
+    failed=$((failed + 1))
+    finish
+fi
+ldd "$exe" | grep 'not found' | tee -a "$log" && { say "== libs: missing (above)"; failed=$((failed + 1)); }
 
-# the tests; 77 means they saw no GPU, which here is a failure
-say "== kernels_gpu: $build/kernels_gpu"
-t0=$SECONDS
-"$build/kernels_gpu" 2>&1 | tee -a "$log"
-rc=${PIPESTATUS[0]}
-case $rc in
-0) say "== kernels_gpu: ok ($((SECONDS - t0)) s)" ;;
-77) say "== kernels_gpu: FAILED: no GPU visible on a machine that should have one"
-    failed=$((failed + 1)) ;;
-*) say "== kernels_gpu: FAILED, exit $rc"
-   failed=$((failed + 1)) ;;
-esac
+# -- kernels ------------------------------------------------------------
+kern=$bundle/bin/kernels_gpu
+if ldd "$kern" | grep -q "not found"; then
+    say "== kernels: the bundle's binary cannot load; building kernels/ here"
+    step kernels-build bash -c "cmake -S '$root/kernels' -B '$work/kbuild' \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 && \
+        cmake --build '$work/kbuild' -j \$(nproc)" && kern=$work/kbuild/kernels_gpu
+fi
+step kernels "$kern"
 
-# sanitize TOOL: compute-sanitizer on the tests; where the machine's runtime
-# refuses the tool (gVisor: "Device not supported"), say so and go on
+# sanitize TOOL COMMAND...: compute-sanitizer; where the runtime refuses the
+# tool (gVisor: "Device not supported"), say so and go on
 sanitize() {
-    local tool=$1 out=$build/sanitize-$1.log rc=0 t0=$SECONDS
-    say "== $tool: compute-sanitizer --tool $tool $build/kernels_gpu"
-    compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/kernels_gpu" \
-        >"$out" 2>&1 || rc=$?
+    local tool=$1 out=$work/sanitize-$1-$RANDOM.log rc=0 t0=$SECONDS
+    shift
+    say "== $tool: compute-sanitizer --tool $tool $*"
+    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 1 "$@" >"$out" 2>&1 || rc=$?
     cat "$out" >>"$log"
     if [ "$rc" -eq 0 ]; then
         say "== $tool: ok ($((SECONDS - t0)) s)"
     elif grep -q -e 'Device not supported' -e 'Failed to initialize' "$out"; then
-        say "== $tool: not available on this machine ($(grep -m 1 -e 'Device not supported' -e 'Failed to initialize' "$out"))"
+        say "== $tool: not available on this machine"
     else
         say "== $tool: FAILED, exit $rc"
-        grep -m 20 -e '=========' "$out"
+        grep -m 20 -e '=========' "$out" | tee -a "$log"
         failed=$((failed + 1))
     fi
 }
 
-if [ "${OC_SANITIZE:-1}" != 0 ] && [ "$rc" -eq 0 ]; then
-    if command -v compute-sanitizer >/dev/null; then
-        sanitize memcheck
-        sanitize racecheck
-    else
-        say "== compute-sanitizer not installed: memcheck and racecheck skipped"
-    fi
+common=(--model tiny --layout tp1-pp1-dp1 --global-batch 8 --micro-batch 2 --seq 64
+        --topology h200-node --timeout 120)
+if [ "${OC_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
+    sanitize memcheck "$kern"
+    sanitize racecheck "$kern"
+    sanitize memcheck "$exe" --backend cuda "${common[@]}" --steps 2 --out "$work/san-exec"
+fi
+
+# -- losses -------------------------------------------------------------
+step cpu "$exe" --backend cpu "${common[@]}" --steps 10 --out "$work/run-cpu"
+step cuda-fp32 "$exe" --backend cuda --precision fp32 "${common[@]}" --steps 10 \
+    --out "$work/run-cuda-fp32"
+step cuda-bf16 "$exe" --backend cuda --precision bf16 "${common[@]}" --steps 10 \
+    --out "$work/run-cuda-bf16"
+# losses_close A B TOL: every step's loss of B within TOL relative of A's
+losses_close() {
+    awk -F, -v tol="$3" 'NR == FNR { if (FNR > 1) a[$1] = $2; next }
+        FNR > 1 { n++; d = ($2 - a[$1]) / a[$1]; if (d < 0) d = -d;
+                  if (d > m) m = d; if (!($1 in a) || d > tol) bad++;
+                  printf "step %s  cpu %.6f  cuda %.6f  rel %.2e\n", $1, a[$1], $2, d }
+        END { printf "max relative difference %.3e (tolerance %g), %d steps\n", m, tol, n;
+              exit (bad || n < 10) }' "$1/loss.csv" "$2/loss.csv"
+}
+step losses-fp32 losses_close "$work/run-cpu" "$work/run-cuda-fp32" 1e-4
+step losses-bf16 losses_close "$work/run-cpu" "$work/run-cuda-bf16" 2e-2
+
+# -- mfu and calibration --------------------------------------------------
+if [ "${OC_QUICK:-0}" != 1 ]; then
+    big=(--model gpt3-1.3b --layout tp1-pp1-dp1 --seq 2048 --micro-batch 4
+         --global-batch 16 --recompute selective --topology h200-node --timeout 300)
+    step mfu "$exe" --backend cuda "${big[@]}" --steps 4 --no-weights --out "$work/run-mfu" &&
+        say "$(grep -E 'step time|TFLOP/s|peak memory' "$log" | tail -n 3)"
+    step calibrate "$exe" --backend cuda --calibrate "${big[@]}" --out "$work/calib"
 fi
 finish
