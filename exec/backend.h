@@ -6,12 +6,13 @@
  *         MPI for pipeline messages and TP / DP / EMBED collectives
  *         (comm_mpi.h), MPI_Wtime around every op.
  *   cuda  (cuda/backend_cuda.c) device memory (stream-ordered allocations),
- *         cuda/gpt_cuda.h's parts on cuBLAS and kernels/, NCCL on three
- *         streams (compute + TP, pipeline, DP), CUDA events around every op.
+ *         cuda/gpt_cuda.h's parts on cuBLAS and kernels/, NCCL on four
+ *         streams (compute + TP, pipeline up, pipeline down, DP), CUDA
+ *         events around every op.
  *
  *   struct oc_backend b;
  *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   or
- *   oc_backend_cuda_init(&b, &ctl, &layout, &cuda_opts, &st)
+ *   oc_backend_cuda_init(&b, &ctl, &model, &layout, &cuda_opts, &st)
  *   ... oc_runner_init(&r, &model, &sched, &b, &ro, &st) ...
  *   b.ops->free_backend(&b);
  *
@@ -25,24 +26,32 @@
  * data is waited for by the compute stream at p2p_end. Pointers handed to
  * the table are the backend's memory (alloc): host for cpu, device for cuda.
  *
- * Pipeline messages come in groups: the runner calls p2p_begin before the
+ * Pipeline messages come in runs: the runner calls p2p_begin before the
  * first SEND or RECV of a run of them (ALLOC / FREE ops may sit between)
- * and p2p_end after the last (Megatron-LM's send_forward_recv_backward:
- * one ncclGroupStart / ncclGroupEnd, so that two neighbours that send to
- * each other do not wait for each other). cpu: no-ops.
+ * and p2p_end after the last, so that the messages of a run (a send
+ * forward and a receive backward, as Megatron-LM's
+ * send_forward_recv_backward) are under way together and two neighbours
+ * that send to each other do not wait for each other. cpu: no-ops. cuda:
+ * not an NCCL group (one would deadlock the interleaved schedule,
+ * cuda/backend_cuda.c says how): each message is enqueued on its own on
+ * the stream of its direction (to a higher or a lower world rank), and
+ * p2p_end makes the compute stream wait for the streams that received
+ * something in the run. So on cuda a send's request may complete, and a
+ * pipeline op's END event is recorded (on its own stream), before
+ * p2p_end; oc_backend_cuda_check_p2p_order refuses a schedule whose
+ * messages would deadlock under these rules.
  *
  * Requests. send and the *_start collectives return a request; test says
  * whether it completed (1, and frees it) without waiting; wait waits for it
- * (0, and frees it) or fails (-1) past the timeout. A request of a send in
- * an open group is not complete before p2p_end.
+ * (0, and frees it) or fails (-1) past the timeout.
  *
  * Timing. mark(m, op, stream) is called at the op's start and end (and
  * around the compute a TP op resumes: INNER_*); for async collectives with
  * ISSUED right after the start call returned and COMPLETED when the runner
  * saw the request complete. The cpu backend reads the clock at START, END,
  * INNER_* and COMPLETED; the cuda backend records events at START, END,
- * INNER_* and ISSUED on the stream given (and at p2p_end for every op of
- * the group). step_end waits for the step's work and writes each op's
+ * INNER_* and ISSUED (a pipeline op's START and END on the stream of its
+ * direction, known at its send / recv call). step_end waits for the step's work and writes each op's
  * start and end and the inner compute (summed) in seconds from step_begin.
  *
  * Failures: functions returning int give 0, or -1 with st->msg (and

@@ -37,8 +37,9 @@
  *   SEND         the backend's send of the chunk's output (activation) or
  *                input gradient; completed by polling or at the WAIT.
  *   RECV         into the next part's input. Consecutive SENDs and RECVs
- *                (ALLOC / FREE between them allowed) form one group
- *                (backend.h: p2p_begin / p2p_end).
+ *                (ALLOC / FREE between them allowed) form one run, whose
+ *                messages are under way together (backend.h: p2p_begin /
+ *                p2p_end).
  *   WAIT         completes every outstanding send and async collective.
  *   ALLOC/FREE   activations of one (micro-batch, chunk) and the logits of
  *                one micro-batch are allocated and freed here; weights,

@@ -77,6 +77,9 @@ static int load(const char *path, struct wfile *f)
     if (!ok) {
         fprintf(stderr, "ocsim-weights-diff: %s: not a complete ocsim-exec weights.bin\n",
                 path);
+        free(f->t);
+        free(f->w);
+        memset(f, 0, sizeof *f);
         return -1;
     }
     return 0;
@@ -116,11 +119,20 @@ int main(int argc, char **argv)
         return 2;
     }
     struct wfile x, y;
-    if (load(argv[a], &x) != 0 || load(argv[a + 1], &y) != 0)
+    if (load(argv[a], &x) != 0)
         return 2;
+    if (load(argv[a + 1], &y) != 0) {
+        free(x.t);
+        free(x.w);
+        return 2;
+    }
     if (x.nt != y.nt) {
         fprintf(stderr, "ocsim-weights-diff: %lld tensors against %lld\n", (long long)x.nt,
                 (long long)y.nt);
+        free(x.t);
+        free(x.w);
+        free(y.t);
+        free(y.w);
         return 2;
     }
     double worst = 0, dd_all = 0, bb_all = 0;

@@ -1,42 +1,78 @@
 /* backend_cuda.c: the cuda backend of the executor (backend_cuda.h,
  * backend.h's table): one GPU per rank, gpt_cuda.h's parts on a compute
- * stream, NCCL (comm_nccl.h) on three streams, CUDA events around every op.
+ * stream, NCCL (comm_nccl.h) on four streams, CUDA events around every op.
  *
  * What this file is: the table's functions, which only enqueue work
  * (nothing here waits for the GPU except upload / download, wait() and
- * step_end), the three streams and how they wait for each other, the
- * requests of sends and async DP collectives, the per-op events and their
- * reading at the end of a step, and the device-memory high-water mark.
- * What it is not: model math (gpt_cuda.c), communicator set-up and
- * deadlines (comm_nccl.c), or the walk over the op list (runner.c).
+ * step_end), the streams and how they wait for each other, the requests
+ * of sends and async DP collectives, the per-op events and their reading
+ * at the end of a step, the device-memory high-water mark, and the check
+ * that a schedule's pipeline messages pair up and cannot deadlock under
+ * these rules (oc_backend_cuda_check_p2p_order). What it is not: model
+ * math (gpt_cuda.c), communicator set-up and deadlines (comm_nccl.c), or
+ * the walk over the op list (runner.c).
  *
  * Streams (all cudaStreamNonBlocking, so that none of them serialises with
  * the legacy default stream):
  *   compute  the parts, AdamW, memory ops (stream-ordered allocations),
  *            TP and EMBED all-reduces.
- *   pp       grouped ncclSend / ncclRecv over the world communicator.
+ *   up       ncclSend / ncclRecv of messages to a higher world rank (the
+ *            `up` copy of world, comm_nccl.h), one call at a time.
+ *   down     the same for messages to a lower world rank (`down`).
  *   dp       DP all-reduce / reduce-scatter / all-gather.
- * A pp or dp op first makes its stream wait for the compute stream's
- * position (an event recorded on compute, cudaStreamWaitEvent): at the
- * op's OC_MARK_START, and again in the call itself, so that a runner that
- * forgot the mark still cannot read a buffer before the compute stream
- * wrote it. The compute stream waits for pp at p2p_end when the group
- * received something, for dp after the all-gather, and for a request's
- * event at wait().
+ * A pipeline or dp op first makes its stream wait for the compute stream's
+ * position (an event recorded on compute, cudaStreamWaitEvent), so that it
+ * starts when the op list reaches it and cannot read a buffer before the
+ * compute stream wrote it. The compute stream waits for a direction stream
+ * at p2p_end when the run of messages received something on it, for dp
+ * after the all-gather, and for a request's event at wait().
  *
  * Pipeline messages: NCCL matches the sends and receives between a pair of
  * ranks by their order, not by tag (NCCL user guide, "Point-to-point
  * communication"). The tags are therefore not sent; the schedule must post,
  * for every ordered pair (A, B), A's sends to B in the order B posts its
- * receives from A. oc_backend_cuda_check_p2p_order verifies that over a
- * whole schedule; the per-peer counters here number the messages.
+ * receives from A. An ncclSend holds its stream until the peer's matching
+ * ncclRecv runs (and the receive until the send runs), so whatever sits
+ * behind a message on its stream waits for the peer too.
+ *
+ * Why two direction streams and no NCCL groups. The first design put
+ * every pipeline message on one pp stream over world, each run of
+ * consecutive SEND / RECV ops in one ncclGroupStart / ncclGroupEnd
+ * (Megatron-LM's send_forward_recv_backward). The interleaved schedule
+ * (core/schedule.c, v >= 2) deadlocks under it. With tp1-pp2-dp1-v2 and 8
+ * micro-batches (ops as in ops.csv): rank 0's stream holds its send of
+ * message 5 to rank 1 (op 45, a group of its own) and behind it the group
+ * with its receive of message 3 from rank 1 (op 54); rank 1's stream holds
+ * the group {send of message 3 to rank 0 (op 51), receive of message 4
+ * (op 53)} and behind it its receive of message 5 (op 60). Rank 0's send 5
+ * waits for rank 1's receive 5, behind rank 1's send 3, which waits for
+ * rank 0's receive 3, behind rank 0's send 5. Nothing moves (found in a CPU
+ * emulation of CUDA and NCCL; 1f1b and gpipe do not deadlock).
+ * So now: every message is its own ncclSend / ncclRecv (no group), on the
+ * stream and communicator of its direction (sender < receiver: up). All
+ * messages from A to B then share A's and B's stream of one direction and
+ * keep their pair order there, and a message of one direction never waits
+ * behind one of the other direction: in the example, rank 0's send 5 and
+ * rank 1's receive 5 sit on the up streams, rank 1's send 3 and rank 0's
+ * receive 3 on the down streams, and both pairs complete. p2p_begin /
+ * p2p_end stay: p2p_end makes the compute stream wait for the direction
+ * streams that received something in the run, so that two messages of one
+ * run (a send forward and a receive backward) still run concurrently.
+ * Whether a schedule can deadlock under these rules (a stream is FIFO, a
+ * message completes with its partner, the compute stream and so every
+ * later op waits for a run's receives at p2p_end, the host for sends at
+ * WAIT) is decided before it runs: oc_backend_cuda_check_p2p_order
+ * simulates them over the whole schedule (OC_CUDA_P2P_DIRECTION; the old
+ * rules are OC_CUDA_P2P_GROUPED, kept to show the difference in a test).
  *
  * Timing: one start and one end event per op (timing enabled), and start /
  * end pairs per inner compute segment, made once and reused every step;
  * cudaEventElapsedTime from an event recorded on the compute stream at
- * step_begin. step_end waits for the ops' end events in list order (the
- * first one past the deadline is the stuck op) and then for one event per
- * stream.
+ * step_begin. A pipeline op's start and end are recorded on the stream of
+ * its direction around its NCCL call (the direction is known only in the
+ * call: the START mark is held until then). step_end waits for the ops'
+ * end events in list order (the first one past the deadline is the stuck
+ * op) and then for one event per stream.
  */
 #include "backend_cuda.h"
 
@@ -54,7 +90,6 @@
 /* A send's or an async collective's completion. */
 struct oc_cuda_req {
     cudaEvent_t ev;          /* recorded after the NCCL call (no timing) */
-    int recorded;            /* 0 while its p2p group is open */
     struct oc_cuda_req *next; /* free list */
     struct oc_cuda_req *all;  /* every request made (freed at the end, also
                                  those a failed step left outstanding) */
@@ -65,13 +100,15 @@ struct oc_cuda_op_ev {
     cudaEvent_t start, end;
     int has_start, has_end;
     int end_issued;          /* end came from OC_MARK_ISSUED: END ignored */
-    int64_t end_of;          /* the op whose end event is this one's (a p2p
-                                group shares one), else -1 */
+    int dir;                 /* a pipeline op's stream (enum pp_dir), else -1 */
     int64_t ninner;          /* inner pairs recorded this step */
     int inner_open;          /* an INNER_START waits for its INNER_END */
     int64_t cap_inner;       /* pairs created */
     cudaEvent_t *inner;      /* (cap_inner, 2): start, end */
 };
+
+/* The two pipeline streams: messages to a higher world rank go up. */
+enum pp_dir { PP_UP, PP_DOWN, PP_DIRS };
 
 struct oc_cuda_be {
     struct oc_ctl *ctl;
@@ -79,10 +116,11 @@ struct oc_cuda_be {
     enum oc_cuda_dtype dtype;
     struct oc_gpt_dims dims;  /* this rank's parts, for gpt_cuda's scratch */
 
-    cudaStream_t compute, pp, dp;
+    cudaStream_t compute, dp;
+    cudaStream_t pp[PP_DIRS]; /* pipeline messages by direction */
     cudaEvent_t fork;         /* compute -> pp / dp (no timing) */
     cudaEvent_t join;         /* pp / dp -> compute (no timing) */
-    cudaEvent_t tail[3];      /* step_end: one per stream (no timing) */
+    cudaEvent_t tail[2 + PP_DIRS]; /* step_end: one per stream (no timing) */
     struct oc_cuda_blas blas;
     int blas_made;
     struct oc_nccl nccl;
@@ -97,11 +135,11 @@ struct oc_cuda_be {
     double malloc_high_bytes;
 
     /* p2p */
-    int in_group, group_recv;
-    int64_t *group_ops;       /* ops whose END waits for p2p_end */
-    int64_t ngroup_ops, cap_group_ops;
-    struct oc_cuda_req **group_reqs; /* sends of the open group */
-    int64_t ngroup_reqs, cap_group_reqs;
+    int in_group;
+    int group_recv[PP_DIRS];  /* the open run received on that stream */
+    int64_t pp_op;            /* a pipeline op whose START mark waits for its
+                                 send / recv call (the stream), else -1 */
+    int pp_last;              /* the stream of the last pipeline call */
     int64_t *sent, *received; /* (ctl->size) messages to / from each rank */
 
     struct oc_cuda_req *free_reqs;
@@ -118,18 +156,6 @@ static struct oc_cuda_be *impl_of(struct oc_backend *b)
 {
     OC_ASSERT(b && b->impl);
     return b->impl;
-}
-
-/* An NCCL call that cannot time out and whose failure is the library's
- * (ncclGroupStart): backend.h's environment failure, printed and fatal as
- * check.h does for CUDA. */
-static void nccl_fatal(ncclResult_t rc, const char *what, int line)
-{
-    if (rc == ncclSuccess)
-        return;
-    fprintf(stderr, "[NCCL ERROR] at file %s:%d: %s: %s\n", __FILE__, line, what,
-            ncclGetErrorString(rc));
-    exit(EXIT_FAILURE);
 }
 
 /* cudaEventQuery: 1 complete, 0 not yet (an event never recorded reads as
@@ -150,11 +176,13 @@ static int event_done(cudaEvent_t ev)
     return 0;
 }
 
+/* The stream of marks for s; OC_STREAM_PP: the last pipeline call's
+ * (be_mark records a pipeline op's own marks on its stream). */
 static cudaStream_t stream_of(struct oc_cuda_be *x, enum oc_stream s)
 {
     switch (s) {
     case OC_STREAM_COMPUTE: return x->compute;
-    case OC_STREAM_PP: return x->pp;
+    case OC_STREAM_PP: return x->pp[x->pp_last];
     case OC_STREAM_DP: return x->dp;
     }
     OC_ASSERT(0);
@@ -218,7 +246,6 @@ static struct oc_cuda_req *req_new(struct oc_cuda_be *x)
         r->all = x->all_reqs;
         x->all_reqs = r;
     }
-    r->recorded = 0;
     r->next = NULL;
     return r;
 }
@@ -232,7 +259,6 @@ static void req_release(struct oc_cuda_be *x, struct oc_cuda_req *r)
 static void req_record(struct oc_cuda_req *r, cudaStream_t s)
 {
     cudaCheck(cudaEventRecord(r->ev, s));
-    r->recorded = 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -508,39 +534,27 @@ static int be_embed_allreduce(struct oc_backend *b, float *buf, int64_t n,
                          "ncclAllReduce (EMBED)", st);
 }
 
+/* A run of pipeline messages (backend.h): no NCCL group (the file
+ * comment says why); what is left is the compute stream's wait at the end
+ * for the streams that received something. */
 static void be_p2p_begin(struct oc_backend *b)
 {
     struct oc_cuda_be *x = impl_of(b);
     OC_ASSERT(!x->in_group);
-    nccl_fatal(ncclGroupStart(), "ncclGroupStart", __LINE__);
     x->in_group = 1;
-    x->group_recv = 0;
-    x->ngroup_ops = 0;
-    x->ngroup_reqs = 0;
+    for (int d = 0; d < PP_DIRS; d++)
+        x->group_recv[d] = 0;
 }
 
 static int be_p2p_end(struct oc_backend *b, struct oc_status *st)
 {
     struct oc_cuda_be *x = impl_of(b);
+    (void)st; /* nothing here can fail: the NCCL calls were made already */
     OC_ASSERT(x->in_group);
     x->in_group = 0;
-    if (oc_nccl_check(&x->nccl, ncclGroupEnd(), "ncclGroupEnd", st) != 0)
-        return -1;
-    /* One event on the pp stream, after every message of the group: the
-     * end of each of its ops (the first op's end event holds it). */
-    for (int64_t i = 0; i < x->ngroup_ops; i++) {
-        struct oc_cuda_op_ev *e = &x->ev[x->group_ops[i]];
-        if (i == 0)
-            cudaCheck(cudaEventRecord(e->end, x->pp));
-        e->end_of = x->group_ops[0];
-        e->has_end = 1;
-    }
-    for (int64_t i = 0; i < x->ngroup_reqs; i++)
-        req_record(x->group_reqs[i], x->pp);
-    if (x->group_recv)
-        compute_follow(x, x->pp);
-    x->ngroup_ops = 0;
-    x->ngroup_reqs = 0;
+    for (int d = 0; d < PP_DIRS; d++)
+        if (x->group_recv[d])
+            compute_follow(x, x->pp[d]);
     return 0;
 }
 
@@ -550,33 +564,42 @@ static void check_peer(const struct oc_cuda_be *x, int64_t peer, int64_t n)
     OC_ASSERT(n >= 0);
 }
 
+/* Before a pipeline call on stream d: d follows the compute stream, and
+ * the op whose START mark is held starts there. */
+static cudaStream_t pp_enter(struct oc_cuda_be *x, int d)
+{
+    cudaStream_t s = x->pp[d];
+    follow_compute(x, s);
+    x->pp_last = d;
+    if (x->pp_op >= 0) {
+        struct oc_cuda_op_ev *e = &x->ev[x->pp_op];
+        cudaCheck(cudaEventRecord(e->start, s));
+        e->has_start = 1;
+        e->dir = d;
+        x->pp_op = -1;
+    }
+    return s;
+}
+
 static int be_send(struct oc_backend *b, const float *buf, int64_t n,
                    int64_t peer, int64_t tag, void **req, struct oc_status *st)
 {
     struct oc_cuda_be *x = impl_of(b);
     check_peer(x, peer, n);
     (void)tag; /* matched by order per pair (the file comment) */
-    follow_compute(x, x->pp);
+    const int64_t me = x->ctl->rank;
+    cudaStream_t s = pp_enter(x, peer > me ? PP_UP : PP_DOWN);
     struct oc_cuda_req *r = req_new(x);
     int rc = oc_nccl_check(&x->nccl,
                            ncclSend(buf, oc_nccl_count(n), ncclFloat, (int)peer,
-                                    x->nccl.world, x->pp),
+                                    oc_nccl_p2p_of(&x->nccl, me, peer), s),
                            "ncclSend", st);
     if (rc != 0) {
         req_release(x, r);
         return -1;
     }
     x->sent[peer]++;
-    if (x->in_group) {
-        if (x->ngroup_reqs == x->cap_group_reqs) {
-            x->cap_group_reqs = x->cap_group_reqs ? 2 * x->cap_group_reqs : 8;
-            x->group_reqs = oc_xrealloc(x->group_reqs, (size_t)x->cap_group_reqs *
-                                                           sizeof *x->group_reqs);
-        }
-        x->group_reqs[x->ngroup_reqs++] = r;
-    } else {
-        req_record(r, x->pp);
-    }
+    req_record(r, s);
     *req = r;
     return 0;
 }
@@ -587,17 +610,20 @@ static int be_recv(struct oc_backend *b, float *buf, int64_t n, int64_t peer,
     struct oc_cuda_be *x = impl_of(b);
     check_peer(x, peer, n);
     (void)tag; /* matched by order per pair (the file comment) */
-    follow_compute(x, x->pp);
+    const int64_t me = x->ctl->rank;
+    /* the message goes up when it comes from a lower rank */
+    const int d = peer < me ? PP_UP : PP_DOWN;
+    cudaStream_t s = pp_enter(x, d);
     if (oc_nccl_check(&x->nccl,
                       ncclRecv(buf, oc_nccl_count(n), ncclFloat, (int)peer,
-                               x->nccl.world, x->pp),
+                               oc_nccl_p2p_of(&x->nccl, peer, me), s),
                       "ncclRecv", st) != 0)
         return -1;
     x->received[peer]++;
     if (x->in_group)
-        x->group_recv = 1;
+        x->group_recv[d] = 1;
     else
-        compute_follow(x, x->pp);
+        compute_follow(x, s);
     return 0;
 }
 
@@ -671,9 +697,7 @@ static int be_test(struct oc_backend *b, void *req)
     struct oc_cuda_be *x = impl_of(b);
     struct oc_cuda_req *r = req;
     OC_ASSERT(r);
-    /* a send of an open group: its event is recorded at p2p_end (and an
-     * event never recorded would read as complete) */
-    if (!r->recorded || !event_done(r->ev))
+    if (!event_done(r->ev))
         return 0;
     req_release(x, r);
     return 1;
@@ -687,8 +711,6 @@ static int be_wait(struct oc_backend *b, void *req, struct oc_status *st)
     struct oc_cuda_be *x = impl_of(b);
     struct oc_cuda_req *r = req;
     OC_ASSERT(r);
-    if (!r->recorded)
-        return oc_fail(st, "waiting for a send of a p2p group that is still open");
     if (!event_done(r->ev) && oc_nccl_wait_event(&x->nccl, r->ev, st) != 0)
         return -1;
     cudaCheck(cudaStreamWaitEvent(x->compute, r->ev, 0));
@@ -717,11 +739,12 @@ static void be_step_begin(struct oc_backend *b, int64_t nops)
     for (int64_t i = 0; i < nops; i++) {
         struct oc_cuda_op_ev *e = &x->ev[i];
         e->has_start = e->has_end = e->end_issued = 0;
-        e->end_of = -1;
+        e->dir = -1;
         e->ninner = 0;
         e->inner_open = 0;
     }
     x->nops = nops;
+    x->pp_op = -1;
     x->in_step = 1;
     cudaCheck(cudaEventRecord(x->step_start, x->compute));
 }
@@ -748,6 +771,11 @@ static void be_mark(struct oc_backend *b, enum oc_mark m, int64_t op,
     case OC_MARK_START:
         if (e->has_start)
             return; /* the op started at its first mark */
+        if (s == OC_STREAM_PP) {
+            /* the stream is the message's direction: recorded in the call */
+            x->pp_op = op;
+            return;
+        }
         if (s != OC_STREAM_COMPUTE)
             follow_compute(x, cs);
         cudaCheck(cudaEventRecord(e->start, cs));
@@ -756,19 +784,16 @@ static void be_mark(struct oc_backend *b, enum oc_mark m, int64_t op,
     case OC_MARK_END:
         if (e->end_issued)
             return; /* an async collective ends when its work does */
-        if (s == OC_STREAM_PP && x->in_group) {
-            /* recorded at p2p_end, after the group's messages */
-            if (x->ngroup_ops == x->cap_group_ops) {
-                x->cap_group_ops = x->cap_group_ops ? 2 * x->cap_group_ops : 8;
-                x->group_ops = oc_xrealloc(x->group_ops, (size_t)x->cap_group_ops *
-                                                             sizeof *x->group_ops);
-            }
-            x->group_ops[x->ngroup_ops++] = op;
-            return;
+        if (s == OC_STREAM_PP) {
+            /* on the op's own stream, after its message: the end of a
+             * message, never before its start */
+            if (x->pp_op == op)
+                x->pp_op = -1; /* marked, but no call was made */
+            if (e->dir >= 0)
+                cs = x->pp[e->dir];
         }
         cudaCheck(cudaEventRecord(e->end, cs));
         e->has_end = 1;
-        e->end_of = -1;
         return;
     case OC_MARK_INNER_START:
         OC_ASSERT(!e->inner_open);
@@ -787,19 +812,11 @@ static void be_mark(struct oc_backend *b, enum oc_mark m, int64_t op,
         cudaCheck(cudaEventRecord(e->end, cs));
         e->has_end = 1;
         e->end_issued = 1;
-        e->end_of = -1;
         return;
     case OC_MARK_COMPLETED:
         return; /* the host saw it: the event above already has the time */
     }
     OC_ASSERT(0);
-}
-
-/* The event that holds op i's end. */
-static cudaEvent_t end_event(const struct oc_cuda_be *x, int64_t i)
-{
-    const struct oc_cuda_op_ev *e = &x->ev[i];
-    return e->end_of >= 0 ? x->ev[e->end_of].end : e->end;
 }
 
 static double elapsed_s(const struct oc_cuda_be *x, cudaEvent_t ev)
@@ -835,7 +852,7 @@ static int be_step_end(struct oc_backend *b, double *start, double *end,
         const struct oc_cuda_op_ev *e = &x->ev[i];
         if (!e->has_start && !e->has_end)
             continue;
-        cudaEvent_t ev = e->has_end ? end_event(x, i) : e->start;
+        cudaEvent_t ev = e->has_end ? x->ev[i].end : e->start;
         if (event_done(ev))
             continue;
         if (oc_nccl_wait_event(&x->nccl, ev, st) != 0) {
@@ -845,10 +862,11 @@ static int be_step_end(struct oc_backend *b, double *start, double *end,
         }
     }
     /* work enqueued without marks */
-    cudaCheck(cudaEventRecord(x->tail[0], x->compute));
-    cudaCheck(cudaEventRecord(x->tail[1], x->pp));
-    cudaCheck(cudaEventRecord(x->tail[2], x->dp));
-    for (int k = 0; k < 3; k++)
+    const cudaStream_t streams[2 + PP_DIRS] = {x->compute, x->pp[PP_UP],
+                                               x->pp[PP_DOWN], x->dp};
+    for (int k = 0; k < 2 + PP_DIRS; k++)
+        cudaCheck(cudaEventRecord(x->tail[k], streams[k]));
+    for (int k = 0; k < 2 + PP_DIRS; k++)
         if (wait_event(x, x->tail[k], st) != 0) {
             oc_nccl_abort(&x->nccl);
             return -1;
@@ -860,7 +878,7 @@ static int be_step_end(struct oc_backend *b, double *start, double *end,
         if (e->has_start)
             start[i] = elapsed_s(x, e->start);
         if (e->has_end)
-            end[i] = elapsed_s(x, end_event(x, i));
+            end[i] = elapsed_s(x, x->ev[i].end);
         else
             end[i] = start[i];
         if (!e->has_start)
@@ -922,20 +940,18 @@ static void impl_free(struct oc_cuda_be *x)
         (void)cudaEventDestroy(r->ev);
         free(r);
     }
-    free(x->group_reqs);
-    free(x->group_ops);
     free(x->received);
     free(x->sent);
     if (x->nccl_made)
         oc_nccl_free(&x->nccl);
     if (x->blas_made)
         oc_cuda_blas_free(&x->blas);
-    cudaEvent_t evs[] = {x->step_start, x->fork, x->join, x->tail[0], x->tail[1],
-                         x->tail[2]};
+    cudaEvent_t evs[] = {x->step_start, x->fork,    x->join,  x->tail[0],
+                         x->tail[1],    x->tail[2], x->tail[3]};
     for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
         if (evs[i])
             (void)cudaEventDestroy(evs[i]);
-    cudaStream_t ss[] = {x->dp, x->pp, x->compute};
+    cudaStream_t ss[] = {x->dp, x->pp[PP_DOWN], x->pp[PP_UP], x->compute};
     for (size_t i = 0; i < sizeof ss / sizeof ss[0]; i++)
         if (ss[i])
             (void)cudaStreamDestroy(ss[i]);
@@ -1034,11 +1050,12 @@ int oc_backend_cuda_init(struct oc_backend *b, struct oc_ctl *ctl,
     }
     cudaCheck(cudaSetDevice(x->device));
     cudaCheck(cudaStreamCreateWithFlags(&x->compute, cudaStreamNonBlocking));
-    cudaCheck(cudaStreamCreateWithFlags(&x->pp, cudaStreamNonBlocking));
+    for (int d = 0; d < PP_DIRS; d++)
+        cudaCheck(cudaStreamCreateWithFlags(&x->pp[d], cudaStreamNonBlocking));
     cudaCheck(cudaStreamCreateWithFlags(&x->dp, cudaStreamNonBlocking));
     cudaCheck(cudaEventCreateWithFlags(&x->fork, cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&x->join, cudaEventDisableTiming));
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 2 + PP_DIRS; k++)
         cudaCheck(cudaEventCreateWithFlags(&x->tail[k], cudaEventDisableTiming));
     cudaCheck(cudaEventCreateWithFlags(&x->step_start, cudaEventDefault));
 
@@ -1123,6 +1140,445 @@ static int check_pair(const struct oc_schedule *s, int64_t a, int64_t q,
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Pipeline deadlock check                                              */
+
+/* The rules are backend_cuda.h's (enum oc_cuda_p2p_rules), the design the
+ * file comment's. A rank's SEND / RECV ops in list order are its messages
+ * m = 0 .. nm-1. An item is what joins a stream: one message (DIRECTION)
+ * or a whole run (GROUPED), the messages [first, first + count). The
+ * simulation runs monotone steps to a fixed point (a program moves on, a
+ * pair matches, an item leaves its stream; none undoes another), so the
+ * order of the work lists does not change the outcome. Each message is
+ * enqueued, paired and removed once: the work is linear in the ops (times
+ * a group's size where a partner is looked up in a group). A TP, DP or
+ * EMBED collective is an op like a compute op here. */
+struct sim_rank {
+    const struct oc_rank_ops *r;
+    int64_t nm;
+    int64_t *op;             /* (nm) the list index of message m */
+    int64_t *item_of;        /* (nm) */
+    int64_t *item_first, *item_count; /* (nm) items, nitems made */
+    int64_t *q[PP_DIRS];     /* (nm) item ids in stream order */
+    uint8_t *paired;         /* (nm) matched with its partner */
+    uint8_t *done;           /* (nm) its item left its stream */
+    uint8_t *seen;           /* (nm) on the report's walk */
+    int64_t nitems;
+    int64_t head[PP_DIRS], tail[PP_DIRS];
+    int64_t pc;              /* the next op the program reaches */
+    int64_t next_m;          /* messages reached */
+    int64_t run_first;       /* first message of the open run, -1 if none */
+    int64_t recv_open;       /* receives reached and not done */
+    int64_t send_open;       /* sends reached and not done */
+    int program_seen;        /* on the report's walk */
+};
+
+struct sim {
+    enum oc_cuda_p2p_rules rules;
+    int64_t n;               /* ranks */
+    struct sim_rank *rk;     /* (n) */
+    int64_t *rstack, nr;     /* (n) ranks whose program may move on */
+    uint8_t *rflag;          /* (n) on rstack */
+    int64_t *hstack, nh;     /* (2n) 2 * rank + stream: a head to look at */
+    uint8_t *hflag;          /* (2n) on hstack */
+};
+
+static int is_msg(const struct oc_op *o)
+{
+    return o->kind == OC_OP_SEND || o->kind == OC_OP_RECV;
+}
+
+/* The stream of rank me's message o; the same at both ends of a message
+ * (up when it travels to a higher rank, as be_send / be_recv choose). */
+static int sim_stream(const struct sim *S, int64_t me, const struct oc_op *o)
+{
+    if (S->rules == OC_CUDA_P2P_GROUPED)
+        return 0;
+    const int64_t from = o->kind == OC_OP_SEND ? me : o->peer;
+    const int64_t to = o->kind == OC_OP_SEND ? o->peer : me;
+    return from < to ? PP_UP : PP_DOWN;
+}
+
+static const struct oc_op *msg_op(const struct sim_rank *R, int64_t m)
+{
+    return &R->r->ops[R->op[m]];
+}
+
+static void push_rank(struct sim *S, int64_t r)
+{
+    if (!S->rflag[r]) {
+        S->rflag[r] = 1;
+        S->rstack[S->nr++] = r;
+    }
+}
+
+static void push_head(struct sim *S, int64_t r, int q)
+{
+    const int64_t h = 2 * r + q;
+    if (!S->hflag[h]) {
+        S->hflag[h] = 1;
+        S->hstack[S->nh++] = h;
+    }
+}
+
+/* Messages [first, first + count) of rank r join stream q as one item. */
+static void enqueue(struct sim *S, int64_t r, int64_t first, int64_t count, int q)
+{
+    struct sim_rank *R = &S->rk[r];
+    const int64_t it = R->nitems++;
+    R->item_first[it] = first;
+    R->item_count[it] = count;
+    for (int64_t m = first; m < first + count; m++)
+        R->item_of[m] = it;
+    if (R->head[q] == R->tail[q])
+        push_head(S, r, q);
+    R->q[q][R->tail[q]++] = it;
+}
+
+/* p2p_end: the run's group joins the stream (GROUPED). */
+static void close_run(struct sim *S, int64_t r)
+{
+    struct sim_rank *R = &S->rk[r];
+    if (S->rules == OC_CUDA_P2P_GROUPED)
+        enqueue(S, r, R->run_first, R->next_m - R->run_first, 0);
+    R->run_first = -1;
+}
+
+/* Rank r's program goes as far as it can. */
+static void advance(struct sim *S, int64_t r)
+{
+    struct sim_rank *R = &S->rk[r];
+    while (R->pc < R->r->n) {
+        const struct oc_op *o = &R->r->ops[R->pc];
+        if (is_msg(o)) {
+            const int64_t m = R->next_m++;
+            OC_ASSERT(m < R->nm && R->op[m] == R->pc);
+            OC_ASSERT(o->peer >= 0 && o->peer < S->n && o->peer != r);
+            if (o->kind == OC_OP_SEND)
+                R->send_open++;
+            else
+                R->recv_open++;
+            if (R->run_first < 0)
+                R->run_first = m;
+            if (S->rules == OC_CUDA_P2P_DIRECTION)
+                enqueue(S, r, m, 1, sim_stream(S, r, o));
+            R->pc++;
+            continue;
+        }
+        if (o->kind == OC_OP_ALLOC || o->kind == OC_OP_FREE) {
+            R->pc++;
+            continue;
+        }
+        if (R->run_first >= 0)
+            close_run(S, r);
+        /* every open receive is of the run just ended: the program never
+         * passes the end of a run before its receives completed */
+        if (R->recv_open > 0)
+            return;
+        if (o->kind == OC_OP_WAIT && R->send_open > 0)
+            return;
+        R->pc++;
+    }
+    if (R->run_first >= 0)
+        close_run(S, r); /* the runner's p2p_end after the last op */
+}
+
+/* The first unpaired message of P's item it that is the partner of a
+ * message of `kind` of rank `from` (for a SEND: a RECV from `from`), or -1. */
+static int64_t partner_in(const struct sim_rank *P, int64_t it, int kind,
+                          int64_t from)
+{
+    const int want = kind == OC_OP_SEND ? OC_OP_RECV : OC_OP_SEND;
+    const int64_t end = P->item_first[it] + P->item_count[it];
+    for (int64_t k = P->item_first[it]; k < end; k++) {
+        const struct oc_op *o = msg_op(P, k);
+        if (!P->paired[k] && o->kind == want && o->peer == from)
+            return k;
+    }
+    return -1;
+}
+
+/* The first unpaired message of R's item it, or -1. */
+static int64_t first_unpaired(const struct sim_rank *R, int64_t it)
+{
+    const int64_t end = R->item_first[it] + R->item_count[it];
+    for (int64_t k = R->item_first[it]; k < end; k++)
+        if (!R->paired[k])
+            return k;
+    return -1;
+}
+
+/* Pairs what it can of the item heading rank r's stream q with the items
+ * heading the partners' streams; an item whose messages all paired leaves
+ * its stream (and the next one is looked at). The messages of one pair of
+ * ranks pair in their order: as many sends from A to B completed as
+ * receives of B from A, so the first unpaired of each side are partners. */
+static void examine(struct sim *S, int64_t r, int q)
+{
+    struct sim_rank *R = &S->rk[r];
+    while (R->head[q] < R->tail[q]) {
+        const int64_t it = R->q[q][R->head[q]];
+        const int64_t end = R->item_first[it] + R->item_count[it];
+        for (int64_t m = R->item_first[it]; m < end; m++) {
+            if (R->paired[m])
+                continue;
+            const struct oc_op *o = msg_op(R, m);
+            struct sim_rank *P = &S->rk[o->peer];
+            const int pq = sim_stream(S, r, o);
+            if (P->head[pq] == P->tail[pq])
+                continue;
+            const int64_t pit = P->q[pq][P->head[pq]];
+            const int64_t k = partner_in(P, pit, o->kind, r);
+            if (k < 0)
+                continue;
+            R->paired[m] = P->paired[k] = 1;
+            if (first_unpaired(P, pit) < 0)
+                push_head(S, o->peer, pq);
+        }
+        if (first_unpaired(R, it) >= 0)
+            return;
+        for (int64_t m = R->item_first[it]; m < end; m++) {
+            R->done[m] = 1;
+            if (msg_op(R, m)->kind == OC_OP_SEND)
+                R->send_open--;
+            else
+                R->recv_open--;
+        }
+        R->head[q]++;
+        push_rank(S, r);
+    }
+}
+
+static int finished(const struct sim_rank *R)
+{
+    for (int q = 0; q < PP_DIRS; q++)
+        if (R->head[q] != R->tail[q])
+            return 0;
+    return R->pc == R->r->n && R->run_first < 0;
+}
+
+static const char *stream_name(const struct sim *S, int q)
+{
+    if (S->rules == OC_CUDA_P2P_GROUPED)
+        return "pp";
+    return q == PP_UP ? "up" : "down";
+}
+
+/* "op 45 (SEND to rank 1)" */
+static void msg_text(const struct sim_rank *R, int64_t m, char *b, size_t n)
+{
+    const struct oc_op *o = msg_op(R, m);
+    snprintf(b, n, "op %lld (%s rank %lld)", (long long)R->op[m],
+             o->kind == OC_OP_SEND ? "SEND to" : "RECV from", (long long)o->peer);
+}
+
+/* A node of the report's walk: rank r's program (m = -1) or message m. */
+struct sim_node {
+    int64_t r, m;
+};
+
+/* What node a waits for (*next, next->r = -1 if none), and why, into b. */
+static void waits_for(const struct sim *S, struct sim_node a, struct sim_node *next,
+                      char *b, size_t n)
+{
+    const struct sim_rank *R = &S->rk[a.r];
+    char t1[80], t2[80];
+    next->r = a.r;
+    next->m = -1;
+    if (a.m < 0) {
+        /* the program: blocked at an op (the end of a run or a WAIT), or at
+         * the end of its list with messages left */
+        const int at_end = R->pc == R->r->n;
+        const int want = R->recv_open > 0 ? OC_OP_RECV : OC_OP_SEND;
+        int64_t j = 0;
+        while (j < R->nm && (R->done[j] || (!at_end && msg_op(R, j)->kind != want)))
+            j++;
+        OC_ASSERT(j < R->nm);
+        msg_text(R, j, t1, sizeof t1);
+        if (at_end)
+            snprintf(b, n, "rank %lld ended its list with %s not done",
+                     (long long)a.r, t1);
+        else if (want == OC_OP_RECV)
+            snprintf(b, n, "rank %lld cannot pass op %lld (the end of a p2p run) "
+                           "before %s completes", (long long)a.r, (long long)R->pc, t1);
+        else
+            snprintf(b, n, "rank %lld waits at op %lld (WAIT) for %s",
+                     (long long)a.r, (long long)R->pc, t1);
+        next->m = j;
+        return;
+    }
+    const struct oc_op *o = msg_op(R, a.m);
+    const int q = sim_stream(S, a.r, o);
+    OC_ASSERT(R->head[q] < R->tail[q] && !R->done[a.m]);
+    msg_text(R, a.m, t1, sizeof t1);
+    const int64_t hit = R->q[q][R->head[q]];
+    if (hit != R->item_of[a.m] || R->paired[a.m]) {
+        /* behind another item, or paired in a group that waits for more */
+        const int64_t k = first_unpaired(R, hit);
+        OC_ASSERT(k >= 0);
+        msg_text(R, k, t2, sizeof t2);
+        if (hit != R->item_of[a.m])
+            snprintf(b, n, "rank %lld's %s is behind %s on its %s stream",
+                     (long long)a.r, t1, t2, stream_name(S, q));
+        else
+            snprintf(b, n, "rank %lld's %s is in one NCCL group with %s",
+                     (long long)a.r, t1, t2);
+        next->m = k;
+        return;
+    }
+    /* the partner: P's message of this pair with the same ordinal */
+    const struct sim_rank *P = &S->rk[o->peer];
+    const int want = o->kind == OC_OP_SEND ? OC_OP_RECV : OC_OP_SEND;
+    const char *other = want == OC_OP_RECV ? "RECV" : "SEND";
+    int64_t nth = 0, k = -1;
+    for (int64_t j = 0; j < a.m; j++)
+        nth += msg_op(R, j)->kind == o->kind && msg_op(R, j)->peer == o->peer;
+    for (int64_t j = 0; j < P->next_m && k < 0; j++)
+        if (msg_op(P, j)->kind == want && msg_op(P, j)->peer == a.r && nth-- == 0)
+            k = j;
+    next->r = o->peer;
+    if (k >= 0) {
+        /* reached, so on its stream, behind the head there */
+        OC_ASSERT(P->head[q] < P->tail[q]);
+        const int64_t h = first_unpaired(P, P->q[q][P->head[q]]);
+        OC_ASSERT(h >= 0 && h != k);
+        msg_text(P, h, t2, sizeof t2);
+        snprintf(b, n, "rank %lld's %s needs its %s, but rank %lld's %s stream is "
+                       "at %s", (long long)a.r, t1, other, (long long)o->peer,
+                 stream_name(S, q), t2);
+        next->m = h;
+    } else if (P->pc < P->r->n) {
+        snprintf(b, n, "rank %lld's %s needs its %s, which rank %lld has not reached",
+                 (long long)a.r, t1, other, (long long)o->peer);
+    } else {
+        snprintf(b, n, "rank %lld's %s has no %s on rank %lld", (long long)a.r, t1,
+                 other, (long long)o->peer);
+        next->r = -1;
+    }
+}
+
+/* The deadlock's message: from rank `first`'s program, the waits up to the
+ * first node met twice; then that cycle alone (or the whole chain, if it
+ * ends at a message without partner). */
+static int report(struct sim *S, int64_t first, struct oc_status *st)
+{
+    int64_t total = S->n + 1;
+    for (int64_t r = 0; r < S->n; r++)
+        total += S->rk[r].nm;
+    struct sim_node *chain = oc_xmalloc((size_t)total * sizeof *chain);
+    int64_t len = 0, from = 0;
+    int cycle = 0;
+    struct sim_node a = {first, -1};
+    char why[OC_MSG_MAX];
+    for (;;) {
+        struct sim_rank *R = &S->rk[a.r];
+        const int seen = a.m < 0 ? R->program_seen : R->seen[a.m];
+        if (seen) {
+            while (chain[from].r != a.r || chain[from].m != a.m)
+                from++;
+            cycle = 1;
+            break;
+        }
+        if (a.m < 0)
+            R->program_seen = 1;
+        else
+            R->seen[a.m] = 1;
+        OC_ASSERT(len < total);
+        chain[len++] = a;
+        struct sim_node next;
+        waits_for(S, a, &next, why, sizeof why);
+        if (next.r < 0)
+            break;
+        a = next;
+    }
+    char msg[OC_MSG_MAX];
+    size_t used = (size_t)snprintf(msg, sizeof msg, "pipeline messages would "
+                                   "deadlock on the cuda backend (%s), a %s of waits: ",
+                                   S->rules == OC_CUDA_P2P_GROUPED
+                                       ? "one grouped stream"
+                                       : "direction streams",
+                                   cycle ? "cycle" : "chain");
+    for (int64_t i = from; i < len && used < sizeof msg; i++) {
+        struct sim_node next;
+        waits_for(S, chain[i], &next, why, sizeof why);
+        used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s",
+                                 i > from ? "; " : "", why);
+    }
+    if (used >= sizeof msg)
+        memcpy(msg + sizeof msg - 4, "...", 4);
+    free(chain);
+    return oc_fail(st, "%s", msg);
+}
+
+int oc_backend_cuda_check_p2p_deadlock(const struct oc_schedule *s,
+                                       enum oc_cuda_p2p_rules rules,
+                                       struct oc_status *st)
+{
+    OC_ASSERT(s && s->nranks >= 1);
+    struct sim S;
+    memset(&S, 0, sizeof S);
+    S.rules = rules;
+    S.n = s->nranks;
+    S.rk = oc_xcalloc((size_t)S.n, sizeof *S.rk);
+    S.rstack = oc_xmalloc((size_t)S.n * sizeof *S.rstack);
+    S.rflag = oc_xcalloc((size_t)S.n, 1);
+    S.hstack = oc_xmalloc((size_t)(2 * S.n) * sizeof *S.hstack);
+    S.hflag = oc_xcalloc((size_t)(2 * S.n), 1);
+    for (int64_t r = 0; r < S.n; r++) {
+        struct sim_rank *R = &S.rk[r];
+        R->r = &s->ranks[r];
+        for (int64_t i = 0; i < R->r->n; i++)
+            R->nm += is_msg(&R->r->ops[i]);
+        const size_t cap = (size_t)(R->nm > 0 ? R->nm : 1);
+        /* op, item_of, item_first, item_count, q[0], q[1]: one block */
+        int64_t *w = oc_xmalloc(6 * cap * sizeof *w);
+        R->op = w;
+        R->item_of = w + cap;
+        R->item_first = w + 2 * cap;
+        R->item_count = w + 3 * cap;
+        R->q[0] = w + 4 * cap;
+        R->q[1] = w + 5 * cap;
+        uint8_t *f = oc_xcalloc(3 * cap, 1); /* paired, done, seen */
+        R->paired = f;
+        R->done = f + cap;
+        R->seen = f + 2 * cap;
+        int64_t m = 0;
+        for (int64_t i = 0; i < R->r->n; i++)
+            if (is_msg(&R->r->ops[i])) {
+                R->item_of[m] = -1;
+                R->op[m++] = i;
+            }
+        R->run_first = -1;
+        push_rank(&S, r);
+    }
+    while (S.nr > 0 || S.nh > 0) {
+        if (S.nr > 0) {
+            const int64_t r = S.rstack[--S.nr];
+            S.rflag[r] = 0;
+            advance(&S, r);
+        } else {
+            const int64_t h = S.hstack[--S.nh];
+            S.hflag[h] = 0;
+            examine(&S, h / 2, (int)(h % 2));
+        }
+    }
+    int64_t stuck = -1;
+    for (int64_t r = 0; r < S.n && stuck < 0; r++)
+        if (!finished(&S.rk[r]))
+            stuck = r;
+    int rc = stuck >= 0 ? report(&S, stuck, st) : 0;
+    for (int64_t r = 0; r < S.n; r++) {
+        free(S.rk[r].paired);
+        free(S.rk[r].op);
+    }
+    free(S.hflag);
+    free(S.hstack);
+    free(S.rflag);
+    free(S.rstack);
+    free(S.rk);
+    return rc;
+}
+
 int oc_backend_cuda_check_p2p_order(const struct oc_schedule *s,
                                     struct oc_status *st)
 {
@@ -1146,5 +1602,8 @@ int oc_backend_cuda_check_p2p_order(const struct oc_schedule *s,
         }
     }
     free(peers);
+    /* paired in order: can they all complete on the direction streams? */
+    if (rc == 0)
+        rc = oc_backend_cuda_check_p2p_deadlock(s, OC_CUDA_P2P_DIRECTION, st);
     return rc;
 }

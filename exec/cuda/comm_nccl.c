@@ -47,13 +47,17 @@ static void pace(double waited_s, long *sleep_ns)
     nanosleep(&ts, NULL);
 }
 
+/* The most communicators a rank holds: world and its five splits. */
+#define MAX_COMMS 6
+
 /* The communicators that exist, children first (the order of abort and
  * tear-down), world last; returns how many. */
-static int all_comms(const struct oc_nccl *n, ncclComm_t out[4])
+static int all_comms(const struct oc_nccl *n, ncclComm_t out[MAX_COMMS])
 {
-    const ncclComm_t all[4] = {n->embed, n->dp, n->tp, n->world};
+    const ncclComm_t all[MAX_COMMS] = {n->down, n->up, n->embed, n->dp, n->tp,
+                                       n->world};
     int k = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < MAX_COMMS; i++)
         if (all[i] != NULL)
             out[k++] = all[i];
     return k;
@@ -61,7 +65,8 @@ static int all_comms(const struct oc_nccl *n, ncclComm_t out[4])
 
 void oc_nccl_abort(struct oc_nccl *n)
 {
-    ncclComm_t *slots[] = {&n->embed, &n->dp, &n->tp, &n->world};
+    ncclComm_t *slots[MAX_COMMS] = {&n->down, &n->up, &n->embed, &n->dp, &n->tp,
+                                    &n->world};
     for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++)
         if (*slots[i] != NULL) {
             /* Blocking, and the handle is gone after it: nothing to poll. */
@@ -137,7 +142,7 @@ int oc_nccl_check(struct oc_nccl *n, ncclResult_t rc, const char *what,
         return 0;
     if (rc != ncclInProgress)
         return nccl_failed(n, rc, n->world, what, st);
-    ncclComm_t comms[4];
+    ncclComm_t comms[MAX_COMMS];
     int k = all_comms(n, comms);
     return settle(n, comms, k, what, st);
 }
@@ -157,7 +162,7 @@ int oc_nccl_wait_event(struct oc_nccl *n, cudaEvent_t ev, struct oc_status *st)
          * it the same way). */
         (void)cudaGetLastError();
         /* A peer's failure shows as an async error before the deadline. */
-        ncclComm_t comms[4];
+        ncclComm_t comms[MAX_COMMS];
         int k = all_comms(n, comms);
         for (int i = 0; i < k; i++) {
             ncclResult_t s = comm_state(comms[i]);
@@ -295,6 +300,36 @@ static int split(struct oc_nccl *n, const struct oc_layout *l, enum oc_group g,
     return 0;
 }
 
+/* One copy of world for pipeline messages: every rank in (colour 0), key
+ * the world rank, so that the copy's ranks are world ranks. A copy per
+ * direction and not world itself, so that the two directions share no
+ * NCCL state: a communicator's operations are taken in the order they were
+ * issued, whatever their streams, which would bring back the one queue
+ * that deadlocked (backend_cuda.c). PyTorch's ProcessGroupNCCL does the
+ * like for send / recv (a communicator per pair of ranks). The NCCL user
+ * guide ("Using multiple NCCL communicators concurrently") warns that
+ * operations of several communicators in flight at once rely on their
+ * kernels fitting on the GPU together; the TP, DP and pipeline streams
+ * rely on that already. */
+static int split_p2p(struct oc_nccl *n, ncclComm_t *out, const char *call,
+                     struct oc_status *st)
+{
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    ncclResult_t rc = ncclCommSplit(n->world, 0, n->ctl->rank, out, &config);
+    if (rc != ncclSuccess && rc != ncclInProgress)
+        return nccl_failed(n, rc, n->world, call, st);
+    /* as in split(): the parent's job first, then the child's own init */
+    if (settle(n, &n->world, 1, call, st) != 0)
+        return -1;
+    if (*out == NULL) {
+        oc_fail(st, "NCCL: rank %d: %s made no communicator", n->ctl->rank, call);
+        oc_nccl_abort(n);
+        return -1;
+    }
+    return settle(n, out, 1, call, st);
+}
+
 int oc_nccl_init(struct oc_nccl *n, struct oc_ctl *ctl, const struct oc_layout *l,
                  struct oc_status *st)
 {
@@ -318,6 +353,12 @@ int oc_nccl_init(struct oc_nccl *n, struct oc_ctl *ctl, const struct oc_layout *
         split(n, l, OC_GROUP_DP, &n->dp, &n->dp_size, st) != 0 ||
         split(n, l, OC_GROUP_EMBED, &n->embed, &n->embed_size, st) != 0)
         return -1;
+    /* every rank together (the size is the job's) */
+    if (ctl->size > 1 &&
+        (split_p2p(n, &n->up, "ncclCommSplit of the upward pipeline copy", st) != 0 ||
+         split_p2p(n, &n->down, "ncclCommSplit of the downward pipeline copy",
+                   st) != 0))
+        return -1;
     return 0;
 }
 
@@ -329,7 +370,7 @@ void oc_nccl_free(struct oc_nccl *n)
          * timeout here is not the job's: ctl->timed_out is left alone. */
         int timed_out = n->ctl->timed_out;
         struct oc_status ignored;
-        ncclComm_t comms[4];
+        ncclComm_t comms[MAX_COMMS];
         int k = all_comms(n, comms);
         int rc = 0;
         for (int i = 0; i < k && rc == 0; i++) {
@@ -344,7 +385,7 @@ void oc_nccl_free(struct oc_nccl *n)
             for (int i = 0; i < k; i++)
                 (void)ncclCommDestroy(comms[i]);
     }
-    n->world = n->tp = n->dp = n->embed = NULL;
+    n->world = n->tp = n->dp = n->embed = n->up = n->down = NULL;
 }
 
 ncclComm_t oc_nccl_of(const struct oc_nccl *n, enum oc_group g)
@@ -355,6 +396,12 @@ ncclComm_t oc_nccl_of(const struct oc_nccl *n, enum oc_group g)
     case OC_GROUP_EMBED: return n->embed;
     default: return NULL;
     }
+}
+
+ncclComm_t oc_nccl_p2p_of(const struct oc_nccl *n, int64_t from, int64_t to)
+{
+    OC_ASSERT(from != to && (from == n->ctl->rank || to == n->ctl->rank));
+    return from < to ? n->up : n->down;
 }
 
 size_t oc_nccl_count(int64_t n)

@@ -18,7 +18,12 @@
  * oc_schedule_group's lists (schedule.h); each is one ncclCommSplit of the
  * world communicator (colour: the smallest member's world rank, key: the
  * position in the list; NCCL_SPLIT_NOCOLOR where not a member). Pipeline
- * messages go over `world` with world ranks (ncclSend / ncclRecv).
+ * messages (ncclSend / ncclRecv) go over two more copies of world, split
+ * with one colour and key = world rank (so their ranks are world ranks):
+ * `up` for a message to a higher world rank, `down` to a lower one
+ * (oc_nccl_p2p_of); the cuda backend gives each its own stream, so that
+ * messages of one direction never queue behind those of the other
+ * (backend_cuda.c's file comment says why that matters).
  *
  * Non-blocking communicators: every NCCL call may return ncclInProgress;
  * the calls here poll ncclCommGetAsyncError until ncclSuccess, an error,
@@ -45,8 +50,10 @@
 struct oc_nccl {
     struct oc_ctl *ctl;
     int device;                 /* the GPU of this rank */
-    ncclComm_t world;           /* every rank (pipeline messages) */
+    ncclComm_t world;           /* every rank (the parent of the others) */
     ncclComm_t tp, dp, embed;   /* NULL where not a member or size 1 */
+    ncclComm_t up, down;        /* copies of world for pipeline messages to a
+                                   higher / lower world rank; NULL if 1 rank */
     int tp_size, dp_size, embed_size; /* 0 where not a member */
     int aborted;
 };
@@ -58,6 +65,9 @@ void oc_nccl_free(struct oc_nccl *n);
 
 /* The communicator of a schedule group (NULL if not a member). */
 ncclComm_t oc_nccl_of(const struct oc_nccl *n, enum oc_group g);
+/* The communicator of a pipeline message from world rank `from` to world
+ * rank `to` (one of them this rank): up if from < to, else down. */
+ncclComm_t oc_nccl_p2p_of(const struct oc_nccl *n, int64_t from, int64_t to);
 
 /* Checks an NCCL call's result: ncclSuccess -> 0; ncclInProgress -> polls
  * the async error of every communicator until done or the deadline; an
