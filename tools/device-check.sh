@@ -15,8 +15,8 @@
 #   kernels     .device/bin/kernels_gpu: every kernel against its CPU
 #               reference; if the bundle's binary cannot load, kernels/ is
 #               built here instead (cmake + nvcc only)
-#   memcheck,   compute-sanitizer on the kernel tests and on two steps of
-#   racecheck   the cuda executor (tiny model), where the runtime allows it
+#   memcheck    compute-sanitizer on the kernel tests and on two steps of
+#               the cuda executor (tiny model), where the runtime allows it
 #   losses      the tiny model, tp1-pp1-dp1, 10 steps with the cpu backend
 #               (fp32, the reference), the cuda backend in fp32 and in bf16:
 #               fp32 within 1e-4 relative of the cpu losses at every step,
@@ -32,7 +32,10 @@
 #               mfu run with `ocsim simulate` on it and runs `ocsim compare`)
 #
 # Environment: OUT=dir (the device tool's output folder: results there),
-#   OC_SANITIZE=0 skips compute-sanitizer, OC_QUICK=1 skips mfu and calibrate.
+#   OC_SANITIZE=0 skips compute-sanitizer, OC_RACECHECK=1 adds racecheck of
+#   the kernels (minutes), OC_QUICK=1 skips mfu and calibrate.
+# Device run: run(command="bash tools/device-check.sh", carry=[".device"],
+#   timeout_s=540); the results come back as device-results.tar.gz.
 # Exit status: 0 when every step passed, 1 otherwise.
 set -uo pipefail
 
@@ -90,12 +93,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 # dir_of NAME: the folder of the first library file NAME* found
 dir_of() {
     local f
-    for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib \
              /usr/lib/x86_64-linux-gnu /usr/local/lib; do
         f=$(ls "$d/$1"* 2>/dev/null | head -n 1)
         [ -n "$f" ] && { dirname "$f"; return 0; }
     done
-    f=$(find / -xdev -name "$1*" -path '*nvidia*' 2>/dev/null | head -n 1)
+    f=$(find /opt /usr /root -xdev -name "$1*" -path '*nvidia*' 2>/dev/null | head -n 1)
     [ -n "$f" ] && { dirname "$f"; return 0; }
     return 1
 }
@@ -130,7 +133,7 @@ sanitize() {
     local tool=$1 out=$work/sanitize-$1-$RANDOM.log rc=0 t0=$SECONDS
     shift
     say "== $tool: compute-sanitizer --tool $tool $*"
-    timeout 240 compute-sanitizer --tool "$tool" --error-exitcode 1 "$@" >"$out" 2>&1 || rc=$?
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 1 "$@" >"$out" 2>&1 || rc=$?
     cat "$out" >>"$log"
     if [ "$rc" -eq 0 ]; then
         say "== $tool: ok ($((SECONDS - t0)) s)"
@@ -147,7 +150,8 @@ common=(--model tiny --layout tp1-pp1-dp1 --global-batch 8 --micro-batch 2 --seq
         --topology h200-node --timeout 120)
 if [ "${OC_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     sanitize memcheck "$kern"
-    sanitize racecheck "$kern"
+    # racecheck of the attention kernels takes minutes: on request
+    [ "${OC_RACECHECK:-0}" = 1 ] && sanitize racecheck "$kern"
     sanitize memcheck "$exe" --backend cuda "${common[@]}" --steps 2 --out "$work/san-exec"
 fi
 
