@@ -16,6 +16,8 @@
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES, _SC_LEVEL3_CACHE_SIZE) */
 #include "calibrate.h"
 
+#include "calib_plan.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -23,11 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "closed_form.h" /* oc_busbw_allreduce */
-#include "cost.h"        /* oc_cost_sched_flops */
 #include "data.h"
 #include "gpt.h"
-#include "layout.h"
 #include "params.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -51,29 +50,13 @@ static int mpi_fail(struct oc_status *st, int rc, const char *what, const char *
             return mpi_fail(st, rc_, #call, __FILE__, __LINE__);               \
     } while (0)
 
-static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
-
-/* Iterations for a message of `bytes`: about 64 MiB moved per size, at
- * least 5 and at most 1000 calls. */
-static int iters_for(int64_t bytes)
-{
-    double n = 64.0 * MIB / (double)bytes;
-    return n < 5 ? 5 : n > 1000 ? 1000 : (int)n;
-}
-
 /* ------------------------------------------------------------------ */
 /* This machine                                                         */
 
 static void machine_info(struct oc_calib_measured *m, int ranks)
 {
     m->ranks = ranks;
-    if (gethostname(m->host, sizeof m->host) != 0)
-        snprintf(m->host, sizeof m->host, "unknown host");
-    m->host[sizeof m->host - 1] = '\0';
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm))
-        strftime(m->date, sizeof m->date, "%Y-%m-%d %H:%M UTC", &tm);
+    oc_calib_host_date(m);
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (f) {
         char line[512];
@@ -137,27 +120,19 @@ static int reduce3(MPI_Comm comm, double v, double *sum, double *lo, double *hi,
 /* ------------------------------------------------------------------ */
 /* GEMM                                                                 */
 
-/* One linear layer of a TP shard: out (N x OC) = inp (N x IC) w^T, w (OC x IC). */
-struct lin {
-    const char *name;
-    int64_t N, IC, OC;
-};
-
 /* The three cblas_sgemm calls exec/gpt.c makes for a linear layer
- * (matmul forward, and backward: dinp = dout w, dw += dout^T inp). */
-enum { G_FWD, G_DINP, G_DW, G_NCALLS };
-static const char *const call_names[G_NCALLS] = {"fwd", "dgrad", "wgrad"};
-
-static void sgemm_call(int call, const struct lin *l, float *inp, float *w, float *out,
-                       float *dinp, float *dw)
+ * (calib_plan.h: matmul forward, and backward: dinp = dout w, dw +=
+ * dout^T inp). */
+static void sgemm_call(int call, const struct oc_calib_lin *l, float *inp, float *w,
+                       float *out, float *dinp, float *dw)
 {
     const int N = (int)l->N, IC = (int)l->IC, OC = (int)l->OC;
     switch (call) {
-    case G_FWD:
+    case OC_CALIB_G_FWD:
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC,
                     w, IC, 0.0f, out, OC);
         break;
-    case G_DINP:
+    case OC_CALIB_G_DINP:
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, out,
                     OC, w, IC, 0.0f, dinp, IC);
         break;
@@ -182,35 +157,20 @@ static int measure_gemm(const struct oc_exec_calib_opts *o, MPI_Comm comm, int r
 {
     const struct oc_model *md = o->model;
     const int64_t t = o->tp, T = o->micro_batch * o->seq;
-    const int64_t hd = oc_model_head_dim(md);
-    const int64_t a = ceil_div(md->num_attention_heads, t);
-    const int64_t k = ceil_div(md->num_key_value_heads, t);
-    const int64_t f = ceil_div(md->intermediate_size, t);
-    const int64_t h = md->hidden_size;
-    /* One TP shard, Megatron-LM's split as core/cost.c counts it. */
-    const struct lin lins[] = {
-        {"qkv", T, h, (a + 2 * k) * hd},
-        {"proj", T, a * hd, h},
-        {"mlp_up", T, h, (md->gated_mlp ? 2 : 1) * f},
-        {"mlp_down", T, f, h},
-    };
-    const int nl = (int)(sizeof lins / sizeof lins[0]);
-    int64_t max_in = 0, max_w = 0, max_out = 0;
-    for (int i = 0; i < nl; i++) {
-        const struct lin *l = &lins[i];
-        if (l->N * l->IC > max_in) max_in = l->N * l->IC;
-        if (l->OC * l->IC > max_w) max_w = l->OC * l->IC;
-        if (l->N * l->OC > max_out) max_out = l->N * l->OC;
-    }
+    struct oc_calib_lin lins[OC_CALIB_NLINS];
+    oc_calib_gemm_shapes(md, t, T, lins);
+    const int nl = OC_CALIB_NLINS;
+    int64_t max_in, max_w, max_out;
+    oc_calib_gemm_max(lins, nl, &max_in, &max_w, &max_out);
     float *inp = filled(max_in), *w = filled(max_w), *out = filled(max_out);
     float *dinp = filled(max_in), *dw = filled(max_w);
 
-    double best[4][G_NCALLS], flops_all = 0, time_all = 0;
+    double best[OC_CALIB_NLINS][OC_CALIB_G_NCALLS], flops_all = 0, time_all = 0;
     int rc = 0;
     for (int i = 0; i < nl && rc == 0; i++) {
-        const struct lin *l = &lins[i];
-        const double flops = 2.0 * (double)l->N * (double)l->IC * (double)l->OC;
-        for (int c = 0; c < G_NCALLS && rc == 0; c++) {
+        const struct oc_calib_lin *l = &lins[i];
+        const double flops = oc_calib_lin_flops(l);
+        for (int c = 0; c < OC_CALIB_G_NCALLS && rc == 0; c++) {
             sgemm_call(c, l, inp, w, out, dinp, dw); /* warm-up: pages, threads */
             best[i][c] = INFINITY;
             for (int r = 0; r < o->repeats; r++) {
@@ -244,13 +204,13 @@ static int measure_gemm(const struct oc_exec_calib_opts *o, MPI_Comm comm, int r
              md->name, (long long)t, (long long)T, o->repeats);
 
     /* Per-call rates, mean over ranks, for the table. */
-    double per[4 * G_NCALLS], per_sum[4 * G_NCALLS];
+    const int ng = OC_CALIB_G_NCALLS;
+    double per[OC_CALIB_NLINS * OC_CALIB_G_NCALLS];
+    double per_sum[OC_CALIB_NLINS * OC_CALIB_G_NCALLS];
     for (int i = 0; i < nl; i++)
-        for (int c = 0; c < G_NCALLS; c++)
-            per[i * G_NCALLS + c] =
-                2.0 * (double)lins[i].N * (double)lins[i].IC * (double)lins[i].OC /
-                best[i][c];
-    MPI_CHECK(MPI_Allreduce(per, per_sum, nl * G_NCALLS, MPI_DOUBLE, MPI_SUM, comm));
+        for (int c = 0; c < ng; c++)
+            per[i * ng + c] = oc_calib_lin_flops(&lins[i]) / best[i][c];
+    MPI_CHECK(MPI_Allreduce(per, per_sum, nl * ng, MPI_DOUBLE, MPI_SUM, comm));
     if (rank == 0 && o->log) {
         fprintf(o->log,
                 "# GEMM: fp32 cblas_sgemm, one TP shard of %s (t=%lld, T=%lld rows), "
@@ -259,15 +219,14 @@ static int measure_gemm(const struct oc_exec_calib_opts *o, MPI_Comm comm, int r
                 md->name, (long long)t, (long long)T, o->repeats, nranks, "gemm", "call",
                 "M", "N", "K", "time_us", "GFLOP/s");
         for (int i = 0; i < nl; i++)
-            for (int c = 0; c < G_NCALLS; c++) {
+            for (int c = 0; c < ng; c++) {
                 /* (M, N, K) of the call as cblas sees it. */
-                const struct lin *l = &lins[i];
-                int64_t M = c == G_DW ? l->OC : l->N;
-                int64_t N = c == G_FWD ? l->OC : l->IC;
-                int64_t K = c == G_FWD ? l->IC : c == G_DINP ? l->OC : l->N;
+                const struct oc_calib_lin *l = &lins[i];
+                int64_t M, N, K;
+                oc_calib_gemm_mnk(l, c, &M, &N, &K);
                 fprintf(o->log, " %9s %6s %8lld %8lld %8lld %10.2f %10.2f\n", l->name,
-                        call_names[c], (long long)M, (long long)N, (long long)K,
-                        best[i][c] * 1e6, per_sum[i * G_NCALLS + c] / nranks / 1e9);
+                        oc_calib_call_names[c], (long long)M, (long long)N, (long long)K,
+                        best[i][c] * 1e6, per_sum[i * ng + c] / nranks / 1e9);
             }
         fprintf(o->log, "# GEMM rate: %.3f GFLOP/s per rank (ranks %.3f .. %.3f)\n#\n",
                 m->gemm_flops / 1e9, lo / 1e9, hi / 1e9);
@@ -346,49 +305,9 @@ static int measure_memory(const struct oc_exec_calib_opts *o, MPI_Comm comm, int
 /* ------------------------------------------------------------------ */
 /* The executor's parts at the model's shapes                           */
 
-/* What is timed, in the order one repeat runs it: one micro-batch forward
- * and backward through every layer of one TP shard, as the runner does
- * (exec/runner.c): embedding, per layer attention then MLP, the head
- * forward and backward, per layer (last first) MLP backward, the
- * selective recompute of the attention scores and attention backward,
- * the embedding backward, then AdamW over the shard's arena. */
-enum {
-    PT_EMBED_FWD,
-    PT_ATTN_FWD,
-    PT_MLP_FWD,
-    PT_HEAD_FWD,
-    PT_HEAD_BWD,
-    PT_MLP_BWD,
-    PT_ATTN_RECOMPUTE,
-    PT_ATTN_BWD,
-    PT_EMBED_BWD,
-    PT_ADAMW,
-    PT_COUNT
-};
-static const char *const pt_names[PT_COUNT] = {
-    "embed_fwd", "attn_fwd", "mlp_fwd", "head_fwd", "head_bwd",
-    "mlp_bwd", "attn_recompute", "attn_bwd", "embed_bwd", "adamw",
-};
-
-/* Repeats: at least o->repeats, more while they fit in this many seconds
- * (a small model's repeat takes milliseconds; its median needs more). */
-#define PT_BUDGET_S 2.0
-#define PT_MAX_REPEATS 101
-
-/* A part in step mode (gpt.h, "Communication") with its TP all-reduces
- * left out: the network model prices those as their own ops. */
-#define RUN_PART(expr)                                                         \
-    do {                                                                       \
-        memset(&call, 0, sizeof call);                                         \
-        while ((expr) == OC_GPT_REDUCE) {                                      \
-        }                                                                      \
-    } while (0)
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+/* What is timed and in which order: calib_plan.h (OC_PT_*), a part in
+ * step mode with its TP all-reduces left out (OC_CALIB_RUN_PART). */
+#define RUN_PART(expr) OC_CALIB_RUN_PART(call, expr)
 
 /* The buffers of one shard's forward and backward, every layer's
  * activations kept (the scores of the selective recompute are rebuilt in
@@ -484,7 +403,7 @@ static int pt_init(struct pt_bufs *b, const struct oc_exec_calib_opts *o, int ra
 }
 
 /* One repeat: the seconds of each part, summed over the layers. */
-static void pt_repeat(struct pt_bufs *b, int64_t step, double sec[PT_COUNT])
+static void pt_repeat(struct pt_bufs *b, int64_t step, double sec[OC_PT_COUNT])
 {
     const struct oc_gpt_dims *d = &b->d;
     const int64_t N = d->B * d->T, C = d->C, L = b->L;
@@ -493,7 +412,7 @@ static void pt_repeat(struct pt_bufs *b, int64_t step, double sec[PT_COUNT])
     const float grad_scale = 1.0f / (float)N;
     struct oc_gpt_call call;
     double t;
-    memset(sec, 0, PT_COUNT * sizeof *sec);
+    memset(sec, 0, OC_PT_COUNT * sizeof *sec);
     oc_params_zero_grad(&b->p);
 #define TIMED(k, expr)                                                         \
     do {                                                                       \
@@ -501,40 +420,27 @@ static void pt_repeat(struct pt_bufs *b, int64_t step, double sec[PT_COUNT])
         expr;                                                                  \
         sec[k] += MPI_Wtime() - t;                                             \
     } while (0)
-    TIMED(PT_EMBED_FWD, RUN_PART(oc_gpt_embed_fwd(&call, d, &b->p, b->tok, b->x)));
+    TIMED(OC_PT_EMBED_FWD, RUN_PART(oc_gpt_embed_fwd(&call, d, &b->p, b->tok, b->x)));
     for (int64_t l = 0; l < L; l++) {
-        TIMED(PT_ATTN_FWD, RUN_PART(oc_gpt_attn_fwd(&call, d, &b->p, l, &b->aa[l],
-                                                    b->x + (2 * l + 1) * N * C)));
-        TIMED(PT_MLP_FWD, RUN_PART(oc_gpt_mlp_fwd(&call, d, &b->p, l, &b->ma[l],
-                                                  b->x + (2 * l + 2) * N * C)));
+        TIMED(OC_PT_ATTN_FWD, RUN_PART(oc_gpt_attn_fwd(&call, d, &b->p, l, &b->aa[l],
+                                                       b->x + (2 * l + 1) * N * C)));
+        TIMED(OC_PT_MLP_FWD, RUN_PART(oc_gpt_mlp_fwd(&call, d, &b->p, l, &b->ma[l],
+                                                     b->x + (2 * l + 2) * N * C)));
     }
-    TIMED(PT_HEAD_FWD, RUN_PART(oc_gpt_head_fwd(&call, d, &b->p, &b->ha, b->tgt, b->losses)));
-    TIMED(PT_HEAD_BWD, RUN_PART(oc_gpt_head_bwd(&call, d, &b->p, &b->ha, b->tgt,
-                                                grad_scale, b->gs, b->work)));
+    TIMED(OC_PT_HEAD_FWD,
+          RUN_PART(oc_gpt_head_fwd(&call, d, &b->p, &b->ha, b->tgt, b->losses)));
+    TIMED(OC_PT_HEAD_BWD, RUN_PART(oc_gpt_head_bwd(&call, d, &b->p, &b->ha, b->tgt,
+                                                   grad_scale, b->gs, b->work)));
     for (int64_t l = L - 1; l >= 0; l--) {
-        TIMED(PT_MLP_BWD, RUN_PART(oc_gpt_mlp_bwd(&call, d, &b->p, l, &b->ma[l], b->gs,
-                                                  b->gs, b->work)));
-        TIMED(PT_ATTN_RECOMPUTE, oc_gpt_attn_scores(d, &b->aa[l]));
-        TIMED(PT_ATTN_BWD, RUN_PART(oc_gpt_attn_bwd(&call, d, &b->p, l, &b->aa[l], b->gs,
-                                                    b->gs, b->work)));
+        TIMED(OC_PT_MLP_BWD, RUN_PART(oc_gpt_mlp_bwd(&call, d, &b->p, l, &b->ma[l], b->gs,
+                                                     b->gs, b->work)));
+        TIMED(OC_PT_ATTN_RECOMPUTE, oc_gpt_attn_scores(d, &b->aa[l]));
+        TIMED(OC_PT_ATTN_BWD, RUN_PART(oc_gpt_attn_bwd(&call, d, &b->p, l, &b->aa[l], b->gs,
+                                                       b->gs, b->work)));
     }
-    TIMED(PT_EMBED_BWD, RUN_PART(oc_gpt_embed_bwd(&call, d, &b->p, b->tok, b->gs)));
-    TIMED(PT_ADAMW, oc_params_adamw(&b->p, &hyper, step, 0, b->p.n));
+    TIMED(OC_PT_EMBED_BWD, RUN_PART(oc_gpt_embed_bwd(&call, d, &b->p, b->tok, b->gs)));
+    TIMED(OC_PT_ADAMW, oc_params_adamw(&b->p, &hyper, step, 0, b->p.n));
 #undef TIMED
-}
-
-/* The layout the rates are counted for: the calibration's shapes. */
-static struct oc_layout pt_layout(const struct oc_exec_calib_opts *o,
-                                  enum oc_recompute rc)
-{
-    struct oc_layout l;
-    oc_layout_default(&l);
-    l.tp = o->tp;
-    l.micro_batch = o->micro_batch;
-    l.seq_length = o->seq;
-    l.sequence_parallel = 0;
-    l.recompute = rc;
-    return l;
 }
 
 static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank,
@@ -553,20 +459,19 @@ static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int 
     }
     /* A warm-up repeat (pages, caches), then as many as the budget holds,
      * the count decided on rank 0 so that the ranks repeat together. */
-    double sec[PT_COUNT], total = 0;
+    double sec[OC_PT_COUNT], total = 0;
     int rc = MPI_Barrier(comm);
     double t0 = MPI_Wtime();
     pt_repeat(&b, 1, sec);
     double warm = MPI_Wtime() - t0;
-    int n = (int)(PT_BUDGET_S / (warm > 1e-6 ? warm : 1e-6));
-    n = n < o->repeats ? o->repeats : n > PT_MAX_REPEATS ? PT_MAX_REPEATS : n;
+    int n = oc_calib_parts_repeats(warm, o->repeats);
     if (rc == MPI_SUCCESS)
         rc = MPI_Bcast(&n, 1, MPI_INT, 0, comm);
-    double *all = oc_xcalloc((size_t)n * PT_COUNT, sizeof *all);
+    double *all = oc_xcalloc((size_t)n * OC_PT_COUNT, sizeof *all);
     for (int r = 0; r < n && rc == MPI_SUCCESS; r++) {
         rc = MPI_Barrier(comm);
         pt_repeat(&b, r + 2, sec);
-        for (int k = 0; k < PT_COUNT; k++)
+        for (int k = 0; k < OC_PT_COUNT; k++)
             all[k * n + r] = sec[k];
     }
     const int64_t L = b.L, params = b.p.n;
@@ -577,57 +482,19 @@ static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int 
     }
     /* The median repeat of each part on this rank (the run's typical
      * time, not its best), then the mean over ranks. */
-    double med[PT_COUNT], mean[PT_COUNT], lo[PT_COUNT], hi[PT_COUNT];
-    for (int k = 0; k < PT_COUNT; k++) {
-        qsort(all + k * n, (size_t)n, sizeof *all, cmp_double);
-        med[k] = n % 2 ? all[k * n + n / 2]
-                       : 0.5 * (all[k * n + n / 2 - 1] + all[k * n + n / 2]);
-        total += med[k];
-    }
+    double med[OC_PT_COUNT], mean[OC_PT_COUNT], lo[OC_PT_COUNT], hi[OC_PT_COUNT];
+    total = oc_calib_parts_median(all, n, med);
     free(all);
-    MPI_CHECK(MPI_Allreduce(med, mean, PT_COUNT, MPI_DOUBLE, MPI_SUM, comm));
-    MPI_CHECK(MPI_Allreduce(med, lo, PT_COUNT, MPI_DOUBLE, MPI_MIN, comm));
-    MPI_CHECK(MPI_Allreduce(med, hi, PT_COUNT, MPI_DOUBLE, MPI_MAX, comm));
-    for (int k = 0; k < PT_COUNT; k++)
+    MPI_CHECK(MPI_Allreduce(med, mean, OC_PT_COUNT, MPI_DOUBLE, MPI_SUM, comm));
+    MPI_CHECK(MPI_Allreduce(med, lo, OC_PT_COUNT, MPI_DOUBLE, MPI_MIN, comm));
+    MPI_CHECK(MPI_Allreduce(med, hi, OC_PT_COUNT, MPI_DOUBLE, MPI_MAX, comm));
+    for (int k = 0; k < OC_PT_COUNT; k++)
         mean[k] /= nranks;
 
-    /* Seconds of one call: layer parts run L times per repeat. */
-    double call_s[PT_COUNT], flops[PT_COUNT];
-    const struct oc_layout lf = pt_layout(o, OC_RECOMPUTE_SELECTIVE);
-    static const struct {
-        int pt;
-        enum oc_part part;
-        enum oc_phase phase;
-        int layered;
-        int key; /* enum oc_calib_part, -1: none */
-    } map[PT_COUNT] = {
-        {PT_EMBED_FWD, OC_PART_EMBED, OC_PHASE_FWD, 0, -1},
-        {PT_ATTN_FWD, OC_PART_ATTN, OC_PHASE_FWD, 1, OC_CALIB_ATTN_FWD},
-        {PT_MLP_FWD, OC_PART_MLP, OC_PHASE_FWD, 1, OC_CALIB_MLP_FWD},
-        {PT_HEAD_FWD, OC_PART_HEAD, OC_PHASE_FWD, 0, OC_CALIB_HEAD_FWD},
-        {PT_HEAD_BWD, OC_PART_HEAD, OC_PHASE_BWD, 0, OC_CALIB_HEAD_BWD},
-        {PT_MLP_BWD, OC_PART_MLP, OC_PHASE_BWD, 1, OC_CALIB_MLP_BWD},
-        {PT_ATTN_RECOMPUTE, OC_PART_ATTN, OC_PHASE_RECOMPUTE, 1, OC_CALIB_ATTN_RECOMPUTE},
-        {PT_ATTN_BWD, OC_PART_ATTN, OC_PHASE_BWD, 1, OC_CALIB_ATTN_BWD},
-        {PT_EMBED_BWD, OC_PART_EMBED, OC_PHASE_BWD, 0, -1},
-        {PT_ADAMW, OC_PART_ALL, OC_PHASE_OPTIMIZER, 0, -1},
-    };
-    const double tokens = (double)(o->micro_batch * o->seq);
-    for (int k = 0; k < PT_COUNT; k++) {
-        OC_ASSERT(map[k].pt == k);
-        call_s[k] = mean[k] / (map[k].layered ? (double)L : 1.0);
-        /* The FLOPs the schedule gives the op (cost.h), so that the cost
-         * model's FLOPs / rate is this time again. */
-        flops[k] = oc_cost_sched_flops(o->model, &lf, map[k].part, map[k].phase);
-        if (map[k].key >= 0) {
-            OC_ASSERT(flops[k] > 0 && call_s[k] > 0);
-            m->part_flops[map[k].key] = flops[k] / call_s[k];
-        }
-    }
-    m->embed_fwd_s_per_token = call_s[PT_EMBED_FWD] / tokens;
-    m->embed_bwd_s_per_token = call_s[PT_EMBED_BWD] / tokens;
-    m->optimizer_s_per_param = call_s[PT_ADAMW] / (double)params;
-    m->parts_measured = 1;
+    /* Seconds of one call and the rates (calib_plan.h). */
+    double call_s[OC_PT_COUNT], flops[OC_PT_COUNT];
+    oc_calib_parts_rates(o->model, o->tp, o->micro_batch, o->seq, L, params, mean, call_s,
+                         flops, m);
     snprintf(m->parts_what, sizeof m->parts_what,
              "the executor's part functions (exec/gpt.c) for %s, one TP shard (t=%lld) "
              "of %lld of its %lld layers, micro-batch %lld x seq %lld, fp32, one "
@@ -639,26 +506,11 @@ static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int 
         fprintf(o->log,
                 "# Parts: %s, one TP shard (t=%lld) of %lld of %lld layers, micro-batch "
                 "%lld x seq %lld; median of %d repeats (%.3f s each), mean over %d ranks;\n"
-                "# rate = the FLOPs the schedule gives the op / its time\n"
-                "#%15s %12s %12s %12s %12s %12s\n",
+                "# rate = the FLOPs the schedule gives the op / its time\n",
                 o->model->name, (long long)o->tp, (long long)L,
                 (long long)o->model->num_hidden_layers, (long long)o->micro_batch,
-                (long long)o->seq, n, total, nranks, "part", "time_us", "lo_us", "hi_us",
-                "MFLOP", "GFLOP/s");
-        for (int k = 0; k < PT_COUNT; k++) {
-            const double per = map[k].layered ? (double)L : 1.0;
-            fprintf(o->log, " %15s %12.2f %12.2f %12.2f %12.3f", pt_names[k],
-                    call_s[k] * 1e6, lo[k] / per * 1e6, hi[k] / per * 1e6, flops[k] / 1e6);
-            if (map[k].key >= 0)
-                fprintf(o->log, " %12.3f\n", flops[k] / call_s[k] / 1e9);
-            else
-                fprintf(o->log, " %12s\n", "-");
-        }
-        fprintf(o->log,
-                "# embedding %.4g s/token forward, %.4g s/token backward; AdamW %.4g s "
-                "per parameter (%lld parameters)\n#\n",
-                m->embed_fwd_s_per_token, m->embed_bwd_s_per_token,
-                m->optimizer_s_per_param, (long long)params);
+                (long long)o->seq, n, total, nranks);
+        oc_calib_parts_table(o->log, L, params, call_s, lo, hi, flops, m);
     }
     return 0;
 }
@@ -666,19 +518,12 @@ static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int 
 /* ------------------------------------------------------------------ */
 /* MPI                                                                  */
 
-static void table_head(FILE *f, const char *what)
-{
-    fprintf(f, "# %s\n#%11s %10s %10s %11s %11s\n#%11s %10s %10s %11s %11s\n", what,
-            "size", "count", "time", "algbw", "busbw", "(B)", "(elements)", "(us)",
-            "(GB/s)", "(GB/s)");
-}
-
 /* One-way time of an MPI ping-pong of `bytes` between ranks 0 and 1 (the
  * other ranks wait), half the mean round trip, on every rank. */
 static int pingpong(MPI_Comm comm, int rank, char *buf, int64_t bytes, double *t,
                     struct oc_status *st)
 {
-    const int iters = iters_for(bytes), warm = 2;
+    const int iters = oc_calib_msg_iters(bytes), warm = 2;
     MPI_Status ms;
     MPI_CHECK(MPI_Barrier(comm));
     double t0 = 0;
@@ -704,9 +549,7 @@ static int measure_p2p(const struct oc_exec_calib_opts *o, MPI_Comm comm, int ra
     /* The message a pipeline stage sends: one micro-batch's activation,
      * T x h fp32 values (the executor's; no sequence parallelism). */
     const int64_t act = 4 * o->micro_batch * o->seq * o->model->hidden_size;
-    int nsizes = 0;
-    for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2)
-        nsizes++;
+    const int nsizes = oc_calib_msg_sizes(o->max_msg_bytes);
     double *t = oc_xcalloc((size_t)nsizes, sizeof *t);
     char *buf = oc_xcalloc((size_t)(act > o->max_msg_bytes ? act : o->max_msg_bytes), 1);
     int i = 0, rc = 0;
@@ -719,28 +562,14 @@ static int measure_p2p(const struct oc_exec_calib_opts *o, MPI_Comm comm, int ra
         free(t);
         return -1;
     }
-    /* The model t(S) = latency + S / B (core/closed_form.h's per-message
-     * cost): latency from the smallest message, B from the activation
-     * message (what the pipeline sends; a large message's rate differs
-     * once it leaves the caches), and B at the largest for the record. */
-    const double smax = 8.0 * pow(2.0, nsizes - 1);
-    m->p2p_latency_s = t[0];
-    const double dt = t[nsizes - 1] - t[0];
-    m->p2p_large_Bps = dt > 0 ? smax / dt : smax / t[nsizes - 1];
-    m->p2p_msg_bytes = (double)act;
-    m->p2p_msg_s = t_act;
-    m->p2p_Bps = t_act > t[0] ? (double)act / (t_act - t[0]) : (double)act / t_act;
+    /* The model t(S) = latency + S / B (calib_plan.h). */
+    const double smax = oc_calib_msg_largest(nsizes);
+    oc_calib_p2p_fit(t, nsizes, act, t_act, m);
     if (rank == 0 && o->log) {
-        table_head(o->log, "MPI point-to-point: ping-pong between ranks 0 and 1, "
-                           "one-way time; busbw = algbw (nccl-tests, sendrecv)");
-        i = 0;
-        for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2, i++)
-            fprintf(o->log, " %11lld %10lld %10.2f %11.3f %11.3f\n", (long long)s,
-                    (long long)s, t[i] * 1e6, (double)s / t[i] / 1e9,
-                    (double)s / t[i] / 1e9);
-        fprintf(o->log, " %11lld %10lld %10.2f %11.3f %11.3f   <- one activation (T x h fp32)\n",
-                (long long)act, (long long)act, t_act * 1e6, (double)act / t_act / 1e9,
-                (double)act / t_act / 1e9);
+        oc_calib_net_table_head(o->log, "MPI point-to-point: ping-pong between ranks 0 "
+                                        "and 1, one-way time; busbw = algbw (nccl-tests, "
+                                        "sendrecv)");
+        oc_calib_p2p_rows(o->log, o->max_msg_bytes, t, act, t_act);
         fprintf(o->log, "# p2p latency %.2f us, bandwidth %.3f GB/s at the activation "
                         "(%lld B), %.3f GB/s at %.0f MiB\n#\n",
                 m->p2p_latency_s * 1e6, m->p2p_Bps / 1e9, (long long)act,
@@ -754,15 +583,13 @@ static int measure_allreduce(const struct oc_exec_calib_opts *o, MPI_Comm comm,
                              int rank, int nranks, struct oc_calib_measured *m,
                              struct oc_status *st)
 {
-    int nsizes = 0;
-    for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2)
-        nsizes++;
+    const int nsizes = oc_calib_msg_sizes(o->max_msg_bytes);
     double *t = oc_xcalloc((size_t)nsizes, sizeof *t);
     /* Zeros: sums stay zero, no overflow to inf over a thousand calls. */
     float *buf = oc_xcalloc((size_t)(o->max_msg_bytes / 4), sizeof *buf);
     int i = 0, rc = MPI_SUCCESS;
     for (int64_t s = 8; s <= o->max_msg_bytes && rc == MPI_SUCCESS; s *= 2, i++) {
-        const int iters = iters_for(s), warm = 2, count = (int)(s / 4);
+        const int iters = oc_calib_msg_iters(s), warm = 2, count = (int)(s / 4);
         for (int it = 0; it < warm && rc == MPI_SUCCESS; it++)
             rc = MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, comm);
         if (rc == MPI_SUCCESS)
@@ -783,21 +610,15 @@ static int measure_allreduce(const struct oc_exec_calib_opts *o, MPI_Comm comm,
         free(t);
         return mpi_fail(st, rc, "MPI_Allreduce", __FILE__, __LINE__);
     }
-    const double smax = 8.0 * pow(2.0, nsizes - 1);
-    m->allreduce_bytes = smax;
-    m->allreduce_busbw_Bps = oc_busbw_allreduce(nranks, smax, t[nsizes - 1]);
-    m->allreduce_latency_s = t[0];
+    const double smax = oc_calib_msg_largest(nsizes);
+    oc_calib_allreduce_fit(t, nsizes, nranks, m);
     if (rank == 0 && o->log) {
         char what[128];
         snprintf(what, sizeof what,
                  "MPI_Allreduce, float sum, %d ranks; busbw = algbw * 2(n-1)/n (nccl-tests)",
                  nranks);
-        table_head(o->log, what);
-        i = 0;
-        for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2, i++)
-            fprintf(o->log, " %11lld %10lld %10.2f %11.3f %11.3f\n", (long long)s,
-                    (long long)(s / 4), t[i] * 1e6, (double)s / t[i] / 1e9,
-                    oc_busbw_allreduce(nranks, (double)s, t[i]) / 1e9);
+        oc_calib_net_table_head(o->log, what);
+        oc_calib_allreduce_rows(o->log, o->max_msg_bytes, t, nranks);
         fprintf(o->log, "# all-reduce latency %.2f us (8 B), busbw %.3f GB/s (%.0f MiB)\n#\n",
                 m->allreduce_latency_s * 1e6, m->allreduce_busbw_Bps / 1e9, smax / MIB);
     }
@@ -811,15 +632,9 @@ static int check_opts(const struct oc_exec_calib_opts *o, struct oc_status *st)
 {
     if (!o->model || !o->base || !o->out_path)
         return oc_fail(st, "calibrate: model, base topology and output path are needed");
-    if (o->seq < 1 || o->micro_batch < 1 || o->tp < 1)
-        return oc_fail(st, "calibrate: seq %lld, micro-batch %lld and tp %lld must be >= 1",
-                       (long long)o->seq, (long long)o->micro_batch, (long long)o->tp);
-    if (o->repeats < 1)
-        return oc_fail(st, "calibrate: repeats %d must be >= 1", o->repeats);
-    if (o->max_msg_bytes < 8 || o->max_msg_bytes > (int64_t)1 << 30)
-        return oc_fail(st, "calibrate: the largest message (%lld bytes) must be in "
-                           "[8 B, 1 GiB]",
-                       (long long)o->max_msg_bytes);
+    if (oc_calib_check_shapes(o->seq, o->micro_batch, o->tp, st) != 0 ||
+        oc_calib_check_counts(o->repeats, o->max_msg_bytes, st) != 0)
+        return -1;
     /* cblas takes int dimensions. */
     const int64_t T = o->micro_batch * o->seq;
     const int64_t wide = o->model->intermediate_size * 2 + o->model->hidden_size * 3;

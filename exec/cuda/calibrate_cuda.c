@@ -29,6 +29,8 @@
 #define _GNU_SOURCE /* gethostname, gmtime_r, sysconf(_SC_PHYS_PAGES) */
 #include "calibrate_cuda.h"
 
+#include "calib_plan.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,17 +38,12 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "closed_form.h" /* oc_busbw_allreduce */
-#include "cost.h"        /* oc_cost_sched_flops */
 #include "data.h"
 #include "gpt.h"
 #include "gpt_cuda.h"
-#include "layout.h"
 #include "params.h"
 
 #define MIB (1024.0 * 1024.0)
-
-static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
 static double wall_s(void)
 {
@@ -55,13 +52,11 @@ static double wall_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Iterations for a message of `bytes`: about 64 MiB moved per size, at
- * least 5 and at most 1000 calls (calibrate.c's rule), and at least
+/* Iterations for a message of `bytes`: calib_plan.h's rule, and at least
  * `repeats`. */
 static int iters_for(int64_t bytes, int repeats)
 {
-    double n = 64.0 * MIB / (double)bytes;
-    int it = n < 5 ? 5 : n > 1000 ? 1000 : (int)n;
+    const int it = oc_calib_msg_iters(bytes);
     return it < repeats ? repeats : it;
 }
 
@@ -188,13 +183,7 @@ static void machine_info(struct cal *c, struct oc_calib_measured *m)
     m->ranks = c->size;
     m->backend = OC_CALIB_CUDA;
     m->keep_peak = 1; /* the datasheet's peak stays (calib_topology.h) */
-    if (gethostname(m->host, sizeof m->host) != 0)
-        snprintf(m->host, sizeof m->host, "unknown host");
-    m->host[sizeof m->host - 1] = '\0';
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm))
-        strftime(m->date, sizeof m->date, "%Y-%m-%d %H:%M UTC", &tm);
+    oc_calib_host_date(m);
     snprintf(m->cpu_name, sizeof m->cpu_name, "%.63s", c->prop.name);
     m->cores_per_rank = c->prop.multiProcessorCount;
     m->memory_bytes = (double)c->prop.totalGlobalMem;
@@ -209,17 +198,9 @@ static const char *dtype_words(enum oc_cuda_dtype t)
 /* ------------------------------------------------------------------ */
 /* GEMM                                                                 */
 
-/* One linear layer of a TP shard: out (N x OC) = inp (N x IC) w^T, w (OC x IC). */
-struct lin {
-    const char *name;
-    int64_t N, IC, OC;
-};
-
-/* The three products of a linear layer, as kernels.h's matmul_fwd and
- * matmul_bwd make them (gpt.c's cblas_sgemm calls): forward, dinp = dout w,
- * dw += dout^T inp. */
-enum { G_FWD, G_DINP, G_DW, G_NCALLS };
-static const char *const call_names[G_NCALLS] = {"fwd", "dgrad", "wgrad"};
+/* The three products of a linear layer (calib_plan.h, OC_CALIB_G_*), as
+ * kernels.h's matmul_fwd and matmul_bwd make them (gpt.c's cblas_sgemm
+ * calls): forward, dinp = dout w, dw += dout^T inp. */
 
 /* Operands in the GEMM dtype, results fp32 (gpt_cuda.h, "Precision"). */
 struct gbufs {
@@ -227,15 +208,16 @@ struct gbufs {
     float *out, *dinp, *dw;  /* (max_out), (max_in), (max_w) results */
 };
 
-static void gemm_call(struct cal *c, int call, const struct lin *l, const struct gbufs *b)
+static void gemm_call(struct cal *c, int call, const struct oc_calib_lin *l,
+                      const struct gbufs *b)
 {
     const enum oc_cuda_dtype t = c->o->dtype;
     switch (call) {
-    case G_FWD: /* the bias-free product: the rate of the GEMM itself */
+    case OC_CALIB_G_FWD: /* the bias-free product: the rate of the GEMM itself */
         oc_cuda_matmul_fwd(&c->blas, b->out, b->a, b->w, NULL, l->N, l->IC, l->OC, t,
                            c->stream);
         break;
-    case G_DINP:
+    case OC_CALIB_G_DINP:
         oc_cuda_gemm(&c->blas, 0, 0, l->N, l->IC, l->OC, 1.0f, b->dout, l->OC, b->w,
                      l->IC, 0.0f, b->dinp, l->IC, t, OC_CUDA_F32, c->stream);
         break;
@@ -247,7 +229,7 @@ static void gemm_call(struct cal *c, int call, const struct lin *l, const struct
 }
 
 /* Seconds per call of `iters` back-to-back calls. */
-static double gemm_time(struct cal *c, int call, const struct lin *l,
+static double gemm_time(struct cal *c, int call, const struct oc_calib_lin *l,
                         const struct gbufs *b, int iters)
 {
     cudaCheck(cudaEventRecord(c->e0, c->stream));
@@ -278,27 +260,12 @@ static int measure_gemm(struct cal *c, struct oc_calib_measured *m, struct oc_st
     const struct oc_cuda_calib_opts *o = c->o;
     const struct oc_model *md = o->model;
     const int64_t t = o->tp, T = o->micro_batch * o->seq;
-    const int64_t hd = oc_model_head_dim(md);
-    const int64_t a = ceil_div(md->num_attention_heads, t);
-    const int64_t k = ceil_div(md->num_key_value_heads, t);
-    const int64_t f = ceil_div(md->intermediate_size, t);
-    const int64_t h = md->hidden_size;
-    /* One TP shard, Megatron-LM's split as core/cost.c counts it
-     * (calibrate.c's list). */
-    const struct lin lins[] = {
-        {"qkv", T, h, (a + 2 * k) * hd},
-        {"proj", T, a * hd, h},
-        {"mlp_up", T, h, (md->gated_mlp ? 2 : 1) * f},
-        {"mlp_down", T, f, h},
-    };
-    const int nl = (int)(sizeof lins / sizeof lins[0]);
-    int64_t max_in = 0, max_w = 0, max_out = 0;
-    for (int i = 0; i < nl; i++) {
-        const struct lin *l = &lins[i];
-        if (l->N * l->IC > max_in) max_in = l->N * l->IC;
-        if (l->OC * l->IC > max_w) max_w = l->OC * l->IC;
-        if (l->N * l->OC > max_out) max_out = l->N * l->OC;
-    }
+    /* One TP shard (calib_plan.h, calibrate.c's list). */
+    struct oc_calib_lin lins[OC_CALIB_NLINS];
+    oc_calib_gemm_shapes(md, t, T, lins);
+    const int nl = OC_CALIB_NLINS;
+    int64_t max_in, max_w, max_out;
+    oc_calib_gemm_max(lins, nl, &max_in, &max_w, &max_out);
     const double es = o->dtype == OC_CUDA_BF16 ? 2.0 : 4.0;
     struct gbufs b;
     memset(&b, 0, sizeof b);
@@ -333,17 +300,17 @@ static int measure_gemm(struct cal *c, struct oc_calib_measured *m, struct oc_st
     double t0 = wall_s();
     do {
         for (int i = 0; i < nl; i++)
-            for (int cl = 0; cl < G_NCALLS; cl++)
+            for (int cl = 0; cl < OC_CALIB_G_NCALLS; cl++)
                 gemm_call(c, cl, &lins[i], &b);
         cudaCheck(cudaStreamSynchronize(c->stream));
     } while (wall_s() - t0 < GEMM_WARM_S);
 
-    double best[4][G_NCALLS], flops_all = 0, time_all = 0;
-    int iters[4][G_NCALLS];
+    double best[OC_CALIB_NLINS][OC_CALIB_G_NCALLS], flops_all = 0, time_all = 0;
+    int iters[OC_CALIB_NLINS][OC_CALIB_G_NCALLS];
     for (int i = 0; i < nl && rc == 0; i++) {
-        const struct lin *l = &lins[i];
-        const double flops = 2.0 * (double)l->N * (double)l->IC * (double)l->OC;
-        for (int cl = 0; cl < G_NCALLS && rc == 0; cl++) {
+        const struct oc_calib_lin *l = &lins[i];
+        const double flops = oc_calib_lin_flops(l);
+        for (int cl = 0; cl < OC_CALIB_G_NCALLS && rc == 0; cl++) {
             /* Calls per timed batch: rank 0's, so that the ranks run
              * together. */
             const double one = gemm_time(c, cl, l, &b, 1);
@@ -376,12 +343,13 @@ static int measure_gemm(struct cal *c, struct oc_calib_measured *m, struct oc_st
              dtype_words(o->dtype), md->name, (long long)t, (long long)T, o->repeats);
 
     /* Per-call rates, mean over ranks, for the table. */
-    double per[4 * G_NCALLS], per_mean[4 * G_NCALLS];
+    const int ng = OC_CALIB_G_NCALLS;
+    double per[OC_CALIB_NLINS * OC_CALIB_G_NCALLS];
+    double per_mean[OC_CALIB_NLINS * OC_CALIB_G_NCALLS];
     for (int i = 0; i < nl; i++)
-        for (int cl = 0; cl < G_NCALLS; cl++)
-            per[i * G_NCALLS + cl] = 2.0 * (double)lins[i].N * (double)lins[i].IC *
-                                     (double)lins[i].OC / best[i][cl];
-    if (stats(c, per, nl * G_NCALLS, per_mean, NULL, NULL, st) != 0)
+        for (int cl = 0; cl < ng; cl++)
+            per[i * ng + cl] = oc_calib_lin_flops(&lins[i]) / best[i][cl];
+    if (stats(c, per, nl * ng, per_mean, NULL, NULL, st) != 0)
         return -1;
     if (c->rank == 0 && o->log) {
         fprintf(o->log,
@@ -391,16 +359,14 @@ static int measure_gemm(struct cal *c, struct oc_calib_measured *m, struct oc_st
                 dtype_words(o->dtype), md->name, (long long)t, (long long)T, o->repeats,
                 c->size, "gemm", "call", "M", "N", "K", "calls", "time_us", "GFLOP/s");
         for (int i = 0; i < nl; i++)
-            for (int cl = 0; cl < G_NCALLS; cl++) {
+            for (int cl = 0; cl < ng; cl++) {
                 /* (M, N, K) of the call as cblas would see it (calibrate.c). */
-                const struct lin *l = &lins[i];
-                int64_t M = cl == G_DW ? l->OC : l->N;
-                int64_t N = cl == G_FWD ? l->OC : l->IC;
-                int64_t K = cl == G_FWD ? l->IC : cl == G_DINP ? l->OC : l->N;
+                const struct oc_calib_lin *l = &lins[i];
+                int64_t M, N, K;
+                oc_calib_gemm_mnk(l, cl, &M, &N, &K);
                 fprintf(o->log, " %9s %6s %8lld %8lld %8lld %6d %10.2f %10.2f\n", l->name,
-                        call_names[cl], (long long)M, (long long)N, (long long)K,
-                        iters[i][cl], best[i][cl] * 1e6,
-                        per_mean[i * G_NCALLS + cl] / 1e9);
+                        oc_calib_call_names[cl], (long long)M, (long long)N, (long long)K,
+                        iters[i][cl], best[i][cl] * 1e6, per_mean[i * ng + cl] / 1e9);
             }
         fprintf(o->log,
                 "# GEMM rate: %.3f GFLOP/s per GPU (GPUs %.3f .. %.3f); %.1f%% of "
@@ -481,46 +447,10 @@ static int measure_hbm(struct cal *c, struct oc_calib_measured *m, struct oc_sta
 /* ------------------------------------------------------------------ */
 /* The cuda executor's parts at the model's shapes                      */
 
-/* calibrate.c's list and order: one micro-batch forward and backward
- * through every layer of one TP shard, as the runner does, then AdamW. */
-enum {
-    PT_EMBED_FWD,
-    PT_ATTN_FWD,
-    PT_MLP_FWD,
-    PT_HEAD_FWD,
-    PT_HEAD_BWD,
-    PT_MLP_BWD,
-    PT_ATTN_RECOMPUTE,
-    PT_ATTN_BWD,
-    PT_EMBED_BWD,
-    PT_ADAMW,
-    PT_COUNT
-};
-static const char *const pt_names[PT_COUNT] = {
-    "embed_fwd", "attn_fwd", "mlp_fwd", "head_fwd", "head_bwd",
-    "mlp_bwd", "attn_recompute", "attn_bwd", "embed_bwd", "adamw",
-};
-
-/* Repeats: at least o->repeats, more while they fit in this many seconds
- * (calibrate.c's). */
-#define PT_BUDGET_S 2.0
-#define PT_MAX_REPEATS 101
-
-/* A part in step mode with its TP all-reduces left out (the network model
- * prices them as their own ops): called again on OC_GPT_REDUCE without
- * communicating, as calibrate.c does. */
-#define RUN_PART(expr)                                                         \
-    do {                                                                       \
-        memset(&call, 0, sizeof call);                                         \
-        while ((expr) == OC_GPT_REDUCE) {                                      \
-        }                                                                      \
-    } while (0)
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+/* calibrate.c's list and order (calib_plan.h, OC_PT_*), a part in step
+ * mode with its TP all-reduces left out (OC_CALIB_RUN_PART): called again
+ * on OC_GPT_REDUCE without communicating, as calibrate.c does. */
+#define RUN_PART(expr) OC_CALIB_RUN_PART(call, expr)
 
 /* One shard's parameters and every layer's activations on the GPU
  * (calibrate.c's pt_bufs, device pointers). */
@@ -681,7 +611,8 @@ static int pt_alloc(struct pt_bufs *b, struct cal *c, int64_t L, struct oc_statu
 }
 
 /* One repeat: the seconds of each part, summed over the layers. */
-static void pt_repeat(struct pt_bufs *b, struct cal *c, int64_t step, double sec[PT_COUNT])
+static void pt_repeat(struct pt_bufs *b, struct cal *c, int64_t step,
+                      double sec[OC_PT_COUNT])
 {
     const struct oc_gpt_dims *d = &b->d;
     const int64_t N = d->B * d->T, C = d->C, L = b->L;
@@ -691,7 +622,7 @@ static void pt_repeat(struct pt_bufs *b, struct cal *c, int64_t step, double sec
     const struct oc_adamw hyper = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
     const float grad_scale = 1.0f / (float)N;
     struct oc_gpt_call call;
-    memset(sec, 0, PT_COUNT * sizeof *sec);
+    memset(sec, 0, OC_PT_COUNT * sizeof *sec);
     cudaCheck(cudaMemsetAsync(b->p.g, 0, (size_t)b->p.n * sizeof(float), s));
     /* Untimed: the last repeat's AdamW left the bf16 weights stale, and the
      * next part recasts them (gpt_cuda.h); let these two parts do it, so
@@ -707,44 +638,31 @@ static void pt_repeat(struct pt_bufs *b, struct cal *c, int64_t step, double sec
         b->ev_part[e - 1] = (k);                                               \
         cudaCheck(cudaEventRecord(b->ev[e++], s));                             \
     } while (0)
-    TIMED(PT_EMBED_FWD, RUN_PART(oc_gpu_embed_fwd(g, &call, d, &b->p, b->tok, b->x)));
+    TIMED(OC_PT_EMBED_FWD, RUN_PART(oc_gpu_embed_fwd(g, &call, d, &b->p, b->tok, b->x)));
     for (int64_t l = 0; l < L; l++) {
-        TIMED(PT_ATTN_FWD, RUN_PART(oc_gpu_attn_fwd(g, &call, d, &b->p, l, &b->aa[l],
-                                                    b->x + (2 * l + 1) * N * C)));
-        TIMED(PT_MLP_FWD, RUN_PART(oc_gpu_mlp_fwd(g, &call, d, &b->p, l, &b->ma[l],
-                                                  b->x + (2 * l + 2) * N * C)));
+        TIMED(OC_PT_ATTN_FWD, RUN_PART(oc_gpu_attn_fwd(g, &call, d, &b->p, l, &b->aa[l],
+                                                       b->x + (2 * l + 1) * N * C)));
+        TIMED(OC_PT_MLP_FWD, RUN_PART(oc_gpu_mlp_fwd(g, &call, d, &b->p, l, &b->ma[l],
+                                                     b->x + (2 * l + 2) * N * C)));
     }
-    TIMED(PT_HEAD_FWD,
+    TIMED(OC_PT_HEAD_FWD,
           RUN_PART(oc_gpu_head_fwd(g, &call, d, &b->p, &b->ha, b->tgt, b->losses)));
-    TIMED(PT_HEAD_BWD, RUN_PART(oc_gpu_head_bwd(g, &call, d, &b->p, &b->ha, b->tgt,
-                                                grad_scale, b->gs, b->work)));
+    TIMED(OC_PT_HEAD_BWD, RUN_PART(oc_gpu_head_bwd(g, &call, d, &b->p, &b->ha, b->tgt,
+                                                   grad_scale, b->gs, b->work)));
     for (int64_t l = L - 1; l >= 0; l--) {
-        TIMED(PT_MLP_BWD, RUN_PART(oc_gpu_mlp_bwd(g, &call, d, &b->p, l, &b->ma[l], b->gs,
-                                                  b->gs, b->work)));
-        TIMED(PT_ATTN_RECOMPUTE, oc_gpu_attn_scores(g, d, &b->aa[l]));
-        TIMED(PT_ATTN_BWD, RUN_PART(oc_gpu_attn_bwd(g, &call, d, &b->p, l, &b->aa[l],
-                                                    b->gs, b->gs, b->work)));
+        TIMED(OC_PT_MLP_BWD, RUN_PART(oc_gpu_mlp_bwd(g, &call, d, &b->p, l, &b->ma[l],
+                                                     b->gs, b->gs, b->work)));
+        TIMED(OC_PT_ATTN_RECOMPUTE, oc_gpu_attn_scores(g, d, &b->aa[l]));
+        TIMED(OC_PT_ATTN_BWD, RUN_PART(oc_gpu_attn_bwd(g, &call, d, &b->p, l, &b->aa[l],
+                                                       b->gs, b->gs, b->work)));
     }
-    TIMED(PT_EMBED_BWD, RUN_PART(oc_gpu_embed_bwd(g, &call, d, &b->p, b->tok, b->gs)));
-    TIMED(PT_ADAMW, oc_gpu_adamw(g, &b->p, &hyper, step, 0, b->p.n));
+    TIMED(OC_PT_EMBED_BWD, RUN_PART(oc_gpu_embed_bwd(g, &call, d, &b->p, b->tok, b->gs)));
+    TIMED(OC_PT_ADAMW, oc_gpu_adamw(g, &b->p, &hyper, step, 0, b->p.n));
 #undef TIMED
     OC_ASSERT(e == b->nev);
     cudaCheck(cudaEventSynchronize(b->ev[e - 1]));
     for (int i = 0; i + 1 < e; i++)
         sec[b->ev_part[i]] += elapsed_s(b->ev[i], b->ev[i + 1]);
-}
-
-/* The layout the rates are counted for: the calibration's shapes. */
-static struct oc_layout pt_layout(const struct oc_cuda_calib_opts *o, enum oc_recompute rc)
-{
-    struct oc_layout l;
-    oc_layout_default(&l);
-    l.tp = o->tp;
-    l.micro_batch = o->micro_batch;
-    l.seq_length = o->seq;
-    l.sequence_parallel = 0;
-    l.recompute = rc;
-    return l;
 }
 
 static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_status *st)
@@ -775,23 +693,22 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
     /* A warm-up repeat (cuBLAS's first calls, Lt's plans), then as many as
      * the budget holds, the count decided on rank 0 so that the ranks
      * repeat together. */
-    double sec[PT_COUNT], total = 0;
+    double sec[OC_PT_COUNT], total = 0;
     rc = oc_ctl_barrier(c->ctl, st);
     double t0 = wall_s();
     if (rc == 0)
         pt_repeat(&b, c, 1, sec);
     double warm = wall_s() - t0;
-    int n = (int)(PT_BUDGET_S / (warm > 1e-6 ? warm : 1e-6));
-    n = n < o->repeats ? o->repeats : n > PT_MAX_REPEATS ? PT_MAX_REPEATS : n;
+    int n = oc_calib_parts_repeats(warm, o->repeats);
     if (rc == 0)
         rc = oc_ctl_bcast(c->ctl, &n, sizeof n, 0, st);
-    double *all = oc_xcalloc((size_t)n * PT_COUNT, sizeof *all);
+    double *all = oc_xcalloc((size_t)n * OC_PT_COUNT, sizeof *all);
     for (int r = 0; r < n && rc == 0; r++) {
         rc = oc_ctl_barrier(c->ctl, st);
         if (rc != 0)
             break;
         pt_repeat(&b, c, r + 2, sec);
-        for (int k = 0; k < PT_COUNT; k++)
+        for (int k = 0; k < OC_PT_COUNT; k++)
             all[k * n + r] = sec[k];
     }
     const int64_t L = b.L, params = b.p.n;
@@ -802,54 +719,16 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
     }
     /* The median repeat of each part on this rank (the run's typical
      * time, not its best), then the mean over ranks. */
-    double med[PT_COUNT], mean[PT_COUNT], lo[PT_COUNT], hi[PT_COUNT];
-    for (int k = 0; k < PT_COUNT; k++) {
-        qsort(all + k * n, (size_t)n, sizeof *all, cmp_double);
-        med[k] = n % 2 ? all[k * n + n / 2]
-                       : 0.5 * (all[k * n + n / 2 - 1] + all[k * n + n / 2]);
-        total += med[k];
-    }
+    double med[OC_PT_COUNT], mean[OC_PT_COUNT], lo[OC_PT_COUNT], hi[OC_PT_COUNT];
+    total = oc_calib_parts_median(all, n, med);
     free(all);
-    if (stats(c, med, PT_COUNT, mean, lo, hi, st) != 0)
+    if (stats(c, med, OC_PT_COUNT, mean, lo, hi, st) != 0)
         return -1;
 
-    /* Seconds of one call: layer parts run L times per repeat. */
-    double call_s[PT_COUNT], flops[PT_COUNT];
-    const struct oc_layout lf = pt_layout(o, OC_RECOMPUTE_SELECTIVE);
-    static const struct {
-        int pt;
-        enum oc_part part;
-        enum oc_phase phase;
-        int layered;
-        int key; /* enum oc_calib_part, -1: none */
-    } map[PT_COUNT] = {
-        {PT_EMBED_FWD, OC_PART_EMBED, OC_PHASE_FWD, 0, -1},
-        {PT_ATTN_FWD, OC_PART_ATTN, OC_PHASE_FWD, 1, OC_CALIB_ATTN_FWD},
-        {PT_MLP_FWD, OC_PART_MLP, OC_PHASE_FWD, 1, OC_CALIB_MLP_FWD},
-        {PT_HEAD_FWD, OC_PART_HEAD, OC_PHASE_FWD, 0, OC_CALIB_HEAD_FWD},
-        {PT_HEAD_BWD, OC_PART_HEAD, OC_PHASE_BWD, 0, OC_CALIB_HEAD_BWD},
-        {PT_MLP_BWD, OC_PART_MLP, OC_PHASE_BWD, 1, OC_CALIB_MLP_BWD},
-        {PT_ATTN_RECOMPUTE, OC_PART_ATTN, OC_PHASE_RECOMPUTE, 1, OC_CALIB_ATTN_RECOMPUTE},
-        {PT_ATTN_BWD, OC_PART_ATTN, OC_PHASE_BWD, 1, OC_CALIB_ATTN_BWD},
-        {PT_EMBED_BWD, OC_PART_EMBED, OC_PHASE_BWD, 0, -1},
-        {PT_ADAMW, OC_PART_ALL, OC_PHASE_OPTIMIZER, 0, -1},
-    };
-    const double tokens = (double)(o->micro_batch * o->seq);
-    for (int k = 0; k < PT_COUNT; k++) {
-        OC_ASSERT(map[k].pt == k);
-        call_s[k] = mean[k] / (map[k].layered ? (double)L : 1.0);
-        /* The FLOPs the schedule gives the op (cost.h), so that the cost
-         * model's FLOPs / rate is this time again. */
-        flops[k] = oc_cost_sched_flops(o->model, &lf, map[k].part, map[k].phase);
-        if (map[k].key >= 0) {
-            OC_ASSERT(flops[k] > 0 && call_s[k] > 0);
-            m->part_flops[map[k].key] = flops[k] / call_s[k];
-        }
-    }
-    m->embed_fwd_s_per_token = call_s[PT_EMBED_FWD] / tokens;
-    m->embed_bwd_s_per_token = call_s[PT_EMBED_BWD] / tokens;
-    m->optimizer_s_per_param = call_s[PT_ADAMW] / (double)params;
-    m->parts_measured = 1;
+    /* Seconds of one call and the rates (calib_plan.h). */
+    double call_s[OC_PT_COUNT], flops[OC_PT_COUNT];
+    oc_calib_parts_rates(o->model, o->tp, o->micro_batch, o->seq, L, params, mean, call_s,
+                         flops, m);
     snprintf(m->parts_what, sizeof m->parts_what,
              "the cuda executor's part functions (exec/cuda/gpt_cuda.h) for %.48s, one TP "
              "shard (t=%lld) of %lld of its %lld layers, micro-batch %lld x seq %lld, "
@@ -862,40 +741,18 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
                 "# Parts: %s, one TP shard (t=%lld) of %lld of %lld layers, micro-batch "
                 "%lld x seq %lld, GEMMs in %s; median of %d repeats (%.3f ms each), "
                 "mean over %d GPUs;\n"
-                "# rate = the FLOPs the schedule gives the op / its time\n"
-                "#%15s %12s %12s %12s %12s %12s\n",
+                "# rate = the FLOPs the schedule gives the op / its time\n",
                 o->model->name, (long long)o->tp, (long long)L,
                 (long long)o->model->num_hidden_layers, (long long)o->micro_batch,
                 (long long)o->seq, o->dtype == OC_CUDA_BF16 ? "bf16" : "fp32", n,
-                total * 1e3, c->size, "part", "time_us", "lo_us", "hi_us", "MFLOP",
-                "GFLOP/s");
-        for (int k = 0; k < PT_COUNT; k++) {
-            const double per = map[k].layered ? (double)L : 1.0;
-            fprintf(o->log, " %15s %12.2f %12.2f %12.2f %12.3f", pt_names[k],
-                    call_s[k] * 1e6, lo[k] / per * 1e6, hi[k] / per * 1e6, flops[k] / 1e6);
-            if (map[k].key >= 0)
-                fprintf(o->log, " %12.3f\n", flops[k] / call_s[k] / 1e9);
-            else
-                fprintf(o->log, " %12s\n", "-");
-        }
-        fprintf(o->log,
-                "# embedding %.4g s/token forward, %.4g s/token backward; AdamW %.4g s "
-                "per parameter (%lld parameters)\n#\n",
-                m->embed_fwd_s_per_token, m->embed_bwd_s_per_token,
-                m->optimizer_s_per_param, (long long)params);
+                total * 1e3, c->size);
+        oc_calib_parts_table(o->log, L, params, call_s, lo, hi, flops, m);
     }
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
 /* NCCL                                                                 */
-
-static void table_head(FILE *f, const char *what)
-{
-    fprintf(f, "# %s\n#%11s %10s %10s %11s %11s\n#%11s %10s %10s %11s %11s\n", what,
-            "size", "count", "time", "algbw", "busbw", "(B)", "(elements)", "(us)",
-            "(GB/s)", "(GB/s)");
-}
 
 #define NCCL_CHECK(call, what)                                                 \
     do {                                                                       \
@@ -941,9 +798,7 @@ static int measure_p2p(struct cal *c, struct oc_calib_measured *m, struct oc_sta
      * T x h fp32 values (the cuda executor's too; no sequence parallelism). */
     const int64_t act = 4 * o->micro_batch * o->seq * o->model->hidden_size;
     const int64_t most = act > o->max_msg_bytes ? act : o->max_msg_bytes;
-    int nsizes = 0;
-    for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2)
-        nsizes++;
+    const int nsizes = oc_calib_msg_sizes(o->max_msg_bytes);
     char *buf = NULL;
     struct oc_status ls = {{0}};
     int rc = c->rank <= 1 ? dev_alloc((void **)&buf, (double)most, "the ping-pong", &ls) : 0;
@@ -967,26 +822,14 @@ static int measure_p2p(struct cal *c, struct oc_calib_measured *m, struct oc_sta
         return -1;
     }
     /* The model t(S) = latency + S / B (core/closed_form.h's per-message
-     * cost), fitted as calibrate.c does. */
-    const double smax = 8.0 * pow(2.0, nsizes - 1);
-    m->p2p_latency_s = t[0];
-    const double dt = t[nsizes - 1] - t[0];
-    m->p2p_large_Bps = dt > 0 ? smax / dt : smax / t[nsizes - 1];
-    m->p2p_msg_bytes = (double)act;
-    m->p2p_msg_s = t_act;
-    m->p2p_Bps = t_act > t[0] ? (double)act / (t_act - t[0]) : (double)act / t_act;
+     * cost), fitted as calibrate.c does (calib_plan.h). */
+    const double smax = oc_calib_msg_largest(nsizes);
+    oc_calib_p2p_fit(t, nsizes, act, t_act, m);
     if (c->rank == 0 && o->log) {
-        table_head(o->log, "NCCL point-to-point: ncclSend / ncclRecv ping-pong between "
-                           "GPUs 0 and 1, one-way time; busbw = algbw (nccl-tests, "
-                           "sendrecv)");
-        i = 0;
-        for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2, i++)
-            fprintf(o->log, " %11lld %10lld %10.2f %11.3f %11.3f\n", (long long)s,
-                    (long long)s, t[i] * 1e6, (double)s / t[i] / 1e9,
-                    (double)s / t[i] / 1e9);
-        fprintf(o->log, " %11lld %10lld %10.2f %11.3f %11.3f   <- one activation (T x h fp32)\n",
-                (long long)act, (long long)act, t_act * 1e6, (double)act / t_act / 1e9,
-                (double)act / t_act / 1e9);
+        oc_calib_net_table_head(o->log, "NCCL point-to-point: ncclSend / ncclRecv "
+                                        "ping-pong between GPUs 0 and 1, one-way time; "
+                                        "busbw = algbw (nccl-tests, sendrecv)");
+        oc_calib_p2p_rows(o->log, o->max_msg_bytes, t, act, t_act);
         fprintf(o->log, "# p2p latency %.2f us, bandwidth %.3f GB/s at the activation "
                         "(%lld B), %.3f GB/s at %.0f B\n#\n",
                 m->p2p_latency_s * 1e6, m->p2p_Bps / 1e9, (long long)act,
@@ -1024,9 +867,7 @@ static int allreduce_sizes(struct cal *c, float *buf, double *t, struct oc_statu
 static int measure_allreduce(struct cal *c, struct oc_calib_measured *m, struct oc_status *st)
 {
     const struct oc_cuda_calib_opts *o = c->o;
-    int nsizes = 0;
-    for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2)
-        nsizes++;
+    const int nsizes = oc_calib_msg_sizes(o->max_msg_bytes);
     float *buf = NULL;
     struct oc_status ls = {{0}};
     int rc = dev_alloc((void **)&buf, (double)o->max_msg_bytes, "the all-reduce", &ls);
@@ -1048,21 +889,15 @@ static int measure_allreduce(struct cal *c, struct oc_calib_measured *m, struct 
         free(t_max);
         return -1;
     }
-    const double smax = 8.0 * pow(2.0, nsizes - 1);
-    m->allreduce_bytes = smax;
-    m->allreduce_busbw_Bps = oc_busbw_allreduce(c->size, smax, t_max[nsizes - 1]);
-    m->allreduce_latency_s = t_max[0];
+    const double smax = oc_calib_msg_largest(nsizes);
+    oc_calib_allreduce_fit(t_max, nsizes, c->size, m);
     if (c->rank == 0 && o->log) {
         char what[160];
         snprintf(what, sizeof what,
                  "ncclAllReduce, float sum, %d GPUs; busbw = algbw * 2(n-1)/n (nccl-tests)",
                  c->size);
-        table_head(o->log, what);
-        int i = 0;
-        for (int64_t s = 8; s <= o->max_msg_bytes; s *= 2, i++)
-            fprintf(o->log, " %11lld %10lld %10.2f %11.3f %11.3f\n", (long long)s,
-                    (long long)(s / 4), t_max[i] * 1e6, (double)s / t_max[i] / 1e9,
-                    oc_busbw_allreduce(c->size, (double)s, t_max[i]) / 1e9);
+        oc_calib_net_table_head(o->log, what);
+        oc_calib_allreduce_rows(o->log, o->max_msg_bytes, t_max, c->size);
         fprintf(o->log, "# all-reduce latency %.2f us (8 B), busbw %.3f GB/s (%.0f B)\n#\n",
                 m->allreduce_latency_s * 1e6, m->allreduce_busbw_Bps / 1e9, smax);
     }
@@ -1079,17 +914,12 @@ static int check_opts(const struct oc_cuda_calib_opts *o, struct oc_status *st)
                            "plane are needed");
     if (o->ctl->size >= 2 && !o->nccl)
         return oc_fail(st, "calibrate: %d ranks need an NCCL communicator", o->ctl->size);
-    if (o->seq < 1 || o->micro_batch < 1 || o->tp < 1)
-        return oc_fail(st, "calibrate: seq %lld, micro-batch %lld and tp %lld must be >= 1",
-                       (long long)o->seq, (long long)o->micro_batch, (long long)o->tp);
+    if (oc_calib_check_shapes(o->seq, o->micro_batch, o->tp, st) != 0)
+        return -1;
     if (o->dtype != OC_CUDA_F32 && o->dtype != OC_CUDA_BF16)
         return oc_fail(st, "calibrate: unknown GEMM dtype %d", (int)o->dtype);
-    if (o->repeats < 1)
-        return oc_fail(st, "calibrate: repeats %d must be >= 1", o->repeats);
-    if (o->max_msg_bytes < 8 || o->max_msg_bytes > (int64_t)1 << 30)
-        return oc_fail(st, "calibrate: the largest message (%lld bytes) must be in "
-                           "[8 B, 1 GiB]",
-                       (long long)o->max_msg_bytes);
+    if (oc_calib_check_counts(o->repeats, o->max_msg_bytes, st) != 0)
+        return -1;
     /* cuBLAS takes int dimensions. */
     const int64_t T = o->micro_batch * o->seq;
     const int64_t wide = o->model->intermediate_size * 2 + o->model->hidden_size * 3;
