@@ -14,10 +14,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
+#include "poll.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct cpu {
 #ifdef OC_HAVE_MPI
@@ -32,12 +32,6 @@ struct cpu {
 
 static struct cpu *cpu_of(struct oc_backend *b) { return b->impl; }
 
-static double clock_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ */
 /* Memory                                                               */
@@ -373,7 +367,7 @@ static void cpu_step_begin(struct oc_backend *b, int64_t nops)
     memset(k->S, 0, (size_t)nops * sizeof *k->S);
     memset(k->E, 0, (size_t)nops * sizeof *k->E);
     memset(k->I, 0, (size_t)nops * sizeof *k->I);
-    k->t0 = clock_s();
+    k->t0 = oc_now_s();
 }
 
 static void cpu_mark(struct oc_backend *b, enum oc_mark m, int64_t op, enum oc_stream s)
@@ -381,7 +375,7 @@ static void cpu_mark(struct oc_backend *b, enum oc_mark m, int64_t op, enum oc_s
     (void)s;
     struct cpu *k = cpu_of(b);
     OC_ASSERT(op >= 0 && op < k->nops);
-    const double t = clock_s() - k->t0;
+    const double t = oc_now_s() - k->t0;
     switch (m) {
     case OC_MARK_START: k->S[op] = t; break;
     case OC_MARK_END:
@@ -397,7 +391,7 @@ static int cpu_step_end(struct oc_backend *b, double *start, double *end, double
 {
     (void)st;
     struct cpu *k = cpu_of(b);
-    *end_s = clock_s() - k->t0;
+    *end_s = oc_now_s() - k->t0;
     *stuck_op = -1;
     memcpy(start, k->S, (size_t)k->nops * sizeof *start);
     memcpy(end, k->E, (size_t)k->nops * sizeof *end);

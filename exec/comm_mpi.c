@@ -3,11 +3,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "comm_mpi.h"
 
+#include "poll.h"
+
 #include <limits.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <string.h>
-#include <time.h>
 
 void oc_mpi_check_(int rc, const char *call, const char *file, int line)
 {
@@ -118,28 +118,18 @@ int oc_comm_test(MPI_Request *req)
 
 int oc_comm_wait(struct oc_comm *c, MPI_Request *req, struct oc_status *st)
 {
-    const double t0 = MPI_Wtime();
+    const double t0 = oc_now_s();
     long sleep_ns = 0;
     c->waits++;
     for (;;) {
         if (oc_comm_test(req))
             return 0;
-        double waited = MPI_Wtime() - t0;
+        double waited = oc_now_s() - t0;
         if (waited > c->timeout_s) {
             c->timed_out = 1;
             return oc_fail(st, "timed out after %g s in %s", c->timeout_s, c->what);
         }
-        if (waited < 1e-3) {
-            sched_yield();
-            continue;
-        }
-        /* Doubling sleeps from 10 us to 1 ms: a rank that waits long (a
-         * pipeline bubble) costs the cores next to nothing. */
-        sleep_ns = sleep_ns ? sleep_ns * 2 : 10000;
-        if (sleep_ns > 1000000)
-            sleep_ns = 1000000;
-        struct timespec ts = {0, sleep_ns};
-        nanosleep(&ts, NULL);
+        oc_poll_pace(waited, &sleep_ns);
     }
 }
 

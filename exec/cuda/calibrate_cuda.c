@@ -29,12 +29,13 @@
 #define _GNU_SOURCE /* gethostname, gmtime_r, sysconf(_SC_PHYS_PAGES) */
 #include "calibrate_cuda.h"
 
+#include "poll.h"
+
 #include "calib_plan.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -45,12 +46,6 @@
 
 #define MIB (1024.0 * 1024.0)
 
-static double wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Iterations for a message of `bytes`: calib_plan.h's rule, and at least
  * `repeats`. */
@@ -297,13 +292,13 @@ static int measure_gemm(struct cal *c, struct oc_calib_measured *m, struct oc_st
 
     /* Warm-up: every call once (cuBLAS's and Lt's first-call work), then
      * all of them until the clocks are up. */
-    double t0 = wall_s();
+    double t0 = oc_now_s();
     do {
         for (int i = 0; i < nl; i++)
             for (int cl = 0; cl < OC_CALIB_G_NCALLS; cl++)
                 gemm_call(c, cl, &lins[i], &b);
         cudaCheck(cudaStreamSynchronize(c->stream));
-    } while (wall_s() - t0 < GEMM_WARM_S);
+    } while (oc_now_s() - t0 < GEMM_WARM_S);
 
     double best[OC_CALIB_NLINS][OC_CALIB_G_NCALLS], flops_all = 0, time_all = 0;
     int iters[OC_CALIB_NLINS][OC_CALIB_G_NCALLS];
@@ -695,10 +690,10 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
      * repeat together. */
     double sec[OC_PT_COUNT], total = 0;
     rc = oc_ctl_barrier(c->ctl, st);
-    double t0 = wall_s();
+    double t0 = oc_now_s();
     if (rc == 0)
         pt_repeat(&b, c, 1, sec);
-    double warm = wall_s() - t0;
+    double warm = oc_now_s() - t0;
     int n = oc_calib_parts_repeats(warm, o->repeats);
     if (rc == 0)
         rc = oc_ctl_bcast(c->ctl, &n, sizeof n, 0, st);

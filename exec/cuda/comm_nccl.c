@@ -7,7 +7,7 @@
  * control plane (ctl.h).
  *
  * Waiting: every wait polls (ncclCommGetAsyncError, cudaEventQuery) with
- * exec/comm_mpi.c's pacing (sched_yield for the first millisecond, then
+ * exec/poll.h's pacing (sched_yield for the first millisecond, then
  * sleeps doubling from 10 us to 1 ms) until done, an error, or ctl's
  * timeout_s from the start of the wait. An error or the deadline aborts
  * every communicator: ncclCommAbort also ends NCCL kernels stuck on the
@@ -17,35 +17,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "comm_nccl.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "check.h"
+#include "poll.h"
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* exec/comm_mpi.c's oc_comm_wait pacing: spin with sched_yield for the
- * first millisecond, then doubling sleeps from 10 us to 1 ms, so that a
- * rank that waits long (a pipeline bubble) leaves the cores to the others. */
-static void pace(double waited_s, long *sleep_ns)
-{
-    if (waited_s < 1e-3) {
-        sched_yield();
-        return;
-    }
-    *sleep_ns = *sleep_ns ? *sleep_ns * 2 : 10000;
-    if (*sleep_ns > 1000000)
-        *sleep_ns = 1000000;
-    struct timespec ts = {0, *sleep_ns};
-    nanosleep(&ts, NULL);
-}
 
 /* The most communicators a rank holds: world and its five splits. */
 #define MAX_COMMS 6
@@ -115,7 +92,7 @@ static ncclResult_t comm_state(ncclComm_t comm)
 static int settle(struct oc_nccl *n, const ncclComm_t *comms, int k,
                   const char *call, struct oc_status *st)
 {
-    const double t0 = now_s();
+    const double t0 = oc_now_s();
     long sleep_ns = 0;
     for (;;) {
         int busy = 0;
@@ -128,10 +105,10 @@ static int settle(struct oc_nccl *n, const ncclComm_t *comms, int k,
         }
         if (!busy)
             return 0;
-        double waited = now_s() - t0;
+        double waited = oc_now_s() - t0;
         if (waited > n->ctl->timeout_s)
             return nccl_timed_out(n, call, st);
-        pace(waited, &sleep_ns);
+        oc_poll_pace(waited, &sleep_ns);
     }
 }
 
@@ -149,7 +126,7 @@ int oc_nccl_check(struct oc_nccl *n, ncclResult_t rc, const char *what,
 
 int oc_nccl_wait_event(struct oc_nccl *n, cudaEvent_t ev, struct oc_status *st)
 {
-    const double t0 = now_s();
+    const double t0 = oc_now_s();
     long sleep_ns = 0;
     for (;;) {
         cudaError_t q = cudaEventQuery(ev);
@@ -169,10 +146,10 @@ int oc_nccl_wait_event(struct oc_nccl *n, cudaEvent_t ev, struct oc_status *st)
             if (s != ncclSuccess && s != ncclInProgress)
                 return nccl_failed(n, s, comms[i], n->ctl->what, st);
         }
-        double waited = now_s() - t0;
+        double waited = oc_now_s() - t0;
         if (waited > n->ctl->timeout_s)
             return nccl_timed_out(n, NULL, st);
-        pace(waited, &sleep_ns);
+        oc_poll_pace(waited, &sleep_ns);
     }
 }
 

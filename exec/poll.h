@@ -1,0 +1,27 @@
+/* poll.h: the clock and the pacing of every wait loop of the executor (MPI
+ * requests in comm_mpi.c, CUDA events and NCCL communicators in
+ * cuda/comm_nccl.c), and the clock its cpu timing reads.
+ *
+ *   const double t0 = oc_now_s();
+ *   long sleep_ns = 0;
+ *   while (!done()) {
+ *       if (oc_now_s() - t0 > timeout_s) ...fail...
+ *       oc_poll_pace(oc_now_s() - t0, &sleep_ns);
+ *   }
+ *
+ * What it is not: a deadline or a message (each caller says what timed out).
+ */
+#ifndef OC_EXEC_POLL_H
+#define OC_EXEC_POLL_H
+
+/* Seconds of CLOCK_MONOTONIC (never jumps with the wall clock). */
+double oc_now_s(void);
+
+/* One pause of a wait that has lasted waited_s: sched_yield for the first
+ * millisecond (a message that is about to arrive is not delayed), then
+ * sleeps doubling from 10 us to 1 ms (*sleep_ns, 0 at the start), so that
+ * a rank that waits long (a pipeline bubble) leaves the cores to the ranks
+ * that compute. */
+void oc_poll_pace(double waited_s, long *sleep_ns);
+
+#endif
