@@ -13,6 +13,7 @@
 
 #include "cost.h"
 #include "memory.h"
+#include "placement.h"
 #include "schedule.h"
 #include "status.h"
 
@@ -150,7 +151,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     OC_ASSERT(m && l && t && out);
     memset(out, 0, sizeof *out);
     const int64_t p = l->pp, tp = l->tp, d = l->dp;
-    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t mb = oc_layout_num_micro_batches(l);
     const double lpc = (double)oc_layout_layers_per_chunk(l, m);
     const double sbh = (double)l->seq_length * (double)l->micro_batch *
@@ -212,9 +213,9 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     double max_stage_s = 0, sum_stage_s = 0;
     for (int64_t i = 0; i < p; i++) {
         double u = (double)v * unit_s;
-        if (i == 0)
+        if (oc_place_stage_has_embed(l, i))
             u += embed_s;
-        if (i == p - 1)
+        if (oc_place_stage_has_head(l, i))
             u += head_s;
         sum_stage_s += u;
         if (u > max_stage_s)
@@ -227,11 +228,14 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
 
     /* DP: a ring all-reduce of the 16-bit gradients (reduce-scatter plus
      * all-gather when the optimizer is sharded: the same bytes). The
-     * largest stage finishes last, so take the larger of the first and
-     * the last stage (middle stages hold less). */
-    int64_t params = oc_mem_stage_params(m, l, 0);
-    if (p > 1 && oc_mem_stage_params(m, l, p - 1) > params)
-        params = oc_mem_stage_params(m, l, p - 1);
+     * largest stage finishes last, so take the larger of the embedding's
+     * and the head's stage (middle stages hold less). */
+    const int64_t embed_stage = oc_place_embed(l).stage;
+    const int64_t head_stage = oc_place_head(l).stage;
+    int64_t params = oc_mem_stage_params(m, l, embed_stage);
+    if (head_stage != embed_stage &&
+        oc_mem_stage_params(m, l, head_stage) > params)
+        params = oc_mem_stage_params(m, l, head_stage);
     double dp_exposed_s = 0;
     if (d > 1) {
         double bw, lat;

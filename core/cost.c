@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "placement.h"
 #include "status.h"
 
 /* Output tile one SM computes per wave (NVIDIA, "Matrix Multiplication
@@ -486,7 +487,6 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
     case OC_PART_HEAD:
         return c->part_s[op->part][ph];
     case OC_PART_CHUNK: {
-        const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
         double s = (c->part_s[OC_PART_ATTN][ph] + c->part_s[OC_PART_MLP][ph]) *
                    (double)op->layer_count;
         /* A chunk-grain backward carries its layers' recompute, as the
@@ -495,9 +495,9 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
             s += (c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                   c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]) *
                  (double)op->layer_count;
-        if (op->stage == 0 && op->chunk == 0)
+        if (oc_place_holds_embed(l, op->stage, op->chunk))
             s += c->part_s[OC_PART_EMBED][ph];
-        if (op->stage == l->pp - 1 && op->chunk == v - 1)
+        if (oc_place_holds_head(l, op->stage, op->chunk))
             s += c->part_s[OC_PART_HEAD][ph];
         return s;
     }

@@ -15,6 +15,7 @@
  */
 #include "memory.h"
 
+#include "placement.h"
 #include "status.h"
 
 /* Bytes per element (Korthikanti et al. 2022, section 4.1: 16-bit
@@ -136,12 +137,11 @@ double oc_mem_chunk_activation_bytes(const struct oc_model *m,
                                      const struct oc_layout *l, int64_t stage,
                                      int64_t chunk)
 {
-    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
     double bytes = (double)oc_layout_layers_per_chunk(l, m) *
                    oc_mem_layer_activation_bytes(m, l);
-    if (stage == 0 && chunk == 0)
+    if (oc_place_holds_embed(l, stage, chunk))
         bytes += oc_mem_embed_activation_bytes(m, l);
-    if (stage == l->pp - 1 && chunk == v - 1)
+    if (oc_place_holds_head(l, stage, chunk))
         bytes += oc_mem_head_activation_bytes(m, l);
     return bytes;
 }
@@ -150,7 +150,7 @@ int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
                             int64_t stage)
 {
     OC_ASSERT(stage >= 0 && stage < l->pp);
-    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t h = m->hidden_size;
     /* Megatron-LM pads the vocabulary so every TP rank holds the same
      * number of rows; we pad to the next multiple of t (Megatron pads to a
@@ -158,20 +158,20 @@ int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
     const int64_t vocab_rows = ceil_div(m->vocab_size, l->tp);
     int64_t n = oc_layout_layers_per_chunk(l, m) * v *
                 oc_model_layer_params_tp(m, l->tp);
-    if (stage == 0) {
+    if (oc_place_stage_has_embed(l, stage)) {
         /* Vocab-parallel word embedding (Shoeybi et al. 2019, section 3)
          * plus the learned position table, which every TP rank keeps. */
         n += vocab_rows * h;
         if (m->learned_pos_emb)
             n += m->max_position_embeddings * h;
     }
-    if (stage == l->pp - 1) {
+    if (oc_place_stage_has_head(l, stage)) {
         n += (int64_t)m->norm_params_per_h * h; /* final norm, whole */
         /* The LM head's V/t rows. Tied and p > 1: Megatron-LM keeps a copy
          * of the word embedding on the last stage (synchronised through the
          * embedding group), so it is counted again. Tied and p == 1: the
          * embedding above is the head. */
-        if (!m->tie_word_embeddings || l->pp > 1)
+        if (!m->tie_word_embeddings || !oc_place_stage_has_embed(l, stage))
             n += vocab_rows * h;
     }
     return n;
@@ -182,7 +182,7 @@ int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage)
     OC_ASSERT(stage >= 0 && stage < l->pp);
     const int64_t m = oc_layout_num_micro_batches(l);
     const int64_t p = l->pp;
-    const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+    const int64_t v = oc_place_chunks_per_stage(l);
     int64_t n;
     switch (l->schedule) {
     case OC_SCHED_GPIPE:
@@ -218,7 +218,7 @@ static void walk_forward(struct walk *w, const struct oc_model *m,
                          int64_t chunk, double logit_bytes)
 {
     w->cur += oc_mem_chunk_activation_bytes(m, l, stage, chunk);
-    if (stage == l->pp - 1 && chunk == l->vchunks - 1)
+    if (oc_place_holds_head(l, stage, chunk))
         w->cur_logits += logit_bytes;
     w->units++;
     if (w->units > w->max_units)
@@ -234,7 +234,7 @@ static void walk_backward(struct walk *w, const struct oc_model *m,
                           int64_t chunk, double logit_bytes)
 {
     w->cur -= oc_mem_chunk_activation_bytes(m, l, stage, chunk);
-    if (stage == l->pp - 1 && chunk == l->vchunks - 1)
+    if (oc_place_holds_head(l, stage, chunk))
         w->cur_logits -= logit_bytes;
     w->units--;
 }
@@ -258,7 +258,7 @@ static double interleaved_peak(const struct oc_model *m,
     if (warm > total)
         warm = total;
     const double logit_bytes =
-        stage == p - 1 ? oc_mem_logits_bytes(m, l) : 0.0;
+        oc_place_stage_has_head(l, stage) ? oc_mem_logits_bytes(m, l) : 0.0;
 
     struct walk w = {0};
     for (int64_t k = 0; k < warm; k++)
@@ -281,7 +281,6 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
 {
     OC_ASSERT(out != NULL);
     OC_ASSERT(stage >= 0 && stage < l->pp);
-    const int64_t p = l->pp;
     const int64_t mb = oc_layout_num_micro_batches(l);
 
     out->stage = stage;
@@ -303,17 +302,17 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
         /* GPipe and 1F1B: every in-flight micro-batch runs the whole stage,
          * so on stage 0 each carries the embedding's activations and on
          * stage p-1 the head's and the logits. */
-        const int64_t v = l->vchunks >= 1 ? l->vchunks : 1;
+        const int64_t v = oc_place_chunks_per_stage(l);
         const int64_t mbs = out->inflight / v; /* micro-batches in flight */
         OC_ASSERT(mbs <= mb);
         out->activations_bytes = (double)out->inflight *
                                  (double)oc_layout_layers_per_chunk(l, m) *
                                  oc_mem_layer_activation_bytes(m, l);
         out->logits_bytes = 0;
-        if (stage == 0)
+        if (oc_place_stage_has_embed(l, stage))
             out->activations_bytes +=
                 (double)mbs * oc_mem_embed_activation_bytes(m, l);
-        if (stage == p - 1) {
+        if (oc_place_stage_has_head(l, stage)) {
             out->activations_bytes +=
                 (double)mbs * oc_mem_head_activation_bytes(m, l);
             out->logits_bytes = (double)mbs * oc_mem_logits_bytes(m, l);

@@ -1,0 +1,101 @@
+/* placement.h: where the model sits on the pipeline. Which global chunk a
+ * stage's local chunk is, which layers it holds, which stage and chunk hold
+ * the embedding and the LM head, and which stages share the tied word
+ * embedding. The one place these facts are written: the schedule, the
+ * memory and cost models and the executor ask here.
+ *
+ *   // tp1-pp4-dp1-v2 on a 16-layer model: 8 global chunks of 2 layers
+ *   int64_t g = oc_place_global_chunk(&l, 1, 1);          // 5 = 1*4 + 1
+ *   struct oc_layer_range r = oc_place_chunk_layers(&l, &m, 1, 1);
+ *                                                         // {10, 2}
+ *   struct oc_chunk_at h = oc_place_head(&l);             // {3, 1}
+ *   if (oc_place_holds_embed(&l, stage, c)) ...           // stage 0, c 0
+ *
+ * What it is not: the order in which a stage runs its chunks
+ * (oc_schedule_stage_order, schedule.h), how many bytes or parameters a
+ * chunk holds (memory.h), or the ranks of a group (oc_schedule_group).
+ *
+ * Letters: p = PP size, v = model chunks per stage (1 unless interleaved),
+ * L = layers, Lc = L/(p*v) layers per chunk.
+ *
+ * Model order (Megatron-LM's interleaved assignment, Narayanan et al. 2021,
+ * "Efficient Large-Scale Language Model Training on GPU Clusters Using
+ * Megatron-LM", section 2.2.1): global chunk g = c*p + i is local chunk c
+ * of stage i and holds layers [g*Lc, (g+1)*Lc). Global chunk 0 (chunk 0 of
+ * stage 0) carries the embedding before its layers, global chunk p*v-1
+ * (chunk v-1 of stage p-1) the final norm and LM head after its layers.
+ * Without interleaving (v = 1) stage i holds layers [i*L/p, (i+1)*L/p).
+ *
+ * Tied embeddings (Megatron-LM's embedding group): with
+ * tie_word_embeddings and p > 1 the head stage keeps a copy of the word
+ * embedding, and the embedding stage and the head stage all-reduce the two
+ * gradients (schedule.h, OC_GROUP_EMBED). With p == 1 one stage holds both
+ * and the head reads the embedding itself.
+ *
+ * The functions take any layout whose sizes are at least 1 (vchunks below
+ * 1 counts as 1) and assert the stage, chunk and layer ranges.
+ */
+#ifndef OC_PLACEMENT_H
+#define OC_PLACEMENT_H
+
+#include <stdint.h>
+
+#include "layout.h"
+#include "model.h"
+
+/* A model chunk by where it runs: local chunk `chunk` of pipeline stage
+ * `stage`. */
+struct oc_chunk_at {
+    int64_t stage, chunk;
+};
+
+/* Global layers [first, first + count). */
+struct oc_layer_range {
+    int64_t first, count;
+};
+
+/* v, and p*v: the model's chunks in all. */
+int64_t oc_place_chunks_per_stage(const struct oc_layout *l);
+int64_t oc_place_global_chunks(const struct oc_layout *l);
+
+/* g = chunk*p + stage, and back: stage g % p, chunk g / p. */
+int64_t oc_place_global_chunk(const struct oc_layout *l, int64_t stage,
+                              int64_t chunk);
+struct oc_chunk_at oc_place_chunk_at(const struct oc_layout *l, int64_t g);
+
+/* The layers chunk `chunk` of `stage` holds: [g*Lc, (g+1)*Lc). */
+struct oc_layer_range oc_place_chunk_layers(const struct oc_layout *l,
+                                            const struct oc_model *m,
+                                            int64_t stage, int64_t chunk);
+/* The chunk that holds global layer `layer`: global chunk layer / Lc. */
+struct oc_chunk_at oc_place_layer_chunk(const struct oc_layout *l,
+                                        const struct oc_model *m,
+                                        int64_t layer);
+
+/* The embedding's chunk {0, 0} and the head's {p-1, v-1}. */
+struct oc_chunk_at oc_place_embed(const struct oc_layout *l);
+struct oc_chunk_at oc_place_head(const struct oc_layout *l);
+int oc_place_holds_embed(const struct oc_layout *l, int64_t stage,
+                         int64_t chunk);
+int oc_place_holds_head(const struct oc_layout *l, int64_t stage,
+                        int64_t chunk);
+int oc_place_stage_has_embed(const struct oc_layout *l, int64_t stage);
+int oc_place_stage_has_head(const struct oc_layout *l, int64_t stage);
+
+/* The chunk of `stage` that holds what the stage holds beyond its layers:
+ * the embedding's chunk on the embedding stage, else the head's chunk on
+ * the head stage; -1 on a stage that holds neither. */
+int64_t oc_place_stage_extra_chunk(const struct oc_layout *l, int64_t stage);
+
+/* The stages of Megatron-LM's embedding group, embedding stage first:
+ * {0, p-1}, or {0} when p == 1. Writes them to stages[] and returns how
+ * many (1 or 2). */
+int oc_place_embed_group_stages(const struct oc_layout *l, int64_t stages[2]);
+
+/* Whether `stage` takes part in the tied embedding's gradient all-reduce:
+ * tie_word_embeddings, p > 1 and the stage holds the embedding or the
+ * head. */
+int oc_place_tied_allreduce(const struct oc_layout *l,
+                            const struct oc_model *m, int64_t stage);
+
+#endif
