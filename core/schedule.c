@@ -10,17 +10,13 @@
  * chunks per stage; Lc = layers per chunk = L/(p*v); s, b, h, V = sequence,
  * micro-batch size, hidden size, vocabulary.
  *
- * Model order (Megatron-LM interleaved assignment, Narayanan et al. 2021,
- * section 2.2.1): global chunk g = c*p + i is chunk c of stage i and holds
- * layers [g*Lc, (g+1)*Lc); g = 0 carries the embedding, g = p*v-1 the LM head.
+ * Model order: placement.h (global chunk g = c*p + i is chunk c of stage i
+ * and holds layers [g*Lc, (g+1)*Lc); g = 0 carries the embedding, g = p*v-1
+ * the LM head); every placement fact here is asked there.
+ *
+ * The order of each stage's units: schedule_order.c.
  *
  * Choices made here (not fixed by the header):
- * - GPipe runs its backwards in micro-batch order 0..m-1 (as drawn in
- *   Narayanan et al. 2021, figure 3); the peak of m in flight is the same
- *   either way.
- * - Interleaved: Megatron-LM's general warm-up formula capped at m*v, also
- *   when m == p (older Megatron-LM versions ran all-warm-up in that case;
- *   current ones use the same formula).
  * - Embedding forward and backward carry 0 FLOPs (a gather and a
  *   scatter-add); backward FLOPs are twice the forward (Narayanan et al.
  *   2021, section 5.1); the optimizer carries 0 FLOPs and 28 HBM bytes per
@@ -45,6 +41,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "placement.h"
 
 /* ------------------------------------------------------------------ */
 /* Names                                                                */
@@ -118,9 +115,9 @@ int64_t oc_schedule_group(const struct oc_layout *l, int64_t rank,
         }
         break;
     case OC_GROUP_EMBED: {
-        /* Megatron-LM's embedding group: first and last pipeline stage. */
-        int64_t stages[2] = {0, l->pp - 1};
-        int64_t k = l->pp > 1 ? 2 : 1;
+        /* Megatron-LM's embedding group: embedding and head stage. */
+        int64_t stages[2];
+        int64_t k = oc_place_embed_group_stages(l, stages);
         for (int64_t i = 0; i < k; i++, n++) {
             struct oc_coord q = {c.tp, stages[i], c.dp};
             if (n < cap)
@@ -135,72 +132,6 @@ int64_t oc_schedule_group(const struct oc_layout *l, int64_t rank,
         n = 1;
         break;
     }
-    return n;
-}
-
-/* ------------------------------------------------------------------ */
-/* Stage order                                                          */
-
-/* Megatron-LM schedules.py, forward_backward_pipelining_with_interleaving:
- * get_model_chunk_id and get_microbatch_id_in_model_chunk with the default
- * microbatch group size p. */
-static struct oc_unit interleaved_unit(int64_t k, int64_t p, int64_t v,
-                                       int backward)
-{
-    struct oc_unit u;
-    int64_t c = (k / p) % v;
-    u.chunk = (int32_t)(backward ? v - 1 - c : c);
-    u.mb = (int32_t)((k / (p * v)) * p + k % p);
-    u.backward = backward;
-    return u;
-}
-
-int64_t oc_schedule_stage_order(const struct oc_layout *l, int64_t m,
-                                int64_t stage, struct oc_unit **out)
-{
-    int64_t p = l->pp;
-    int interleaved = l->schedule == OC_SCHED_INTERLEAVED;
-    int64_t v = interleaved ? l->vchunks : 1;
-    OC_ASSERT(m >= 1 && p >= 1 && v >= 1 && stage >= 0 && stage < p);
-    OC_ASSERT(!interleaved || m % p == 0);
-    int64_t total = m * v; /* units in each direction */
-    struct oc_unit *u = oc_xmalloc((size_t)(2 * total) * sizeof *u);
-    int64_t n = 0;
-
-    if (l->schedule == OC_SCHED_GPIPE) {
-        /* GPipe (Huang et al. 2019): every forward, then every backward. */
-        for (int64_t k = 0; k < m; k++)
-            u[n++] = (struct oc_unit){(int32_t)k, 0, 0};
-        for (int64_t k = 0; k < m; k++)
-            u[n++] = (struct oc_unit){(int32_t)k, 0, 1};
-        *out = u;
-        return n;
-    }
-
-    /* 1F1B (PipeDream-Flush) and interleaved 1F1B share one shape: w
-     * warm-up forwards, then (forward w+k, backward k) pairs, then the
-     * remaining backwards. 1F1B: w = min(p-i-1, m) (Narayanan et al. 2021,
-     * section 2.2); interleaved: Megatron-LM's
-     * w = min((p-i-1)*2 + (v-1)*p, m*v). */
-    int64_t w = interleaved ? (p - stage - 1) * 2 + (v - 1) * p
-                            : p - stage - 1;
-    if (w > total)
-        w = total;
-    int64_t f = 0, b = 0;
-#define UNIT(k, bw)                                                            \
-    (interleaved ? interleaved_unit((k), p, v, (bw))                           \
-                 : (struct oc_unit){(int32_t)(k), 0, (bw)})
-    for (; f < w; f++)
-        u[n++] = UNIT(f, 0);
-    for (; f < total; f++, b++) {
-        u[n++] = UNIT(f, 0);
-        u[n++] = UNIT(b, 1);
-    }
-    for (; b < total; b++)
-        u[n++] = UNIT(b, 1);
-#undef UNIT
-    OC_ASSERT(n == 2 * total);
-    *out = u;
     return n;
 }
 
@@ -224,7 +155,7 @@ struct sink {
 struct ctx {
     const struct oc_model *model;
     const struct oc_layout *l;
-    int64_t t, p, d, v, m, lc, nchunks;
+    int64_t t, p, d, v, m, lc;
     enum oc_grain grain;
     int emit_memory;
     int sp; /* sequence parallel in effect (t > 1) */
@@ -375,7 +306,8 @@ static void put_ce(const struct ctx *x, struct sink *k, int64_t mb,
 static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
                       int64_t stage, int64_t c, int first, int last)
 {
-    int64_t g = c * x->p + stage;
+    const struct oc_layer_range lr =
+        oc_place_chunk_layers(x->l, x->model, stage, c);
     if (first) {
         put_compute(k, OC_PHASE_FWD, OC_PART_EMBED, mb, stage, c, -1,
                     x->embed_flops);
@@ -388,8 +320,8 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
             put_tp(x, k, OC_COLL_ALLREDUCE, OC_PHASE_FWD, OC_PART_EMBED, mb,
                    stage, c, -1);
     }
-    for (int64_t j = 0; j < x->lc; j++) {
-        int64_t layer = g * x->lc + j;
+    for (int64_t j = 0; j < lr.count; j++) {
+        int64_t layer = lr.first + j;
         put_layer_part(x, k, OC_PHASE_FWD, OC_PART_ATTN, mb, stage, c, layer,
                        x->attn_flops);
         put_layer_part(x, k, OC_PHASE_FWD, OC_PART_MLP, mb, stage, c, layer,
@@ -413,7 +345,8 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
 static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
                       int64_t stage, int64_t c, int first, int last)
 {
-    int64_t g = c * x->p + stage;
+    const struct oc_layer_range lr =
+        oc_place_chunk_layers(x->l, x->model, stage, c);
     if (last) {
         put_compute(k, OC_PHASE_BWD, OC_PART_HEAD, mb, stage, c, -1,
                     2 * x->head_flops);
@@ -426,8 +359,8 @@ static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
         put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage, c,
                 -1, 0, x->logits_bytes);
     }
-    for (int64_t j = x->lc - 1; j >= 0; j--) {
-        int64_t layer = g * x->lc + j;
+    for (int64_t j = lr.count - 1; j >= 0; j--) {
+        int64_t layer = lr.first + j;
         if (x->recompute == OC_RECOMPUTE_FULL) {
             /* Megatron-LM full recompute re-runs the layer's forward,
              * TP collectives included. */
@@ -458,20 +391,21 @@ static void merged_parts(const struct ctx *x, struct sink *k,
                          const struct unit_sum *u, enum oc_phase ph,
                          int64_t mb, int64_t stage, int64_t c)
 {
-    int64_t lf = (c * x->p + stage) * x->lc;
+    const struct oc_layer_range lr =
+        oc_place_chunk_layers(x->l, x->model, stage, c);
     struct oc_op o = op_new(OC_OP_COLLECTIVE, ph, OC_PART_CHUNK, mb, stage, c);
     o.group = OC_GROUP_TP;
     o.bytes = x->tp_bytes;
-    o.layer_first = (int32_t)lf;
-    o.layer_count = (int32_t)x->lc;
+    o.layer_first = (int32_t)lr.first;
+    o.layer_count = (int32_t)lr.count;
     if (u->n_ag) {
         o.coll = OC_COLL_ALLGATHER;
         o.count = (int32_t)u->n_ag;
         put(k, &o);
     }
     struct oc_op cp = op_new(OC_OP_COMPUTE, ph, OC_PART_CHUNK, mb, stage, c);
-    cp.layer_first = (int32_t)lf;
-    cp.layer_count = (int32_t)x->lc;
+    cp.layer_first = (int32_t)lr.first;
+    cp.layer_count = (int32_t)lr.count;
     cp.flops = u->flops;
     cp.hbm_bytes = u->hbm_bytes;
     put(k, &cp);
@@ -515,8 +449,10 @@ static void put_p2p(const struct ctx *x, struct sink *k, enum oc_op_kind kind,
     o.peer = peer;
     o.tag = tag;
     o.bytes = x->p2p_bytes;
-    o.layer_first = (int32_t)((chunk * x->p + stage) * x->lc);
-    o.layer_count = (int32_t)x->lc;
+    const struct oc_layer_range lr =
+        oc_place_chunk_layers(x->l, x->model, stage, chunk);
+    o.layer_first = (int32_t)lr.first;
+    o.layer_count = (int32_t)lr.count;
     put(k, &o);
 }
 
@@ -533,14 +469,97 @@ static double chunk_params(const struct ctx *x, int64_t stage, int64_t c,
     double extra = (double)params - (double)x->v * layers;
     if (extra < 0) /* memory.c counts differently: split evenly */
         return (double)params / (double)x->v;
-    int64_t holder = stage == x->p - 1 && stage != 0 ? x->v - 1 : 0;
-    return layers + (c == holder ? extra : 0.0);
+    return layers + (c == oc_place_stage_extra_chunk(x->l, stage) ? extra : 0.0);
 }
 
-static int64_t chunk_rank(const struct ctx *x, struct oc_coord me, int64_t g)
+/* The rank of my (tp, dp) that runs chunk `at`. */
+static int64_t chunk_rank(const struct ctx *x, struct oc_coord me,
+                          struct oc_chunk_at at)
 {
-    struct oc_coord q = {me.tp, g % x->p, me.dp};
+    struct oc_coord q = {me.tp, at.stage, me.dp};
     return oc_layout_rank(x->l, q);
+}
+
+/* One unit of a rank's order with where its chunk sits (placement.h). */
+struct unit_at {
+    struct oc_unit u;
+    int64_t stage;
+    int first, last;              /* the chunk holds the embedding / head */
+    int64_t from_rank, to_rank;   /* its message in and out, -1 if none */
+    int64_t from_chunk;           /* the sender's chunk of the message in */
+    struct oc_layer_range layers;
+    double act_bytes;
+    const struct unit_sum *sum;
+};
+
+/* A forward unit receives from the previous chunk in model order and sends
+ * to the next one; a backward unit the other way. */
+static struct unit_at unit_at_of(const struct ctx *x,
+                                 const struct stage_info *si, int64_t rank,
+                                 struct oc_unit u)
+{
+    const struct oc_coord me = oc_layout_coord(x->l, rank);
+    const int64_t c = u.chunk, g = oc_place_global_chunk(x->l, me.pp, c);
+    struct unit_at a = {u, me.pp, oc_place_holds_embed(x->l, me.pp, c),
+                        oc_place_holds_head(x->l, me.pp, c), -1, -1, -1,
+                        oc_place_chunk_layers(x->l, x->model, me.pp, c),
+                        si->act_bytes[c], &si->sums[c * 2 + u.backward]};
+    int64_t prev = -1, next = -1;
+    if (!a.first) {
+        const struct oc_chunk_at at = oc_place_chunk_at(x->l, g - 1);
+        prev = chunk_rank(x, me, at);
+        OC_ASSERT(prev != rank);
+        if (!u.backward)
+            a.from_chunk = at.chunk;
+    }
+    if (!a.last) {
+        const struct oc_chunk_at at = oc_place_chunk_at(x->l, g + 1);
+        next = chunk_rank(x, me, at);
+        if (u.backward)
+            a.from_chunk = at.chunk;
+    }
+    a.from_rank = u.backward ? next : prev;
+    a.to_rank = u.backward ? prev : next;
+    return a;
+}
+
+/* The unit's message in (RECV) or out (SEND), if it has one. */
+static void put_unit_msg(const struct ctx *x, struct sink *k,
+                         const struct unit_at *a, enum oc_op_kind kind)
+{
+    const int in = kind == OC_OP_RECV;
+    const int64_t peer = in ? a->from_rank : a->to_rank;
+    const enum oc_p2p_kind dir = a->u.backward ? OC_P2P_GRAD : OC_P2P_ACT;
+    if (peer >= 0)
+        put_p2p(x, k, kind, dir, a->u.mb, a->stage, a->u.chunk, peer,
+                p2p_tag(x, a->u.mb, in ? a->from_chunk : a->u.chunk, dir));
+}
+
+/* A unit's work between its messages: the forward keeps its activations
+ * and computes; the backward computes (and drops the logits). */
+static void put_unit_work(const struct ctx *x, struct sink *k,
+                          const struct unit_at *a)
+{
+    const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
+    if (!a->u.backward) {
+        put_mem(x, k, OC_OP_ALLOC, OC_BUF_ACTIVATIONS, OC_PHASE_FWD, mb, stage,
+                c, a->layers.first, a->layers.count, a->act_bytes);
+        if (x->grain == OC_GRAIN_LAYER) {
+            fwd_parts(x, k, mb, stage, c, a->first, a->last);
+            return;
+        }
+        if (a->last)
+            put_mem(x, k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD, mb, stage,
+                    c, -1, 0, x->logits_bytes);
+        merged_parts(x, k, a->sum, OC_PHASE_FWD, mb, stage, c);
+    } else if (x->grain == OC_GRAIN_LAYER) {
+        bwd_parts(x, k, mb, stage, c, a->first, a->last);
+    } else {
+        merged_parts(x, k, a->sum, OC_PHASE_BWD, mb, stage, c);
+        if (a->last)
+            put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage,
+                    c, -1, 0, x->logits_bytes);
+    }
 }
 
 static void emit_rank(const struct ctx *x, const struct stage_info *si,
@@ -567,68 +586,27 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
         x->l->shard_optimizer ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
 
     for (int64_t i = 0; i < si->nunits; i++) {
-        struct oc_unit u = si->order[i];
-        int64_t c = u.chunk, mb = u.mb;
-        int64_t g = c * x->p + stage;
-        int first = g == 0, last = g == x->nchunks - 1;
-        int64_t lf = g * x->lc;
-        double act = si->act_bytes[c];
-        const struct unit_sum *sum = &si->sums[c * 2 + u.backward];
-
-        if (!u.backward) {
-            if (!first) {
-                int64_t prev = chunk_rank(x, me, g - 1);
-                OC_ASSERT(prev != rank);
-                put_p2p(x, &k, OC_OP_RECV, OC_P2P_ACT, mb, stage, c, prev,
-                        p2p_tag(x, mb, (g - 1) / x->p, OC_P2P_ACT));
-            }
-            put_mem(x, &k, OC_OP_ALLOC, OC_BUF_ACTIVATIONS, OC_PHASE_FWD, mb,
-                    stage, c, lf, x->lc, act);
-            if (x->grain == OC_GRAIN_LAYER) {
-                fwd_parts(x, &k, mb, stage, c, first, last);
-            } else {
-                if (last)
-                    put_mem(x, &k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD,
-                            mb, stage, c, -1, 0, x->logits_bytes);
-                merged_parts(x, &k, sum, OC_PHASE_FWD, mb, stage, c);
-            }
-            if (!last)
-                put_p2p(x, &k, OC_OP_SEND, OC_P2P_ACT, mb, stage, c,
-                        chunk_rank(x, me, g + 1),
-                        p2p_tag(x, mb, c, OC_P2P_ACT));
-        } else {
-            if (!last)
-                put_p2p(x, &k, OC_OP_RECV, OC_P2P_GRAD, mb, stage, c,
-                        chunk_rank(x, me, g + 1),
-                        p2p_tag(x, mb, (g + 1) / x->p, OC_P2P_GRAD));
-            if (x->grain == OC_GRAIN_LAYER) {
-                bwd_parts(x, &k, mb, stage, c, first, last);
-            } else {
-                merged_parts(x, &k, sum, OC_PHASE_BWD, mb, stage, c);
-                if (last)
-                    put_mem(x, &k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD,
-                            mb, stage, c, -1, 0, x->logits_bytes);
-            }
-            if (!first)
-                put_p2p(x, &k, OC_OP_SEND, OC_P2P_GRAD, mb, stage, c,
-                        chunk_rank(x, me, g - 1),
-                        p2p_tag(x, mb, c, OC_P2P_GRAD));
-            put_mem(x, &k, OC_OP_FREE, OC_BUF_ACTIVATIONS, OC_PHASE_BWD, mb,
-                    stage, c, lf, x->lc, act);
-            /* --overlap-grad-reduce: the chunk's gradients are final after
-             * its last backward; Megatron-LM starts their DP reduction
-             * there (one bucket per chunk here). */
-            if (dp_async && i == si->last_bwd[c]) {
-                struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD,
-                                        OC_PART_ALL, -1, stage, c);
-                o.coll = (uint8_t)dp_coll;
-                o.group = OC_GROUP_DP;
-                o.async = 1;
-                o.bytes = 2.0 * chunk_params(x, stage, c, params);
-                o.layer_first = (int32_t)lf;
-                o.layer_count = (int32_t)x->lc;
-                put(&k, &o);
-            }
+        const struct unit_at a = unit_at_of(x, si, rank, si->order[i]);
+        put_unit_msg(x, &k, &a, OC_OP_RECV);
+        put_unit_work(x, &k, &a);
+        put_unit_msg(x, &k, &a, OC_OP_SEND);
+        if (!a.u.backward)
+            continue;
+        put_mem(x, &k, OC_OP_FREE, OC_BUF_ACTIVATIONS, OC_PHASE_BWD, a.u.mb,
+                stage, a.u.chunk, a.layers.first, a.layers.count, a.act_bytes);
+        /* --overlap-grad-reduce: the chunk's gradients are final after its
+         * last backward; Megatron-LM starts their DP reduction there (one
+         * bucket per chunk here). */
+        if (dp_async && i == si->last_bwd[a.u.chunk]) {
+            struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD,
+                                    OC_PART_ALL, -1, stage, a.u.chunk);
+            o.coll = (uint8_t)dp_coll;
+            o.group = OC_GROUP_DP;
+            o.async = 1;
+            o.bytes = 2.0 * chunk_params(x, stage, a.u.chunk, params);
+            o.layer_first = (int32_t)a.layers.first;
+            o.layer_count = (int32_t)a.layers.count;
+            put(&k, &o);
         }
     }
 
@@ -642,10 +620,9 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
         o.bytes = 2.0 * (double)params;
         put(&k, &o);
     }
-    if (x->model->tie_word_embeddings && x->p > 1 &&
-        (stage == 0 || stage == x->p - 1)) {
+    if (oc_place_tied_allreduce(x->l, x->model, stage)) {
         struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_EMBED,
-                                -1, stage, stage == 0 ? 0 : x->v - 1);
+                                -1, stage, oc_place_stage_extra_chunk(x->l, stage));
         o.coll = OC_COLL_ALLREDUCE;
         o.group = OC_GROUP_EMBED;
         o.bytes = x->embed_grad_bytes;
@@ -701,8 +678,8 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
             oc_mem_chunk_activation_bytes(x->model, x->l, stage, c);
     si->sums = oc_xcalloc((size_t)(2 * x->v), sizeof *si->sums);
     for (int64_t c = 0; c < x->v; c++) {
-        int64_t g = c * x->p + stage;
-        int first = g == 0, last = g == x->nchunks - 1;
+        int first = oc_place_holds_embed(x->l, stage, c);
+        int last = oc_place_holds_head(x->l, stage, c);
         struct sink k = {NULL, &si->sums[c * 2]};
         fwd_parts(x, &k, 0, stage, c, first, last);
         k.sum = &si->sums[c * 2 + 1];
@@ -759,7 +736,6 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.v = v;
     x.m = nm;
     x.lc = oc_layout_layers_per_chunk(l, m);
-    x.nchunks = x.p * v;
     x.grain = o->grain;
     x.emit_memory = o->emit_memory;
     x.sp = l->sequence_parallel && l->tp > 1;
