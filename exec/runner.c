@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "placement.h"
+
 /* One DP reduction bucket: the tensors whose gradients are final after the
  * last backward of one chunk (overlap_grad_reduce), or all of them. */
 struct oc_runner_bucket {
@@ -76,24 +78,21 @@ static int64_t unit(const struct oc_runner *r, int64_t mb, int64_t c)
     return mb * r->v + c;
 }
 
-static int64_t gchunk(const struct oc_runner *r, int64_t c)
-{
-    return c * r->pp + r->me.pp;
-}
-
+/* Chunk c of this rank's stage holds the embedding / the head / layers
+ * from chunk_layer0 on (core/placement.h). */
 static int chunk_first(const struct oc_runner *r, int64_t c)
 {
-    return gchunk(r, c) == 0;
+    return oc_place_holds_embed(r->l, r->me.pp, c);
 }
 
 static int chunk_last(const struct oc_runner *r, int64_t c)
 {
-    return gchunk(r, c) == r->pp * r->v - 1;
+    return oc_place_holds_head(r->l, r->me.pp, c);
 }
 
 static int64_t chunk_layer0(const struct oc_runner *r, int64_t c)
 {
-    return gchunk(r, c) * r->lc;
+    return oc_place_chunk_layers(r->l, r->model, r->me.pp, c).first;
 }
 
 static int64_t block_floats(const struct oc_runner *r, int64_t c)
@@ -358,13 +357,13 @@ static int64_t slices_copy(const struct oc_runner *r, const int64_t *tensors,
 static int64_t tensor_chunk(const struct oc_runner *r, const struct oc_param_tensor *t)
 {
     if (t->layer >= 0) {
-        int64_t g = t->layer / r->lc;
-        OC_ASSERT(g % r->pp == r->me.pp);
-        return g / r->pp;
+        const struct oc_chunk_at at = oc_place_layer_chunk(r->l, r->model, t->layer);
+        OC_ASSERT(at.stage == r->me.pp);
+        return at.chunk;
     }
     if (t->kind == OC_P_WTE || t->kind == OC_P_WPE)
-        return 0;      /* the embedding: global chunk 0 = chunk 0 of stage 0 */
-    return r->v - 1;   /* the head: the last global chunk */
+        return oc_place_embed(r->l).chunk;
+    return oc_place_head(r->l).chunk;
 }
 
 static void buckets_init(struct oc_runner *r)
@@ -845,18 +844,19 @@ void oc_runner_param_opts(const struct oc_layout *l, const struct oc_model *m,
                           int64_t tp_rank, int64_t stage, uint64_t seed,
                           int64_t *layers, struct oc_params_opts *o)
 {
-    const int64_t p = l->pp, v = l->vchunks, lc = oc_layout_layers_per_chunk(l, m);
     int64_t n = 0;
-    for (int64_t c = 0; c < v; c++)
-        for (int64_t j = 0; j < lc; j++)
-            layers[n++] = (c * p + stage) * lc + j;
+    for (int64_t c = 0; c < oc_place_chunks_per_stage(l); c++) {
+        const struct oc_layer_range lr = oc_place_chunk_layers(l, m, stage, c);
+        for (int64_t j = 0; j < lr.count; j++)
+            layers[n++] = lr.first + j;
+    }
     memset(o, 0, sizeof *o);
     o->tp = l->tp;
     o->tp_rank = tp_rank;
     o->layers = layers;
     o->nlayers = n;
-    o->has_embed = stage == 0;
-    o->has_head = stage == p - 1;
+    o->has_embed = oc_place_stage_has_embed(l, stage);
+    o->has_head = oc_place_stage_has_head(l, stage);
     o->seed = seed;
 }
 
@@ -946,7 +946,8 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
 
     buckets_init(r);
     int64_t tn = 0;
-    if (oc_params_tied_grad(&r->p, &tn) && r->pp > 1) {
+    if (oc_params_tied_grad(&r->p, &tn) &&
+        oc_place_tied_allreduce(l, m, r->me.pp)) {
         const struct oc_param_tensor *t =
             oc_params_tensor(&r->p, r->p.has_embed ? OC_P_WTE : OC_P_LMW, -1);
         r->tied = t - r->p.t;

@@ -169,9 +169,9 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st);
 const float *oc_runner_weights(struct oc_runner *r);
 void oc_runner_free(struct oc_runner *r);
 
-/* Parameters that a rank of `stage` holds: its layers in chunk order
- * (chunk c holds global chunk c*p + stage), the embedding on stage 0, the
- * head on the last stage. layers: L/p entries. */
+/* Parameters that a rank of `stage` holds (core/placement.h): its layers
+ * in chunk order, the embedding on the embedding's stage, the head on the
+ * head's. layers: L/p entries. */
 void oc_runner_param_opts(const struct oc_layout *l, const struct oc_model *m,
                           int64_t tp_rank, int64_t stage, uint64_t seed,
                           int64_t *layers, struct oc_params_opts *o);
