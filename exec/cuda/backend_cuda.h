@@ -50,45 +50,16 @@ int oc_backend_cuda_init(struct oc_backend *b, struct oc_ctl *ctl,
 int oc_backend_cuda_available(void);
 
 /* NCCL pairs the messages between two ranks by their order, not by tag
- * (the tag is not sent): checks that for every pair (a, q) of ranks, a's
- * SENDs to q carry the tags of q's RECVs from a, in the same order, and as
- * many; then that the messages cannot deadlock on this backend
- * (oc_backend_cuda_check_p2p_deadlock, OC_CUDA_P2P_DIRECTION). 0, or -1
- * with st->msg naming the pair and the first mismatch, or the ranks and
- * ops that would wait for each other. Pure over the schedule (no GPU): to
- * be called (runner or main) before a schedule runs on this backend. */
+ * (the tag is not sent), and each message runs on the stream of its
+ * direction: checks the schedule against these rules
+ * (core/p2p_order.h, oc_p2p_check_order with OC_P2P_RULES_DIRECTION): for
+ * every pair (a, q) of ranks, a's SENDs to q carry the tags of q's RECVs
+ * from a, in the same order, and as many; then that the messages cannot
+ * deadlock on this backend's streams. 0, or -1 with st->msg naming the
+ * pair and the first mismatch, or the ranks and ops that would wait for
+ * each other. Pure over the schedule (no GPU): to be called (runner or
+ * main) before a schedule runs on this backend. */
 int oc_backend_cuda_check_p2p_order(const struct oc_schedule *s,
                                     struct oc_status *st);
-
-/* How pipeline messages run, for the deadlock check. Common to both: each
- * rank's program reaches its ops in list order; a run of SEND / RECV ops
- * (ALLOC / FREE may sit between) ends at the next other op or the list's
- * end, and the program passes that point only once the run's receives
- * completed (the compute stream waits for them at p2p_end, and every
- * later op follows the compute stream); at a WAIT only once every earlier
- * send completed (the host waits); a message completes together with its
- * partner (the n-th send from A to B with the n-th receive of B from A),
- * both at the head of their streams. TP / DP / EMBED collectives run on
- * other communicators and are not modelled. */
-enum oc_cuda_p2p_rules {
-    /* this backend: two FIFO streams per rank, up (messages to a higher
-     * rank) and down; a message joins its stream when the program reaches
-     * it and is the head once the earlier messages there completed */
-    OC_CUDA_P2P_DIRECTION,
-    /* the former design: one FIFO stream per rank; a run is one NCCL
-     * group, joining the stream at the run's end; its messages can pair
-     * once the group heads the stream, and it leaves it when all did */
-    OC_CUDA_P2P_GROUPED,
-};
-
-/* Simulates the whole schedule's pipeline messages under `rules` (linear
- * in the ops, apart from pairing inside a group). 0 if every message
- * completes; -1 with st->msg "pipeline messages would deadlock ...",
- * naming the cycle of ranks and ops that wait for each other. Assumes the
- * pairs' counts match (oc_backend_cuda_check_p2p_order checks that
- * first); a message without partner is reported as a deadlock too. */
-int oc_backend_cuda_check_p2p_deadlock(const struct oc_schedule *s,
-                                       enum oc_cuda_p2p_rules rules,
-                                       struct oc_status *st);
 
 #endif

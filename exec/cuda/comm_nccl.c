@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "p2p_order.h"
 #include "poll.h"
 
 
@@ -378,7 +379,7 @@ ncclComm_t oc_nccl_of(const struct oc_nccl *n, enum oc_group g)
 ncclComm_t oc_nccl_p2p_of(const struct oc_nccl *n, int64_t from, int64_t to)
 {
     OC_ASSERT(from != to && (from == n->ctl->rank || to == n->ctl->rank));
-    return from < to ? n->up : n->down;
+    return oc_p2p_stream_of(from, to) == OC_P2P_UP ? n->up : n->down;
 }
 
 size_t oc_nccl_count(int64_t n)
