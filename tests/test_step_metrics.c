@@ -168,6 +168,31 @@ static const struct hop rank3[] = {
 static const struct hop *const four[] = {rank0, rank1, rank2, rank3};
 static const int64_t four_n[] = {N(rank0), N(rank1), N(rank2), N(rank3)};
 
+/* oc_step_metrics on the four ranks above (record: NULL or which are
+ * recorded; inner: with rank 0's inner compute; peak: measured peaks or
+ * NULL), against the step and each stage's {compute, bubble, exposed, tp,
+ * pp, dp, peak memory}. Every rank's time is compute, bubble or exposed,
+ * so each stage's three add up to the step. */
+static void check_four(const unsigned char *record, int inner, const double *peak,
+                       double step, const double *want0, const double *want1)
+{
+    struct hand h;
+    hand_init(&h, "tp1-pp2-dp2", four, four_n, record, inner);
+    if (peak) {
+        h.tl.peak_mem_bytes = oc_xcalloc(4, sizeof(double));
+        memcpy(h.tl.peak_mem_bytes, peak, 4 * sizeof(double));
+    }
+    oc_step_metrics(&h.tl, &h.mt);
+    CU_ASSERT_DOUBLE_EQUAL(h.mt.step_time_s, step, EPS);
+    for (int k = 0; k < 2; k++) {
+        const double *w = k == 0 ? want0 : want1;
+        const struct oc_stage_metrics *g = &h.mt.stage[k];
+        check_stage(g, w[0], w[1], w[2], w[3], w[4], w[5], w[6]);
+        CU_ASSERT_DOUBLE_EQUAL(g->compute_s + g->bubble_s + g->exposed_comm_s, step, EPS);
+    }
+    hand_free(&h);
+}
+
 /* Step 13 (ranks 0 and 1 end last). Stage 0 = means of ranks 0 and 1:
  * compute (6 + 5.5) / 2 = 5.75, bubble (4 + 5) / 2 = 4.5, exposed (3 +
  * 2.5) / 2 = 2.75, tp 0.5, pp (1.5 + 3) / 2 = 2.25, dp 2.5, peak 150.
@@ -175,17 +200,9 @@ static const int64_t four_n[] = {N(rank0), N(rank1), N(rank2), N(rank3)};
  * 1, dp 3, peak 190. */
 static void test_two_stages(void)
 {
-    struct hand h;
-    hand_init(&h, "tp1-pp2-dp2", four, four_n, NULL, 1);
-    oc_step_metrics(&h.tl, &h.mt);
-    CU_ASSERT_DOUBLE_EQUAL(h.mt.step_time_s, 13, EPS);
-    check_stage(&h.mt.stage[0], 5.75, 4.5, 2.75, 0.5, 2.25, 2.5, 150);
-    check_stage(&h.mt.stage[1], 3.5, 5, 4.5, 0, 1, 3, 190);
-    /* Every rank's time is compute, bubble or exposed, so per stage too. */
-    for (int k = 0; k < 2; k++)
-        CU_ASSERT_DOUBLE_EQUAL(h.mt.stage[k].compute_s + h.mt.stage[k].bubble_s +
-                                   h.mt.stage[k].exposed_comm_s, 13, EPS);
-    hand_free(&h);
+    const double s0[7] = {5.75, 4.5, 2.75, 0.5, 2.25, 2.5, 150};
+    const double s1[7] = {3.5, 5, 4.5, 0, 1, 3, 190};
+    check_four(NULL, 1, NULL, 13, s0, s1);
 }
 
 /* Without inner times (the simulator's timeline), rank 0's TP op is all
@@ -195,16 +212,10 @@ static void test_two_stages(void)
  * replace the ops' sums: stage 0 max 3000, stage 1 max 2000. */
 static void test_inner_and_measured_memory(void)
 {
-    struct hand h;
-    hand_init(&h, "tp1-pp2-dp2", four, four_n, NULL, 0);
-    h.tl.peak_mem_bytes = oc_xcalloc(4, sizeof(double));
     const double peak[4] = {1000, 3000, 2000, 500};
-    memcpy(h.tl.peak_mem_bytes, peak, sizeof peak);
-    oc_step_metrics(&h.tl, &h.mt);
-    CU_ASSERT_DOUBLE_EQUAL(h.mt.step_time_s, 13, EPS);
-    check_stage(&h.mt.stage[0], 5.5, 4.5, 3, 0.75, 2.25, 2.5, 3000);
-    check_stage(&h.mt.stage[1], 3.5, 5, 4.5, 0, 1, 3, 2000);
-    hand_free(&h);
+    const double s0[7] = {5.5, 4.5, 3, 0.75, 2.25, 2.5, 3000};
+    const double s1[7] = {3.5, 5, 4.5, 0, 1, 3, 2000};
+    check_four(NULL, 0, peak, 13, s0, s1);
 }
 
 /* The fast simulator records one rank per TP group; here ranks 0 and 2,
@@ -215,13 +226,9 @@ static void test_inner_and_measured_memory(void)
 static void test_recorded_ranks_only(void)
 {
     const unsigned char record[4] = {1, 0, 1, 0};
-    struct hand h;
-    hand_init(&h, "tp1-pp2-dp2", four, four_n, record, 1);
-    oc_step_metrics(&h.tl, &h.mt);
-    CU_ASSERT_DOUBLE_EQUAL(h.mt.step_time_s, 13, EPS);
-    check_stage(&h.mt.stage[0], 6, 4, 3, 0.5, 1.5, 2.5, 150);
-    check_stage(&h.mt.stage[1], 4, 5, 4, 0, 1, 3.5, 180);
-    hand_free(&h);
+    const double s0[7] = {6, 4, 3, 0.5, 1.5, 2.5, 150};
+    const double s1[7] = {4, 5, 4, 0, 1, 3.5, 180};
+    check_four(record, 1, NULL, 13, s0, s1);
 }
 
 /* A SEND's end is the arrival, whatever the producer wrote: the figures
