@@ -20,15 +20,15 @@
  * pipeline message, its SEND and RECV are matched by (sender, tag)
  * (oc_timeline_partners): sent = the SEND's start, posted = the RECV's
  * start, arrived = the RECV's end. dur = end - start. Only recorded ranks
- * count (a rank with NULL times is stood for by its proxy, whose figures
- * are its figures).
+ * count: a rank with NULL times (stood for by its proxy) adds nothing, so
+ * the means below are over the recorded ranks.
  *
  *   end(r)       the latest end of r's ops other than SENDs and async
  *                collectives: those run on after the rank moved on, and
  *                the schedule's WAIT completes them before the optimizer.
  *   step_time_s  max over ranks of end(r): from the step's start (time 0)
  *                to the end of the last rank's last op.
- *   compute      sum over COMPUTE ops of dur, + inner of every op.
+ *   compute      sum over COMPUTE ops of dur, + inner of the other ops.
  *   bubble       pipeline wait + end-of-step idle: sum over RECVs of
  *                wait = max(0, min(sent, arrived) - posted), the part of a
  *                RECV before its data was sent (a RECV whose SEND is not
