@@ -4,25 +4,18 @@
  *
  *   struct oc_metrics mt;
  *   oc_metrics_init(&mt, &layout);
- *   ...fill per-stage and per-rank figures...
+ *   oc_step_metrics(&timeline, &mt);         // step_metrics.h
  *   oc_metrics_finish(&mt, &model, &topo);   // tokens/s, TFLOP/s, MFU, fits
  *
- * Definitions (per training step; "per rank" figures are means over ranks,
- * per stage figures means over the ranks of the stage):
- *   step_time_s      wall time of the step: from the first op of any rank to
- *                    the end of the last optimizer step.
- *   compute_s        time a rank spends in COMPUTE ops.
- *   bubble_s         time a rank waits for a pipeline neighbour (a RECV
- *                    posted before its data was sent) plus the time it idles
- *                    at the end of the step while other ranks still work.
- *                    bubble_fraction = bubble_s / step_time_s.
- *   tp/pp/dp_comm_s  time a rank's TP collectives, pipeline transfers, DP
- *                    (and embedding) collectives take, whether or not they
- *                    overlap compute.
- *   exposed_comm_s   time a rank is blocked in communication that is not
- *                    pipeline waiting: blocking collectives, the transfer part
- *                    of RECVs, and the final WAIT for async collectives.
- *   peak_mem_bytes   the largest running sum of a rank's ALLOC/FREE events.
+ * The figures of a step (step time, compute, bubble, TP / PP / DP and
+ * exposed communication, peak memory; per stage, with per-rank means) are
+ * defined once, from a timeline of op intervals, in step_metrics.h
+ * (oc_step_metrics), for the simulator and the executor alike. In short:
+ * bubble is pipeline wait (a RECV's time before its data was sent) plus
+ * end-of-step idle; exposed communication is the rest of the time a rank
+ * is blocked in communication; tp/pp/dp_comm_s count a class's time
+ * whether or not it overlaps compute. bubble_fraction = mean bubble_s over
+ * stages / step_time_s.
  * MFU follows Chowdhery et al. 2022 (PaLM, appendix B): model FLOPs per
  * step (oc_cf_model_flops_per_step, no recompute) / (step time x GPUs x peak).
  */

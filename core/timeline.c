@@ -24,14 +24,95 @@ void oc_timeline_init(struct oc_timeline *tl, const struct oc_schedule *s,
     }
 }
 
+void oc_timeline_measured(struct oc_timeline *tl)
+{
+    OC_ASSERT(!tl->inner_s && !tl->peak_mem_bytes);
+    tl->inner_s = oc_xcalloc((size_t)tl->nranks, sizeof *tl->inner_s);
+    for (int64_t r = 0; r < tl->nranks; r++)
+        if (tl->start_s[r])
+            tl->inner_s[r] = oc_xcalloc((size_t)tl->sched->ranks[r].n, sizeof(double));
+    tl->peak_mem_bytes = oc_xcalloc((size_t)tl->nranks, sizeof *tl->peak_mem_bytes);
+}
+
 void oc_timeline_free(struct oc_timeline *tl)
 {
     for (int64_t r = 0; r < tl->nranks; r++) {
         free(tl->start_s[r]);
         free(tl->end_s[r]);
+        if (tl->inner_s)
+            free(tl->inner_s[r]);
     }
     free(tl->start_s);
     free(tl->end_s);
     free(tl->proxy);
+    free(tl->inner_s);
+    free(tl->peak_mem_bytes);
     memset(tl, 0, sizeof *tl);
+}
+
+int64_t **oc_timeline_partners(const struct oc_schedule *s)
+{
+    const int64_t R = s->nranks;
+    int64_t span = 1;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < s->ranks[r].n; i++) {
+            const struct oc_op *op = &s->ranks[r].ops[i];
+            if ((op->kind == OC_OP_SEND || op->kind == OC_OP_RECV) && op->tag + 1 > span)
+                span = op->tag + 1;
+        }
+    /* The SEND of each message, keyed by (sender, tag). */
+    const size_t keys = (size_t)R * (size_t)span;
+    int64_t *send_at = oc_xmalloc(keys * sizeof *send_at);
+    for (size_t k = 0; k < keys; k++)
+        send_at[k] = -1;
+    int64_t **partner = oc_xcalloc((size_t)(R > 0 ? R : 1), sizeof *partner);
+    for (int64_t r = 0; r < R; r++) {
+        const struct oc_rank_ops *ro = &s->ranks[r];
+        partner[r] = oc_xmalloc((size_t)(ro->n > 0 ? ro->n : 1) * sizeof **partner);
+        for (int64_t i = 0; i < ro->n; i++) {
+            const struct oc_op *op = &ro->ops[i];
+            partner[r][i] = -1;
+            if (op->kind == OC_OP_SEND) {
+                OC_ASSERT(op->tag >= 0 && op->peer >= 0 && op->peer < R);
+                send_at[(size_t)r * (size_t)span + (size_t)op->tag] = i;
+            }
+        }
+    }
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t i = 0; i < s->ranks[r].n; i++) {
+            const struct oc_op *op = &s->ranks[r].ops[i];
+            if (op->kind != OC_OP_RECV)
+                continue;
+            OC_ASSERT(op->tag >= 0 && op->peer >= 0 && op->peer < R);
+            const int64_t j = send_at[(size_t)op->peer * (size_t)span + (size_t)op->tag];
+            if (j < 0 || s->ranks[op->peer].ops[j].peer != r)
+                continue;
+            partner[r][i] = j;
+            partner[op->peer][j] = i;
+        }
+    free(send_at);
+    return partner;
+}
+
+void oc_timeline_partners_free(int64_t **partner, int64_t nranks)
+{
+    for (int64_t r = 0; partner && r < nranks; r++)
+        free(partner[r]);
+    free(partner);
+}
+
+void oc_timeline_send_arrivals(struct oc_timeline *tl)
+{
+    const struct oc_schedule *s = tl->sched;
+    int64_t **partner = oc_timeline_partners(s);
+    for (int64_t r = 0; r < tl->nranks; r++)
+        for (int64_t i = 0; tl->start_s[r] && i < s->ranks[r].n; i++) {
+            const struct oc_op *op = &s->ranks[r].ops[i];
+            const int64_t j = partner[r][i];
+            if (op->kind != OC_OP_SEND || j < 0 || !tl->end_s[op->peer])
+                continue;
+            const double arrive = tl->end_s[op->peer][j];
+            tl->end_s[r][i] = arrive > tl->start_s[r][i] ? arrive : tl->start_s[r][i];
+        }
+    oc_timeline_partners_free(partner, tl->nranks);
 }

@@ -5,17 +5,19 @@
  * plus the measured metrics of a step from every rank's op times. What it
  * is not: model math (gpt.c, cuda/gpt_cuda.c), communication or timing
  * (the backends: backend_cpu.c, cuda/backend_cuda.c), the parameter arena
- * (params.c), the program around it (main.c: options, outputs, gathering).
+ * (params.c), the program around it (main.c: options, outputs, gathering),
+ * the definitions of the step's figures (core/step_metrics.h).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "runner.h"
 
-#include <math.h>
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "placement.h"
+#include "step_metrics.h"
+#include "timeline.h"
 
 /* One DP reduction bucket: the tensors whose gradients are final after the
  * last backward of one chunk (overlap_grad_reduce), or all of them. */
@@ -1112,144 +1114,22 @@ void oc_runner_step_metrics(const struct oc_schedule *s, double *const *start,
                             double *const *end, double *const *inner,
                             const double *peak_mem, struct oc_metrics *mt)
 {
-    const int64_t R = s->nranks;
-    const struct oc_layout *l = &s->layout;
-    int64_t span = 1;
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t i = 0; i < s->ranks[r].n; i++) {
-            const struct oc_op *op = &s->ranks[r].ops[i];
-            if ((op->kind == OC_OP_SEND || op->kind == OC_OP_RECV) && op->tag + 1 > span)
-                span = op->tag + 1;
-        }
-    /* The SEND and the RECV of each message, keyed by (sender, tag). */
-    const size_t keys = (size_t)(R * span);
-    int64_t *send_r = oc_xmalloc(keys * sizeof *send_r), *send_i = oc_xmalloc(keys * sizeof *send_i);
-    int64_t *recv_r = oc_xmalloc(keys * sizeof *recv_r), *recv_i = oc_xmalloc(keys * sizeof *recv_i);
-    for (size_t k = 0; k < keys; k++)
-        send_r[k] = send_i[k] = recv_r[k] = recv_i[k] = -1;
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t i = 0; i < s->ranks[r].n; i++) {
-            const struct oc_op *op = &s->ranks[r].ops[i];
-            if (op->kind == OC_OP_SEND) {
-                size_t k = (size_t)(r * span + op->tag);
-                send_r[k] = r;
-                send_i[k] = i;
-            } else if (op->kind == OC_OP_RECV) {
-                size_t k = (size_t)(op->peer * span + op->tag);
-                recv_r[k] = r;
-                recv_i[k] = i;
-            }
-        }
-
-    struct acc {
-        double compute, bubble, tp, pp, dp, exposed, end;
-    } *a = oc_xcalloc((size_t)R, sizeof *a);
-    double step = 0;
-    for (int64_t r = 0; r < R; r++) {
-        const struct oc_rank_ops *ro = &s->ranks[r];
-        for (int64_t i = 0; i < ro->n; i++) {
-            const struct oc_op *op = &ro->ops[i];
-            if (op->kind == OC_OP_SEND || (op->kind == OC_OP_COLLECTIVE && op->async))
-                continue;
-            if (end[r][i] > a[r].end)
-                a[r].end = end[r][i];
-        }
-        if (a[r].end > step)
-            step = a[r].end;
+    /* The measured intervals as a timeline (core/timeline.h): a RECV's
+     * time includes its wait for the data; a SEND's and an async
+     * collective's end are when the rank saw them complete. */
+    struct oc_timeline tl;
+    oc_timeline_init(&tl, s, NULL);
+    oc_timeline_measured(&tl);
+    for (int64_t r = 0; r < s->nranks; r++) {
+        const size_t n = (size_t)s->ranks[r].n * sizeof(double);
+        memcpy(tl.start_s[r], start[r], n);
+        memcpy(tl.end_s[r], end[r], n);
+        memcpy(tl.inner_s[r], inner[r], n);
+        tl.peak_mem_bytes[r] = peak_mem ? peak_mem[r] : 0;
     }
-    for (int64_t r = 0; r < R; r++) {
-        const struct oc_rank_ops *ro = &s->ranks[r];
-        for (int64_t i = 0; i < ro->n; i++) {
-            const struct oc_op *op = &ro->ops[i];
-            const double dur = end[r][i] - start[r][i];
-            switch ((enum oc_op_kind)op->kind) {
-            case OC_OP_COMPUTE:
-                a[r].compute += dur;
-                break;
-            case OC_OP_COLLECTIVE:
-                if (op->async) { /* overlaps the backward: not exposed */
-                    if (op->group == OC_GROUP_TP)
-                        a[r].tp += dur;
-                    else
-                        a[r].dp += dur;
-                } else if (op->group == OC_GROUP_TP) {
-                    a[r].compute += inner[r][i];
-                    a[r].tp += dur - inner[r][i];
-                    a[r].exposed += dur - inner[r][i];
-                } else {
-                    a[r].dp += dur;
-                    a[r].exposed += dur;
-                }
-                break;
-            case OC_OP_RECV: {
-                /* metrics.h: the wait before the matching send started is
-                 * pipeline bubble, the rest (the transfer) exposed PP time */
-                size_t k = (size_t)(op->peer * span + op->tag);
-                double issue = send_r[k] >= 0 ? start[send_r[k]][send_i[k]] : start[r][i];
-                double bub = fmin(issue, end[r][i]) - start[r][i];
-                if (bub < 0)
-                    bub = 0;
-                a[r].bubble += bub;
-                a[r].exposed += dur - bub;
-                break;
-            }
-            case OC_OP_WAIT:
-                a[r].exposed += dur;
-                break;
-            default:
-                break;
-            }
-        }
-    }
-    /* Sends: PP time from max(issue, receive posted) to the arrival, which
-     * is also the SEND's end in the timeline. */
-    for (int64_t r = 0; r < R; r++) {
-        const struct oc_rank_ops *ro = &s->ranks[r];
-        for (int64_t i = 0; i < ro->n; i++) {
-            const struct oc_op *op = &ro->ops[i];
-            if (op->kind != OC_OP_SEND)
-                continue;
-            size_t k = (size_t)(r * span + op->tag);
-            if (recv_r[k] < 0)
-                continue;
-            double arrive = end[recv_r[k]][recv_i[k]];
-            double post = start[recv_r[k]][recv_i[k]];
-            double pp = arrive - fmax(start[r][i], post);
-            a[r].pp += pp > 0 ? pp : 0;
-            end[r][i] = arrive > start[r][i] ? arrive : start[r][i];
-        }
-    }
-    mt->step_time_s = step;
-    int64_t *count = oc_xcalloc((size_t)l->pp, sizeof *count);
-    for (int64_t k = 0; k < l->pp; k++)
-        memset(&mt->stage[k], 0, sizeof mt->stage[k]);
-    for (int64_t r = 0; r < R; r++) {
-        struct oc_stage_metrics *g = &mt->stage[oc_layout_coord(l, r).pp];
-        count[oc_layout_coord(l, r).pp]++;
-        g->compute_s += a[r].compute;
-        g->bubble_s += a[r].bubble + (step - a[r].end);
-        g->tp_comm_s += a[r].tp;
-        g->pp_comm_s += a[r].pp;
-        g->dp_comm_s += a[r].dp;
-        g->exposed_comm_s += a[r].exposed;
-        if (peak_mem && peak_mem[r] > g->peak_mem_bytes)
-            g->peak_mem_bytes = peak_mem[r];
-    }
-    for (int64_t k = 0; k < l->pp; k++) {
-        OC_ASSERT(count[k] > 0);
-        struct oc_stage_metrics *g = &mt->stage[k];
-        const double n = (double)count[k];
-        g->compute_s /= n;
-        g->bubble_s /= n;
-        g->tp_comm_s /= n;
-        g->pp_comm_s /= n;
-        g->dp_comm_s /= n;
-        g->exposed_comm_s /= n;
-    }
-    free(count);
-    free(a);
-    free(recv_i);
-    free(recv_r);
-    free(send_i);
-    free(send_r);
+    oc_step_metrics(&tl, mt);
+    oc_timeline_send_arrivals(&tl);
+    for (int64_t r = 0; r < s->nranks; r++)
+        memcpy(end[r], tl.end_s[r], (size_t)s->ranks[r].n * sizeof(double));
+    oc_timeline_free(&tl);
 }

@@ -177,13 +177,11 @@ void oc_runner_param_opts(const struct oc_layout *l, const struct oc_model *m,
                           int64_t *layers, struct oc_params_opts *o);
 
 /* Metrics of one step from every rank's op times (start[r][i], end[r][i],
- * inner[r][i], seconds from rank r's step start), by metrics.h's
- * definitions as sim/replay.c applies them: a RECV's wait before its
- * matching SEND started is bubble, the rest exposed PP time; a SEND's PP
- * time runs from max(send, receive posted) to the arrival; a rank's idle
- * time after its last op until the step's end is bubble. Sets each SEND's
- * end to its arrival (the receiver's RECV end), as timeline.h wants.
- * peak_mem[r]: rank r's measured high-water mark. Fills mt's step time and
+ * inner[r][i], seconds from rank r's step start, after the step's barrier)
+ * and memory high-water marks (peak_mem[r], NULL: 0): they are put in a
+ * timeline (core/timeline.h) and measured by core/step_metrics.h's
+ * definitions, the simulator's. Sets each SEND's end to its arrival (the
+ * receiver's RECV end), as timeline.h wants. Fills mt's step time and
  * stage figures (oc_metrics_init first; oc_metrics_finish after). */
 void oc_runner_step_metrics(const struct oc_schedule *s, double *const *start,
                             double *const *end, double *const *inner,

@@ -1,8 +1,9 @@
 /* replay.c: one training step of one layout replayed on SimGrid, op list by
  * op list (see replay.h for the semantics, the figures and the two
  * fidelities). What this file is: the actors that replay the schedule core's
- * ops, the fast mode's scaled collectives, and the bookkeeping that turns
- * simulated times into struct oc_metrics. What it is not: the platform
+ * ops, the fast mode's scaled collectives, and the timeline of simulated
+ * op times that core/step_metrics.c turns into struct oc_metrics. What it
+ * is not: the figures' definitions (core/step_metrics.h), the platform
  * (platform.c), the engine (engine.c) or the full mode's collectives
  * (collective.c).
  *
@@ -32,6 +33,7 @@
 #include "closed_form.h"
 #include "cost.h"
 #include "engine.h"
+#include "step_metrics.h"
 
 /* ---- state ------------------------------------------------------------- */
 
@@ -76,8 +78,8 @@ struct rrank {
     int64_t nsends;
     struct ajob *jobs; /* cap = async ops */
     int64_t njobs, jobs_cap, jobs_waited;
-    double compute_s, tp_s, pp_s, dp_s, exposed_s, bubble_s, end_s, peak_mem;
-    double *tl_start, *tl_end; /* timeline rows, or NULL */
+    double *tl_start, *tl_end; /* its timeline rows (core/step_metrics.h
+                                  derives every figure from them) */
 };
 
 struct replay {
@@ -100,7 +102,6 @@ struct replay {
     int64_t ncosts;
     /* messages, keyed by src * tagspan + tag */
     int64_t tagspan;
-    double *m_issue, *m_post, *m_arrive;
     unsigned char *m_done; /* the receiver has the message */
     int err;
     char errmsg[OC_MSG_MAX];
@@ -531,11 +532,9 @@ static void rank_main(void *arg)
         switch (op->kind) {
         case OC_OP_COMPUTE:
             oc_sim_compute_s(rk->cost_s[i]);
-            rk->compute_s += oc_sim_now_s() - t0;
             break;
         case OC_OP_SEND: {
             const int64_t key = rk->rank * R->tagspan + op->tag;
-            R->m_issue[key] = t0;
             const double bytes = op->bytes * (double)pp_scale(R, rk->rank, op->peer);
             sg_comm_t c = oc_sim_send_async("pp", rk->rank, op->peer, op->tag, bytes, &st);
             reap_sends(rk);
@@ -549,20 +548,10 @@ static void rank_main(void *arg)
         }
         case OC_OP_RECV: {
             const int64_t key = op->peer * R->tagspan + op->tag;
-            R->m_post[key] = t0;
             const double bytes = op->bytes * (double)pp_scale(R, op->peer, rk->rank);
             if (oc_sim_recv("pp", op->peer, rk->rank, op->tag, bytes, &st) != 0)
                 rp_error(R, &st);
-            const double t1 = oc_sim_now_s();
-            R->m_arrive[key] = t1;
             R->m_done[key] = 1;
-            /* metrics.h: the wait before the matching send was issued is
-             * pipeline bubble, the rest (the transfer) exposed PP comm. */
-            double bub = fmin(R->m_issue[key], t1) - t0;
-            if (bub < 0)
-                bub = 0;
-            rk->bubble_s += bub;
-            rk->exposed_s += (t1 - t0) - bub;
             break;
         }
         case OC_OP_COLLECTIVE: {
@@ -582,32 +571,21 @@ static void rank_main(void *arg)
             } else {
                 run_coll(R, G, me, op);
             }
-            const double dt = oc_sim_now_s() - t0;
-            if (op->group == OC_GROUP_TP)
-                rk->tp_s += dt;
-            else
-                rk->dp_s += dt;
-            rk->exposed_s += dt;
             break;
         }
         case OC_OP_WAIT:
             wait_outstanding(rk);
-            rk->exposed_s += oc_sim_now_s() - t0;
             break;
-        default: /* ALLOC, FREE: taken before the run */
+        default: /* ALLOC, FREE: no time (step_metrics.h reads their bytes) */
             break;
         }
-        if (rk->tl_start) {
-            rk->tl_start[i] = t0;
-            rk->tl_end[i] = oc_sim_now_s();
-        }
+        rk->tl_start[i] = t0;
+        rk->tl_end[i] = oc_sim_now_s();
     }
-    /* The schedule ends every list with a WAIT; anything left is waited
-     * for here and counted like a WAIT. */
-    const double t0 = oc_sim_now_s();
+    /* The schedule's WAIT completes every send and async collective before
+     * the optimizer; this only keeps a list without one from leaving
+     * activities behind. */
     wait_outstanding(rk);
-    rk->exposed_s += oc_sim_now_s() - t0;
-    rk->end_s = oc_sim_now_s();
 }
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -826,9 +804,6 @@ static void replay_free(struct replay *R)
     free(R->sim_of);
     free(R->knic);
     free(R->bucket_ptrs);
-    free(R->m_issue);
-    free(R->m_post);
-    free(R->m_arrive);
     free(R->m_done);
 }
 
@@ -841,19 +816,15 @@ enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o)
 
 /* ---- the run ----------------------------------------------------------- */
 
-/* Everything after the schedule is built and the engine started. */
-static int replay_body(struct replay *R, const struct oc_topology *t,
-                       const struct oc_replay_opts *o, struct oc_metrics *out,
-                       struct oc_timeline *tl, struct oc_status *st)
+/* The simulated ranks: all, or the TP-rank-0 representatives (fast mode,
+ * when scaling their flows reproduces every link's load), and the arrays
+ * their groups will live in. */
+static void replay_ranks(struct replay *R, const struct oc_topology *t,
+                         int64_t *buf, int64_t cap)
 {
     const struct oc_layout *l = R->l;
-    const struct oc_schedule *s = R->s;
     const int64_t world = R->world, p = l->pp, d = l->dp, tp = l->tp,
                   v = l->vchunks;
-    const int64_t cap = (tp > d ? tp : d) + 2;
-    int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
-    int rc = -1;
-
     R->tpg = oc_xcalloc((size_t)(p * d), sizeof *R->tpg);
     R->dpg = oc_xcalloc((size_t)(tp * p), sizeof *R->dpg);
     R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);
@@ -870,7 +841,6 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
         for (int64_t r = 0; r < world; r++)
             R->knic[r] = 1;
 
-    /* Simulated ranks: all, or the TP-rank-0 representatives. */
     R->rk = oc_xcalloc((size_t)world, sizeof *R->rk);
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
@@ -883,22 +853,62 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
         rk->rank = r;
         rk->c = c;
         rk->host = R->plat->hosts[r];
-        rk->ops = &s->ranks[r];
+        rk->ops = &R->s->ranks[r];
     }
+}
 
-    /* Groups, costs, buffers, memory peaks and the message table. */
+/* Checks rank rk's pipeline ops (a peer that is simulated, a tag) and
+ * makes room for its outstanding sends and async collectives; *maxtag
+ * grows to its largest tag. */
+static int rank_lists(struct replay *R, struct rrank *rk, int64_t *maxtag,
+                      struct oc_status *st)
+{
+    int64_t nsend = 0, nasync = 0;
+    for (int64_t j = 0; j < rk->ops->n; j++) {
+        const struct oc_op *op = &rk->ops->ops[j];
+        if (op->kind == OC_OP_SEND || op->kind == OC_OP_RECV) {
+            if (op->tag < 0 || op->peer < 0 || op->peer >= R->world || op->peer == rk->rank)
+                return oc_fail(st, "rank %" PRId64 " op %" PRId64 ": point-to-point with "
+                                   "peer %" PRId64 " and tag %" PRId64,
+                               rk->rank, j, op->peer, op->tag);
+            if (R->sim_of[op->peer] < 0)
+                return oc_fail(st, "rank %" PRId64 " op %" PRId64 ": peer %" PRId64
+                                   " is not simulated (fast mode needs pipeline peers of "
+                                   "the same TP rank)", rk->rank, j, op->peer);
+            if (op->tag > *maxtag)
+                *maxtag = op->tag;
+            nsend += op->kind == OC_OP_SEND;
+        } else if (op->kind == OC_OP_COLLECTIVE && op->async) {
+            nasync++;
+        }
+    }
+    rk->sends = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->sends);
+    rk->send_key = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->send_key);
+    rk->jobs = oc_xcalloc((size_t)(nasync > 0 ? nasync : 1), sizeof *rk->jobs);
+    rk->jobs_cap = nasync;
+    return 0;
+}
+
+/* Per simulated rank its groups, op costs and lists; then the message
+ * table. */
+static int replay_prepare(struct replay *R, const struct oc_topology *t,
+                          const struct oc_replay_opts *o, int64_t *buf,
+                          int64_t cap, struct oc_status *st)
+{
     struct oc_cost cost;
-    oc_cost_init(&cost, R->m, l, t);
+    oc_cost_init(&cost, R->m, R->l, t);
     if (o->uniform_stages)
         for (int ph = 0; ph <= OC_PHASE_OPTIMIZER; ph++)
             cost.part_s[OC_PART_EMBED][ph] = cost.part_s[OC_PART_HEAD][ph] = 0;
     R->costs = oc_xcalloc((size_t)(R->nsim > 0 ? R->nsim : 1), sizeof *R->costs);
-    double **stage_cost = oc_xcalloc((size_t)p, sizeof *stage_cost);
+    double **stage_cost = oc_xcalloc((size_t)R->l->pp, sizeof *stage_cost);
     int64_t maxtag = -1;
-    for (int64_t i = 0; i < R->nsim; i++) {
+    int rc = 0;
+    for (int64_t i = 0; i < R->nsim && rc == 0; i++) {
         struct rrank *rk = &R->rk[i];
-        if (rank_groups(R, rk, buf, cap, st) != 0)
-            goto done;
+        rc = rank_groups(R, rk, buf, cap, st);
+        if (rc != 0)
+            break;
         /* Full mode: the ranks of a stage run the same compute ops, so
          * they share one cost array; fast mode adds per-group TP sleeps. */
         if (!R->fast && stage_cost[rk->c.pp]) {
@@ -910,145 +920,93 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
             if (!R->fast)
                 stage_cost[rk->c.pp] = c;
         }
-        int64_t nsend = 0, nasync = 0;
-        double mem = 0;
-        for (int64_t j = 0; j < rk->ops->n; j++) {
-            const struct oc_op *op = &rk->ops->ops[j];
-            if (op->kind == OC_OP_SEND || op->kind == OC_OP_RECV) {
-                if (op->tag < 0 || op->peer < 0 || op->peer >= world || op->peer == rk->rank) {
-                    oc_fail(st, "rank %" PRId64 " op %" PRId64 ": point-to-point with peer %"
-                                PRId64 " and tag %" PRId64, rk->rank, j, op->peer, op->tag);
-                    goto done;
-                }
-                if (R->sim_of[op->peer] < 0) {
-                    oc_fail(st, "rank %" PRId64 " op %" PRId64 ": peer %" PRId64
-                                " is not simulated (fast mode needs pipeline peers of the "
-                                "same TP rank)", rk->rank, j, op->peer);
-                    goto done;
-                }
-                if (op->tag > maxtag)
-                    maxtag = op->tag;
-                nsend += op->kind == OC_OP_SEND;
-            } else if (op->kind == OC_OP_COLLECTIVE && op->async) {
-                nasync++;
-            } else if (op->kind == OC_OP_ALLOC) {
-                mem += op->bytes;
-                if (mem > rk->peak_mem)
-                    rk->peak_mem = mem;
-            } else if (op->kind == OC_OP_FREE) {
-                mem -= op->bytes;
-            }
-        }
-        rk->sends = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->sends);
-        rk->send_key = oc_xmalloc((size_t)(nsend > 0 ? nsend : 1) * sizeof *rk->send_key);
-        rk->jobs = oc_xcalloc((size_t)(nasync > 0 ? nasync : 1), sizeof *rk->jobs);
-        rk->jobs_cap = nasync;
+        rc = rank_lists(R, rk, &maxtag, st);
     }
+    free(stage_cost);
+    if (rc != 0)
+        return -1;
     R->tagspan = maxtag + 1 > 0 ? maxtag + 1 : 1;
-    const size_t nkeys = (size_t)world * (size_t)R->tagspan;
-    R->m_issue = oc_xcalloc(nkeys, sizeof *R->m_issue);
-    R->m_post = oc_xcalloc(nkeys, sizeof *R->m_post);
-    R->m_arrive = oc_xcalloc(nkeys, sizeof *R->m_arrive);
-    R->m_done = oc_xcalloc(nkeys, 1);
+    R->m_done = oc_xcalloc((size_t)R->world * (size_t)R->tagspan, 1);
+    return 0;
+}
 
-    if (tl) {
-        unsigned char *record = NULL;
-        if (R->fast) {
-            record = oc_xcalloc((size_t)world, 1);
-            for (int64_t r = 0; r < world; r++)
-                record[r] = R->sim_of[r] >= 0;
-        }
-        oc_timeline_init(tl, s, record);
-        free(record);
+/* The timeline the actors fill and every figure comes from: rows for the
+ * simulated ranks; one that is not simulated is stood for by the TP-rank-0
+ * rank of its group. */
+static void replay_timeline(struct replay *R, struct oc_timeline *tl)
+{
+    const int64_t world = R->world;
+    unsigned char *record = NULL;
+    if (R->fast) {
+        record = oc_xcalloc((size_t)world, 1);
         for (int64_t r = 0; r < world; r++)
-            if (R->sim_of[r] < 0) {
-                struct oc_coord c = oc_layout_coord(l, r);
-                c.tp = 0;
-                tl->proxy[r] = oc_layout_rank(l, c);
-            }
-        for (int64_t i = 0; i < R->nsim; i++) {
-            R->rk[i].tl_start = tl->start_s[R->rk[i].rank];
-            R->rk[i].tl_end = tl->end_s[R->rk[i].rank];
+            record[r] = R->sim_of[r] >= 0;
+    }
+    oc_timeline_init(tl, R->s, record);
+    free(record);
+    for (int64_t r = 0; r < world; r++)
+        if (R->sim_of[r] < 0) {
+            struct oc_coord c = oc_layout_coord(R->l, r);
+            c.tp = 0;
+            tl->proxy[r] = oc_layout_rank(R->l, c);
+        }
+    for (int64_t i = 0; i < R->nsim; i++) {
+        R->rk[i].tl_start = tl->start_s[R->rk[i].rank];
+        R->rk[i].tl_end = tl->end_s[R->rk[i].rank];
+    }
+}
+
+/* After the run: a SEND ends when its message arrived, an async collective
+ * when it completed (timeline.h); then the figures (step_metrics.h). */
+static void replay_metrics(const struct replay *R, const struct oc_topology *t,
+                           struct oc_timeline *tl, struct oc_metrics *out)
+{
+    for (int64_t i = 0; i < R->nsim; i++) {
+        const struct rrank *rk = &R->rk[i];
+        for (int64_t j = 0; j < rk->njobs; j++) {
+            rk->tl_start[rk->jobs[j].idx] = rk->jobs[j].start_s;
+            rk->tl_end[rk->jobs[j].idx] = rk->jobs[j].end_s;
         }
     }
+    oc_timeline_send_arrivals(tl);
+    oc_metrics_init(out, R->l);
+    oc_step_metrics(tl, out);
+    oc_metrics_finish(out, R->m, t);
+}
 
+/* Everything after the schedule is built and the engine started. The
+ * timeline goes to tl_out when it is not NULL. */
+static int replay_body(struct replay *R, const struct oc_topology *t,
+                       const struct oc_replay_opts *o, struct oc_metrics *out,
+                       struct oc_timeline *tl_out, struct oc_status *st)
+{
+    const int64_t tp = R->l->tp, d = R->l->dp;
+    const int64_t cap = (tp > d ? tp : d) + 2;
+    int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
+    replay_ranks(R, t, buf, cap);
+    int rc = replay_prepare(R, t, o, buf, cap, st);
+    free(buf);
+    if (rc != 0)
+        return -1;
+
+    struct oc_timeline local;
+    struct oc_timeline *tl = tl_out ? tl_out : &local;
+    replay_timeline(R, tl);
     for (int64_t i = 0; i < R->nsim; i++) {
         char name[32];
         snprintf(name, sizeof name, "rank%" PRId64, R->rk[i].rank);
         oc_sim_actor_create(name, R->rk[i].host, rank_main, &R->rk[i]);
     }
-    if (oc_sim_engine_run(st) != 0) {
+    rc = oc_sim_engine_run(st);
+    if (rc != 0 || R->err) {
         if (R->err)
             oc_fail(st, "%s", R->errmsg);
-        goto done;
+        rc = -1;
+    } else {
+        replay_metrics(R, t, tl, out);
     }
-    if (R->err) {
-        oc_fail(st, "%s", R->errmsg);
-        goto done;
-    }
-
-    /* After the run: the step, end idling, transfers of the sends, async
-     * collectives, then the per-stage means. */
-    double step = 0;
-    for (int64_t i = 0; i < R->nsim; i++)
-        step = fmax(step, R->rk[i].end_s);
-    for (int64_t i = 0; i < R->nsim; i++) {
-        struct rrank *rk = &R->rk[i];
-        rk->bubble_s += step - rk->end_s;
-        for (int64_t j = 0; j < rk->ops->n; j++) {
-            const struct oc_op *op = &rk->ops->ops[j];
-            if (op->kind != OC_OP_SEND)
-                continue;
-            const int64_t key = rk->rank * R->tagspan + op->tag;
-            const double arrive = R->m_arrive[key];
-            rk->pp_s += arrive - fmax(R->m_issue[key], R->m_post[key]);
-            if (rk->tl_end)
-                rk->tl_end[j] = arrive;
-        }
-        for (int64_t j = 0; j < rk->njobs; j++) {
-            const struct ajob *jb = &rk->jobs[j];
-            if (jb->op->group == OC_GROUP_TP)
-                rk->tp_s += jb->end_s - jb->start_s;
-            else
-                rk->dp_s += jb->end_s - jb->start_s;
-            if (rk->tl_start) {
-                rk->tl_start[jb->idx] = jb->start_s;
-                rk->tl_end[jb->idx] = jb->end_s;
-            }
-        }
-    }
-    oc_metrics_init(out, l);
-    out->step_time_s = step;
-    int64_t *count = oc_xcalloc((size_t)p, sizeof *count);
-    for (int64_t i = 0; i < R->nsim; i++) {
-        const struct rrank *rk = &R->rk[i];
-        struct oc_stage_metrics *g = &out->stage[rk->c.pp];
-        count[rk->c.pp]++;
-        g->compute_s += rk->compute_s;
-        g->bubble_s += rk->bubble_s;
-        g->tp_comm_s += rk->tp_s;
-        g->pp_comm_s += rk->pp_s;
-        g->dp_comm_s += rk->dp_s;
-        g->exposed_comm_s += rk->exposed_s;
-        g->peak_mem_bytes = fmax(g->peak_mem_bytes, rk->peak_mem);
-    }
-    for (int64_t k = 0; k < p; k++) {
-        OC_ASSERT(count[k] > 0);
-        struct oc_stage_metrics *g = &out->stage[k];
-        const double n = (double)count[k];
-        g->compute_s /= n;
-        g->bubble_s /= n;
-        g->tp_comm_s /= n;
-        g->pp_comm_s /= n;
-        g->dp_comm_s /= n;
-        g->exposed_comm_s /= n;
-    }
-    free(count);
-    oc_metrics_finish(out, R->m, t);
-    rc = 0;
-done:
-    free(stage_cost);
-    free(buf);
+    if (!tl_out)
+        oc_timeline_free(&local);
     return rc;
 }
 

@@ -1,7 +1,7 @@
 /* replay.h: simulate one training step of one layout with SimGrid by
  * replaying the schedule core's per-rank op lists (core/schedule.h), and
- * turn what happened into the figures of core/metrics.h and, on request,
- * a per-op timeline (core/timeline.h). It does not decide what a layout
+ * turn the per-op timeline it records (core/timeline.h, returned on
+ * request) into the figures of core/metrics.h (core/step_metrics.h). It does not decide what a layout
  * means (core/ does), build the platform (platform.c) or implement the
  * collectives of the full mode (collective.c).
  *
@@ -34,31 +34,19 @@
  *               not have two collectives of one group in flight. An async
  *               collective runs in a helper actor (oc_sim_async_start).
  *   WAIT        waits for every async collective and send in flight.
- *   ALLOC/FREE  a running sum per rank; its maximum is the peak (the sum
- *               does not depend on time, so it is taken before the run).
+ *   ALLOC/FREE  no time.
  *
- * Figures (core/metrics.h definitions; per rank, then per stage):
- *   compute_s   time in COMPUTE ops.
- *   tp_comm_s   durations of TP collectives (blocking).
- *   dp_comm_s   durations of DP and embedding collectives; for an async one
- *               its helper's duration (start to finish, overlapped or not).
- *   pp_comm_s   for each message the rank SENDS, its transfer time: from
- *               the later of the send's issue and the receive's post (SimGrid
- *               matches sender and receiver before data moves) to its
- *               arrival. Receives are not counted again here.
- *   bubble_s    for each RECV, the part of its blocked time before the
- *               matching send was issued (a shared table keyed by (src, tag)
- *               holds the issue times), plus step_time_s minus the rank's
- *               own end (idle at the end of the step).
- *   exposed_comm_s  blocking collectives, the rest of each RECV's blocked
- *               time (the transfer), and WAITs (plus waits at the rank's
- *               end, which the schedule's final WAIT makes empty).
- *   So for every rank: compute_s + exposed_comm_s + bubble_s = step_time_s.
- *   peak_mem_bytes  the largest running sum of ALLOC/FREE; a stage's peak
- *               is the largest over its ranks (they are all equal).
- *   step_time_s the latest end over ranks (every rank starts at 0).
- * Per-stage figures other than memory are means over the simulated ranks
- * of the stage; oc_metrics_finish derives the rest.
+ * Figures: every op's start and end go into a timeline (core/timeline.h;
+ * a SEND ends when its message arrived, an async collective when its
+ * helper finished), and core/step_metrics.h derives every figure from it,
+ * by the definitions the executor's measurements use too. In a replay a
+ * rank's time is all COMPUTE, RECV, blocking collective or WAIT, so for
+ * every rank compute_s + exposed_comm_s + bubble_s = step_time_s. A RECV's
+ * transfer starts at the later of the send's issue and the receive's post
+ * (SimGrid matches sender and receiver before data moves), so its wait
+ * before the send was issued is bubble and the rest exposed. Peak memory
+ * is the running sum of the ALLOC/FREE ops (no time in the replay); the
+ * means per stage are over the simulated ranks.
  *
  * Fidelity:
  *   OC_SIM_FULL  layer-grain schedule, every rank an actor, every
@@ -156,9 +144,9 @@ enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o);
 /* In the current process (SimGrid: once per process): build the schedule
  * (chunk grain for FAST, layer grain for FULL) into *sched_out, start the
  * engine on the generated (or user's) platform for t*p*d cards, replay,
- * and fill *out (oc_metrics_init, figures, oc_metrics_finish). When tl is
- * not NULL it is initialised on *sched_out (oc_timeline_init) and filled
- * with every op's start and end; tl needs sched_out. sched_out may be NULL
+ * and fill *out (oc_metrics_init, oc_step_metrics, oc_metrics_finish). When
+ * tl is not NULL it is initialised on *sched_out (oc_timeline_init) and
+ * filled with every op's start and end; tl needs sched_out. sched_out may be NULL
  * when tl is. The caller frees both, also after a failure (they are then
  * left empty). o may be NULL (defaults). Returns 0, or -1 with st->msg. */
 int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
