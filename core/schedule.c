@@ -543,6 +543,150 @@ static int64_t chunk_rank(const struct ctx *x, struct oc_coord me, int64_t g)
     return oc_layout_rank(x->l, q);
 }
 
+/* Where a unit of work of this rank sits: its chunk c on the stage, the
+ * global chunk g = c * p + stage (first and last of the model), the first
+ * layer of the chunk, its activation bytes and its merged op sums. */
+struct unit_at {
+    int64_t c, mb, g, lf;
+    int first, last;
+    double act;
+    const struct unit_sum *sum;
+};
+
+static struct unit_at unit_at_of(const struct ctx *x,
+                                 const struct stage_info *si, int64_t stage,
+                                 struct oc_unit u)
+{
+    struct unit_at a;
+    a.c = u.chunk;
+    a.mb = u.mb;
+    a.g = a.c * x->p + stage;
+    a.first = a.g == 0;
+    a.last = a.g == x->nchunks - 1;
+    a.lf = a.g * x->lc;
+    a.act = si->act_bytes[a.c];
+    a.sum = &si->sums[a.c * 2 + u.backward];
+    return a;
+}
+
+/* A forward unit: receive the activation (but on the first chunk), keep
+ * the chunk's activations, the forward ops, send the activation on (but
+ * from the last chunk). */
+static void emit_fwd_unit(const struct ctx *x, struct sink *k,
+                          struct oc_coord me, int64_t rank,
+                          const struct unit_at *a)
+{
+    const int64_t stage = me.pp, c = a->c, mb = a->mb;
+    if (!a->first) {
+        int64_t prev = chunk_rank(x, me, a->g - 1);
+        OC_ASSERT(prev != rank);
+        put_p2p(x, k, OC_OP_RECV, OC_P2P_ACT, mb, stage, c, prev,
+                p2p_tag(x, mb, (a->g - 1) / x->p, OC_P2P_ACT));
+    }
+    put_mem(x, k, OC_OP_ALLOC, OC_BUF_ACTIVATIONS, OC_PHASE_FWD, mb, stage, c,
+            a->lf, x->lc, a->act);
+    if (x->grain == OC_GRAIN_LAYER) {
+        fwd_parts(x, k, mb, stage, c, a->first, a->last);
+    } else {
+        if (a->last)
+            put_mem(x, k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD, mb, stage,
+                    c, -1, 0, x->logits_bytes);
+        merged_parts(x, k, a->sum, OC_PHASE_FWD, mb, stage, c);
+    }
+    if (!a->last)
+        put_p2p(x, k, OC_OP_SEND, OC_P2P_ACT, mb, stage, c,
+                chunk_rank(x, me, a->g + 1), p2p_tag(x, mb, c, OC_P2P_ACT));
+}
+
+/* A backward unit: receive the gradient (but on the last chunk), the
+ * backward ops, send the gradient back (but from the first chunk), free
+ * the activations; with dp_async, the chunk's DP bucket after its last
+ * backward (i: the unit's index in the stage's order). */
+static void emit_bwd_unit(const struct ctx *x, struct sink *k,
+                          const struct stage_info *si, struct oc_coord me,
+                          int64_t i, const struct unit_at *a, int64_t params,
+                          int dp_async, enum oc_coll_kind dp_coll)
+{
+    const int64_t stage = me.pp, c = a->c, mb = a->mb;
+    if (!a->last)
+        put_p2p(x, k, OC_OP_RECV, OC_P2P_GRAD, mb, stage, c,
+                chunk_rank(x, me, a->g + 1),
+                p2p_tag(x, mb, (a->g + 1) / x->p, OC_P2P_GRAD));
+    if (x->grain == OC_GRAIN_LAYER) {
+        bwd_parts(x, k, mb, stage, c, a->first, a->last);
+    } else {
+        merged_parts(x, k, a->sum, OC_PHASE_BWD, mb, stage, c);
+        if (a->last)
+            put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage, c,
+                    -1, 0, x->logits_bytes);
+    }
+    if (!a->first)
+        put_p2p(x, k, OC_OP_SEND, OC_P2P_GRAD, mb, stage, c,
+                chunk_rank(x, me, a->g - 1), p2p_tag(x, mb, c, OC_P2P_GRAD));
+    put_mem(x, k, OC_OP_FREE, OC_BUF_ACTIVATIONS, OC_PHASE_BWD, mb, stage, c,
+            a->lf, x->lc, a->act);
+    /* --overlap-grad-reduce: the chunk's gradients are final after its
+     * last backward; Megatron-LM starts their DP reduction there (one
+     * bucket per chunk here). */
+    if (dp_async && i == si->last_bwd[c]) {
+        struct oc_op o =
+            op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, c);
+        o.coll = (uint8_t)dp_coll;
+        o.group = OC_GROUP_DP;
+        o.async = 1;
+        o.bytes = 2.0 * chunk_params(x, stage, c, params);
+        o.layer_first = (int32_t)a->lf;
+        o.layer_count = (int32_t)x->lc;
+        put(k, &o);
+    }
+}
+
+/* The end of the step: Megatron-LM finalize_model_grads (the DP gradient
+ * reduction unless it ran per chunk, then the tied embedding's all-reduce
+ * between first and last stage), the wait for async communication, the
+ * optimizer step, and the distributed optimizer's weight all-gather. */
+static void emit_step_end(const struct ctx *x, struct sink *k, int64_t stage,
+                          int64_t params, double opt_params, int dp_async,
+                          enum oc_coll_kind dp_coll)
+{
+    if (x->d > 1 && !dp_async) {
+        struct oc_op o =
+            op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, 0);
+        o.coll = (uint8_t)dp_coll;
+        o.group = OC_GROUP_DP;
+        o.bytes = 2.0 * (double)params;
+        put(k, &o);
+    }
+    if (x->model->tie_word_embeddings && x->p > 1 &&
+        (stage == 0 || stage == x->p - 1)) {
+        struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_EMBED,
+                                -1, stage, stage == 0 ? 0 : x->v - 1);
+        o.coll = OC_COLL_ALLREDUCE;
+        o.group = OC_GROUP_EMBED;
+        o.bytes = x->embed_grad_bytes;
+        put(k, &o);
+    }
+    struct oc_op w =
+        op_new(OC_OP_WAIT, OC_PHASE_OPTIMIZER, OC_PART_ALL, -1, stage, 0);
+    put(k, &w);
+    /* AdamW step, memory-bound: per parameter of the shard, read fp32
+     * master, m, v (12) and the 16-bit gradient (2), write master, m, v (12)
+     * and the 16-bit weight (2) = 28 bytes. */
+    struct oc_op opt =
+        op_new(OC_OP_COMPUTE, OC_PHASE_OPTIMIZER, OC_PART_ALL, -1, stage, 0);
+    opt.hbm_bytes = 28.0 * opt_params;
+    put(k, &opt);
+    if (x->d > 1 && x->l->shard_optimizer) {
+        /* distributed optimizer: gather the updated 16-bit weights */
+        struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
+                                OC_PART_ALL, -1, stage, 0);
+        o.coll = OC_COLL_ALLGATHER;
+        o.group = OC_GROUP_DP;
+        o.bytes = 2.0 * (double)params;
+        put(k, &o);
+    }
+}
+
 static void emit_rank(const struct ctx *x, const struct stage_info *si,
                       int64_t rank, struct oc_rank_ops *out)
 {
@@ -567,109 +711,13 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
         x->l->shard_optimizer ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
 
     for (int64_t i = 0; i < si->nunits; i++) {
-        struct oc_unit u = si->order[i];
-        int64_t c = u.chunk, mb = u.mb;
-        int64_t g = c * x->p + stage;
-        int first = g == 0, last = g == x->nchunks - 1;
-        int64_t lf = g * x->lc;
-        double act = si->act_bytes[c];
-        const struct unit_sum *sum = &si->sums[c * 2 + u.backward];
-
-        if (!u.backward) {
-            if (!first) {
-                int64_t prev = chunk_rank(x, me, g - 1);
-                OC_ASSERT(prev != rank);
-                put_p2p(x, &k, OC_OP_RECV, OC_P2P_ACT, mb, stage, c, prev,
-                        p2p_tag(x, mb, (g - 1) / x->p, OC_P2P_ACT));
-            }
-            put_mem(x, &k, OC_OP_ALLOC, OC_BUF_ACTIVATIONS, OC_PHASE_FWD, mb,
-                    stage, c, lf, x->lc, act);
-            if (x->grain == OC_GRAIN_LAYER) {
-                fwd_parts(x, &k, mb, stage, c, first, last);
-            } else {
-                if (last)
-                    put_mem(x, &k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD,
-                            mb, stage, c, -1, 0, x->logits_bytes);
-                merged_parts(x, &k, sum, OC_PHASE_FWD, mb, stage, c);
-            }
-            if (!last)
-                put_p2p(x, &k, OC_OP_SEND, OC_P2P_ACT, mb, stage, c,
-                        chunk_rank(x, me, g + 1),
-                        p2p_tag(x, mb, c, OC_P2P_ACT));
-        } else {
-            if (!last)
-                put_p2p(x, &k, OC_OP_RECV, OC_P2P_GRAD, mb, stage, c,
-                        chunk_rank(x, me, g + 1),
-                        p2p_tag(x, mb, (g + 1) / x->p, OC_P2P_GRAD));
-            if (x->grain == OC_GRAIN_LAYER) {
-                bwd_parts(x, &k, mb, stage, c, first, last);
-            } else {
-                merged_parts(x, &k, sum, OC_PHASE_BWD, mb, stage, c);
-                if (last)
-                    put_mem(x, &k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD,
-                            mb, stage, c, -1, 0, x->logits_bytes);
-            }
-            if (!first)
-                put_p2p(x, &k, OC_OP_SEND, OC_P2P_GRAD, mb, stage, c,
-                        chunk_rank(x, me, g - 1),
-                        p2p_tag(x, mb, c, OC_P2P_GRAD));
-            put_mem(x, &k, OC_OP_FREE, OC_BUF_ACTIVATIONS, OC_PHASE_BWD, mb,
-                    stage, c, lf, x->lc, act);
-            /* --overlap-grad-reduce: the chunk's gradients are final after
-             * its last backward; Megatron-LM starts their DP reduction
-             * there (one bucket per chunk here). */
-            if (dp_async && i == si->last_bwd[c]) {
-                struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD,
-                                        OC_PART_ALL, -1, stage, c);
-                o.coll = (uint8_t)dp_coll;
-                o.group = OC_GROUP_DP;
-                o.async = 1;
-                o.bytes = 2.0 * chunk_params(x, stage, c, params);
-                o.layer_first = (int32_t)lf;
-                o.layer_count = (int32_t)x->lc;
-                put(&k, &o);
-            }
-        }
+        struct unit_at a = unit_at_of(x, si, stage, si->order[i]);
+        if (!si->order[i].backward)
+            emit_fwd_unit(x, &k, me, rank, &a);
+        else
+            emit_bwd_unit(x, &k, si, me, i, &a, params, dp_async, dp_coll);
     }
-
-    /* Megatron-LM finalize_model_grads: DP gradient reduction, then the
-     * tied embedding's all-reduce between first and last stage. */
-    if (x->d > 1 && !dp_async) {
-        struct oc_op o =
-            op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, 0);
-        o.coll = (uint8_t)dp_coll;
-        o.group = OC_GROUP_DP;
-        o.bytes = 2.0 * (double)params;
-        put(&k, &o);
-    }
-    if (x->model->tie_word_embeddings && x->p > 1 &&
-        (stage == 0 || stage == x->p - 1)) {
-        struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_EMBED,
-                                -1, stage, stage == 0 ? 0 : x->v - 1);
-        o.coll = OC_COLL_ALLREDUCE;
-        o.group = OC_GROUP_EMBED;
-        o.bytes = x->embed_grad_bytes;
-        put(&k, &o);
-    }
-    struct oc_op w = op_new(OC_OP_WAIT, OC_PHASE_OPTIMIZER, OC_PART_ALL, -1,
-                            stage, 0);
-    put(&k, &w);
-    /* AdamW step, memory-bound: per parameter of the shard, read fp32
-     * master, m, v (12) and the 16-bit gradient (2), write master, m, v (12)
-     * and the 16-bit weight (2) = 28 bytes. */
-    struct oc_op opt = op_new(OC_OP_COMPUTE, OC_PHASE_OPTIMIZER, OC_PART_ALL,
-                              -1, stage, 0);
-    opt.hbm_bytes = 28.0 * opt_params;
-    put(&k, &opt);
-    if (x->d > 1 && x->l->shard_optimizer) {
-        /* distributed optimizer: gather the updated 16-bit weights */
-        struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
-                                OC_PART_ALL, -1, stage, 0);
-        o.coll = OC_COLL_ALLGATHER;
-        o.group = OC_GROUP_DP;
-        o.bytes = 2.0 * (double)params;
-        put(&k, &o);
-    }
+    emit_step_end(x, &k, stage, params, opt_params, dp_async, dp_coll);
 }
 
 static void stage_info_free(struct stage_info *si, int64_t p)
