@@ -186,16 +186,13 @@ static void file_stem(const char *path, char *out, size_t n)
     out[len] = '\0';
 }
 
-static int read_model(const struct oc_json_obj *o, struct oc_model *m,
-                      struct oc_status *st)
+/* model_type: the family, which decides the defaults of the rest. */
+static const struct oc_family *read_family(const struct oc_json_obj *o, struct oc_model *m,
+                                           struct oc_status *st)
 {
-    const char *file = o->file;
-    struct oc_model_names nm = oc_hf_names;
-
-    /* model_type first: it decides the defaults of the rest. */
     char type[64];
     if (oc_json_str(o, "model_type", OC_JSON_REQUIRED, type, sizeof type, NULL, st))
-        return -1;
+        return NULL;
     const struct oc_family *fam = find_family(type);
     if (!fam) {
         char list[256];
@@ -203,12 +200,20 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
         for (size_t i = 0; i < OC_N_FAMILIES; i++)
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
                                      i ? ", " : "", oc_families[i].model_type);
-        return oc_fail(st, "%s: field 'model_type' is '%s', which ocsim does not know (supported: %s)",
-                       file, type, list);
+        oc_fail(st, "%s: field 'model_type' is '%s', which ocsim does not know (supported: %s)",
+                o->file, type, list);
+        return NULL;
     }
     snprintf(m->model_type, sizeof m->model_type, "%s", fam->model_type);
     m->arch = fam->arch;
+    return fam;
+}
 
+/* The sizes h, a, k, L, f, V, P under any of their spellings; nm gets the
+ * spellings used, for the messages of check_model. */
+static int read_sizes(const struct oc_json_obj *o, const struct oc_family *fam,
+                      struct oc_model *m, struct oc_model_names *nm, struct oc_status *st)
+{
     static const char *const h_names[] = {"hidden_size", "n_embd", NULL};
     static const char *const a_names[] = {"num_attention_heads", "n_head", NULL};
     static const char *const k_names[] = {"num_key_value_heads", NULL};
@@ -217,32 +222,38 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
     static const char *const V_names[] = {"vocab_size", NULL};
     static const char *const P_names[] = {"max_position_embeddings", "n_positions", NULL};
 
-    if (read_alias(o, h_names, 1, OC_MODEL_MAX_HIDDEN, &m->hidden_size, &nm.h, st) ||
-        read_alias(o, a_names, 1, OC_MODEL_MAX_HEADS, &m->num_attention_heads, &nm.a, st) ||
-        read_alias(o, L_names, 1, OC_MODEL_MAX_LAYERS, &m->num_hidden_layers, &nm.L, st) ||
-        read_alias(o, V_names, 1, OC_MODEL_MAX_VOCAB, &m->vocab_size, &nm.V, st) ||
-        read_alias(o, P_names, 1, OC_MODEL_MAX_POSITIONS, &m->max_position_embeddings, &nm.P, st))
+    if (read_alias(o, h_names, 1, OC_MODEL_MAX_HIDDEN, &m->hidden_size, &nm->h, st) ||
+        read_alias(o, a_names, 1, OC_MODEL_MAX_HEADS, &m->num_attention_heads, &nm->a, st) ||
+        read_alias(o, L_names, 1, OC_MODEL_MAX_LAYERS, &m->num_hidden_layers, &nm->L, st) ||
+        read_alias(o, V_names, 1, OC_MODEL_MAX_VOCAB, &m->vocab_size, &nm->V, st) ||
+        read_alias(o, P_names, 1, OC_MODEL_MAX_POSITIONS, &m->max_position_embeddings, &nm->P, st))
         return -1;
 
     /* num_key_value_heads: LlamaConfig sets it to num_attention_heads when
      * absent or null (no grouped-query attention). */
     m->num_key_value_heads = m->num_attention_heads;
-    if (read_alias(o, k_names, 0, OC_MODEL_MAX_HEADS, &m->num_key_value_heads, &nm.k, st))
+    if (read_alias(o, k_names, 0, OC_MODEL_MAX_HEADS, &m->num_key_value_heads, &nm->k, st))
         return -1;
 
     /* intermediate_size: GPT-2's n_inner=None means 4*n_embd (GPT2MLP in
      * transformers; Radford et al. 2018 "3072 dimensional inner states" for
      * h = 768). Llama-style configs always give it. */
     int64_t f = 0;
-    if (read_alias(o, f_names, 0, OC_MODEL_MAX_INTERMEDIATE, &f, &nm.f, st))
+    if (read_alias(o, f_names, 0, OC_MODEL_MAX_INTERMEDIATE, &f, &nm->f, st))
         return -1;
     if (f == 0) {
         if (fam->arch == OC_ARCH_LLAMA)
-            return oc_fail(st, "%s: field 'intermediate_size' is missing", file);
+            return oc_fail(st, "%s: field 'intermediate_size' is missing", o->file);
         f = 4 * m->hidden_size;
     }
     m->intermediate_size = f;
+    return 0;
+}
 
+/* The block: MLP shape, biases, norms, positions, tied embeddings. */
+static int read_block(const struct oc_json_obj *o, const struct oc_family *fam,
+                      struct oc_model *m, struct oc_status *st)
+{
     /* hidden_act (GPT-2, GPT-J and OPT call it activation_function). */
     char act[64] = "";
     int have_act = 0, have_act2 = 0;
@@ -274,12 +285,15 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
     m->learned_pos_emb = fam->learned_pos_emb;
 
     m->tie_word_embeddings = fam->tie_default;
-    if (oc_json_bool(o, "tie_word_embeddings", OC_JSON_OPTIONAL,
-                     &m->tie_word_embeddings, NULL, st))
-        return -1;
+    return oc_json_bool(o, "tie_word_embeddings", OC_JSON_OPTIONAL, &m->tie_word_embeddings,
+                        NULL, st);
+}
 
-    /* Dropout: on when any dropout field is > 0; when none is given, the
-     * config class's default (GPT-2: 0.1). */
+/* Dropout: on when any dropout field is > 0; when none is given, the
+ * config class's default (GPT-2: 0.1). */
+static int read_dropout(const struct oc_json_obj *o, const struct oc_family *fam,
+                        struct oc_model *m, struct oc_status *st)
+{
     struct oc_json_rule prob = {0.0, 0, 1.0, 1, -INFINITY, INFINITY, NULL};
     int any_field = 0;
     double max_p = 0.0;
@@ -295,22 +309,12 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
         }
     }
     m->has_dropout = any_field ? (max_p > 0.0) : fam->dropout_default;
+    return 0;
+}
 
-    /* head_dim: newer Llama configs may give it; ocsim assumes h / a. */
-    int64_t head_dim = 0;
-    int have_hd = 0;
-    if (oc_json_int(o, "head_dim", OC_JSON_OPTIONAL, 1, OC_MODEL_MAX_HIDDEN,
-                    &head_dim, &have_hd, st))
-        return -1;
-
-    if (check_model(m, file, &nm, st))
-        return -1;
-    if (have_hd && head_dim * m->num_attention_heads != m->hidden_size)
-        return oc_fail(st, "%s: field 'head_dim' (%lld) must equal '%s' / '%s' (%lld); ocsim does not model other head sizes",
-                       file, (long long)head_dim, nm.h, nm.a,
-                       (long long)(m->hidden_size / m->num_attention_heads));
-
-    /* name: "_name_or_path" when present and not empty, else the stem. */
+/* name: "_name_or_path" when present and not empty, else the file's stem. */
+static int read_name(const struct oc_json_obj *o, struct oc_model *m, struct oc_status *st)
+{
     char path_name[512] = "";
     int have_name = 0;
     if (oc_json_str(o, "_name_or_path", OC_JSON_OPTIONAL, path_name,
@@ -319,8 +323,34 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
     if (have_name && path_name[0])
         snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, path_name);
     else
-        file_stem(file, m->name, sizeof m->name);
+        file_stem(o->file, m->name, sizeof m->name);
     return 0;
+}
+
+/* The fields in the order their errors are reported: model_type, sizes,
+ * block, dropout, head_dim, the checks of check_model, the name. */
+static int read_model(const struct oc_json_obj *o, struct oc_model *m,
+                      struct oc_status *st)
+{
+    struct oc_model_names nm = oc_hf_names;
+    const struct oc_family *fam = read_family(o, m, st);
+    if (!fam || read_sizes(o, fam, m, &nm, st) || read_block(o, fam, m, st) ||
+        read_dropout(o, fam, m, st))
+        return -1;
+
+    /* head_dim: newer Llama configs may give it; ocsim assumes h / a. */
+    int64_t head_dim = 0;
+    int have_hd = 0;
+    if (oc_json_int(o, "head_dim", OC_JSON_OPTIONAL, 1, OC_MODEL_MAX_HIDDEN,
+                    &head_dim, &have_hd, st))
+        return -1;
+    if (check_model(m, o->file, &nm, st))
+        return -1;
+    if (have_hd && head_dim * m->num_attention_heads != m->hidden_size)
+        return oc_fail(st, "%s: field 'head_dim' (%lld) must equal '%s' / '%s' (%lld); ocsim does not model other head sizes",
+                       o->file, (long long)head_dim, nm.h, nm.a,
+                       (long long)(m->hidden_size / m->num_attention_heads));
+    return read_name(o, m, st);
 }
 
 int oc_model_load(const char *path_or_name, struct oc_model *m,

@@ -65,6 +65,10 @@
  *                 divided by the ranks of that stage present in the file
  *                 (mean per rank, so one rank per TP group and all ranks
  *                 compare), one point per key present on both sides.
+ *
+ * Where it is: compare.c (the error convention, the verdict, the run),
+ * compare_read.c (locating and reading both sides, op classes),
+ * compare_pair.c (the pairing), compare_report.c (table, CSV, scatter).
  */
 #ifndef OC_COMPARE_H
 #define OC_COMPARE_H
@@ -116,6 +120,10 @@ int oc_cmp_metrics_read(const char *path, struct oc_cmp_metrics **out, int64_t *
                         struct oc_status *st);
 /* Same layout knobs (recompute not included). */
 int oc_cmp_same_layout(const struct oc_cmp_metrics *a, const struct oc_cmp_metrics *b);
+/* The layout of a row as messages and the table name it: "tp2-pp2-dp1-mb1,
+ * 4 micro-batches, 1f1b, recompute selective" (" v=2" after the schedule
+ * when interleaved). */
+void oc_cmp_layout_str(const struct oc_cmp_metrics *m, char *buf, size_t n);
 
 enum oc_cmp_class {
     OC_CMP_FWD, OC_CMP_BWD, OC_CMP_OPT, OC_CMP_TP, OC_CMP_PP, OC_CMP_DP,

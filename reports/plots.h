@@ -42,6 +42,10 @@
  * would otherwise draw hundreds of slivers); a TP collective at least
  * 1/1000 of the step wide is drawn on top of it.
  *
+ * Where it is: plots.c (the gnuplot runner and what every plot shares, with
+ * plot_write.h), plot_sweep.c (the sweep plots and oc_report_rank),
+ * plot_pipeline.c (the Gantt chart).
+ *
  * Return values: 0 scripts, data and images written; 1 scripts and data
  * written but not rendered (gnuplot missing or failing: st->msg is one
  * line for a warning); -1 nothing usable (the folder or a file could not be
@@ -101,7 +105,7 @@ int oc_plot_sweep(const char *dir, const struct oc_metrics *mt, int64_t n,
 /* Runs `gnuplot NAME.gp` in `dir` for each name, one after another (each
  * run takes about 0.1 s), gnuplot's output into dir/gnuplot.log. Returns 0,
  * or 1 with st->msg when gnuplot is missing or a script failed (the scripts
- * and data stay). Also used by reports/compare.c. */
+ * and data stay). Also used by reports/compare_report.c. */
 int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
                    const char *const *names, int n, struct oc_status *st);
 

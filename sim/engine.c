@@ -1,7 +1,11 @@
 /* engine.c: SimGrid start-up with ocsim's defaults, counted actors with
  * deadlock detection, and the fork-and-pipe runner (see engine.h). The
  * engine state is one file-static struct: SimGrid itself allows one engine
- * per process. */
+ * per process. It also declares the parent log category "ocsim" of every
+ * category in sim/, and reads $OCSIM_LOG.
+ *
+ * What it is not: the platform (platform.c) or anything that knows GPUs,
+ * collectives or schedules. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "engine.h"
@@ -21,6 +25,14 @@
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/semaphore.h>
+
+#include "sim_log.h"
+
+/* The parent of the log categories of sim/ (one per file), declared here
+ * once; see engine.h for how to set them. */
+XBT_LOG_NEW_CATEGORY(ocsim, "ocsim's simulator (sim/)");
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_engine, ocsim,
+                                "SimGrid start-up, counted actors, the fork runner");
 
 /* ---- engine state ------------------------------------------------------ */
 
@@ -94,6 +106,66 @@ static char *xprintf_cfg(const char *prefix, const char *body)
     return d;
 }
 
+const char *oc_sim_log_env(void)
+{
+    const char *s = getenv("OCSIM_LOG");
+    return s && s[0] ? s : NULL;
+}
+
+void oc_sim_log_setup(void)
+{
+    static int done;
+    const char *spec = oc_sim_log_env();
+    if (done || !spec)
+        return;
+    done = 1;
+    char *copy = xstrdup(spec), *save = NULL;
+    for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        xbt_log_control_set(tok);
+    free(copy);
+}
+
+/* argv for simgrid_init: "ocsim", our defaults (skipped where the user sets
+ * the same key), the user's cfg, "root.thresh:error", then the log
+ * settings. Lives as long as the process (SimGrid keeps pointers). */
+static char **simgrid_argv(const struct oc_sim_engine_opts *o, int *argc_out)
+{
+    static const char *const defaults[][2] = {
+        {"network/model", "CM02"},
+        {"network/crosstraffic", "0"},
+        {"network/TCP-gamma", "0"},
+    };
+    const char *log = o->log ? o->log : oc_sim_log_env();
+    size_t ndef = sizeof defaults / sizeof defaults[0];
+    size_t nlog = 2;
+    if (log)
+        for (const char *c = log; *c; c++)
+            nlog += *c == ' ';
+    size_t cap = 1 + ndef + (size_t)o->n_cfg + nlog + 1;
+    char **argv = oc_xcalloc(cap, sizeof *argv);
+    int argc = 0;
+    argv[argc++] = xstrdup("ocsim");
+    for (size_t i = 0; i < ndef; i++)
+        if (!user_sets(o, defaults[i][0])) {
+            char kv[128];
+            snprintf(kv, sizeof kv, "%s:%s", defaults[i][0], defaults[i][1]);
+            argv[argc++] = xprintf_cfg("--cfg=", kv);
+        }
+    for (int64_t i = 0; i < o->n_cfg; i++)
+        argv[argc++] = xprintf_cfg("--cfg=", cfg_body(o->cfg[i]));
+    argv[argc++] = xstrdup("--log=root.thresh:error");
+    if (log) {
+        char *copy = xstrdup(log), *save = NULL;
+        for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+            argv[argc++] = xprintf_cfg("--log=", tok);
+        free(copy);
+    }
+    OC_ASSERT((size_t)argc < cap);
+    argv[argc] = NULL;
+    *argc_out = argc;
+    return argv;
+}
+
 int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
 {
     OC_ASSERT(o);
@@ -116,48 +188,25 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
             return -1;
     }
 
-    /* argv for simgrid_init: our defaults first, skipped where the user
-     * sets the same key, then the user's cfg, then the log settings. */
-    static const char *const defaults[][2] = {
-        {"network/model", "CM02"},
-        {"network/crosstraffic", "0"},
-        {"network/TCP-gamma", "0"},
-    };
-    size_t ndef = sizeof defaults / sizeof defaults[0];
-    size_t nlog = 1;
-    if (o->log)
-        for (const char *c = o->log; *c; c++)
-            nlog += *c == ' ';
-    size_t cap = 1 + ndef + (size_t)o->n_cfg + nlog + 1;
-    eng.argv = oc_xcalloc(cap, sizeof *eng.argv);
-    int argc = 0;
-    eng.argv[argc++] = xstrdup("ocsim");
-    for (size_t i = 0; i < ndef; i++)
-        if (!user_sets(o, defaults[i][0])) {
-            char kv[128];
-            snprintf(kv, sizeof kv, "%s:%s", defaults[i][0], defaults[i][1]);
-            eng.argv[argc++] = xprintf_cfg("--cfg=", kv);
-        }
-    for (int64_t i = 0; i < o->n_cfg; i++)
-        eng.argv[argc++] = xprintf_cfg("--cfg=", cfg_body(o->cfg[i]));
-    if (!o->log) {
-        eng.argv[argc++] = xstrdup("--log=root.thresh:error");
-    } else {
-        char *copy = xstrdup(o->log), *save = NULL;
-        for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
-            eng.argv[argc++] = xprintf_cfg("--log=", tok);
-        free(copy);
-    }
-    OC_ASSERT((size_t)argc < cap);
-    eng.argv[argc] = NULL;
-
+    int argc;
+    eng.argv = simgrid_argv(o, &argc);
+    /* simgrid_init takes the arguments it consumed out of argv. */
+    char **given = oc_xmalloc(((size_t)argc + 1) * sizeof *given);
+    memcpy(given, eng.argv, ((size_t)argc + 1) * sizeof *given);
     simgrid_init(&argc, eng.argv);
     eng.initialised = 1;
+    for (int i = 1; given[i]; i++)
+        XBT_DEBUG("simgrid_init argument %d: %s", i, given[i]);
+    free(given);
 
-    if (o->platform_file)
-        return oc_sim_platform_load_file(&eng.plat, o->platform_file, o->cards,
-                                         o->topo ? o->topo->gpus_per_node : 1, st);
-    return oc_sim_platform_build(&eng.plat, o->topo, o->cards, st);
+    int rc = o->platform_file
+                 ? oc_sim_platform_load_file(&eng.plat, o->platform_file, o->cards,
+                                             o->topo ? o->topo->gpus_per_node : 1, st)
+                 : oc_sim_platform_build(&eng.plat, o->topo, o->cards, st);
+    if (rc == 0)
+        XBT_DEBUG("platform loaded: %" PRId64 " cards, %" PRId64 " per node, %zu hosts",
+                  eng.plat.cards, eng.plat.gpus_per_node, sg_host_count());
+    return rc;
 }
 
 const struct oc_sim_platform *oc_sim_engine_platform(void)
@@ -237,9 +286,15 @@ int oc_sim_engine_run(struct oc_status *st)
     if (eng.ran)
         return oc_fail(st, "oc_sim_engine_run: the simulation already ran in this process");
     eng.ran = 1;
+    XBT_DEBUG("running; %" PRId64 " actors created so far", eng.n_actors);
     simgrid_run();
+    XBT_DEBUG("simulation ended at t=%.9g s: %" PRId64 " of %" PRId64 " actors finished",
+              simgrid_get_clock(), eng.finished, eng.n_actors);
     if (eng.finished == eng.n_actors)
         return 0;
+    for (int64_t i = 0; i < eng.n_actors; i++)
+        if (!eng.actors[i].done)
+            XBT_DEBUG("deadlock: actor %" PRId64 " (%s) never finished", i, eng.actors[i].name);
     char names[256] = "";
     size_t len = 0;
     int listed = 0;
@@ -337,6 +392,8 @@ static void child_main(oc_sim_child_fn fn, void *arg, int fd)
     } else {
         h.len = b.len;
     }
+    XBT_DEBUG("child %ld: the simulation returned %d, %" PRIu64 " bytes to send", (long)getpid(),
+              rc, h.len);
     int ok = write_all(fd, &h, sizeof h) == 0 && write_all(fd, body, (size_t)h.len) == 0;
     _exit(ok ? 0 : 3);
 }
@@ -389,17 +446,17 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int oc_sim_fork_run(oc_sim_child_fn fn, void *arg,
-                    const struct oc_sim_fork_opts *opts, struct oc_sim_buf *out,
-                    struct oc_status *st)
+/* Makes the pipes (err only without keep_stderr) and forks; the child
+ * runs fn and exits in child_main. Returns the child's pid in the parent,
+ * with data[0] and err[0] (-1: none) left open to read; -1 with st->msg
+ * and nothing left open. */
+static pid_t fork_child(oc_sim_child_fn fn, void *arg, int keep_stderr, int data[2],
+                        int err[2], struct oc_status *st)
 {
-    OC_ASSERT(fn && out && out->len == 0);
-    const struct oc_sim_fork_opts defaults = {0, 0};
-    const struct oc_sim_fork_opts *o = opts ? opts : &defaults;
-    int data[2] = {-1, -1}, err[2] = {-1, -1};
+    data[0] = data[1] = err[0] = err[1] = -1;
     if (pipe(data) != 0)
         return oc_fail(st, "cannot create a pipe for the simulation: %s", strerror(errno));
-    if (!o->keep_stderr && pipe(err) != 0) {
+    if (!keep_stderr && pipe(err) != 0) {
         int r = oc_fail(st, "cannot create a pipe for the simulation: %s", strerror(errno));
         close(data[0]);
         close(data[1]);
@@ -431,15 +488,19 @@ int oc_sim_fork_run(oc_sim_child_fn fn, void *arg,
     close(data[1]);
     if (err[1] >= 0)
         close(err[1]);
+    return pid;
+}
 
-    /* Drain both pipes together (a child blocked on a full stderr pipe
-     * would never finish its result). */
-    struct oc_sim_buf raw = {0};
-    struct err_scan es;
-    memset(&es, 0, sizeof es);
-    struct pollfd pf[2] = {{data[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-    int open_fds = err[0] >= 0 ? 2 : 1;
-    const double deadline = o->wall_limit_s > 0 ? now_s() + o->wall_limit_s : 0;
+/* Reads the child's result (data_fd) into raw and its stderr (err_fd, -1:
+ * none) into es, both together (a child blocked on a full stderr pipe
+ * would never finish its result), until both are closed or the wall limit
+ * (0: none) passes. Closes both. Returns 1 when the limit passed. */
+static int drain(int data_fd, int err_fd, double wall_limit_s, struct oc_sim_buf *raw,
+                 struct err_scan *es)
+{
+    struct pollfd pf[2] = {{data_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    int open_fds = err_fd >= 0 ? 2 : 1;
+    const double deadline = wall_limit_s > 0 ? now_s() + wall_limit_s : 0;
     int timed_out = 0;
     while (open_fds > 0) {
         int wait_ms = -1;
@@ -468,48 +529,75 @@ int oc_sim_fork_run(oc_sim_child_fn fn, void *arg,
                 pf[i].fd = -1;
                 open_fds--;
             } else if (i == 0) {
-                oc_sim_buf_append(&raw, buf, (size_t)n);
+                oc_sim_buf_append(raw, buf, (size_t)n);
             } else {
-                err_feed(&es, buf, (size_t)n);
+                err_feed(es, buf, (size_t)n);
             }
         }
     }
     for (int i = 0; i < 2; i++)
         if (pf[i].fd >= 0)
             close(pf[i].fd);
-    if (es.n > 0)
-        err_line(&es);
+    if (es->n > 0)
+        err_line(es);
+    return timed_out;
+}
+
+/* What the child's exit status and the bytes it sent mean: the result
+ * appended to out (0), or one line in st->msg (-1), quoting the child's
+ * stderr when it crashed or left without a result. */
+static int fork_verdict(int status, int timed_out, double wall_limit_s,
+                        const struct oc_sim_buf *raw, const struct err_scan *es,
+                        struct oc_sim_buf *out, struct oc_status *st)
+{
+    const char *quote = es->critical[0] ? es->critical : es->error[0] ? es->error : es->last;
+    struct pipe_header h;
+    if (timed_out)
+        return oc_fail(st, "simulation ran past its wall-clock limit of %g s and was killed",
+                       wall_limit_s);
+    if (WIFSIGNALED(status))
+        return oc_fail(st, "simulation crashed (signal %d, %s)%s%s", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)), quote[0] ? ": " : "", quote);
+    if (raw->len < sizeof h)
+        return oc_fail(st, "simulation exited (code %d) without a result%s%s",
+                       WIFEXITED(status) ? WEXITSTATUS(status) : -1, quote[0] ? ": " : "",
+                       quote);
+    memcpy(&h, raw->data, sizeof h);
+    if (h.magic != OC_SIM_PIPE_MAGIC || raw->len - sizeof h != h.len)
+        return oc_fail(st, "simulation sent a truncated result (%zu bytes)", raw->len);
+    if (h.rc != 0)
+        return oc_fail(st, "%.*s", (int)h.len, (const char *)raw->data + sizeof h);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return oc_fail(st, "simulation exited with code %d", WEXITSTATUS(status));
+    oc_sim_buf_append(out, raw->data + sizeof h, (size_t)h.len);
+    return 0;
+}
+
+int oc_sim_fork_run(oc_sim_child_fn fn, void *arg,
+                    const struct oc_sim_fork_opts *opts, struct oc_sim_buf *out,
+                    struct oc_status *st)
+{
+    OC_ASSERT(fn && out && out->len == 0);
+    const struct oc_sim_fork_opts defaults = {0, 0};
+    const struct oc_sim_fork_opts *o = opts ? opts : &defaults;
+    oc_sim_log_setup();
+    int data[2], err[2];
+    pid_t pid = fork_child(fn, arg, o->keep_stderr || oc_sim_log_env(), data, err, st);
+    if (pid < 0)
+        return -1;
+    XBT_DEBUG("forked simulation child %ld", (long)pid);
+    struct oc_sim_buf raw = {0};
+    struct err_scan es;
+    memset(&es, 0, sizeof es);
+    int timed_out = drain(data[0], err[0], o->wall_limit_s, &raw, &es);
     if (timed_out)
         kill(pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-
-    const char *quote = es.critical[0] ? es.critical : es.error[0] ? es.error : es.last;
-    int rc = -1;
-    struct pipe_header h;
-    if (timed_out) {
-        oc_fail(st, "simulation ran past its wall-clock limit of %g s and was killed",
-                o->wall_limit_s);
-    } else if (WIFSIGNALED(status)) {
-        oc_fail(st, "simulation crashed (signal %d, %s)%s%s", WTERMSIG(status),
-                strsignal(WTERMSIG(status)), quote[0] ? ": " : "", quote);
-    } else if (raw.len < sizeof h) {
-        oc_fail(st, "simulation exited (code %d) without a result%s%s",
-                WIFEXITED(status) ? WEXITSTATUS(status) : -1, quote[0] ? ": " : "", quote);
-    } else {
-        memcpy(&h, raw.data, sizeof h);
-        if (h.magic != OC_SIM_PIPE_MAGIC || raw.len - sizeof h != h.len) {
-            oc_fail(st, "simulation sent a truncated result (%zu bytes)", raw.len);
-        } else if (h.rc != 0) {
-            oc_fail(st, "%.*s", (int)h.len, (const char *)raw.data + sizeof h);
-        } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            oc_fail(st, "simulation exited with code %d", WEXITSTATUS(status));
-        } else {
-            oc_sim_buf_append(out, raw.data + sizeof h, (size_t)h.len);
-            rc = 0;
-        }
-    }
+    int rc = fork_verdict(status, timed_out, o->wall_limit_s, &raw, &es, out, st);
+    XBT_DEBUG("simulation child %ld: status %#x, %zu bytes, %s", (long)pid, (unsigned)status,
+              raw.len, rc == 0 ? "result" : "failed");
     /* One line: a quoted message never carries its newline, but a child's
      * own message might. */
     if (rc != 0 && st)

@@ -37,6 +37,20 @@
  *                             TCP-gamma / (2 * latency) (4 MiB by default:
  *                             8 GB/s at 0.25 ms); 0 turns the cap off
  * and logs at "root.thresh:error" unless opts.log says otherwise.
+ *
+ * Logging. sim/ has one XBT log category per file under the parent
+ * category "ocsim", declared once in engine.c: ocsim_engine (this file),
+ * ocsim_platform, ocsim_sweep, and those of the replay and the collectives.
+ * They trace at DEBUG (what ran, in which process, with which result); a
+ * user error is never logged, it comes back as the one-line oc_status
+ * message. The settings (xbt log control, several separated by spaces:
+ * "ocsim_engine.thres:debug ocsim_sweep.thres:debug", or "ocsim.thres:debug"
+ * for all of sim/) are opts.log, else $OCSIM_LOG. They reach SimGrid
+ * through simgrid_init's argv, after "root.thresh:error", in the child
+ * where the simulation runs; oc_sim_log_setup applies $OCSIM_LOG in a
+ * process that never starts SimGrid (the sweep's parent and workers, the
+ * parent of oc_sim_fork_run). With $OCSIM_LOG set, oc_sim_fork_run lets the
+ * child write to the terminal (as keep_stderr), so the trace is seen.
  */
 #ifndef OC_SIM_ENGINE_H
 #define OC_SIM_ENGINE_H
@@ -60,10 +74,18 @@ struct oc_sim_engine_opts {
     /* SimGrid configuration, each "key:value" or "--cfg=key:value". */
     const char *const *cfg;
     int64_t n_cfg;
-    /* xbt log control ("root.thresh:info", several separated by spaces);
-     * NULL keeps SimGrid quiet but for errors and critical messages. */
+    /* xbt log control ("root.thresh:info", several separated by spaces),
+     * applied after "root.thresh:error"; NULL: $OCSIM_LOG, and without it
+     * SimGrid stays quiet but for errors and critical messages. */
     const char *log;
 };
+
+/* $OCSIM_LOG, or NULL when unset or empty. */
+const char *oc_sim_log_env(void);
+/* Applies $OCSIM_LOG to this process's log categories, once per process.
+ * For processes that never call oc_sim_engine_init (which reads it
+ * itself); a no-op without $OCSIM_LOG. */
+void oc_sim_log_setup(void);
 
 /* Minimal check of one --cfg string before SimGrid sees it: "key:value"
  * (optionally prefixed by "--cfg="), key of [A-Za-z0-9/_.-], non-empty
@@ -133,9 +155,10 @@ typedef int (*oc_sim_child_fn)(void *arg, struct oc_sim_buf *out,
 struct oc_sim_fork_opts {
     double wall_limit_s; /* kill the child after this much wall time; 0: none */
     int keep_stderr;     /* 1: the child writes to our stdout and stderr
-                            (debugging with --log); 0: both are read
-                            through a pipe and only quoted when the
-                            child crashes */
+                            (debugging with a log setting; also when
+                            $OCSIM_LOG is set); 0: both are read through
+                            a pipe and only quoted when the child
+                            crashes */
 };
 
 /* fork; in the child run fn(arg, &buf, &st) and send rc, st.msg or buf back

@@ -1,6 +1,7 @@
 /* platform.c: generate or load the SimGrid platform (see platform.h for the
  * shape of the generated one and why). This file writes XML and maps hosts;
- * it does not start SimGrid (engine.c does). */
+ * it does not start SimGrid (engine.c does). Log category ocsim_platform
+ * (see engine.h): the platform loaded and its hosts, at DEBUG. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "platform.h"
@@ -16,6 +17,11 @@
 
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
+
+#include "sim_log.h"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_platform, ocsim,
+                                "the SimGrid platform: generated from a topology or a user's file");
 
 /* Numbers go into the XML with every bit (%.17g), so the routes carry the
  * topology's values exactly. */
@@ -214,6 +220,8 @@ static int map_hosts(struct oc_sim_platform *p, const char *what, int64_t cards,
         }
     }
     p->cards = cards;
+    XBT_DEBUG("%s: hosts gpu0..gpu%" PRId64 " of %zu, %" PRId64 " GPUs per node", what,
+              cards - 1, sg_host_count(), p->gpus_per_node);
     return 0;
 }
 
@@ -260,6 +268,8 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
         sa.sa_handler = abort_cleanup;
         sigemptyset(&sa.sa_mask);
         sigaction(SIGABRT, &sa, &old_sa);
+        XBT_DEBUG("loading the platform generated for %" PRId64 " cards of topology %s from %s",
+                  cards, t->name, file);
         simgrid_load_platform(file);
         seal();
         sigaction(SIGABRT, &old_sa, NULL);
@@ -285,6 +295,7 @@ int oc_sim_platform_load_file(struct oc_sim_platform *p, const char *path,
                        gpus_per_node);
     if (oc_sim_platform_check_file(path, st) != 0)
         return -1;
+    XBT_DEBUG("loading the platform file %s for %" PRId64 " cards", path, cards);
     simgrid_load_platform(path);
     seal();
     p->gpus_per_node = gpus_per_node;

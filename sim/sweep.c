@@ -4,7 +4,10 @@
  * worker reads a layout index (4 bytes, atomic on a pipe) from the job pipe,
  * simulates it in a grandchild through oc_replay_run_forked, and writes a
  * result record to its own result pipe. The parent writes the indices,
- * closes the job pipe, and polls the result pipes. */
+ * closes the job pipe, and polls the result pipes. None of these processes
+ * starts SimGrid (the grandchildren do), so the log category ocsim_sweep
+ * (see engine.h) gets $OCSIM_LOG through oc_sim_log_setup: the workers
+ * started, each layout's result, at DEBUG. */
 #define _POSIX_C_SOURCE 200809L
 #include "sweep.h"
 
@@ -15,6 +18,12 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "engine.h" /* oc_sim_log_setup */
+#include "sim_log.h"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_sweep, ocsim,
+                                "the parallel sweep: workers, layouts dispatched, results");
 
 struct record {
     int64_t index;
@@ -68,6 +77,8 @@ static void worker(int job_fd, int res_fd, const struct oc_layout *layouts,
                                      o->wall_limit_s, &st) == 0;
         if (!r->ok)
             snprintf(r->err, sizeof r->err, "%s", st.msg);
+        XBT_DEBUG("worker %ld: layout %d %s%s%s", (long)getpid(), (int)idx,
+                  r->ok ? "simulated" : "failed", r->ok ? "" : ": ", r->ok ? "" : r->err);
         if (write_all(res_fd, r, sizeof *r) != 0)
             break;
     }
@@ -89,6 +100,8 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
         jobs = (int)n;
     if (jobs > 256)
         jobs = 256;
+    oc_sim_log_setup();
+    XBT_DEBUG("sweep of %lld layouts on %d workers", (long long)n, jobs);
 
     int job_pipe[2];
     if (pipe(job_pipe) != 0)
@@ -119,6 +132,7 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
             _exit(0);
         }
         close(res[1]);
+        XBT_DEBUG("worker %d started: pid %ld", started, (long)pid);
         pids[started] = pid;
         fds[started].fd = res[0];
         fds[started].events = POLLIN;

@@ -155,6 +155,175 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
+/* Why a legal layout is not simulated: its closed-form peak exceeds the
+ * device. Fills it->reason and returns 1; 0 when it fits. */
+static int closed_form_oom(struct item *it, const struct oc_opts *o)
+{
+    int64_t stage;
+    it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
+    if (it->cf_peak_bytes <= o->topo.device.memory_bytes)
+        return 0;
+    char need[32], have[32];
+    snprintf(it->reason, sizeof it->reason,
+             "out of memory: stage %lld needs %s per GPU, the %s has %s", (long long)stage,
+             oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"), o->topo.device.name,
+             oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
+    return 1;
+}
+
+/* Every candidate layout as an item of r: illegal (its reason), out of
+ * memory by the closed form (its reason and peak) or to simulate (then in
+ * *to_sim, r->sim_index mapping back). The rejected rows go to sweep.csv at
+ * once. Returns the number of items; *nsim of them are to simulate. */
+static int64_t plan(struct run *r, const struct oc_opts *o, struct oc_layout **to_sim,
+                    int64_t *nsim)
+{
+    struct oc_enum_opts eo = {
+        .cards = o->cards, .base = o->layout,
+        .micro_batches = o->micro_batches, .n_micro_batches = o->n_micro_batches,
+        .schedules = o->schedules, .vchunks = o->vchunks, .n_schedules = o->n_schedules,
+    };
+    struct oc_candidate *cands = NULL;
+    int64_t n = oc_layout_enumerate(&eo, &o->model, &o->topo, &cands);
+    r->items = oc_xcalloc((size_t)n, sizeof *r->items);
+    r->sim_index = oc_xcalloc((size_t)n, sizeof *r->sim_index);
+    *to_sim = oc_xcalloc((size_t)n, sizeof **to_sim);
+    *nsim = 0;
+    for (int64_t i = 0; i < n; i++) {
+        struct item *it = &r->items[i];
+        it->layout = cands[i].layout;
+        it->cf_peak_bytes = -1;
+        it->mt = NULL;
+        if (!cands[i].valid) {
+            snprintf(it->reason, sizeof it->reason, "%s", cands[i].reason);
+        } else if (!closed_form_oom(it, o)) {
+            it->mt = oc_xcalloc(1, sizeof *it->mt);
+            r->sim_index[*nsim] = i;
+            (*to_sim)[(*nsim)++] = it->layout;
+        }
+    }
+    free(cands);
+    /* Rejected rows are finished at once; simulated rows follow as they end. */
+    for (int64_t i = 0; i < n; i++)
+        if (!r->items[i].mt)
+            oc_metrics_csv_row_rejected(&r->csv, &r->items[i].layout,
+                                        r->items[i].cf_peak_bytes,
+                                        o->topo.device.memory_bytes, r->items[i].reason);
+    return n;
+}
+
+/* Rewrites sweep.csv in rank order, atomically (a failure keeps the file
+ * written as the layouts finished). Sorts r->items. */
+static void rewrite_ranked(struct run *r, int64_t n, const char *path)
+{
+    qsort(r->items, (size_t)n, sizeof *r->items, cmp_items);
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    struct oc_csv c2;
+    struct oc_status st = {{0}};
+    if (oc_metrics_csv_open(&c2, tmp, &st) == 0) {
+        for (int64_t i = 0; i < n; i++)
+            row(&c2, &r->items[i], r->device_mem_bytes);
+        if (oc_csv_close(&c2, &st) == 0)
+            rename(tmp, path);
+    }
+}
+
+/* The ranked results for the report and the plots: the simulated layouts'
+ * metrics in res, the others in rej, and how many of each kind. */
+struct results {
+    struct oc_metrics *res;
+    struct oc_rejected_layout *rej;
+    int64_t nres, nfit, nfail, ninvalid, noom, nrej;
+};
+
+static void results_gather(struct results *x, const struct run *r, int64_t n, int64_t nsim)
+{
+    memset(x, 0, sizeof *x);
+    x->res = oc_xcalloc((size_t)(nsim ? nsim : 1), sizeof *x->res);
+    x->rej = oc_xcalloc((size_t)n, sizeof *x->rej);
+    for (int64_t i = 0; i < n; i++) {
+        const struct item *it = &r->items[i];
+        if (it->simulated) {
+            x->res[x->nres++] = *it->mt;
+            x->nfit += it->mt->fits;
+            continue;
+        }
+        struct oc_rejected_layout *j = &x->rej[x->nrej++];
+        j->layout = it->layout;
+        j->kind = it->failed ? OC_REJECT_FAILED
+                  : it->cf_peak_bytes < 0 ? OC_REJECT_RULE : OC_REJECT_MEMORY;
+        x->nfail += it->failed;
+        x->ninvalid += j->kind == OC_REJECT_RULE;
+        x->noom += j->kind == OC_REJECT_MEMORY;
+        j->peak_mem_bytes = it->cf_peak_bytes;
+        j->device_mem_bytes = r->device_mem_bytes;
+        snprintf(j->reason, sizeof j->reason, "%s", it->reason);
+    }
+}
+
+/* The chosen layout and why, on stdout. res is in rank order (cmp_items):
+ * the first one that fits is chosen. */
+static void print_chosen(const struct results *x, const struct oc_topology *topo)
+{
+    if (x->nfit == 0)
+        return;
+    char name[128], why[4096];
+    oc_layout_format(&x->res[0].layout, name, sizeof name);
+    oc_report_explain(why, sizeof why, &x->res[0], x->nfit > 1 ? &x->res[1] : NULL, topo);
+    /* The text is Markdown for report.md; a terminal gets it without the
+     * bold marks. */
+    char plain[4096];
+    size_t k = 0;
+    for (const char *q = why; *q && k + 1 < sizeof plain; q++) {
+        if (q[0] == '*' && q[1] == '*') {
+            q++;
+            continue;
+        }
+        plain[k++] = *q;
+    }
+    plain[k] = '\0';
+    printf("\nchosen: %s\n%s\n", name, plain);
+}
+
+/* The table and the chosen layout on stdout, then report.md and the
+ * plots. Returns 0, or 2 when the report could not be written. */
+static int report(const struct oc_opts *o, int argc, char **argv, const char *out,
+                  const struct results *x, double wall)
+{
+    struct oc_status st = {{0}};
+    char *cmdline = command_line(argc, argv);
+    char method[128];
+    snprintf(method, sizeof method, "SimGrid replay, %s fidelity, %s collectives%s",
+             o->fidelity, o->collective, o->coarse ? " (coarse rings)" : "");
+    struct oc_report_ctx ctx = {
+        .command_line = cmdline, .model = &o->model, .topo = &o->topo,
+        .cards = o->cards, .global_batch = o->layout.global_batch,
+        .seq_length = o->layout.seq_length, .method = method,
+        .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
+    };
+    oc_report_print_table(stdout, x->res, x->nres, (int)o->top);
+    print_chosen(x, &o->topo);
+    int rc = 0;
+    int prc = oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st);
+    if (prc < 0) {
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        rc = 2;
+    } else if (prc > 0) {
+        fprintf(stderr, "ocsim sweep: warning: %s\n", st.msg);
+    }
+    free(cmdline);
+    return rc;
+}
+
+static void run_free(struct run *r, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        free(r->items[i].mt);
+    free(r->items);
+    free(r->sim_index);
+}
+
 int oc_cmd_sweep(int argc, char **argv)
 {
     struct oc_opts o;
@@ -181,51 +350,9 @@ int oc_cmd_sweep(int argc, char **argv)
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         return 2;
     }
-
-    struct oc_enum_opts eo = {
-        .cards = o.cards, .base = o.layout,
-        .micro_batches = o.micro_batches, .n_micro_batches = o.n_micro_batches,
-        .schedules = o.schedules, .vchunks = o.vchunks, .n_schedules = o.n_schedules,
-    };
-    struct oc_candidate *cands = NULL;
-    int64_t n = oc_layout_enumerate(&eo, &o.model, &o.topo, &cands);
-    r.items = oc_xcalloc((size_t)n, sizeof *r.items);
-    r.sim_index = oc_xcalloc((size_t)n, sizeof *r.sim_index);
-    struct oc_layout *to_sim = oc_xcalloc((size_t)n, sizeof *to_sim);
-    int64_t nsim = 0;
-    for (int64_t i = 0; i < n; i++) {
-        struct item *it = &r.items[i];
-        it->layout = cands[i].layout;
-        it->cf_peak_bytes = -1;
-        it->mt = NULL;
-        if (!cands[i].valid) {
-            snprintf(it->reason, sizeof it->reason, "%s", cands[i].reason);
-        } else {
-            int64_t stage;
-            it->cf_peak_bytes = oc_memory_peak(&o.model, &it->layout, &stage);
-            if (it->cf_peak_bytes > o.topo.device.memory_bytes) {
-                char need[32], have[32];
-                snprintf(it->reason, sizeof it->reason,
-                         "out of memory: stage %lld needs %s per GPU, the %s has %s",
-                         (long long)stage,
-                         oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"),
-                         o.topo.device.name,
-                         oc_fmt_si(have, sizeof have, o.topo.device.memory_bytes, "B"));
-            } else {
-                it->mt = oc_xcalloc(1, sizeof *it->mt);
-                r.sim_index[nsim] = i;
-                to_sim[nsim++] = it->layout;
-                continue;
-            }
-        }
-    }
-    free(cands);
-    /* Rejected rows are finished at once; simulated rows follow as they end. */
-    for (int64_t i = 0; i < n; i++)
-        if (!r.items[i].mt)
-            oc_metrics_csv_row_rejected(&r.csv, &r.items[i].layout,
-                                        r.items[i].cf_peak_bytes,
-                                        o.topo.device.memory_bytes, r.items[i].reason);
+    struct oc_layout *to_sim;
+    int64_t nsim;
+    int64_t n = plan(&r, &o, &to_sim, &nsim);
 
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
                     "(%s fidelity), writing %s\n",
@@ -243,94 +370,23 @@ int oc_cmd_sweep(int argc, char **argv)
     free(to_sim);
     if (rc != 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        run_free(&r, n);
         return 2;
     }
+    rewrite_ranked(&r, n, path);
 
-    /* Rewrite sweep.csv in rank order, atomically. */
-    qsort(r.items, (size_t)n, sizeof *r.items, cmp_items);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    struct oc_csv c2;
-    if (oc_metrics_csv_open(&c2, tmp, &st) == 0) {
-        for (int64_t i = 0; i < n; i++) {
-            row(&c2, &r.items[i], o.topo.device.memory_bytes);
-        }
-        if (oc_csv_close(&c2, &st) == 0)
-            rename(tmp, path);
-    }
-
-    /* The ranked results for the report and the plots. */
-    int64_t nres = 0, nfit = 0, nfail = 0, ninvalid = 0, noom = 0, nrej = 0;
-    struct oc_metrics *res = oc_xcalloc((size_t)(nsim ? nsim : 1), sizeof *res);
-    struct oc_rejected_layout *rej = oc_xcalloc((size_t)n, sizeof *rej);
-    for (int64_t i = 0; i < n; i++) {
-        const struct item *it = &r.items[i];
-        if (it->simulated) {
-            res[nres++] = *it->mt;
-            nfit += it->mt->fits;
-            continue;
-        }
-        struct oc_rejected_layout *x = &rej[nrej++];
-        x->layout = it->layout;
-        x->kind = it->failed ? OC_REJECT_FAILED
-                  : it->cf_peak_bytes < 0 ? OC_REJECT_RULE : OC_REJECT_MEMORY;
-        nfail += it->failed;
-        ninvalid += x->kind == OC_REJECT_RULE;
-        noom += x->kind == OC_REJECT_MEMORY;
-        x->peak_mem_bytes = it->cf_peak_bytes;
-        x->device_mem_bytes = o.topo.device.memory_bytes;
-        snprintf(x->reason, sizeof x->reason, "%s", it->reason);
-    }
-    char *cmdline = command_line(argc, argv);
-    char method[128];
-    snprintf(method, sizeof method, "SimGrid replay, %s fidelity, %s collectives%s",
-             o.fidelity, o.collective, o.coarse ? " (coarse rings)" : "");
-    struct oc_report_ctx ctx = {
-        .command_line = cmdline, .model = &o.model, .topo = &o.topo,
-        .cards = o.cards, .global_batch = o.layout.global_batch,
-        .seq_length = o.layout.seq_length, .method = method,
-        .csv_name = "sweep.csv", .top_n = (int)o.top, .wall_s = wall,
-    };
-    oc_report_print_table(stdout, res, nres, (int)o.top);
-    /* res is in rank order (cmp_items): the first one that fits is chosen. */
-    if (nfit > 0) {
-        char name[128], why[4096];
-        oc_layout_format(&res[0].layout, name, sizeof name);
-        oc_report_explain(why, sizeof why, &res[0], nfit > 1 ? &res[1] : NULL, &o.topo);
-        /* The text is Markdown for report.md; a terminal gets it without
-         * the bold marks. */
-        char plain[4096];
-        size_t k = 0;
-        for (const char *q = why; *q && k + 1 < sizeof plain; q++) {
-            if (q[0] == '*' && q[1] == '*') {
-                q++;
-                continue;
-            }
-            plain[k++] = *q;
-        }
-        plain[k] = '\0';
-        printf("\nchosen: %s\n%s\n", name, plain);
-    }
-    int prc = oc_report_sweep(out, res, nres, rej, nrej, &ctx, &st);
-    if (prc < 0) {
-        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
-        rc = 2;
-    } else if (prc > 0) {
-        fprintf(stderr, "ocsim sweep: warning: %s\n", st.msg);
-    }
+    struct results x;
+    results_gather(&x, &r, n, nsim);
+    rc = report(&o, argc, argv, out, &x, wall);
     printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld out of memory, "
            "%lld illegal, %lld failed\n",
-           (long long)n, (long long)nres, wall, (long long)nfit, (long long)noom,
-           (long long)ninvalid, (long long)nfail);
+           (long long)n, (long long)x.nres, wall, (long long)x.nfit, (long long)x.noom,
+           (long long)x.ninvalid, (long long)x.nfail);
     printf("report: %s/report.md   table: %s\n", out, path);
-    free(rej);
-    free(cmdline);
-    free(res);
-    for (int64_t i = 0; i < n; i++)
-        free(r.items[i].mt);
-    free(r.items);
-    free(r.sim_index);
+    free(x.rej);
+    free(x.res);
+    run_free(&r, n);
     if (rc != 0)
         return rc;
-    return nfit > 0 ? 0 : 1;
+    return x.nfit > 0 ? 0 : 1;
 }

@@ -1,0 +1,174 @@
+/* test_report_md.c: the sweep report in reports/ (report_md.h): the
+ * explanation of why the best layout beats the runner-up, the ranked table
+ * and report.md, with and without gnuplot.
+ *
+ * Fixtures (tests/report_fixtures.h): the hand-made sweep of five
+ * simulated and three rejected layouts, whose figures are chosen so that
+ * every sentence of the explanation is known by hand, the tiny model and
+ * a 16-GPU topology. Files go to the scratch folder.
+ */
+#define _XOPEN_SOURCE 700 /* open_memstream */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_fixtures.h"
+#include "report_md.h"
+#include "test_util.h"
+
+static void test_explain(void)
+{
+    build_sweep();
+    struct oc_topology t = topo16();
+    char text[4096];
+    /* A vs B: step 2.0 vs 2.4 s, 1.2 vs 1.0 M tok/s = 20.0% more. The
+     * differences: exposed comm 0.9 - 0.3 = 0.6 s, bubble 0 - 0.2 = -0.2 s,
+     * compute and other 0: exposed comm saves 0.6 s, more than the 0.4 s
+     * gap, and A gives back 200 ms of bubble. DP comm differs most (0.2 vs 0.8 s).
+     * Placement (TP fastest, then DP): A's DP group of rank 0 is {0, 2},
+     * one node; B's is {0, 8}, two nodes of 8 GPUs. */
+    oc_report_explain(text, sizeof text, &sweep[IA], &sweep[IB], &t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "**tp2-pp4-dp2-mb1-1f1b**"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "20.0% more than the runner-up **tp8-pp1-dp2-mb1-1f1b**"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Most of the difference is exposed communication"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(it saves 600 ms, more than the whole gap)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "DP gradient reduction: 200 ms vs 800 ms"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Its DP groups (dp2) stay inside one node on NVLink"));
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(text, "the runner-up's DP groups (dp2) span 2 nodes and cross the 100 Gb/s network"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "It gives back 200 ms in pipeline bubble"));
+    CU_ASSERT_PTR_NULL(strstr(text, "within 1%"));
+
+    /* D vs C: D 2.667 s with bubble 0.11 (0.293 s), C 3.0 s with bubble
+     * 0.30 (0.9 s): bubble differs most (0.607 of 0.333 s). Closed form:
+     * D pp2, m 8: 1/9 = 11.1%; C pp16, m 32: 15/47 = 31.9%. */
+    oc_report_explain(text, sizeof text, &sweep[ID], &sweep[IC], &t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Most of the difference is pipeline bubble"));
+    /* bubble saves 0.9 - 0.29337 = 0.60663 s of the 0.333 s gap as well. */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "(it saves 607 ms, more than the whole gap)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "gives 11.1% and 31.9%"));
+
+    /* Within 1%: the caution. */
+    struct oc_metrics *near = malloc(sizeof *near);
+    *near = sweep[IB];
+    near->tokens_per_s = 1.195e6;
+    near->step_time_s = 2.0084;
+    oc_report_explain(text, sizeof text, &sweep[IA], near, &t);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "within 1%"));
+    free(near);
+    /* Alone. */
+    oc_report_explain(text, sizeof text, &sweep[IA], NULL, NULL);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "only simulated layout that fits"));
+}
+
+static void test_print_table(void)
+{
+    build_sweep();
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    oc_report_print_table(f, sweep, 5, 2);
+    fclose(f);
+    /* Header, A, B, then "... 3 more layouts (4 of 5 fit in memory)". */
+    char *l1 = strchr(buf, '\n') + 1, *l2 = strchr(l1, '\n') + 1, *l3 = strchr(l2, '\n') + 1;
+    CU_ASSERT_PTR_NOT_NULL(strstr(buf, "tokens/s"));
+    CU_ASSERT_EQUAL(strncmp(l1, "   1  tp2-pp4-dp2-mb1-1f1b", 26), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l1, "1.20 Mtok/s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(l1, "45.0%"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(l1, "60.0 GB"));
+    CU_ASSERT_EQUAL(strncmp(l2, "   2  tp8-pp1-dp2-mb1-1f1b", 26), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(l3, "3 more layouts (4 of 5 fit in memory)"));
+    /* Columns line up: every row as long as the header. */
+    CU_ASSERT_EQUAL(strchr(buf, '\n') - buf, strchr(l1, '\n') - l1);
+    CU_ASSERT_EQUAL(strchr(l1, '\n') - l1, strchr(l2, '\n') - l2);
+    free(buf);
+}
+
+static void test_report_md(void)
+{
+    build_sweep();
+    struct oc_model m;
+    tiny_model(&m);
+    struct oc_topology t = topo16();
+    struct oc_report_ctx ctx = {
+        .command_line = "ocsim sweep --cards 16 --model tiny",
+        .model = &m,
+        .topo = &t,
+        .cards = 16,
+        .global_batch = 64,
+        .seq_length = 32,
+        .method = "test fixture",
+        .csv_name = "sweep.csv",
+    };
+    char dir[512], p[600];
+    snprintf(dir, sizeof dir, "%s/report", tmp_dir);
+    struct oc_status st = {{0}};
+    int rc = oc_report_sweep(dir, sweep, 5, rejected, 3, &ctx, &st);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc)
+        fprintf(stderr, "report: %s\n", st.msg);
+    path_in(p, sizeof p, "report", "report.md");
+    char *md = read_file(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(md);
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "ocsim sweep --cards 16 --model tiny"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "## Chosen layout\n\n`tp2-pp4-dp2-mb1-1f1b`"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "| 1 | tp2-pp4-dp2-mb1-1f1b | 1.20 Mtok/s | 2.00 s |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "| 2 | tp8-pp1-dp2-mb1-1f1b |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "| 5 | tp1-pp1-dp16-mb1-1f1b |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "| 120 GB | no |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "the runner-up **tp8-pp1-dp2-mb1-1f1b**"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "exceeds the device | 2 |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "invalid layout: breaks a layout rule"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "- `tp16-pp1-dp1-mb1-1f1b`: TP 16 spans nodes of 8 GPUs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "8 candidates: 5 simulated (4 fit in memory), 3 rejected"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "(throughput.png)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "(bubble.png)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "Not modelled"));
+    /* Ranking order in the file: A's row before B's before E's. */
+    char *ra = strstr(md, "| 1 | tp2-pp4"), *rb = strstr(md, "| 2 | tp8-pp1"),
+         *re = strstr(md, "| 5 | tp1-pp1-dp16");
+    CU_ASSERT(ra && rb && re && ra < rb && rb < re);
+    free(md);
+    path_in(p, sizeof p, "report", "throughput.png");
+    CU_ASSERT(is_png(p));
+
+    /* Without gnuplot: report.md is still written, the result is a warning
+     * and the report says the plots were not rendered. */
+    struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
+    po.gnuplot = "/nonexistent/ocsim-no-gnuplot";
+    ctx.plot = &po;
+    snprintf(dir, sizeof dir, "%s/report-nognuplot", tmp_dir);
+    CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep, 5, rejected, 3, &ctx, &st), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "not found"));
+    path_in(p, sizeof p, "report-nognuplot", "report.md");
+    md = read_file(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(md);
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "Not rendered"));
+    CU_ASSERT_PTR_NULL(strstr(md, "(throughput.png)"));
+    free(md);
+
+    /* Nothing fits: no chosen layout, no crash. */
+    snprintf(dir, sizeof dir, "%s/report-none", tmp_dir);
+    ctx.no_plots = 1;
+    CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep + IE, 1, NULL, 0, &ctx, &st), 0);
+    path_in(p, sizeof p, "report-none", "report.md");
+    md = read_file(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(md);
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "None: no simulated layout fits"));
+    free(md);
+}
+
+static CU_TestInfo report_tests[] = {
+    {"explanation", test_explain},
+    {"ranked table", test_print_table},
+    {"report.md", test_report_md},
+    CU_TEST_INFO_NULL,
+};
+static CU_SuiteInfo suites[] = {
+    {"report_md", suite_init, suite_clean, NULL, NULL, report_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) { return oc_test_run(suites); }
