@@ -22,6 +22,14 @@
 #include <simgrid/host.h>
 #include <simgrid/semaphore.h>
 
+#include "sim_log.h"
+
+/* The parent of every sim/ file's log category (ocsim_engine, ocsim_coll,
+ * ocsim_replay, ...): --log=ocsim.thres:debug traces them all. */
+XBT_LOG_NEW_CATEGORY(ocsim, "ocsim: the SimGrid simulator of sim/");
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_engine, ocsim,
+                                "ocsim: SimGrid start-up, counted actors, forked runs");
+
 /* ---- engine state ------------------------------------------------------ */
 
 struct actor_rec {
@@ -124,7 +132,7 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
         {"network/TCP-gamma", "0"},
     };
     size_t ndef = sizeof defaults / sizeof defaults[0];
-    size_t nlog = 1;
+    size_t nlog = 2;
     if (o->log)
         for (const char *c = o->log; *c; c++)
             nlog += *c == ' ';
@@ -140,9 +148,10 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
         }
     for (int64_t i = 0; i < o->n_cfg; i++)
         eng.argv[argc++] = xprintf_cfg("--cfg=", cfg_body(o->cfg[i]));
-    if (!o->log) {
-        eng.argv[argc++] = xstrdup("--log=root.thresh:error");
-    } else {
+    /* Quiet but for errors, then the user's settings, which come later
+     * and so win (ocsim_replay.thres:debug, root.thresh:info). */
+    eng.argv[argc++] = xstrdup("--log=root.thresh:error");
+    if (o->log) {
         char *copy = xstrdup(o->log), *save = NULL;
         for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
             eng.argv[argc++] = xprintf_cfg("--log=", tok);
@@ -153,6 +162,8 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
 
     simgrid_init(&argc, eng.argv);
     eng.initialised = 1;
+    XBT_DEBUG("SimGrid started with %d settings, log \"%s\"", argc - 1,
+              o->log ? o->log : "");
 
     if (o->platform_file)
         return oc_sim_platform_load_file(&eng.plat, o->platform_file, o->cards,

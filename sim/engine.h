@@ -36,7 +36,9 @@
  *   network/TCP-gamma:0       CM02 otherwise caps a flow at
  *                             TCP-gamma / (2 * latency) (4 MiB by default:
  *                             8 GB/s at 0.25 ms); 0 turns the cap off
- * and logs at "root.thresh:error" unless opts.log says otherwise.
+ * and logs at "root.thresh:error", then opts.log's settings (which come
+ * later and win). The log categories of sim/ are children of "ocsim"
+ * (one per file: ocsim_engine, ocsim_coll, ocsim_replay, ...).
  */
 #ifndef OC_SIM_ENGINE_H
 #define OC_SIM_ENGINE_H
@@ -60,8 +62,8 @@ struct oc_sim_engine_opts {
     /* SimGrid configuration, each "key:value" or "--cfg=key:value". */
     const char *const *cfg;
     int64_t n_cfg;
-    /* xbt log control ("root.thresh:info", several separated by spaces);
-     * NULL keeps SimGrid quiet but for errors and critical messages. */
+    /* xbt log control ("ocsim_replay.thres:debug", several separated by
+     * spaces), applied after "root.thresh:error"; NULL: only that. */
     const char *log;
 };
 

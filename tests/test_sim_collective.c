@@ -181,7 +181,8 @@ static int run_job(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     if (oc_sim_group_init(&g, "g", ranks, j->n, p, st) != 0)
         return -1;
     if (j->kind == JOB_CHOOSE) {
-        r.algo = (int32_t)oc_sim_allreduce_choose(&g, j->bytes, &j->opts);
+        r.algo = (int32_t)oc_sim_coll_choose(&g, OC_COLL_ALLREDUCE, OC_SIM_ALGO_AUTO, j->bytes,
+                                             &j->opts);
     } else {
         struct member m[16];
         memset(m, 0, sizeof m);
