@@ -32,7 +32,7 @@ XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_hier, ocsim_coll,
 
 static int hier_applies(const struct oc_sim_group *g, enum oc_coll_kind kind)
 {
-    return kind == OC_COLL_ALLREDUCE && g->per_node >= 1;
+    return kind != OC_COLL_BROADCAST && g->per_node >= 1;
 }
 
 static double hier_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,

@@ -115,7 +115,7 @@ static int tree_applies(const struct oc_sim_group *g, enum oc_coll_kind kind)
 {
     if (kind == OC_COLL_ALLREDUCE)
         return 1;
-    return 0;
+    return (kind == OC_COLL_REDUCESCATTER || kind == OC_COLL_ALLGATHER) && g->nodes > 1;
 }
 
 static double tree_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,
