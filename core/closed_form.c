@@ -9,6 +9,7 @@
  */
 #include "closed_form.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "cost.h"
@@ -55,6 +56,165 @@ double oc_cf_ring_reducescatter_s(int64_t n, double bytes, double bw_Bps,
 {
     /* The mirror of the all-gather: same steps, same bytes. */
     return oc_cf_ring_allgather_s(n, bytes, bw_Bps, lat_s);
+}
+
+double oc_cf_hier_allreduce_s(const struct oc_cf_levels *v, double bytes)
+{
+    OC_ASSERT(v && v->per_node >= 1 && v->nodes >= 1);
+    /* Mikami et al. 2018: reduce-scatter in the node, all-reduce of the
+     * S/L shard across nodes, all-gather in the node (the mirror of the
+     * reduce-scatter: same steps, same bytes). */
+    double t = 0;
+    if (v->per_node > 1)
+        t += 2 * oc_cf_ring_reducescatter_s(v->per_node, bytes, v->intra_bw_Bps,
+                                            v->intra_lat_s);
+    if (v->nodes > 1)
+        t += oc_cf_ring_allreduce_s(v->nodes, bytes / (double)v->per_node,
+                                    v->inter_bw_Bps, v->inter_lat_s);
+    return t;
+}
+
+double oc_cf_hier_reducescatter_s(const struct oc_cf_levels *v, double bytes)
+{
+    OC_ASSERT(v && v->per_node >= 1 && v->nodes >= 1);
+    /* The first half of the 2D all-reduce: S in the node, then the S/L
+     * shard across nodes. */
+    double t = 0;
+    if (v->per_node > 1)
+        t += oc_cf_ring_reducescatter_s(v->per_node, bytes, v->intra_bw_Bps,
+                                        v->intra_lat_s);
+    if (v->nodes > 1)
+        t += oc_cf_ring_reducescatter_s(v->nodes, bytes / (double)v->per_node,
+                                        v->inter_bw_Bps, v->inter_lat_s);
+    return t;
+}
+
+double oc_cf_hier_allgather_s(const struct oc_cf_levels *v, double bytes)
+{
+    /* The second half in reverse: the S/L shard across nodes, then S in
+     * the node; the same sums as the reduce-scatter. */
+    return oc_cf_hier_reducescatter_s(v, bytes);
+}
+
+double oc_cf_pipeline_s(int64_t chunks, int64_t hops_a, double step_a_s,
+                        int64_t hops_b, double step_b_s)
+{
+    OC_ASSERT(chunks >= 1 && hops_a >= 0 && hops_b >= 0);
+    if (hops_a + hops_b == 0)
+        return 0;
+    const double C = (double)chunks;
+    /* One kind of hop: Pjesivac-Grbovic et al. 2007, (P-1 + C-1) steps. */
+    if (hops_a == 0 || hops_b == 0)
+        return ((double)(hops_a + hops_b) + C - 1) * (hops_a > 0 ? step_a_s : step_b_s);
+    /* Unequal hops: the first chunk crosses every hop, each later one
+     * leaves the path one step of the slowest hop after the previous. */
+    return (double)hops_a * step_a_s + (double)hops_b * step_b_s +
+           (C - 1) * fmax(step_a_s, step_b_s);
+}
+
+double oc_cf_chain_broadcast_s(int64_t n, double bytes, int64_t chunks,
+                               double bw_Bps, double lat_s)
+{
+    OC_ASSERT(n >= 1 && chunks >= 1);
+    if (n == 1)
+        return 0;
+    OC_ASSERT(bw_Bps > 0);
+    /* A pipeline of N-1 equal hops (oc_cf_pipeline_s). */
+    const double C = (double)chunks;
+    return ((double)(n - 1) + C - 1) * (lat_s + bytes / (C * bw_Bps));
+}
+
+static int64_t floor_log2(int64_t x)
+{
+    int64_t d = 0;
+    while (x > 1) {
+        x /= 2;
+        d++;
+    }
+    return d;
+}
+
+/* Nodes below node y of a binary heap of m nodes (y included), counted
+ * level by level: the descendants of y on a level form one run. */
+static int64_t heap_subtree(int64_t m, int64_t y)
+{
+    int64_t n = 0;
+    for (int64_t lo = y, hi = y; lo < m; lo = 2 * lo + 1, hi = 2 * hi + 2)
+        n += (hi < m ? hi : m - 1) - lo + 1;
+    return n;
+}
+
+/* The tree's tree hops charge twice their bytes when a leader takes two
+ * child nodes at once over its NIC (closed_form.h). */
+static double tree_fan_in(const struct oc_cf_levels *v)
+{
+    return v->nodes > 2 ? 2 : 1;
+}
+
+/* One pipelined phase (reduce up or broadcast down) over the deepest
+ * path: L-1 chain hops and floor(log2 M) tree hops, chunks of S/C. */
+static double tree_pipeline_s(const struct oc_cf_levels *v, double bytes,
+                              int64_t chunks)
+{
+    const int64_t L = v->per_node, M = v->nodes;
+    const double c = bytes / (double)chunks;
+    double step_chain = 0, step_tree = 0;
+    if (L > 1)
+        step_chain = v->intra_lat_s + c / v->intra_bw_Bps;
+    if (M > 1)
+        step_tree = v->inter_lat_s + tree_fan_in(v) * c / v->inter_bw_Bps;
+    return oc_cf_pipeline_s(chunks, L - 1, step_chain, floor_log2(M), step_tree);
+}
+
+/* One store-and-forward phase (scatter down or gather up): every node's
+ * chain, where the hop to member j carries the shards of members j..L-1,
+ * plus the slowest path of the leaders' tree, where the hop to node y
+ * carries the shards of the L members of every node below y. The path
+ * to a leaf of the heap is the longest of its branch. */
+static double tree_store_forward_s(const struct oc_cf_levels *v, double bytes)
+{
+    const int64_t L = v->per_node, M = v->nodes;
+    const double shard = bytes / (double)(L * M);
+    const double chain = (double)(L - 1) * v->intra_lat_s +
+                         0.5 * (double)L * (double)(L - 1) * shard / v->intra_bw_Bps;
+    double worst = 0;
+    for (int64_t x = M - 1; x > 0 && 2 * x + 1 >= M; x--) {
+        double t = 0;
+        for (int64_t y = x; y > 0; y = (y - 1) / 2)
+            t += v->inter_lat_s + tree_fan_in(v) * (double)(L * heap_subtree(M, y)) *
+                                      shard / v->inter_bw_Bps;
+        worst = fmax(worst, t);
+    }
+    return (L > 1 ? chain : 0) + worst;
+}
+
+static void tree_check(const struct oc_cf_levels *v, int64_t chunks)
+{
+    OC_ASSERT(v && v->per_node >= 1 && v->nodes >= 1 && chunks >= 1);
+    OC_ASSERT(v->per_node == 1 || v->intra_bw_Bps > 0);
+    OC_ASSERT(v->nodes == 1 || v->inter_bw_Bps > 0);
+}
+
+double oc_cf_tree_allreduce_s(const struct oc_cf_levels *v, double bytes,
+                              int64_t chunks)
+{
+    tree_check(v, chunks);
+    /* Reduce up, then broadcast down: two equal pipelined phases. */
+    return 2 * tree_pipeline_s(v, bytes, chunks);
+}
+
+double oc_cf_tree_reducescatter_s(const struct oc_cf_levels *v, double bytes,
+                                  int64_t chunks)
+{
+    tree_check(v, chunks);
+    return tree_pipeline_s(v, bytes, chunks) + tree_store_forward_s(v, bytes);
+}
+
+double oc_cf_tree_allgather_s(const struct oc_cf_levels *v, double bytes,
+                              int64_t chunks)
+{
+    tree_check(v, chunks);
+    return tree_store_forward_s(v, bytes) + tree_pipeline_s(v, bytes, chunks);
 }
 
 double oc_busbw_allreduce(int64_t n, double bytes, double time_s)

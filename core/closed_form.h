@@ -32,6 +32,70 @@ double oc_cf_ring_allgather_s(int64_t n, double bytes, double bw_Bps,
 double oc_cf_ring_reducescatter_s(int64_t n, double bytes, double bw_Bps,
                                   double lat_s);
 
+/* A communication group of `nodes` nodes holding `per_node` members each
+ * (N = per_node * nodes), with the figures of one hop inside a node and one
+ * hop between nodes (route bandwidth in bytes/s and latency). */
+struct oc_cf_levels {
+    int64_t per_node, nodes;
+    double intra_bw_Bps, intra_lat_s;
+    double inter_bw_Bps, inter_lat_s;
+};
+
+/* Two-level ("hierarchical") rings (L = per_node, M = nodes): the 2D
+ * all-reduce of Mikami et al. 2018 ("2D-torus": reduce-scatter along one
+ * dimension, all-reduce along the other, all-gather along the first), as
+ * in NCCL's and Horovod's hierarchical all-reduce and the hierarchical
+ * all-reduce of Jia et al. 2018, with the node as the first dimension. Reduce-scatter is its first half (ring reduce-scatter of S
+ * in the node, then of the S/L shard across nodes among the members with
+ * the same local index), all-gather its second half in reverse order:
+ *   all-reduce      2*RS(L, S, intra) + AR(M, S/L, inter)
+ *   reduce-scatter  RS(L, S, intra) + RS(M, S/L, inter)
+ *   all-gather      AG(M, S/L, inter) + AG(L, S, intra)
+ * with the ring forms above; a level of one member costs 0. Exact on
+ * uncontended hops (the L rings across nodes on NICs of their own). */
+double oc_cf_hier_allreduce_s(const struct oc_cf_levels *v, double bytes);
+double oc_cf_hier_reducescatter_s(const struct oc_cf_levels *v, double bytes);
+double oc_cf_hier_allgather_s(const struct oc_cf_levels *v, double bytes);
+
+/* C chunks pipelined along a path of hops_a hops of step_a_s seconds per
+ * chunk and hops_b hops of step_b_s: a hop forwards one chunk at a time,
+ * as soon as it has it, so the slowest hop paces the chunks:
+ *   hops_a*step_a + hops_b*step_b + (C-1)*max(step_a, step_b)
+ * ((hops + C - 1)*step when one kind of hop is used). The pipelined chain
+ * of Pjesivac-Grbovic et al. 2007 ("pipeline": (P-1 + C-1) steps of one
+ * chunk) with unequal hops (a flow shop of identical jobs). */
+double oc_cf_pipeline_s(int64_t chunks, int64_t hops_a, double step_a_s,
+                        int64_t hops_b, double step_b_s);
+
+/* Chain broadcast of S bytes in C chunks over N members (NCCL's ring
+ * broadcast): (N-1 + C-1) * (l + S/(C*B)). */
+double oc_cf_chain_broadcast_s(int64_t n, double bytes, int64_t chunks,
+                               double bw_Bps, double lat_s);
+
+/* Tree collectives on the shape of NCCL's tree: inside each node a chain
+ * of its L members from the node's leader, across nodes a binary tree of
+ * the leaders in node order (node k's parent is node (k-1)/2, a binary
+ * heap), S cut in C chunks for the pipelined phases.
+ *   reduce / broadcast (pipelined, C chunks of S/C along the deepest path:
+ *       L-1 chain hops and floor(log2 M) tree hops, oc_cf_pipeline_s)
+ *   scatter / gather (store and forward: one message per hop holding the
+ *       S/N shards of every member below it; the slowest root-to-leaf
+ *       path: sum over its hops of l + (members below)*(S/N)/B)
+ *   all-reduce      reduce + broadcast (NCCL's tree, after Sanders et al.
+ *                   2009, with one tree instead of two)
+ *   reduce-scatter  reduce + scatter    (the short-vector compositions of
+ *   all-gather      gather + broadcast   Chan et al. 2007)
+ * Exact when no two flows share a link: M <= 2 (the chain and the tree
+ * child of a leader use its NVLink and its NIC). With M > 2 a leader's two
+ * child nodes share its NIC: every tree hop is charged twice its bytes,
+ * an estimate (an upper bound for the phases that move equal chunks). */
+double oc_cf_tree_allreduce_s(const struct oc_cf_levels *v, double bytes,
+                              int64_t chunks);
+double oc_cf_tree_reducescatter_s(const struct oc_cf_levels *v, double bytes,
+                                  int64_t chunks);
+double oc_cf_tree_allgather_s(const struct oc_cf_levels *v, double bytes,
+                              int64_t chunks);
+
 /* nccl-tests' bus bandwidth (doc/PERFORMANCE.md): algbw = S/t, and
  * busbw = algbw * 2(N-1)/N for all-reduce, * (N-1)/N for all-gather and
  * reduce-scatter, * 1 for broadcast and point-to-point. */

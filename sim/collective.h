@@ -37,42 +37,49 @@
  * compute here (they are memory-bound kernels that overlap the transfer).
  *
  * Algorithms (N members on M nodes, L per node when every node holds the
- * same number):
- *   ring   reduce-scatter then all-gather, 2(N-1) steps of S/N; in a step
- *          each member sends to the next and receives from the previous at
- *          once (Patarasuk and Yuan 2009). All-gather and reduce-scatter are
- *          N-1 such steps (Thakur et al. 2005). Time on an uncontended
- *          ring of per-hop latency l and bandwidth B:
- *          2(N-1)/N*S/B + 2(N-1)*l (oc_cf_ring_allreduce_s).
- *   hier   two levels: ring reduce-scatter inside each node (L members),
- *          ring all-reduce of the S/L shard among the M members with the
- *          same local index (L rings at once, one per local index, on
- *          their own NICs when the node has L NICs), ring all-gather inside
- *          each node. Needs M > 1 and the same L > 1 on every node.
- *          Uncontended: 2*((L-1)/L*S/Bi + (L-1)*li)
+ * same number), one file each behind the table of coll.h; their closed
+ * forms are in core/closed_form.h:
+ *   ring   (coll_ring.c) all-reduce = reduce-scatter then all-gather,
+ *          2(N-1) steps of S/N; in a step each member sends to the next
+ *          and receives from the previous at once (Patarasuk and Yuan
+ *          2009). All-gather and reduce-scatter are N-1 such steps (Thakur
+ *          et al. 2005). Uncontended, per-hop latency l and bandwidth B:
+ *          2(N-1)/N*S/B + 2(N-1)*l (oc_cf_ring_allreduce_s). Broadcast: a
+ *          pipelined chain in ring order from the root (NCCL's ring
+ *          broadcast), (N-1 + C-1) * (l + S/(C*B)) for C chunks. Applies
+ *          to every kind and group.
+ *   hier   (coll_hier.c) two levels: ring reduce-scatter inside each node
+ *          (L members), ring all-reduce of the S/L shard among the M
+ *          members with the same local index (L rings at once, on their
+ *          own NICs when the node has L NICs), ring all-gather inside each
+ *          node. Reduce-scatter is the first half (in the node, then the
+ *          shard across nodes), all-gather the second in reverse.
+ *          Uncontended all-reduce: 2*((L-1)/L*S/Bi + (L-1)*li)
  *                       + 2(M-1)/M*(S/L)/Bn + 2(M-1)*ln.
- *   tree   NCCL-style: inside each node a chain from its first member
- *          (the node's leader) to its last; across nodes a binary tree of
- *          the leaders in node order (node k's parent is node (k-1)/2). The
- *          reduction flows up (chain tails to leaders, children to
- *          parents), then the result is broadcast down the same tree.
- *          Pipelined in chunks (opts.chunk_bytes): every chunk is reduced
- *          up the tree, then every chunk broadcast down. A single binary
- *          tree, not NCCL's two complementary trees: the root's links carry
- *          the whole buffer, which matters little for the small messages
- *          the tree is chosen for.
- *   broadcast: a pipelined chain in ring order from the root (as NCCL's
- *          ring broadcast): (N-1 + C-1) * (l + S/(C*B)) for C chunks.
- * The forced algorithm (opts.algo) applies to all-reduce, as in NCCL where
- * the tree only serves all-reduce; all-gather and reduce-scatter always use
- * the ring, broadcast the chain.
+ *          Needs the same L on every node; not for broadcast.
+ *   tree   (coll_tree.c) NCCL-style: inside each node a chain from its
+ *          first member (the node's leader) to its last; across nodes a
+ *          binary tree of the leaders in node order (node k's parent is
+ *          node (k-1)/2). All-reduce: the reduction flows up, pipelined in
+ *          chunks (opts.chunk_bytes), then the result is broadcast down
+ *          the same tree. Reduce-scatter: the same reduce, then a scatter
+ *          down (each hop one message of its subtree's S/N shards);
+ *          all-gather: a gather up, then the broadcast. A single binary
+ *          tree, not NCCL's two complementary trees: the root's links
+ *          carry the whole buffer, which matters little for the small
+ *          messages the tree is chosen for. All-reduce on any group;
+ *          reduce-scatter and all-gather across nodes only.
+ * The forced algorithm (opts.algo) applies to every collective it serves
+ * on the group (all-reduce, all-gather, reduce-scatter alike; ZeRO's too);
+ * where it does not apply, the ring runs.
  *
- * Automatic choice (OC_SIM_ALGO_AUTO), like NCCL's tuner: estimate each
- * applicable algorithm from the group's measured routes
- * (oc_sim_allreduce_estimate_s) and take the fastest. Inside one node only
- * the ring applies; across nodes the tree wins for small S (fewer latency
- * terms: log2(M) instead of N-1), the hierarchical ring for large S when a
- * node holds several members (only S/L crosses the NICs), the flat ring for
+ * Automatic choice (OC_SIM_ALGO_AUTO), like NCCL's tuner, per collective
+ * kind and size: estimate each applicable algorithm from the group's
+ * measured routes (oc_sim_coll_estimate_s) and take the fastest, the ring
+ * first on ties, then hier, then tree. Inside one node only the ring
+ * applies; across nodes the tree wins for small S (fewer latency terms:
+ * log2(M) instead of N-1), the hierarchical ring for large S when a node
+ * holds several members (only S/L crosses the NICs), the flat ring for
  * large S with one member per node.
  *
  * Coarse mode (opts.coarse): a ring phase of k steps becomes ONE message of
@@ -96,6 +103,7 @@
 #include <simgrid/forward.h>
 
 #include "platform.h"
+#include "schedule.h"
 #include "status.h"
 
 enum oc_sim_algo {
@@ -117,7 +125,7 @@ int oc_sim_algo_from_name(const char *s, enum oc_sim_algo *a,
 #define OC_SIM_MAX_CHUNKS 64
 
 struct oc_sim_coll_opts {
-    enum oc_sim_algo algo; /* all-reduce algorithm; AUTO (0) by default */
+    enum oc_sim_algo algo; /* for every collective it serves; AUTO (0) by default */
     int coarse;            /* merge ring steps (see above) */
     double chunk_bytes;    /* tree/broadcast pipeline chunk; 0: default */
     int64_t max_chunks;    /* cap on the chunk count; 0: default */
@@ -160,20 +168,25 @@ int oc_sim_group_init(struct oc_sim_group *g, const char *name,
                       const struct oc_sim_platform *p, struct oc_status *st);
 void oc_sim_group_free(struct oc_sim_group *g);
 
-/* Estimated time of an all-reduce of `bytes` with algorithm a (not AUTO)
- * from the group's hop figures, ignoring contention; -1 when a does not
- * apply to the group. The automatic choice takes the smallest (ties go to
- * ring, then hier, then tree). */
-double oc_sim_allreduce_estimate_s(const struct oc_sim_group *g,
-                                   enum oc_sim_algo a, double bytes,
-                                   const struct oc_sim_coll_opts *o);
-enum oc_sim_algo oc_sim_allreduce_choose(const struct oc_sim_group *g,
-                                         double bytes,
-                                         const struct oc_sim_coll_opts *o);
+/* Estimated time of a collective of `kind` and `bytes` with algorithm a
+ * (not AUTO) from the group's hop figures, ignoring contention: the
+ * algorithm's closed form (coll.h); -1 when a does not apply to the kind
+ * or the group. */
+double oc_sim_coll_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,
+                              enum oc_sim_algo a, double bytes,
+                              const struct oc_sim_coll_opts *o);
+/* The algorithm that runs when a (AUTO or forced) is asked (see above). */
+enum oc_sim_algo oc_sim_coll_choose(const struct oc_sim_group *g, enum oc_coll_kind kind,
+                                    enum oc_sim_algo a, double bytes,
+                                    const struct oc_sim_coll_opts *o);
 
 /* Collectives, called by member `me` (0 <= me < N) from its actor; block
  * until that member's part is done. -1 only on bad arguments (a negative
- * size, hier forced on a group it does not fit). NULL opts: defaults. */
+ * size, a broadcast root out of range). NULL opts: defaults. The four
+ * named calls are oc_sim_collective with their kind. */
+int oc_sim_collective(const struct oc_sim_group *g, int64_t me, enum oc_coll_kind kind,
+                      double bytes, int64_t root, const struct oc_sim_coll_opts *o,
+                      struct oc_status *st);
 int oc_sim_allreduce(const struct oc_sim_group *g, int64_t me, double bytes,
                      const struct oc_sim_coll_opts *o, struct oc_status *st);
 int oc_sim_allgather(const struct oc_sim_group *g, int64_t me, double bytes,

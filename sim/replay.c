@@ -1,11 +1,15 @@
 /* replay.c: one training step of one layout replayed on SimGrid, op list by
  * op list (see replay.h for the semantics, the figures and the two
  * fidelities). What this file is: the actors that replay the schedule core's
- * ops, the fast mode's scaled collectives, and the timeline of simulated
- * op times that core/step_metrics.c turns into struct oc_metrics. What it
- * is not: the figures' definitions (core/step_metrics.h), the platform
- * (platform.c), the engine (engine.c) or the full mode's collectives
- * (collective.c).
+ * ops, the NIC-sharing factors of the fast mode, and the timeline of
+ * simulated op times that core/step_metrics.c turns into struct
+ * oc_metrics. What it is not: the figures' definitions
+ * (core/step_metrics.h), the platform (platform.c), the engine (engine.c)
+ * or the collective algorithms (the table of coll.h, which runs them in
+ * either fidelity).
+ *
+ * Log category ocsim_replay: --log=ocsim_replay.thres:debug prints one
+ * line per replayed op (rank, op index, kind, simulated start and end).
  *
  * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
  * members of a TP group that share the sender's NIC (fast mode scaling).
@@ -28,25 +32,27 @@
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/host.h>
-#include <simgrid/mailbox.h>
 
-#include "closed_form.h"
+#include "coll.h"
 #include "cost.h"
 #include "engine.h"
+#include "sim_log.h"
 #include "step_metrics.h"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_replay, ocsim,
+                                "ocsim: replay of the schedule's op lists");
 
 /* ---- state ------------------------------------------------------------- */
 
 /* A collective group, built once before the run and shared read-only by its
- * members (and their helpers). In fast mode k[i] is member i's NIC-sharing
- * factor and the *_uni flags say whether the coarse mode applies to a ring
- * (route figures and scale factors equal on every hop, as collective.c
- * requires of the route figures). */
+ * members (and their helpers), with the transport its collectives use
+ * (coll.h): in fast mode k[i] is member i's NIC-sharing factor, by which
+ * the transport scales messages across nodes. */
 struct rgroup {
     int ready;
     struct oc_sim_group g;
     int64_t *k; /* (N) fast mode only, else NULL */
-    int ring_uni, intra_uni, inter_uni;
+    struct oc_coll_tx tx;
 };
 
 struct rrank;
@@ -115,327 +121,36 @@ static void rp_error(struct replay *R, const struct oc_status *st)
     }
 }
 
-/* ---- sizes (the same cuts as collective.c, so fast and full modes move
- * the same bytes message for message) ----------------------------------- */
-
-static int64_t chunk_bytes(int64_t S, int64_t n, int64_t c)
-{
-    OC_ASSERT(n >= 1 && c >= 0 && c < n);
-    const int64_t q = S / n, r = S % n;
-    return q + (r * (c + 1)) / n - (r * c) / n;
-}
-
-static int64_t pipeline_chunks(int64_t S, const struct oc_sim_coll_opts *o)
-{
-    const double cb = o->chunk_bytes > 0 ? o->chunk_bytes : OC_SIM_CHUNK_BYTES;
-    const int64_t cap = o->max_chunks > 0 ? o->max_chunks : OC_SIM_MAX_CHUNKS;
-    double c = ceil((double)S / cb);
-    if (c < 1)
-        c = 1;
-    return c > (double)cap ? cap : (int64_t)c;
-}
-
-static int to_bytes(double bytes, int64_t *out, const char *what,
-                    const char *group, struct oc_status *st)
-{
-    if (!(isfinite(bytes) && bytes >= 0 && bytes < 9e18))
-        return oc_fail(st, "%s on group %s: size must be a number of bytes >= 0 (got %g)",
-                       what, group, bytes);
-    *out = llround(bytes);
-    return 0;
-}
-
-/* ---- fast mode: scaled collectives ------------------------------------- */
-
-/* SimGrid refuses a NULL payload; these messages carry this token. */
-static char rp_token;
-static void *rp_sink;
-
-static sg_mailbox_t fmbox(const struct rgroup *G, int64_t i, int64_t j)
-{
-    char name[160];
-    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, G->g.name,
-                     G->g.ranks[i], G->g.ranks[j]);
-    OC_ASSERT(w > 0 && (size_t)w < sizeof name);
-    return sg_mailbox_by_name(name);
-}
-
-/* How many real flows member i's message to member j stands for: 1 inside a
- * node (every GPU has its own NVLink link), else the larger NIC-sharing
- * factor of the two ends (replay.h). */
-static int64_t fscale(const struct rgroup *G, int64_t i, int64_t j)
-{
-    if (!G->k || G->g.node[i] == G->g.node[j])
-        return 1;
-    return G->k[i] > G->k[j] ? G->k[i] : G->k[j];
-}
-
-struct fring {
-    int64_t n, pos;
-    sg_mailbox_t to_next, from_prev;
-    int64_t s_next; /* scale of the hop to the next member */
-    int uniform;    /* the coarse mode applies */
-    double lat_s;   /* hop latency for the coarse mode */
-};
-
-static struct fring fring_of(const struct rgroup *G, int64_t pos, int64_t n,
-                             int64_t self, int64_t next, int64_t prev,
-                             int uniform, double lat_s)
-{
-    struct fring r = {n, pos, NULL, NULL, 1, uniform, lat_s};
-    if (n > 1) {
-        r.to_next = fmbox(G, self, next);
-        r.from_prev = fmbox(G, prev, self);
-        r.s_next = fscale(G, self, next);
-    }
-    return r;
-}
-
-/* collective.c's ring_run with every message scaled by its hop's factor:
- * reduce-scatter step k sends chunk (pos-k) mod n, all-gather step k chunk
- * (pos+1-k) mod n; in a step a member sends to the next and receives from
- * the previous at once (Patarasuk and Yuan 2009). Coarse: one message of
- * everything this member sends, then the latencies of the steps it
- * replaces (collective.h). */
-static void fring_run(const struct fring *r, int64_t S, int rs, int ag,
-                      int coarse)
-{
-    const int64_t n = r->n, p = r->pos;
-    if (n < 2)
-        return;
-    const int do_phase[2] = {rs, ag};
-    if (coarse && r->uniform) {
-        int64_t total = 0, steps = 0;
-        for (int ph = 0; ph < 2; ph++)
-            for (int64_t k = 0; do_phase[ph] && k < n - 1; k++) {
-                const int64_t c = ((ph == 0 ? p - k : p + 1 - k) % n + n) % n;
-                total += chunk_bytes(S, n, c);
-                steps++;
-            }
-        sg_comm_t cm = sg_mailbox_put_async(r->to_next, &rp_token, total * r->s_next);
-        sg_mailbox_get(r->from_prev);
-        sg_comm_wait(cm);
-        if (steps > 1 && r->lat_s > 0)
-            sg_actor_sleep_for((double)(steps - 1) * r->lat_s);
-        return;
-    }
-    for (int ph = 0; ph < 2; ph++)
-        for (int64_t k = 0; do_phase[ph] && k < n - 1; k++) {
-            const int64_t c = ((ph == 0 ? p - k : p + 1 - k) % n + n) % n;
-            sg_comm_t cm = sg_mailbox_put_async(r->to_next, &rp_token,
-                                                chunk_bytes(S, n, c) * r->s_next);
-            sg_mailbox_get(r->from_prev);
-            sg_comm_wait(cm);
-        }
-}
-
-static int64_t node_count(const struct oc_sim_group *g, int64_t k)
-{
-    return g->node_first[k + 1] - g->node_first[k];
-}
-
-static int64_t node_member(const struct oc_sim_group *g, int64_t k, int64_t j)
-{
-    OC_ASSERT(k >= 0 && k < g->nodes && j >= 0 && j < node_count(g, k));
-    return g->node_members[g->node_first[k] + j];
-}
-
-static struct fring fflat_ring(const struct rgroup *G, int64_t me)
-{
-    const int64_t n = G->g.size;
-    return fring_of(G, me, n, me, (me + 1) % n, (me + n - 1) % n, G->ring_uni,
-                    G->g.ring.lat_s);
-}
-
-/* collective.c's hierarchical all-reduce: ring reduce-scatter inside the
- * node, ring all-reduce of the shard across nodes among the members with
- * the same local index, ring all-gather inside the node. */
-static void fast_hier(const struct rgroup *G, int64_t me, int64_t S, int coarse)
-{
-    const struct oc_sim_group *g = &G->g;
-    const int64_t k = g->node[me], j = g->local[me], c = node_count(g, k);
-    const int64_t L = g->per_node, M = g->nodes;
-    const struct fring in =
-        fring_of(G, j, c, me, node_member(g, k, (j + 1) % c),
-                 node_member(g, k, (j + c - 1) % c), G->intra_uni, g->intra.lat_s);
-    fring_run(&in, S, 1, 0, coarse);
-    const struct fring across =
-        fring_of(G, k, M, me, node_member(g, (k + 1) % M, j),
-                 node_member(g, (k + M - 1) % M, j), G->inter_uni, g->inter.lat_s);
-    fring_run(&across, chunk_bytes(S, L, (j + 1) % L), 1, 1, coarse);
-    fring_run(&in, S, 0, 1, coarse);
-}
-
-/* collective.c's pipelined tree (chains inside nodes, a binary tree of the
- * node leaders), every message scaled by its hop's factor. */
-static void fast_tree(const struct rgroup *G, int64_t me, int64_t S,
-                      const struct oc_sim_coll_opts *o)
-{
-    const struct oc_sim_group *g = &G->g;
-    const int64_t k = g->node[me], j = g->local[me], c = node_count(g, k);
-    int64_t parent = -1, children[3], nchild = 0;
-    if (j > 0)
-        parent = node_member(g, k, j - 1);
-    else if (k > 0)
-        parent = node_member(g, (k - 1) / 2, 0);
-    if (j + 1 < c)
-        children[nchild++] = node_member(g, k, j + 1);
-    for (int64_t ck = 2 * k + 1; j == 0 && ck <= 2 * k + 2 && ck < g->nodes; ck++)
-        children[nchild++] = node_member(g, ck, 0);
-
-    sg_mailbox_t up_in[3], down_out[3], up_out = NULL, down_in = NULL;
-    int64_t s_down[3], s_up = 1;
-    for (int64_t i = 0; i < nchild; i++) {
-        up_in[i] = fmbox(G, children[i], me);
-        down_out[i] = fmbox(G, me, children[i]);
-        s_down[i] = fscale(G, me, children[i]);
-    }
-    if (parent >= 0) {
-        up_out = fmbox(G, me, parent);
-        down_in = fmbox(G, parent, me);
-        s_up = fscale(G, me, parent);
-    }
-    const int64_t C = pipeline_chunks(S, o);
-    /* At most C sends up and 3*C down: one array, sized once per call. */
-    sg_comm_t *sends = oc_xmalloc((size_t)(4 * C) * sizeof *sends);
-    sg_comm_t recvs[3];
-    int64_t ns = 0;
-    for (int64_t ch = 0; ch < C; ch++) {
-        for (int64_t i = 0; i < nchild; i++)
-            recvs[i] = sg_mailbox_get_async(up_in[i], &rp_sink);
-        if (nchild > 0)
-            sg_comm_wait_all(recvs, (size_t)nchild);
-        if (up_out)
-            sends[ns++] = sg_mailbox_put_async(up_out, &rp_token,
-                                               chunk_bytes(S, C, ch) * s_up);
-    }
-    for (int64_t ch = 0; ch < C; ch++) {
-        if (down_in)
-            sg_mailbox_get(down_in);
-        for (int64_t i = 0; i < nchild; i++)
-            sends[ns++] = sg_mailbox_put_async(down_out[i], &rp_token,
-                                               chunk_bytes(S, C, ch) * s_down[i]);
-    }
-    if (ns > 0)
-        sg_comm_wait_all(sends, (size_t)ns);
-    free(sends);
-}
-
-static int fast_coll(const struct replay *R, const struct rgroup *G, int64_t me,
-                     enum oc_coll_kind kind, double bytes, struct oc_status *st)
-{
-    int64_t S = 0;
-    if (to_bytes(bytes, &S, oc_coll_name(kind), G->g.name, st) != 0)
-        return -1;
-    const struct oc_sim_coll_opts *o = &R->copts;
-    if (G->g.size < 2)
-        return 0;
-    switch (kind) {
-    case OC_COLL_ALLREDUCE: {
-        enum oc_sim_algo a = o->algo;
-        if (a == OC_SIM_ALGO_AUTO)
-            a = oc_sim_allreduce_choose(&G->g, (double)S, o);
-        if (a == OC_SIM_ALGO_HIER) {
-            if (G->g.per_node < 1)
-                return oc_fail(st, "all-reduce on group %s: hier needs the same number of "
-                                   "members on every node", G->g.name);
-            fast_hier(G, me, S, o->coarse);
-        } else if (a == OC_SIM_ALGO_TREE) {
-            fast_tree(G, me, S, o);
-        } else {
-            const struct fring r = fflat_ring(G, me);
-            fring_run(&r, S, 1, 1, o->coarse);
-        }
-        return 0;
-    }
-    case OC_COLL_ALLGATHER: {
-        const struct fring r = fflat_ring(G, me);
-        fring_run(&r, S, 0, 1, o->coarse);
-        return 0;
-    }
-    case OC_COLL_REDUCESCATTER: {
-        const struct fring r = fflat_ring(G, me);
-        fring_run(&r, S, 1, 0, o->coarse);
-        return 0;
-    }
-    default:
-        return oc_fail(st, "%s on group %s: not modelled in fast mode (use full)",
-                       oc_coll_name(kind), G->g.name);
-    }
-}
+/* ---- collectives ------------------------------------------------------- */
 
 /* Fast mode: seconds of one TP collective as a sleep (replay.h): the
- * all-reduce estimate of the algorithm full mode would run (the ring closed
- * form 2(N-1)/N*S/B + 2(N-1)*l inside a node, Patarasuk and Yuan 2009),
- * the ring closed forms of core/closed_form.h for all-gather and
- * reduce-scatter, the chain (N-1 + C-1)*(l + S/(C*B)) for a broadcast
- * (collective.h). */
+ * closed-form estimate (coll.h) of the algorithm full mode would run for
+ * this kind and size, times the op's count. */
 static double tp_sleep_s(const struct rgroup *G, const struct oc_op *op,
                          const struct oc_sim_coll_opts *o)
 {
     const struct oc_sim_group *g = &G->g;
-    const int64_t N = g->size;
-    if (N < 2)
+    if (g->size < 2)
         return 0;
     const double S = (double)llround(op->bytes);
-    double one = 0;
-    switch (op->coll) {
-    case OC_COLL_ALLREDUCE: {
-        enum oc_sim_algo a = o->algo == OC_SIM_ALGO_AUTO
-                                 ? oc_sim_allreduce_choose(g, S, o)
-                                 : o->algo;
-        one = oc_sim_allreduce_estimate_s(g, a, S, o);
-        if (one < 0)
-            one = oc_sim_allreduce_estimate_s(g, OC_SIM_ALGO_RING, S, o);
-        break;
-    }
-    case OC_COLL_ALLGATHER:
-        one = oc_cf_ring_allgather_s(N, S, g->ring.bw_Bps, g->ring.lat_s);
-        break;
-    case OC_COLL_REDUCESCATTER:
-        one = oc_cf_ring_reducescatter_s(N, S, g->ring.bw_Bps, g->ring.lat_s);
-        break;
-    default: {
-        const double C = (double)pipeline_chunks((int64_t)S, o);
-        one = ((double)(N - 1) + C - 1) * (g->ring.lat_s + S / (C * g->ring.bw_Bps));
-        break;
-    }
-    }
-    return (double)(op->count > 1 ? op->count : 1) * one;
+    const enum oc_coll_kind kind = (enum oc_coll_kind)op->coll;
+    const struct oc_coll_algo *a = oc_coll_pick(g, kind, o->algo, S, o);
+    return (double)(op->count > 1 ? op->count : 1) * a->estimate_s(g, kind, S, o);
 }
 
-/* ---- full mode: collective.h ------------------------------------------- */
-
-static int full_coll(const struct replay *R, const struct rgroup *G, int64_t me,
-                     enum oc_coll_kind kind, double bytes, struct oc_status *st)
-{
-    switch (kind) {
-    case OC_COLL_ALLREDUCE:
-        return oc_sim_allreduce(&G->g, me, bytes, &R->copts, st);
-    case OC_COLL_ALLGATHER:
-        return oc_sim_allgather(&G->g, me, bytes, &R->copts, st);
-    case OC_COLL_REDUCESCATTER:
-        return oc_sim_reducescatter(&G->g, me, bytes, &R->copts, st);
-    case OC_COLL_BROADCAST:
-        return oc_sim_broadcast(&G->g, me, 0, bytes, &R->copts, st);
-    }
-    return oc_fail(st, "collective kind %d unknown", (int)kind);
-}
-
-/* A non-TP collective (or a TP one in full mode), `count` times. */
+/* A non-TP collective (or a TP one in full mode), `count` times, through
+ * the group's transport: every message its own size in full mode, scaled
+ * by the hop's NIC-sharing factor in fast mode (group_build). */
 static void run_coll(struct replay *R, const struct rgroup *G, int64_t me,
                      const struct oc_op *op)
 {
     struct oc_status st = {{0}};
     const int64_t n = op->count > 1 ? op->count : 1;
-    for (int64_t i = 0; i < n; i++) {
-        int rc = R->fast ? fast_coll(R, G, me, (enum oc_coll_kind)op->coll, op->bytes, &st)
-                         : full_coll(R, G, me, (enum oc_coll_kind)op->coll, op->bytes, &st);
-        if (rc != 0) {
+    for (int64_t i = 0; i < n; i++)
+        if (oc_coll_run(&G->tx, me, (enum oc_coll_kind)op->coll, op->bytes, 0, &st) != 0) {
             rp_error(R, &st);
             return;
         }
-    }
 }
 
 /* ---- actors ------------------------------------------------------------ */
@@ -519,6 +234,23 @@ static void wait_outstanding(struct rrank *rk)
     rk->nsends = 0;
 }
 
+/* The per-op trace (debug level of ocsim_replay): rank, op index, kind
+ * (for a collective its kind, group and count; an async one is only
+ * started here), simulated start and end. */
+static void trace_op(const struct rrank *rk, int64_t i, const struct oc_op *op, double t0)
+{
+    char what[96] = "";
+    if (op->kind == OC_OP_COLLECTIVE)
+        snprintf(what, sizeof what, " %s %s x%d%s", oc_coll_name((enum oc_coll_kind)op->coll),
+                 oc_group_name((enum oc_group)op->group), op->count > 1 ? (int)op->count : 1,
+                 op->async ? " async" : "");
+    else if (op->kind == OC_OP_SEND || op->kind == OC_OP_RECV)
+        snprintf(what, sizeof what, " peer %" PRId64 " tag %" PRId64, (int64_t)op->peer,
+                 (int64_t)op->tag);
+    XBT_DEBUG("rank %" PRId64 " op %" PRId64 " %s%s: %.9f -> %.9f s", rk->rank, i,
+              oc_op_kind_name((enum oc_op_kind)op->kind), what, t0, oc_sim_now_s());
+}
+
 static void rank_main(void *arg)
 {
     struct rrank *rk = arg;
@@ -581,6 +313,8 @@ static void rank_main(void *arg)
         }
         rk->tl_start[i] = t0;
         rk->tl_end[i] = oc_sim_now_s();
+        if (XBT_LOG_ISENABLED(ocsim_replay, xbt_log_priority_debug))
+            trace_op(rk, i, op, t0);
     }
     /* The schedule's WAIT completes every send and async collective before
      * the optimizer; this only keeps a list without one from leaving
@@ -598,27 +332,12 @@ static int group_build(struct replay *R, struct rgroup *G, const char *name,
     if (oc_sim_group_init(&G->g, name, members, n, R->plat, st) != 0)
         return -1;
     G->ready = 1;
-    if (!R->fast)
-        return 0;
-    const struct oc_sim_group *g = &G->g;
-    G->k = oc_xmalloc((size_t)n * sizeof *G->k);
-    for (int64_t i = 0; i < n; i++)
-        G->k[i] = R->knic[members[i]];
-    /* Coarse rings need equal hops: collective.c checks the route figures,
-     * the scaled sizes must be equal as well. */
-    G->ring_uni = g->ring.uniform;
-    for (int64_t i = 1; n > 1 && i < n; i++)
-        G->ring_uni = G->ring_uni && fscale(G, i, (i + 1) % n) == fscale(G, 0, 1);
-    G->intra_uni = g->intra.uniform; /* inside nodes: never scaled */
-    G->inter_uni = g->inter.uniform;
-    if (g->per_node > 0 && g->nodes > 1) {
-        const int64_t s0 = fscale(G, node_member(g, 0, 0), node_member(g, 1, 0));
-        for (int64_t j = 0; j < g->per_node; j++)
-            for (int64_t k = 0; k < g->nodes; k++)
-                G->inter_uni = G->inter_uni &&
-                               fscale(G, node_member(g, k, j),
-                                      node_member(g, (k + 1) % g->nodes, j)) == s0;
+    if (R->fast) {
+        G->k = oc_xmalloc((size_t)n * sizeof *G->k);
+        for (int64_t i = 0; i < n; i++)
+            G->k[i] = R->knic[members[i]];
     }
+    oc_coll_tx_init(&G->tx, &G->g, G->k, &R->copts);
     return 0;
 }
 
@@ -1029,7 +748,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     if (o->fidelity != OC_SIM_FAST && o->fidelity != OC_SIM_FULL)
         return oc_fail(st, "replay: unknown fidelity %d", (int)o->fidelity);
     if (o->algo < 0 || o->algo >= OC_SIM_ALGO_COUNT)
-        return oc_fail(st, "replay: unknown all-reduce algorithm %d", (int)o->algo);
+        return oc_fail(st, "replay: unknown collective algorithm %d", (int)o->algo);
     if (l->pp > OC_MAX_STAGES)
         return oc_fail(st, "replay: PP %" PRId64 " exceeds the %d stages metrics hold",
                        l->pp, OC_MAX_STAGES);
@@ -1067,7 +786,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
         cfg[ncfg++] = o->cfg[i];
     struct oc_sim_engine_opts eo = {.topo = t, .cards = world,
                                     .platform_file = o->platform_file,
-                                    .cfg = cfg, .n_cfg = ncfg};
+                                    .cfg = cfg, .n_cfg = ncfg, .log = o->log};
     int erc = oc_sim_engine_init(&eo, st);
     free(cfg);
     if (erc != 0)

@@ -3,7 +3,7 @@
  * turn the per-op timeline it records (core/timeline.h, returned on
  * request) into the figures of core/metrics.h (core/step_metrics.h). It does not decide what a layout
  * means (core/ does), build the platform (platform.c) or implement the
- * collectives of the full mode (collective.c).
+ * collective algorithms (coll.h, collective.c).
  *
  *   struct oc_replay_opts o = { .fidelity = OC_SIM_FAST };   // all else 0
  *   struct oc_metrics mt;
@@ -27,7 +27,10 @@
  *   SEND        oc_sim_send_async on channel "pp", not waited for; the comm
  *               completes at the next WAIT (or the rank's end).
  *   RECV        oc_sim_recv, blocking.
- *   COLLECTIVE  the group's collective, `count` times. Groups are built once
+ *   COLLECTIVE  the group's collective, `count` times, with the algorithm
+ *               of opts.algo where it applies (collective.h: every kind,
+ *               ZeRO's reduce-scatter and all-gather included), else the
+ *               ring; AUTO picks per kind and size. Groups are built once
  *               and shared: "tp.<pp>.<dp>", "dp.<tp>.<pp>", "emb.<tp>.<dp>",
  *               and for each async DP bucket (overlap_grad_reduce, one per
  *               model chunk) "dpb<chunk>.<tp>.<pp>", since one member may
@@ -57,12 +60,11 @@
  *       group run identical op lists in lockstep). Its figures stand for
  *       every rank of its group (and its timeline for theirs: tl.proxy).
  *       - TP collectives are not messages but a sleep of their closed form
- *         on the group's hop (route latency and bandwidth between TP
- *         neighbours): oc_sim_allreduce_estimate_s for all-reduce (the
- *         ring closed form inside a node, with the algorithm that FULL
- *         would choose), oc_cf_ring_* for all-gather and reduce-scatter.
- *         Exact for a TP group inside one node of the generated platform,
- *         where every GPU has its own NVLink link.
+ *         on the group's hops (route latency and bandwidth between TP
+ *         neighbours): the estimate (coll.h) of the algorithm that FULL
+ *         would run for that kind and size (inside a node the ring's,
+ *         unless one is forced). Exact for a ring inside one node of the
+ *         generated platform, where every GPU has its own NVLink link.
  *       - A representative's PP message or DP/embedding collective message
  *         stands for the t identical flows of its TP group: when the hop
  *         crosses nodes its bytes are multiplied by k, the number of
@@ -80,10 +82,9 @@
  *         with oversubscribed uplinks, GPUs that do not split evenly over
  *         the NICs) every rank is simulated, unscaled, still at chunk grain
  *         with TP sleeps.
- *       - DP and embedding collectives run this file's own ring, two-level
- *         ring and tree (the algorithms of collective.h, message for
- *         message, with per-hop scaled sizes), chosen as FULL would
- *         (opts.algo, or oc_sim_allreduce_choose on the real group).
+ *       - DP and embedding collectives run the same algorithms as FULL
+ *         (the table of coll.h, message for message, chosen as FULL
+ *         would), with a transport that scales each hop's sizes.
  *       In the cases it claims (TP inside a node) FAST and FULL agree to
  *       rounding (the tests hold them to 1e-6). Not claimed: a TP group
  *       across nodes (its sleep is the estimate on the slowest hop), PP or
@@ -98,6 +99,11 @@
  * shares when flows in both directions cross a FATPIPE link (the generated
  * platform's fabric link): 8 flows through one NIC each ran at the NIC's
  * full rate. The full update costs about 30 % more wall time.
+ *
+ * Trace: opts.log "ocsim_replay.thres:debug" (ocsim --log) prints one line
+ * per replayed op to stderr: rank, op index, kind (a collective's kind,
+ * group and count), simulated start and end; "ocsim_coll.thres:debug"
+ * adds the algorithm each collective picks and runs.
  *
  * Speed (2 cores shared, one simulation per core; see the report of the
  * change for the numbers): FAST runs llama2-70b tp8-pp8-dp1 with 512
@@ -129,11 +135,12 @@ enum oc_sim_fidelity { OC_SIM_FAST, OC_SIM_FULL };
 
 struct oc_replay_opts {
     enum oc_sim_fidelity fidelity; /* default FAST (0) */
-    enum oc_sim_algo algo;         /* all-reduce algorithm, AUTO default */
+    enum oc_sim_algo algo;         /* every collective's algorithm, AUTO default */
     int coarse;                    /* merge ring steps (collective.h) */
     const char *platform_file;     /* a user's SimGrid XML, or NULL */
     const char *const *cfg;        /* user --cfg=... strings */
     int64_t n_cfg;
+    const char *log;               /* xbt log settings (engine.h), or NULL */
     int uniform_stages;            /* test hook (see above) */
 };
 

@@ -63,6 +63,26 @@ expect 2 'cfg' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --c
 expect 2 "unknown algorithm 'bus'" "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --collective bus
 expect 2 'Bad config key|network/nosuch' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --cfg network/nosuch:1 --out "$tmp/sim"
 
+# --log: SimGrid's log settings reach the simulation; ocsim_replay at debug
+# prints one line per replayed op of every simulated rank (fast fidelity:
+# the TP-rank-0 ranks), with its index, kind and simulated times. Rank 0's
+# lines number its ops, and every op of rank 0 in ops.csv has its line.
+"$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --global-batch 16 --seq 128 \
+  --out "$tmp/simlog" --log=ocsim_replay.thres:debug >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 0 ] && ok || bad "simulate --log exit $rc: $(head -c 300 "$tmp/err")"
+sed -n 's/.*\[ocsim_replay\/DEBUG\] rank 0 op \([0-9]*\) \([a-z]*\).* -> .* s$/\1 \2/p' "$tmp/err" \
+  >"$tmp/trace0"
+n0=$(wc -l <"$tmp/trace0")
+last0=$(awk 'END {print $1 + 1}' "$tmp/trace0")
+[ "$n0" -gt 10 ] && [ "$n0" -eq "$last0" ] && ok || bad "rank 0 traced $n0 ops, last index $last0"
+awk -F, 'NR > 1 && $1 == 0 {print $2, $3}' "$tmp/simlog/ops.csv" | sort >"$tmp/ops0"
+sort "$tmp/trace0" | comm -13 - "$tmp/ops0" | grep -q . && bad "ops.csv rows of rank 0 missing in the trace" || ok
+grep -q 'ocsim_replay.*rank 1 op' "$tmp/err" && bad "fast fidelity traced rank 1" || ok
+"$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 --global-batch 16 --seq 128 \
+  --out "$tmp/simlog" >"$tmp/out" 2>"$tmp/err"
+[ -s "$tmp/err" ] && bad "simulate without --log wrote to stderr: $(head -c 300 "$tmp/err")" || ok
+
 # sweep: the ranked table, sweep.csv with one row per candidate, the report
 # and the plots.
 expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep" --jobs 2

@@ -348,6 +348,50 @@ static void test_link_flows(void)
     OC_ASSERT_REL(e.pp_comm_s, 16 * (5e-6 + 4194304.0 / 12.5e9), 1e-12);
 }
 
+/* Two-level rings, the pipeline and the tree (closed_form.h), by hand.
+ * Hops: in a node 2e-6 s and 100e9 B/s, across nodes 4e-6 s and 25e9 B/s.
+ * - pipeline of C = 4 chunks over a chain hop of 12e-6 and a tree hop of
+ *   44e-6 s per chunk: 12e-6 + 44e-6 + 3*44e-6 = 188e-6 s; one kind of
+ *   hop, 3 hops of 2e-6 and one chunk: 6e-6 s; no hop: 0.
+ * - chain broadcast of 4e6 in 4 chunks over 4 members in a node:
+ *   (3 + 3) * (2e-6 + 1e6/1e11) = 72e-6 s.
+ * - hier, 2 nodes x 4, S = 1e9: reduce-scatter = all-gather
+ *   0.75e9/1e11 + 3*2e-6 + 0.5*2.5e8/25e9 + 4e-6 = 0.012510 s, all-reduce
+ *   twice that; with one member per node it is the ring across the nodes:
+ *   8 nodes, 7/8*1e9/25e9 + 7*4e-6 = 0.035028 s.
+ * - tree, 8 nodes x 1, S = 1e3 in one chunk: depth 3, a leader's two
+ *   child nodes share its NIC (every tree hop charged twice its bytes):
+ *   a pipelined phase 3*(4e-6 + 2e3/25e9) = 12.24e-6 s, the all-reduce
+ *   24.48e-6 s; the scatter's slowest path 0-1-3-7 carries 4, 2 and 1
+ *   shards of 125 bytes: 3*4e-6 + 2*7*125/25e9 = 12.07e-6 s, so
+ *   reduce-scatter = all-gather = 24.31e-6 s.
+ * - tree, 2 nodes x 2, S = 4e6 in 4 chunks: a phase 188e-6 s (above),
+ *   scatter 84e-6 + 12e-6 (test_sim_collective.c): all-reduce 376e-6 s,
+ *   reduce-scatter 284e-6 s. */
+static void test_levels(void)
+{
+    OC_ASSERT_REL(oc_cf_pipeline_s(4, 1, 12e-6, 1, 44e-6), 188e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_pipeline_s(1, 3, 2e-6, 0, 0), 6e-6, 1e-12);
+    CU_ASSERT_EQUAL(oc_cf_pipeline_s(5, 0, 1, 0, 1), 0);
+    OC_ASSERT_REL(oc_cf_chain_broadcast_s(4, 4e6, 4, 100e9, 2e-6), 72e-6, 1e-12);
+
+    const struct oc_cf_levels two = {4, 2, 100e9, 2e-6, 25e9, 4e-6};
+    OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&two, 1e9), 0.012510, 1e-12);
+    OC_ASSERT_REL(oc_cf_hier_allgather_s(&two, 1e9), 0.012510, 1e-12);
+    OC_ASSERT_REL(oc_cf_hier_allreduce_s(&two, 1e9), 0.025020, 1e-12);
+    const struct oc_cf_levels spread = {1, 8, 100e9, 2e-6, 25e9, 4e-6};
+    OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&spread, 1e9), 0.035028, 1e-12);
+    OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&spread, 1e9),
+                  oc_cf_ring_reducescatter_s(8, 1e9, 25e9, 4e-6), 1e-12);
+
+    OC_ASSERT_REL(oc_cf_tree_allreduce_s(&spread, 1e3, 1), 24.48e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_tree_reducescatter_s(&spread, 1e3, 1), 24.31e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_tree_allgather_s(&spread, 1e3, 1), 24.31e-6, 1e-12);
+    const struct oc_cf_levels small = {2, 2, 100e9, 2e-6, 25e9, 4e-6};
+    OC_ASSERT_REL(oc_cf_tree_allreduce_s(&small, 4e6, 4), 376e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_tree_reducescatter_s(&small, 4e6, 4), 284e-6, 1e-12);
+}
+
 static CU_TestInfo tests[] = {
     {"bubble", test_bubble},
     {"ring", test_ring},
@@ -358,6 +402,7 @@ static CU_TestInfo tests[] = {
     {"pp_hop", test_pp_hop},
     {"dp_link", test_dp_link},
     {"link_flows", test_link_flows},
+    {"two-level rings, pipeline, tree", test_levels},
     CU_TEST_INFO_NULL,
 };
 

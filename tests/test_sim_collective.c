@@ -68,7 +68,8 @@ enum job_kind {
     JOB_BROADCAST,
     JOB_P2P,      /* member 0 sends `bytes` to member 1, which expects recv_bytes */
     JOB_DEADLOCK, /* every member waits for a message nobody sends */
-    JOB_CHOOSE,   /* no simulation: the automatic all-reduce choice */
+    JOB_CHOOSE,   /* no simulation: the algorithm that runs (coll, opts.algo) */
+    JOB_ESTIMATE, /* no simulation: oc_sim_coll_estimate_s (coll, opts.algo) */
     JOB_ABORT,    /* the child crashes */
     JOB_ASYNC,    /* an async all-reduce overlapping compute_s of compute */
 };
@@ -86,6 +87,7 @@ struct job {
     double bytes, recv_bytes;
     int64_t repeat;    /* back-to-back calls (default 1) */
     double compute_s;  /* JOB_ASYNC */
+    enum oc_coll_kind coll; /* JOB_CHOOSE, JOB_ESTIMATE (0: all-reduce) */
     struct oc_sim_coll_opts opts;
 };
 
@@ -93,6 +95,7 @@ struct job_result {
     double time_s;  /* when the last member finished */
     int32_t failed; /* members whose call returned -1 */
     int32_t algo;   /* JOB_CHOOSE */
+    double estimate_s; /* JOB_ESTIMATE */
     char msg[256];  /* first failure */
 };
 
@@ -181,7 +184,9 @@ static int run_job(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     if (oc_sim_group_init(&g, "g", ranks, j->n, p, st) != 0)
         return -1;
     if (j->kind == JOB_CHOOSE) {
-        r.algo = (int32_t)oc_sim_allreduce_choose(&g, j->bytes, &j->opts);
+        r.algo = (int32_t)oc_sim_coll_choose(&g, j->coll, j->opts.algo, j->bytes, &j->opts);
+    } else if (j->kind == JOB_ESTIMATE) {
+        r.estimate_s = oc_sim_coll_estimate_s(&g, j->coll, j->opts.algo, j->bytes, &j->opts);
     } else {
         struct member m[16];
         memset(m, 0, sizeof m);
@@ -519,6 +524,78 @@ static void test_tree_allreduce(void)
     OC_ASSERT_REL(sim_time(&j), 216e-6, REL);
 }
 
+/* Every algorithm and collective kind against its closed form
+ * (core/closed_form.h), 2 nodes x 2 GPUs with 2 NICs per node (GPU g uses
+ * NIC g % 2), S = 4e6 in C = 4 pipeline chunks of 1e6. No two flows share
+ * a link: the flat ring's two NIC hops leave by NIC 1 and enter by NIC 0,
+ * the hierarchical rings across nodes use NIC 0 (members 0, 2) and NIC 1
+ * (1, 3), the tree's one tree hop joins the leaders 0 and 2. Hops: li =
+ * 2e-6 s, Bi = 100e9 in a node; ln = 4e-6 s, Bn = 25e9 across. By hand:
+ *   ring  all-reduce 2*(3/4)*4e6/25e9 + 6*4e-6           = 264e-6 s
+ *         reduce-scatter = all-gather (3/4)*4e6/25e9 + 3*4e-6
+ *                                                        = 132e-6 s
+ *   hier  reduce-scatter = all-gather: in the node (1/2)*4e6/1e11 + 2e-6
+ *         = 22e-6, across (1/2)*2e6/25e9 + 4e-6 = 44e-6  =  66e-6 s
+ *         all-reduce = reduce-scatter + all-gather       = 132e-6 s
+ *   tree  per chunk a chain hop 2e-6 + 1e6/1e11 = 12e-6, a tree hop
+ *         4e-6 + 1e6/25e9 = 44e-6; a pipelined phase over the deepest
+ *         path (3 -> 2 -> 0): 12e-6 + 44e-6 + 3*44e-6    = 188e-6 s;
+ *         scatter or gather: the tree hop carries node 1's two shards,
+ *         4e-6 + 2e6/25e9 = 84e-6, its chain hop one, 12e-6: 96e-6 s;
+ *         all-reduce 2*188e-6                            = 376e-6 s
+ *         reduce-scatter = all-gather 188e-6 + 96e-6     = 284e-6 s
+ * The simulation, the closed-form functions and the estimate from the
+ * group's measured hops all give these; the three algorithms differ. */
+static void test_closed_forms(void)
+{
+    struct oc_topology t = topo(2, 2, 1, 1);
+    const struct oc_cf_levels v = {2, 2, BI, LI, BN, LN};
+    const double S = 4e6;
+    const struct {
+        enum oc_sim_algo algo;
+        enum oc_coll_kind coll;
+        enum job_kind job;
+        double want_s, cf_s;
+    } c[] = {
+        {OC_SIM_ALGO_RING, OC_COLL_ALLREDUCE, JOB_ALLREDUCE, 264e-6,
+         oc_cf_ring_allreduce_s(4, S, BN, LN)},
+        {OC_SIM_ALGO_RING, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER, 132e-6,
+         oc_cf_ring_reducescatter_s(4, S, BN, LN)},
+        {OC_SIM_ALGO_RING, OC_COLL_ALLGATHER, JOB_ALLGATHER, 132e-6,
+         oc_cf_ring_allgather_s(4, S, BN, LN)},
+        {OC_SIM_ALGO_HIER, OC_COLL_ALLREDUCE, JOB_ALLREDUCE, 132e-6,
+         oc_cf_hier_allreduce_s(&v, S)},
+        {OC_SIM_ALGO_HIER, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER, 66e-6,
+         oc_cf_hier_reducescatter_s(&v, S)},
+        {OC_SIM_ALGO_HIER, OC_COLL_ALLGATHER, JOB_ALLGATHER, 66e-6,
+         oc_cf_hier_allgather_s(&v, S)},
+        {OC_SIM_ALGO_TREE, OC_COLL_ALLREDUCE, JOB_ALLREDUCE, 376e-6,
+         oc_cf_tree_allreduce_s(&v, S, 4)},
+        {OC_SIM_ALGO_TREE, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER, 284e-6,
+         oc_cf_tree_reducescatter_s(&v, S, 4)},
+        {OC_SIM_ALGO_TREE, OC_COLL_ALLGATHER, JOB_ALLGATHER, 284e-6,
+         oc_cf_tree_allgather_s(&v, S, 4)},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        OC_ASSERT_REL(c[i].cf_s, c[i].want_s, 1e-9);
+        struct job j = {.topo = &t, .cards = 4, .kind = c[i].job, .n = 4, .bytes = S,
+                        .opts = {.algo = c[i].algo, .chunk_bytes = 1e6}};
+        OC_ASSERT_REL(sim_time(&j), c[i].want_s, REL);
+        j.kind = JOB_ESTIMATE;
+        j.coll = c[i].coll;
+        struct job_result r;
+        struct oc_status st = {{0}};
+        CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
+        OC_ASSERT_REL(r.estimate_s, c[i].want_s, REL);
+        /* the coarse rings give the same on these equal hops */
+        if (c[i].algo != OC_SIM_ALGO_TREE) {
+            j.kind = c[i].job;
+            j.opts.coarse = 1;
+            OC_ASSERT_REL(sim_time(&j), c[i].want_s, REL);
+        }
+    }
+}
+
 /* Chain broadcast, 4 GPUs of one node, S = 4e6 in C = 4 chunks of 1e6:
  * (N-1 + C-1) * (li + 1e6/Bi) = 6 * (2e-6 + 10e-6) = 72e-6 s. */
 static void test_broadcast(void)
@@ -617,6 +694,62 @@ static void test_auto_choice(void)
     CU_ASSERT_EQUAL(choose(&two, 8, 8, 1e9), OC_SIM_ALGO_HIER);
     CU_ASSERT_EQUAL(choose(&one, 8, 8, 1e3), OC_SIM_ALGO_RING);
     CU_ASSERT_EQUAL(choose(&one, 8, 8, 1e9), OC_SIM_ALGO_RING);
+}
+
+static enum oc_sim_algo choose_kind(const struct oc_topology *t, int64_t cards, int64_t n,
+                                    enum oc_coll_kind coll, enum oc_sim_algo asked,
+                                    double bytes)
+{
+    struct job j = {.topo = t, .cards = cards, .kind = JOB_CHOOSE, .n = n, .bytes = bytes,
+                    .coll = coll, .opts = {.algo = asked}};
+    struct job_result r;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
+    return (enum oc_sim_algo)r.algo;
+}
+
+/* The choice for reduce-scatter and all-gather (ZeRO's), estimates by hand:
+ * 2 nodes x 4 (4 NICs), S = 1e9: ring 7/8*1e9/25e9 + 7*4e-6 = 0.035028 s;
+ *   hier 0.75e9/1e11 + 3*2e-6 + 0.5*2.5e8/25e9 + 4e-6 = 0.012510 s: hier.
+ * 8 nodes x 1, S = 1e3: ring 7*(4e-6 + 125/25e9) = 28.035e-6 s; hier (one
+ *   member per node) is the ring and loses the tie; tree, one chunk, depth
+ *   3, a leader's two child nodes sharing its NIC (each tree hop charged
+ *   twice its bytes): reduce 3*(4e-6 + 2*1e3/25e9) = 12.24e-6, then the
+ *   scatter down the deepest path 0-1-3-7, whose hops carry the shards of
+ *   4, 2 and 1 nodes (125 bytes each): 3*4e-6 + 2*7*125/25e9 = 12.07e-6;
+ *   24.31e-6 s: tree. S = 1e9: the tree's pipelined reduce alone takes
+ *   (3+63)*(4e-6 + 2*15.6e6/25e9) = 0.083 s: ring.
+ * Forced: inside one node the tree serves only all-reduce, and no
+ * algorithm but the ring broadcasts: the ring runs there. */
+static void test_auto_choice_kinds(void)
+{
+    struct oc_topology spread = topo(1, 1, 1, 1), two = topo(4, 4, 1, 1),
+                       one = topo(8, 1, 1, 1);
+    const enum oc_coll_kind zero[2] = {OC_COLL_REDUCESCATTER, OC_COLL_ALLGATHER};
+    const enum oc_sim_algo au = OC_SIM_ALGO_AUTO;
+    for (int k = 0; k < 2; k++) {
+        CU_ASSERT_EQUAL(choose_kind(&two, 8, 8, zero[k], au, 1e9), OC_SIM_ALGO_HIER);
+        CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, zero[k], au, 1e3), OC_SIM_ALGO_TREE);
+        CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, zero[k], au, 1e9), OC_SIM_ALGO_RING);
+        CU_ASSERT_EQUAL(choose_kind(&one, 8, 8, zero[k], au, 1e3), OC_SIM_ALGO_RING);
+        CU_ASSERT_EQUAL(choose_kind(&one, 8, 8, zero[k], OC_SIM_ALGO_TREE, 1e3),
+                        OC_SIM_ALGO_RING);
+        CU_ASSERT_EQUAL(choose_kind(&one, 8, 8, zero[k], OC_SIM_ALGO_HIER, 1e3),
+                        OC_SIM_ALGO_HIER);
+        CU_ASSERT_EQUAL(choose_kind(&two, 8, 8, zero[k], OC_SIM_ALGO_TREE, 1e9),
+                        OC_SIM_ALGO_TREE);
+    }
+    CU_ASSERT_EQUAL(choose_kind(&one, 8, 8, OC_COLL_ALLREDUCE, OC_SIM_ALGO_TREE, 1e3),
+                    OC_SIM_ALGO_TREE);
+    CU_ASSERT_EQUAL(choose_kind(&two, 8, 8, OC_COLL_BROADCAST, OC_SIM_ALGO_HIER, 1e3),
+                    OC_SIM_ALGO_RING);
+    /* a forced algorithm that does not apply has no estimate */
+    struct job j = {.topo = &one, .cards = 8, .kind = JOB_ESTIMATE, .n = 8, .bytes = 1e3,
+                    .coll = OC_COLL_ALLGATHER, .opts = {.algo = OC_SIM_ALGO_TREE}};
+    struct job_result r;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
+    CU_ASSERT_EQUAL(r.estimate_s, -1);
 }
 
 static void test_algo_names(void)
@@ -880,12 +1013,14 @@ static CU_TestInfo tests[] = {
     {"coarse falls back on mixed rings", test_coarse_falls_back},
     {"hierarchical all-reduce", test_hier_allreduce},
     {"tree all-reduce", test_tree_allreduce},
+    {"every algorithm and kind = closed form", test_closed_forms},
     {"chain broadcast", test_broadcast},
     {"point-to-point", test_p2p},
     {"async overlap", test_async_overlap},
     {"no TCP window cap", test_no_tcp_window_cap},
     {"determinism", test_determinism},
     {"automatic choice", test_auto_choice},
+    {"automatic choice, reduce-scatter and all-gather", test_auto_choice_kinds},
     {"algorithm names", test_algo_names},
     {"cfg check", test_cfg_check},
     {"cfg passthrough", test_cfg_passthrough},

@@ -218,14 +218,21 @@ static void test_memory(void)
  * below 1e-3 of the step are skipped. This test also catches SimGrid's
  * lazy network update (replay.c), under which full mode's flows through
  * one NIC did not share it. */
-static void check_fast_full(const char *layout, struct oc_topology t)
+static void check_fast_full_opts(const char *layout, struct oc_topology t,
+                                 enum oc_sim_algo algo, int shard_optimizer)
 {
     struct oc_model m = tiny(1);
     struct oc_layout l = lay(layout, 16);
+    l.shard_optimizer = shard_optimizer;
     struct oc_metrics *a = metrics_new(), *b = metrics_new();
     struct oc_status st = {{0}};
-    CU_ASSERT_EQUAL_FATAL(sim(&m, &t, &l, OC_SIM_FAST, 0, a, &st), 0);
-    CU_ASSERT_EQUAL_FATAL(sim(&m, &t, &l, OC_SIM_FULL, 0, b, &st), 0);
+    struct oc_replay_opts o;
+    memset(&o, 0, sizeof o);
+    o.algo = algo;
+    o.fidelity = OC_SIM_FAST;
+    CU_ASSERT_EQUAL_FATAL(oc_replay_run_forked(&m, &t, &l, &o, a, 60.0, &st), 0);
+    o.fidelity = OC_SIM_FULL;
+    CU_ASSERT_EQUAL_FATAL(oc_replay_run_forked(&m, &t, &l, &o, b, 60.0, &st), 0);
     OC_ASSERT_REL(a->step_time_s, b->step_time_s, 1e-6);
     const double floor_s = 1e-3 * b->step_time_s;
     for (int64_t s = 0; s < l.pp; s++) {
@@ -246,6 +253,11 @@ static void check_fast_full(const char *layout, struct oc_topology t)
     free(b);
 }
 
+static void check_fast_full(const char *layout, struct oc_topology t)
+{
+    check_fast_full_opts(layout, t, OC_SIM_ALGO_AUTO, 1);
+}
+
 static void test_fast_full_one_nic(void)
 {
     check_fast_full("tp2-pp2-dp2", topo_net(4, 1, 1, 1));
@@ -258,6 +270,173 @@ static void test_fast_full_four_nics(void)
     check_fast_full("tp4-pp2-dp1", topo_net(4, 4, 1, 1));
     /* Oversubscribed uplinks: the fast mode simulates every rank here. */
     check_fast_full("tp2-pp2-dp2", topo_net(4, 4, 2, 2));
+}
+
+/* The same for each collective algorithm and kind: tp2-pp1-dp4 on two
+ * nodes of 4 GPUs puts each DP group (L = 2 members per node, M = 2 nodes)
+ * across the nodes and next to TP traffic, with ZeRO's reduce-scatter and
+ * all-gather (the default) or the all-reduce. */
+static void check_fast_full_algos(struct oc_topology t)
+{
+    const enum oc_sim_algo algos[3] = {OC_SIM_ALGO_RING, OC_SIM_ALGO_HIER,
+                                       OC_SIM_ALGO_TREE};
+    for (int a = 0; a < 3; a++)
+        for (int zero = 0; zero <= 1; zero++) {
+            check_fast_full_opts("tp2-pp1-dp4", t, algos[a], zero);
+            check_fast_full_opts("tp2-pp2-dp2", t, algos[a], zero);
+        }
+}
+
+static void test_fast_full_algos(void)
+{
+    check_fast_full_algos(topo_net(4, 1, 1, 1));
+    check_fast_full_algos(topo_net(4, 4, 1, 1));
+}
+
+/* ---- DP collectives per algorithm against their closed forms ---------- */
+
+struct dp_job {
+    const struct oc_model *m;
+    const struct oc_topology *t;
+    const struct oc_layout *l;
+    struct oc_replay_opts o;
+};
+
+/* Per DP collective of a rank's list (k = 0 the gradient reduction, 1 the
+ * all-gather of ZeRO), over the recorded ranks: earliest and latest start,
+ * latest end; and the stage's mean DP time. */
+struct dp_result {
+    int64_t n;
+    double start_min_s[2], start_max_s[2], end_max_s[2];
+    double dp_comm_s;
+};
+
+static int dp_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    const struct dp_job *j = arg;
+    struct oc_metrics *mt = calloc(1, sizeof *mt);
+    struct oc_schedule s;
+    struct oc_timeline tl;
+    if (oc_replay_run(j->m, j->t, j->l, &j->o, mt, &s, &tl, st) != 0) {
+        free(mt);
+        return -1;
+    }
+    struct dp_result r;
+    memset(&r, 0, sizeof r);
+    for (int k = 0; k < 2; k++) {
+        r.start_min_s[k] = INFINITY;
+        r.start_max_s[k] = r.end_max_s[k] = -INFINITY;
+    }
+    for (int64_t q = 0; q < s.nranks; q++) {
+        int64_t k = 0;
+        for (int64_t i = 0; tl.start_s[q] && i < s.ranks[q].n; i++) {
+            const struct oc_op *op = &s.ranks[q].ops[i];
+            if (op->kind != OC_OP_COLLECTIVE || op->group != OC_GROUP_DP || k >= 2)
+                continue;
+            r.start_min_s[k] = fmin(r.start_min_s[k], tl.start_s[q][i]);
+            r.start_max_s[k] = fmax(r.start_max_s[k], tl.start_s[q][i]);
+            r.end_max_s[k] = fmax(r.end_max_s[k], tl.end_s[q][i]);
+            k++;
+        }
+        r.n = k > r.n ? k : r.n;
+    }
+    r.dp_comm_s = mt->stage[0].dp_comm_s;
+    oc_sim_buf_append(out, &r, sizeof r);
+    oc_timeline_free(&tl);
+    oc_schedule_free(&s);
+    free(mt);
+    return 0;
+}
+
+/* tp2-pp1-dp4 on 2 nodes of 4 GPUs with 4 NICs, no overlap of the DP
+ * reduction: after the last backward every rank runs one DP collective of
+ * its 16-bit gradients, S = 2 * parameters bytes (a reduce-scatter with
+ * the distributed optimizer, else an all-reduce), and with the
+ * distributed optimizer an all-gather of S after the optimizer step. The
+ * DP group of TP rank 0 is GPUs 0, 2 | 4, 6 (L = 2 per node, M = 2 nodes),
+ * that of TP rank 1 GPUs 1, 3 | 5, 7, and no two flows share a link
+ * (NVLink per GPU, a NIC per GPU). Entered by all members at once, each
+ * collective lasts (first start to last end) its closed form
+ * (core/closed_form.h) on the hops: in a node li, Bi (the topology's
+ * NVLink), across ln = oc_topology_inter_latency_s, Bn (the NIC):
+ *   ring  RS = AG: oc_cf_ring_*(4, S, Bn, ln) (every step waits on a NIC
+ *         hop); AR: oc_cf_ring_allreduce_s
+ *   hier  oc_cf_hier_reducescatter_s, _allgather_s, _allreduce_s
+ *   tree  oc_cf_tree_reducescatter_s, _allgather_s, _allreduce_s with the
+ *         pipeline chunks of collective.h
+ * in both fidelities. Ring and hier members all finish together, so the
+ * stage's mean DP time is the sum of the closed forms. The tree's do not
+ * (the root is done before the leaves), so its mean DP time is smaller,
+ * and its all-gather is entered at skewed times (the members left the
+ * reduce-scatter at different times): that one is outside the closed
+ * form's assumptions and not checked. Whole-byte chunks differ from S/N
+ * by under a byte in 1e5: held to 1e-5. The three algorithms give
+ * different DP times (by more than 5 %): --collective moves ZeRO's
+ * collectives. */
+static void test_dp_closed_forms(void)
+{
+    struct oc_model m = tiny(1);
+    struct oc_topology t = topo_net(4, 4, 1, 1);
+    struct oc_layout l = lay("tp2-pp1-dp4", 16);
+    l.overlap_grad_reduce = 0;
+    const double S = 2.0 * (double)oc_mem_stage_params(&m, &l, 0);
+    const double Bi = t.intra_bandwidth_Bps, li = t.intra_latency_s;
+    const double Bn = t.nic_bandwidth_Bps, ln = oc_topology_inter_latency_s(&t);
+    const struct oc_cf_levels v = {2, 2, Bi, li, Bn, ln};
+    int64_t C = (int64_t)ceil((double)llround(S) / OC_SIM_CHUNK_BYTES);
+    C = C < 1 ? 1 : C > OC_SIM_MAX_CHUNKS ? OC_SIM_MAX_CHUNKS : C;
+    const enum oc_sim_algo algos[3] = {OC_SIM_ALGO_RING, OC_SIM_ALGO_HIER,
+                                       OC_SIM_ALGO_TREE};
+    /* [algorithm][0 reduce-scatter, 1 all-gather, 2 all-reduce] */
+    const double cf[3][3] = {
+        {oc_cf_ring_reducescatter_s(4, S, Bn, ln), oc_cf_ring_allgather_s(4, S, Bn, ln),
+         oc_cf_ring_allreduce_s(4, S, Bn, ln)},
+        {oc_cf_hier_reducescatter_s(&v, S), oc_cf_hier_allgather_s(&v, S),
+         oc_cf_hier_allreduce_s(&v, S)},
+        {oc_cf_tree_reducescatter_s(&v, S, C), oc_cf_tree_allgather_s(&v, S, C),
+         oc_cf_tree_allreduce_s(&v, S, C)},
+    };
+    double zero_dp_s[3] = {0};
+    for (int z = 0; z < 2; z++) {
+        l.shard_optimizer = z == 0;
+        for (int a = 0; a < 3; a++)
+            for (int fid = OC_SIM_FAST; fid <= OC_SIM_FULL; fid++) {
+                struct dp_job j = {&m, &t, &l, {0}};
+                j.o.fidelity = (enum oc_sim_fidelity)fid;
+                j.o.algo = algos[a];
+                struct oc_sim_buf buf = {0};
+                struct oc_status st = {{0}};
+                int rc = oc_sim_fork_run(dp_child, &j, NULL, &buf, &st);
+                if (rc != 0)
+                    fprintf(stderr, "\n  %s\n", st.msg);
+                CU_ASSERT_EQUAL_FATAL(rc, 0);
+                struct dp_result r;
+                CU_ASSERT_EQUAL_FATAL(buf.len, sizeof r);
+                memcpy(&r, buf.data, sizeof r);
+                oc_sim_buf_free(&buf);
+                CU_ASSERT_EQUAL_FATAL(r.n, z == 0 ? 2 : 1);
+                /* the gradient reduction: entered at once, lasts its form */
+                const double first = z == 0 ? cf[a][0] : cf[a][2];
+                CU_ASSERT_DOUBLE_EQUAL(r.start_max_s[0], r.start_min_s[0], 1e-15);
+                OC_ASSERT_REL(r.end_max_s[0] - r.start_min_s[0], first, 1e-5);
+                if (z == 1 && algos[a] != OC_SIM_ALGO_TREE)
+                    OC_ASSERT_REL(r.dp_comm_s, first, 1e-5);
+                if (z == 1)
+                    continue;
+                if (algos[a] == OC_SIM_ALGO_TREE) {
+                    CU_ASSERT(r.start_max_s[1] > r.start_min_s[1]);
+                    CU_ASSERT(r.dp_comm_s < cf[a][0] + cf[a][1]);
+                } else {
+                    CU_ASSERT_DOUBLE_EQUAL(r.start_max_s[1], r.start_min_s[1], 1e-15);
+                    OC_ASSERT_REL(r.end_max_s[1] - r.start_min_s[1], cf[a][1], 1e-5);
+                    OC_ASSERT_REL(r.dp_comm_s, cf[a][0] + cf[a][1], 1e-5);
+                }
+                zero_dp_s[a] = r.dp_comm_s;
+            }
+    }
+    for (int a = 0; a < 3; a++)
+        for (int b = a + 1; b < 3; b++)
+            CU_ASSERT(fabs(zero_dp_s[a] - zero_dp_s[b]) > 0.05 * zero_dp_s[a]);
 }
 
 /* ---- accounting, determinism, the closed form ------------------------- */
@@ -513,6 +692,8 @@ static CU_TestInfo tests[] = {
     {"peak memory = memory.h", test_memory},
     {"fast = full, 1 NIC per node", test_fast_full_one_nic},
     {"fast = full, 4 NICs per node", test_fast_full_four_nics},
+    {"fast = full, every algorithm, ZeRO and all-reduce", test_fast_full_algos},
+    {"DP time of each algorithm = closed form", test_dp_closed_forms},
     {"compute + exposed + bubble = step", test_accounting},
     {"determinism", test_determinism},
     {"closed-form step within 25 %", test_closed_form},

@@ -146,7 +146,9 @@ int oc_cmd_simulate(int argc, char **argv)
     struct job j = {&o, &ro, out};
     struct oc_sim_buf res = {0};
     fflush(stdout);
-    if (oc_sim_fork_run(child, &j, NULL, &res, &st) != 0) {
+    /* With --log the child's SimGrid log goes to our stderr. */
+    const struct oc_sim_fork_opts fo = {.keep_stderr = o.log != NULL};
+    if (oc_sim_fork_run(child, &j, &fo, &res, &st) != 0) {
         fprintf(stderr, "ocsim simulate: %s\n", st.msg);
         oc_sim_buf_free(&res);
         return 2;

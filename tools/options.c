@@ -12,7 +12,7 @@ enum {
     O_DP, O_MB, O_GB, O_SEQ, O_SCHEDULE, O_VCHUNKS, O_RECOMPUTE, O_SP, O_NOSP,
     O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_ATTN, O_ORDER, O_CROSS_TP,
     O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
-    O_JOBS, O_TOP,
+    O_JOBS, O_TOP, O_LOG,
 };
 
 struct flag {
@@ -59,6 +59,7 @@ static const struct flag flags[] = {
     {{"coarse", no_argument, 0, O_COARSE}, OC_OPT_SIM},
     {{"platform", required_argument, 0, O_PLATFORM}, OC_OPT_SIM},
     {{"cfg", required_argument, 0, O_CFG}, OC_OPT_SIM},
+    {{"log", required_argument, 0, O_LOG}, OC_OPT_SIM},
     {{"jobs", required_argument, 0, O_JOBS}, OC_OPT_SIM},
     {{"top", required_argument, 0, O_TOP}, OC_OPT_SIM},
     {{"help", no_argument, 0, O_HELP}, 0},
@@ -238,6 +239,7 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
             o->collective = optarg;
             break;
         case O_COARSE: o->coarse = 1; break;
+        case O_LOG: o->log = optarg; break;
         case O_PLATFORM: o->platform_file = optarg; break;
         case O_CFG:
             if (o->n_cfg == OC_MAX_LIST)
@@ -354,12 +356,17 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"
               "                          closed form, one op per model chunk (default);\n"
               "                          full: every rank, layer and message\n"
-              "  --collective ALGO       auto (per size, as NCCL) | ring | tree | hier\n"
+              "  --collective ALGO       auto (per collective and size, as NCCL) | ring |\n"
+              "                          tree | hier, for every collective (ZeRO's\n"
+              "                          reduce-scatter and all-gather too) where it\n"
+              "                          applies, else ring\n"
               "  --coarse                merge the steps of each ring into one message\n"
               "  --platform FILE         a SimGrid platform XML with hosts gpu0..gpuN-1\n"
               "                          instead of the one generated from --topology\n"
               "  --cfg KEY:VALUE         passed to SimGrid (repeatable), e.g.\n"
               "                          --cfg network/model:LV08\n"
+              "  --log SPEC              SimGrid log settings, e.g. --log\n"
+              "                          ocsim_replay.thres:debug (one line per op)\n"
               "  --jobs N                simulations at once (default: the cores)\n"
               "  --top N                 rows of the ranked table (default 10)\n", f);
     if (groups & OC_OPT_CSV)

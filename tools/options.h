@@ -51,6 +51,7 @@ struct oc_opts {
     const char *platform_file;
     const char *cfg[OC_MAX_LIST];
     int n_cfg;
+    const char *log;          /* SimGrid --log settings, or NULL */
     int64_t jobs;             /* parallel simulations (sweep); 0: cores */
     int64_t top;              /* rows of the ranked table */
     int help;

@@ -20,6 +20,7 @@ int oc_opts_replay(const struct oc_opts *o, struct oc_replay_opts *ro,
             return -1;
     ro->cfg = o->cfg;
     ro->n_cfg = o->n_cfg;
+    ro->log = o->log;
     if (o->platform_file) {
         if (oc_sim_platform_check_file(o->platform_file, st) != 0)
             return -1;

@@ -1,0 +1,243 @@
+/* coll.c: the table of collective algorithms, the choice among them, and
+ * the transport (mailboxes, scaled sizes, coarse-ring flags) every
+ * algorithm sends through in both fidelities (see coll.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "coll.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/comm.h>
+#include <simgrid/mailbox.h>
+
+#include "sim_log.h"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
+                                "ocsim: which collective algorithm runs");
+
+/* SimGrid refuses a NULL payload; every collective message carries the
+ * address of this token, and asynchronous receives store it here. */
+static char coll_token;
+static void *coll_sink;
+
+static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0};
+
+/* ---- the table --------------------------------------------------------- */
+
+/* Tie order of the automatic choice: ring, then hier, then tree. */
+static const struct oc_coll_algo *const table[] = {&oc_coll_ring, &oc_coll_hier,
+                                                   &oc_coll_tree};
+#define TABLE_N ((int64_t)(sizeof table / sizeof table[0]))
+
+const struct oc_coll_algo *const *oc_coll_table(int64_t *n)
+{
+    OC_ASSERT(n);
+    *n = TABLE_N;
+    return table;
+}
+
+const struct oc_coll_algo *oc_coll_find(enum oc_sim_algo a)
+{
+    for (int64_t i = 0; i < TABLE_N; i++)
+        if (table[i]->id == a)
+            return table[i];
+    OC_ASSERT(!"no descriptor for this algorithm");
+    return NULL;
+}
+
+const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
+                                        enum oc_coll_kind kind,
+                                        enum oc_sim_algo algo, double bytes,
+                                        const struct oc_sim_coll_opts *o)
+{
+    OC_ASSERT(g && g->size >= 1 && bytes >= 0);
+    if (!o)
+        o = &default_opts;
+    if (algo != OC_SIM_ALGO_AUTO) {
+        const struct oc_coll_algo *a = oc_coll_find(algo);
+        if (a->applies(g, kind))
+            return a;
+        XBT_DEBUG("%s on %s: %s does not apply, the ring runs", oc_coll_name(kind),
+                  g->name, a->name);
+        return &oc_coll_ring;
+    }
+    /* Like NCCL's tuner: the smallest estimate; inside one node only the
+     * ring (collective.h). */
+    const struct oc_coll_algo *best = &oc_coll_ring;
+    if (g->nodes < 2)
+        return best;
+    const int trace = XBT_LOG_ISENABLED(ocsim_coll_table, xbt_log_priority_debug);
+    char seen[160] = "";
+    double best_s = INFINITY;
+    for (int64_t i = 0; i < TABLE_N; i++) {
+        if (!table[i]->applies(g, kind))
+            continue;
+        const double t = table[i]->estimate_s(g, kind, bytes, o);
+        if (t < best_s) {
+            best = table[i];
+            best_s = t;
+        }
+        if (trace) {
+            const size_t used = strlen(seen);
+            snprintf(seen + used, sizeof seen - used, " %s %.6g s", table[i]->name, t);
+        }
+    }
+    XBT_DEBUG("%s of %.0f bytes on %s:%s: %s", oc_coll_name(kind), bytes, g->name, seen,
+              best->name);
+    return best;
+}
+
+int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
+                double bytes, int64_t root, struct oc_status *st)
+{
+    OC_ASSERT(tx && tx->g && tx->o);
+    const struct oc_sim_group *g = tx->g;
+    OC_ASSERT(g->ranks && me >= 0 && me < g->size);
+    if (kind < OC_COLL_ALLREDUCE || kind > OC_COLL_BROADCAST)
+        return oc_fail(st, "collective kind %d unknown", (int)kind);
+    if (!(isfinite(bytes) && bytes >= 0 && bytes < 9e18))
+        return oc_fail(st, "%s on group %s: size must be a number of bytes >= 0 (got %g)",
+                       oc_coll_name(kind), g->name, bytes);
+    if (kind == OC_COLL_BROADCAST && (root < 0 || root >= g->size))
+        return oc_fail(st, "broadcast on group %s: root %" PRId64 " is not a member index "
+                           "(0..%" PRId64 ")", g->name, root, g->size - 1);
+    const struct oc_coll_call c = {kind, llround(bytes), root};
+    const struct oc_coll_algo *a = oc_coll_pick(g, kind, tx->o->algo, (double)c.bytes, tx->o);
+    if (g->size > 1)
+        a->run(tx, me, &c);
+    return 0;
+}
+
+/* ---- transport --------------------------------------------------------- */
+
+/* How many real flows a message from member i to member j stands for: 1
+ * inside a node (every GPU has its own NVLink link) or without factors,
+ * else the larger factor of the two ends (replay.h). */
+static int64_t hop_scale(const struct oc_coll_tx *tx, int64_t i, int64_t j)
+{
+    if (!tx->scale || tx->g->node[i] == tx->g->node[j])
+        return 1;
+    return tx->scale[i] > tx->scale[j] ? tx->scale[i] : tx->scale[j];
+}
+
+void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
+                     const int64_t *scale, const struct oc_sim_coll_opts *o)
+{
+    OC_ASSERT(tx && g);
+    tx->g = g;
+    tx->scale = scale;
+    tx->o = o ? o : &default_opts;
+    const int c = tx->o->coarse != 0;
+    const int64_t n = g->size, M = g->nodes, L = g->per_node;
+    /* Coarse rings need equal hops: equal route figures (collective.h),
+     * and in fast fidelity equal scales too. Inside nodes nothing is
+     * scaled. */
+    tx->coarse_ring = c && g->ring.uniform;
+    for (int64_t i = 1; n > 1 && i < n; i++)
+        tx->coarse_ring = tx->coarse_ring && hop_scale(tx, i, (i + 1) % n) == hop_scale(tx, 0, 1);
+    tx->coarse_intra = c && g->intra.uniform;
+    tx->coarse_inter = c && g->inter.uniform;
+    if (L > 0 && M > 1) {
+        const int64_t s0 = hop_scale(tx, oc_coll_node_member(g, 0, 0),
+                                     oc_coll_node_member(g, 1, 0));
+        for (int64_t j = 0; j < L; j++)
+            for (int64_t k = 0; k < M; k++)
+                tx->coarse_inter = tx->coarse_inter &&
+                                   hop_scale(tx, oc_coll_node_member(g, k, j),
+                                             oc_coll_node_member(g, (k + 1) % M, j)) == s0;
+    }
+}
+
+struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_t to)
+{
+    const struct oc_sim_group *g = tx->g;
+    OC_ASSERT(from >= 0 && from < g->size && to >= 0 && to < g->size);
+    char name[160];
+    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
+                     g->ranks[to]);
+    OC_ASSERT(w > 0 && (size_t)w < sizeof name);
+    return (struct oc_coll_hop){sg_mailbox_by_name(name), hop_scale(tx, from, to)};
+}
+
+sg_comm_t oc_coll_put(const struct oc_coll_hop *h, int64_t bytes)
+{
+    return sg_mailbox_put_async(h->mb, &coll_token, bytes * h->scale);
+}
+
+void oc_coll_get(const struct oc_coll_hop *h)
+{
+    sg_mailbox_get(h->mb);
+}
+
+sg_comm_t oc_coll_get_async(const struct oc_coll_hop *h)
+{
+    return sg_mailbox_get_async(h->mb, &coll_sink);
+}
+
+void oc_coll_comms_push(struct oc_coll_comms *cs, sg_comm_t c)
+{
+    if (cs->n == cs->cap) {
+        cs->cap = cs->cap ? 2 * cs->cap : 16;
+        cs->c = oc_xrealloc(cs->c, (size_t)cs->cap * sizeof *cs->c);
+    }
+    cs->c[cs->n++] = c;
+}
+
+void oc_coll_comms_wait(struct oc_coll_comms *cs)
+{
+    if (cs->n > 0)
+        sg_comm_wait_all(cs->c, (size_t)cs->n);
+    cs->n = 0;
+}
+
+void oc_coll_comms_free(struct oc_coll_comms *cs)
+{
+    free(cs->c);
+    cs->c = NULL;
+    cs->n = cs->cap = 0;
+}
+
+/* ---- sizes and shapes -------------------------------------------------- */
+
+int64_t oc_coll_chunk_bytes(int64_t S, int64_t n, int64_t c)
+{
+    OC_ASSERT(n >= 1 && c >= 0 && c < n);
+    /* written so that S*c cannot overflow */
+    const int64_t q = S / n, r = S % n;
+    return q + (r * (c + 1)) / n - (r * c) / n;
+}
+
+int64_t oc_coll_pipeline_chunks(int64_t S, const struct oc_sim_coll_opts *o)
+{
+    if (!o)
+        o = &default_opts;
+    const double cb = o->chunk_bytes > 0 ? o->chunk_bytes : OC_SIM_CHUNK_BYTES;
+    const int64_t cap = o->max_chunks > 0 ? o->max_chunks : OC_SIM_MAX_CHUNKS;
+    double c = ceil((double)S / cb);
+    if (c < 1)
+        c = 1;
+    return c > (double)cap ? cap : (int64_t)c;
+}
+
+int64_t oc_coll_node_count(const struct oc_sim_group *g, int64_t k)
+{
+    OC_ASSERT(k >= 0 && k < g->nodes);
+    return g->node_first[k + 1] - g->node_first[k];
+}
+
+int64_t oc_coll_node_member(const struct oc_sim_group *g, int64_t k, int64_t j)
+{
+    OC_ASSERT(j >= 0 && j < oc_coll_node_count(g, k));
+    return g->node_members[g->node_first[k] + j];
+}
+
+struct oc_cf_levels oc_coll_levels(const struct oc_sim_group *g, int64_t per_node,
+                                   const struct oc_sim_hops *intra,
+                                   const struct oc_sim_hops *inter)
+{
+    return (struct oc_cf_levels){per_node, g->nodes, intra->bw_Bps, intra->lat_s,
+                                 inter->bw_Bps, inter->lat_s};
+}

@@ -1,0 +1,157 @@
+/* coll.h: the table of collective algorithms (one descriptor per
+ * algorithm, one file each: coll_ring.c, coll_hier.c, coll_tree.c) and the
+ * transport their messages go through. Internal to sim/: collective.c runs
+ * a call in full fidelity, replay.c in fast fidelity; both pick the
+ * algorithm here. It does not build groups (collective.c does) or know of
+ * schedules and NIC sharing (replay.c computes the factors it passes in).
+ *
+ *   struct oc_coll_tx tx;                 // once per group (and options)
+ *   oc_coll_tx_init(&tx, &g, NULL, &opts);      // full: messages as they are
+ *   oc_coll_tx_init(&tx, &g, factors, &opts);   // fast: scaled across nodes
+ *   if (oc_coll_run(&tx, me, OC_COLL_REDUCESCATTER, 1e9, 0, &st) != 0) ...
+ *   // what that picks, and what it costs without contention:
+ *   const struct oc_coll_algo *a =
+ *       oc_coll_pick(&g, OC_COLL_REDUCESCATTER, OC_SIM_ALGO_AUTO, 1e9, &opts);
+ *   double t = a->estimate_s(&g, OC_COLL_REDUCESCATTER, 1e9, &opts);
+ *
+ * A descriptor gives the algorithm's name, when it applies (which
+ * collective kinds, which group shapes), its closed-form estimate
+ * (core/closed_form.h, on the group's hop figures, ignoring contention)
+ * and its run. The run is written once for both fidelities: it sends
+ * every message through an oc_coll_hop of the transport, which knows the
+ * mailbox ("<group>:<src>><dst>", global ranks) and the hop's scale (1 in
+ * full fidelity; in fast fidelity the NIC-sharing factor of a hop across
+ * nodes, replay.h), and the transport says where the coarse ring applies
+ * (route figures, and in fast fidelity the scales, equal on every hop).
+ *
+ * Choosing (oc_coll_pick): a forced algorithm runs where it applies, the
+ * ring elsewhere (the ring applies to every kind and group). AUTO takes the
+ * smallest estimate among the applicable algorithms, in table order on
+ * ties (ring, hier, tree); inside one node only the ring. New algorithm:
+ * a file with its descriptor, a row in the table (coll.c), an enum value
+ * and its closed form in core/closed_form.c; nothing else switches on it.
+ */
+#ifndef OC_SIM_COLL_H
+#define OC_SIM_COLL_H
+
+#include <stdint.h>
+
+#include <simgrid/forward.h>
+
+#include "closed_form.h"
+#include "collective.h"
+#include "schedule.h"
+#include "status.h"
+
+/* How the messages of one group's collectives are sent. */
+struct oc_coll_tx {
+    const struct oc_sim_group *g;
+    const int64_t *scale; /* (N) member i's NIC-sharing factor, or NULL */
+    const struct oc_sim_coll_opts *o; /* coarse, chunking */
+    /* coarse rings allowed on: the flat ring, rings inside nodes, rings
+     * across nodes (opts.coarse and equal hops) */
+    int coarse_ring, coarse_intra, coarse_inter;
+};
+
+/* o must outlive tx; scale (when not NULL) holds g->size factors >= 1. */
+void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
+                     const int64_t *scale, const struct oc_sim_coll_opts *o);
+
+/* One direction between two members: the mailbox and the scale of what
+ * goes over it. */
+struct oc_coll_hop {
+    sg_mailbox_t mb;
+    int64_t scale;
+};
+
+struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,
+                               int64_t to);
+/* Send `bytes` (times the hop's scale) without waiting; receive (blocking
+ * or not) the next message of the hop. */
+sg_comm_t oc_coll_put(const struct oc_coll_hop *h, int64_t bytes);
+void oc_coll_get(const struct oc_coll_hop *h);
+sg_comm_t oc_coll_get_async(const struct oc_coll_hop *h);
+
+/* Outstanding comms of one member, waited for together. */
+struct oc_coll_comms {
+    sg_comm_t *c;
+    int64_t n, cap;
+};
+void oc_coll_comms_push(struct oc_coll_comms *cs, sg_comm_t c);
+void oc_coll_comms_wait(struct oc_coll_comms *cs);
+void oc_coll_comms_free(struct oc_coll_comms *cs);
+
+/* Bytes of chunk c of S cut in n: floor(S(c+1)/n) - floor(Sc/n). */
+int64_t oc_coll_chunk_bytes(int64_t S, int64_t n, int64_t c);
+/* Pipeline chunks of the tree and the chain (collective.h's defaults). */
+int64_t oc_coll_pipeline_chunks(int64_t S, const struct oc_sim_coll_opts *o);
+
+/* Members per node: node k's count, and its j-th member's index. */
+int64_t oc_coll_node_count(const struct oc_sim_group *g, int64_t k);
+int64_t oc_coll_node_member(const struct oc_sim_group *g, int64_t k, int64_t j);
+
+/* The closed forms' view of a group: `per_node` members on each of its
+ * nodes, the given hops inside and between nodes. */
+struct oc_cf_levels oc_coll_levels(const struct oc_sim_group *g,
+                                   int64_t per_node,
+                                   const struct oc_sim_hops *intra,
+                                   const struct oc_sim_hops *inter);
+
+/* ---- rings (coll_ring.c; the hierarchical algorithm runs them too) ---- */
+
+/* One ring seen from one member. */
+struct oc_coll_ring {
+    int64_t n, pos;
+    struct oc_coll_hop next, prev; /* to the next member, from the previous */
+    int coarse;   /* merge the steps (asked, and the hops equal) */
+    double lat_s; /* hop latency, slept for the merged steps */
+};
+
+/* The flat ring of the group, the ring inside me's node, the ring across
+ * nodes of the members with me's local index. */
+struct oc_coll_ring oc_coll_ring_flat(const struct oc_coll_tx *tx, int64_t me);
+struct oc_coll_ring oc_coll_ring_intra(const struct oc_coll_tx *tx, int64_t me);
+struct oc_coll_ring oc_coll_ring_inter(const struct oc_coll_tx *tx, int64_t me);
+/* Reduce-scatter steps (rs) then all-gather steps (ag) of S bytes. */
+void oc_coll_ring_run(const struct oc_coll_ring *r, int64_t S, int rs, int ag);
+
+/* ---- the table --------------------------------------------------------- */
+
+struct oc_coll_call {
+    enum oc_coll_kind kind;
+    int64_t bytes; /* S (collective.h), whole bytes */
+    int64_t root;  /* broadcast: the root's member index */
+};
+
+struct oc_coll_algo {
+    enum oc_sim_algo id;
+    const char *name; /* the --collective value */
+    /* Serves `kind` on g? */
+    int (*applies)(const struct oc_sim_group *g, enum oc_coll_kind kind);
+    /* Seconds of one call of `bytes` from g's hop figures, uncontended
+     * (only where it applies). */
+    double (*estimate_s)(const struct oc_sim_group *g, enum oc_coll_kind kind,
+                         double bytes, const struct oc_sim_coll_opts *o);
+    /* Member me's part of the call, in either fidelity (tx). */
+    void (*run)(const struct oc_coll_tx *tx, int64_t me,
+                const struct oc_coll_call *c);
+};
+
+extern const struct oc_coll_algo oc_coll_ring, oc_coll_hier, oc_coll_tree;
+
+/* The descriptors in tie order; *n gets their count. */
+const struct oc_coll_algo *const *oc_coll_table(int64_t *n);
+/* The descriptor of algorithm a (not AUTO). */
+const struct oc_coll_algo *oc_coll_find(enum oc_sim_algo a);
+/* What runs for `kind` of `bytes` on g when `algo` is asked (see above). */
+const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
+                                        enum oc_coll_kind kind,
+                                        enum oc_sim_algo algo, double bytes,
+                                        const struct oc_sim_coll_opts *o);
+
+/* Member me's part of one collective through tx: checks the size (and the
+ * root of a broadcast), picks with tx->o->algo, runs. 0, or -1 and st. */
+int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
+                double bytes, int64_t root, struct oc_status *st);
+
+#endif

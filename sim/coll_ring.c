@@ -1,0 +1,173 @@
+/* coll_ring.c: the ring (coll.h's descriptor oc_coll_ring). All-reduce is
+ * a reduce-scatter then an all-gather, 2(N-1) steps of S/N, in each step
+ * every member sending to the next and receiving from the previous at once
+ * (Patarasuk and Yuan 2009); all-gather and reduce-scatter are N-1 such
+ * steps (Thakur et al. 2005); broadcast is a pipelined chain in ring order
+ * from the root (NCCL's ring broadcast). Applies to every kind and group.
+ * The coarse mode and its conditions are in collective.h. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "coll.h"
+
+#include <inttypes.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+
+#include "sim_log.h"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_ring, ocsim_coll,
+                                "ocsim: ring collectives and chain broadcast");
+
+static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, int64_t pos, int64_t n,
+                                   int64_t self, int64_t next, int64_t prev, int coarse,
+                                   double lat_s)
+{
+    struct oc_coll_ring r = {n, pos, {NULL, 1}, {NULL, 1}, coarse, lat_s};
+    if (n > 1) {
+        r.next = oc_coll_hop(tx, self, next);
+        r.prev = oc_coll_hop(tx, prev, self);
+    }
+    return r;
+}
+
+struct oc_coll_ring oc_coll_ring_flat(const struct oc_coll_tx *tx, int64_t me)
+{
+    const int64_t n = tx->g->size;
+    return ring_of(tx, me, n, me, (me + 1) % n, (me + n - 1) % n, tx->coarse_ring,
+                   tx->g->ring.lat_s);
+}
+
+/* The ring inside me's node, in group order. */
+struct oc_coll_ring oc_coll_ring_intra(const struct oc_coll_tx *tx, int64_t me)
+{
+    const struct oc_sim_group *g = tx->g;
+    const int64_t k = g->node[me], j = g->local[me], c = oc_coll_node_count(g, k);
+    return ring_of(tx, j, c, me, oc_coll_node_member(g, k, (j + 1) % c),
+                   oc_coll_node_member(g, k, (j + c - 1) % c), tx->coarse_intra,
+                   g->intra.lat_s);
+}
+
+/* The ring across nodes of the members with me's local index. */
+struct oc_coll_ring oc_coll_ring_inter(const struct oc_coll_tx *tx, int64_t me)
+{
+    const struct oc_sim_group *g = tx->g;
+    const int64_t k = g->node[me], j = g->local[me], M = g->nodes;
+    return ring_of(tx, k, M, me, oc_coll_node_member(g, (k + 1) % M, j),
+                   oc_coll_node_member(g, (k + M - 1) % M, j), tx->coarse_inter,
+                   g->inter.lat_s);
+}
+
+/* One step: send to the next member and receive from the previous one at
+ * once; the step ends when both are done. */
+static void exchange(const struct oc_coll_ring *r, int64_t bytes)
+{
+    sg_comm_t c = oc_coll_put(&r->next, bytes);
+    oc_coll_get(&r->prev);
+    sg_comm_wait(c);
+}
+
+/* Chunk of step k of phase ph (0 reduce-scatter, 1 all-gather): the
+ * reduce-scatter sends chunk (pos-k) mod n, so after n-1 steps member pos
+ * holds chunk (pos+1) mod n reduced; the all-gather sends (pos+1-k) mod n. */
+static int64_t step_chunk(const struct oc_coll_ring *r, int ph, int64_t k)
+{
+    const int64_t n = r->n, p = r->pos;
+    return ((ph == 0 ? p - k : p + 1 - k) % n + n) % n;
+}
+
+void oc_coll_ring_run(const struct oc_coll_ring *r, int64_t S, int rs, int ag)
+{
+    const int64_t n = r->n;
+    if (n < 2)
+        return;
+    const int do_phase[2] = {rs, ag};
+    if (r->coarse) {
+        /* collective.h: one message of everything this member sends, then
+         * the latencies of the steps it replaces. */
+        int64_t total = 0, steps = 0;
+        for (int ph = 0; ph < 2; ph++)
+            for (int64_t k = 0; do_phase[ph] && k < n - 1; k++) {
+                total += oc_coll_chunk_bytes(S, n, step_chunk(r, ph, k));
+                steps++;
+            }
+        exchange(r, total);
+        if (steps > 1 && r->lat_s > 0)
+            sg_actor_sleep_for((double)(steps - 1) * r->lat_s);
+        return;
+    }
+    for (int ph = 0; ph < 2; ph++)
+        for (int64_t k = 0; do_phase[ph] && k < n - 1; k++)
+            exchange(r, oc_coll_chunk_bytes(S, n, step_chunk(r, ph, k)));
+}
+
+/* A chain in ring order from the root; chunk by chunk, each member
+ * receives from the previous one and passes on to the next. */
+static void chain_broadcast(const struct oc_coll_tx *tx, int64_t me, int64_t root, int64_t S)
+{
+    const int64_t N = tx->g->size;
+    const int64_t q = (me - root + N) % N;
+    const int64_t next = (me + 1) % N, prev = (me + N - 1) % N;
+    struct oc_coll_hop in = {NULL, 1}, out = {NULL, 1};
+    if (q > 0)
+        in = oc_coll_hop(tx, prev, me);
+    if (q < N - 1)
+        out = oc_coll_hop(tx, me, next);
+    const int64_t C = oc_coll_pipeline_chunks(S, tx->o);
+    struct oc_coll_comms sends = {0};
+    for (int64_t ch = 0; ch < C; ch++) {
+        if (in.mb)
+            oc_coll_get(&in);
+        if (out.mb)
+            oc_coll_comms_push(&sends, oc_coll_put(&out, oc_coll_chunk_bytes(S, C, ch)));
+    }
+    oc_coll_comms_wait(&sends);
+    oc_coll_comms_free(&sends);
+}
+
+static int ring_applies(const struct oc_sim_group *g, enum oc_coll_kind kind)
+{
+    (void)g;
+    (void)kind;
+    return 1;
+}
+
+static double ring_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,
+                              double bytes, const struct oc_sim_coll_opts *o)
+{
+    const int64_t N = g->size;
+    const double B = g->ring.bw_Bps, l = g->ring.lat_s;
+    if (N < 2)
+        return 0;
+    /* core/closed_form.h, on the ring's slowest hop */
+    switch (kind) {
+    case OC_COLL_ALLREDUCE: return oc_cf_ring_allreduce_s(N, bytes, B, l);
+    case OC_COLL_ALLGATHER: return oc_cf_ring_allgather_s(N, bytes, B, l);
+    case OC_COLL_REDUCESCATTER: return oc_cf_ring_reducescatter_s(N, bytes, B, l);
+    case OC_COLL_BROADCAST:
+    default:
+        return oc_cf_chain_broadcast_s(N, bytes, oc_coll_pipeline_chunks((int64_t)bytes, o),
+                                       B, l);
+    }
+}
+
+static void ring_run(const struct oc_coll_tx *tx, int64_t me, const struct oc_coll_call *c)
+{
+    XBT_DEBUG("%s of %" PRId64 " bytes on %s, member %" PRId64, oc_coll_name(c->kind),
+              c->bytes, tx->g->name, me);
+    if (c->kind == OC_COLL_BROADCAST) {
+        chain_broadcast(tx, me, c->root, c->bytes);
+        return;
+    }
+    const struct oc_coll_ring r = oc_coll_ring_flat(tx, me);
+    oc_coll_ring_run(&r, c->bytes, c->kind != OC_COLL_ALLGATHER,
+                     c->kind != OC_COLL_REDUCESCATTER);
+}
+
+const struct oc_coll_algo oc_coll_ring = {
+    .id = OC_SIM_ALGO_RING,
+    .name = "ring",
+    .applies = ring_applies,
+    .estimate_s = ring_estimate_s,
+    .run = ring_run,
+};
