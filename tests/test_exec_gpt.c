@@ -103,6 +103,7 @@ static void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
     s->dx = oc_xcalloc((size_t)NC, sizeof(float));
     s->rin = oc_xcalloc((size_t)NC, sizeof(float));
     s->junk = oc_xcalloc((size_t)NC, sizeof(float));
+    OC_ASSERT(oc_gpt_reserve(&K, &s->d, &st) == 0);
     s->work = oc_xcalloc((size_t)oc_gpt_work_floats(&K, &s->d), sizeof(float));
     s->losses = oc_xcalloc((size_t)s->N, sizeof(float));
 
