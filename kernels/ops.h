@@ -3,8 +3,8 @@
  * functions per implementation, so that a model is written once and runs
  * on every backend.
  *
- *   struct oc_kernels k = oc_kernels_cpu();                  // kernels/cpu/
- *   (or oc_kernels_cuda_init(&k, &ctx, &blas, stream, OC_CUDA_BF16); kernels/cuda/)
+ *   struct oc_kernels k = oc_kernels_cpu();       // kernels/cpu/ops_cpu.h, or
+ *   oc_cuda_kernels_init(&k, &ctx, &blas, stream, OC_CUDA_BF16);  // cuda/ops_cuda.h
  *   struct oc_kernel_sizes sz = {.rows = N, .lin_in = C, .lin_out = 3 * C, ...};
  *   if (k.ops->reserve(k.ctx, &sz, &st) != 0) ...st.msg...
  *   k.ops->layernorm_fwd(k.ctx, ln, mean, rstd, x, w, b, N, C);
@@ -82,7 +82,7 @@ struct oc_kernel_ops {
      * alignment) on the cuda kernels. */
     int64_t align_floats;
     /* Makes the scratch for calls up to s (again with larger s: grows).
-     * 0, or -1 with st->msg (out of memory). */
+     * 0, or -1 with st->msg (out of memory; st may be NULL). */
     int (*reserve)(void *ctx, const struct oc_kernel_sizes *s,
                    struct oc_status *st);
     /* The fp32 weights were written other than by adamw: a copy kept in

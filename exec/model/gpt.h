@@ -37,13 +37,15 @@
  *              kernels from struct oc_model's fields (the norm, the MLP's
  *              activation, the position embedding, the key-value heads),
  *              the act structs grow the fields a variant keeps (their
- *              *_floats and *_bind below), and the new kernels join the
- *              table (rmsnorm, swiglu, rope, attention over fewer KV
- *              heads). The part functions, their all-reduces and their
- *              buffers stay what the runner (exec/runner.c), the
- *              calibrations and the backends call and allocate, so none of
- *              them changes. Nothing here may loop over tensor elements,
- *              call BLAS or CUDA, or ask which kernels it runs on.
+ *              *_floats and *_bind below), the new kernels join the table
+ *              (rmsnorm, swiglu, rope, attention over fewer KV heads), and
+ *              the parameter table (params.c) lists the variant's tensors
+ *              (a gate matrix, norms without bias, the KV heads' rows).
+ *              The part functions, their all-reduces and the buffer sizes
+ *              the runner (exec/runner.c), the calibrations and the
+ *              backends take from here stay as they are, so none of those
+ *              changes. Nothing here may loop over tensor elements, call
+ *              BLAS or CUDA, or ask which kernels it runs on.
  *
  * Letters (as llm.c): B = micro-batch size, T = sequence length, N = B*T
  * tokens, C = hidden size, NH = heads, HS = C/NH head size, F = MLP
@@ -142,8 +144,9 @@
  * and there is no dropout, so with one OpenBLAS thread
  * (openblas_set_num_threads(1) or OPENBLAS_NUM_THREADS=1, as the tests do)
  * a layout's results are bitwise reproducible; with more threads OpenBLAS
- * may split its sums differently. Across TP sizes the sums are split differently by design:
- * results agree to ~1e-6 relative (the tests ask 1e-5), not bitwise.
+ * may split its sums differently. Across TP sizes the sums are split
+ * differently by design: results agree to ~1e-6 relative (the tests ask
+ * 1e-5), not bitwise.
  */
 #ifndef OC_EXEC_MODEL_GPT_H
 #define OC_EXEC_MODEL_GPT_H
