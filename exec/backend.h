@@ -2,13 +2,18 @@
  * as one table of functions per backend, so that one walk over the
  * schedule's op lists drives both backends:
  *
- *   cpu   (backend_cpu.c) host memory, exec/gpt.c's fp32 parts on OpenBLAS,
- *         MPI for pipeline messages and TP / DP / EMBED collectives
- *         (comm_mpi.h), MPI_Wtime around every op.
+ *   cpu   (backend_cpu.c) host memory, the cpu kernels (kernels/cpu/: fp32
+ *         loops and OpenBLAS), MPI for pipeline messages and TP / DP /
+ *         EMBED collectives (comm_mpi.h), a clock around every op.
  *   cuda  (cuda/backend_cuda.c) device memory (stream-ordered allocations),
- *         cuda/gpt_cuda.h's parts on cuBLAS and kernels/, NCCL on four
- *         streams (compute + TP, pipeline up, pipeline down, DP), CUDA
- *         events around every op.
+ *         the cuda kernels (kernels/cuda/: CUDA kernels and cuBLAS), NCCL
+ *         on four streams (compute + TP, pipeline up, pipeline down, DP),
+ *         CUDA events around every op.
+ *
+ * The model is not the backend's: the runner calls model/gpt.h's parts
+ * with the backend's kernel table (b.kernels), so one model runs on every
+ * backend, and a backend is chosen by the table its init sets, never by
+ * its name.
  *
  *   struct oc_backend b;
  *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   or
@@ -19,7 +24,8 @@
  * Order and streams. The runner calls the table in the op list's order.
  * The cpu backend does each call before it returns (sends and async DP
  * collectives excepted: they return a request). The cuda backend only
- * enqueues: compute and the TP all-reduces on the compute stream; each
+ * enqueues: compute (the kernels) and the TP all-reduces on the compute
+ * stream; each
  * pipeline op and each DP collective on its own stream, after that stream
  * waited for the compute stream's position at the op's OC_MARK_START (so an
  * op starts when the op list reaches it, as on the cpu backend); a RECV's
@@ -67,6 +73,7 @@
 
 #include "ctl.h"
 #include "gpt.h"
+#include "ops.h"
 #include "params.h"
 #include "status.h"
 
@@ -103,44 +110,6 @@ struct oc_backend_ops {
     int (*params_adopt)(struct oc_backend *b, struct oc_params *p,
                         struct oc_status *st);
     void (*params_release)(struct oc_backend *b, struct oc_params *p);
-
-    /* -- model: gpt.h's parts, same arguments and step-mode protocol,
-     * pointers in backend memory (tokens and targets too) --------------- */
-    int64_t (*work_floats)(struct oc_backend *b, const struct oc_gpt_dims *d);
-    int (*embed_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                     const struct oc_gpt_dims *d, const struct oc_params *p,
-                     const int32_t *tokens, float *out);
-    int (*embed_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                     const struct oc_gpt_dims *d, struct oc_params *p,
-                     const int32_t *tokens, const float *dout);
-    int (*attn_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                    const struct oc_gpt_dims *d, const struct oc_params *p,
-                    int64_t layer, struct oc_gpt_attn_act *a, float *out);
-    void (*attn_scores)(struct oc_backend *b, const struct oc_gpt_dims *d,
-                        struct oc_gpt_attn_act *a);
-    int (*attn_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                    const struct oc_gpt_dims *d, struct oc_params *p,
-                    int64_t layer, const struct oc_gpt_attn_act *a,
-                    const float *dout, float *din, float *work);
-    int (*mlp_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                   const struct oc_gpt_dims *d, const struct oc_params *p,
-                   int64_t layer, struct oc_gpt_mlp_act *a, float *out);
-    int (*mlp_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                   const struct oc_gpt_dims *d, struct oc_params *p,
-                   int64_t layer, const struct oc_gpt_mlp_act *a,
-                   const float *dout, float *din, float *work);
-    int (*head_fwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                    const struct oc_gpt_dims *d, const struct oc_params *p,
-                    struct oc_gpt_head_act *a, const int32_t *targets,
-                    float *losses);
-    int (*head_bwd)(struct oc_backend *b, struct oc_gpt_call *c,
-                    const struct oc_gpt_dims *d, struct oc_params *p,
-                    const struct oc_gpt_head_act *a, const int32_t *targets,
-                    float grad_scale, float *din, float *work);
-    /* params.h's oc_params_adamw over arena floats [begin, end). */
-    void (*adamw)(struct oc_backend *b, struct oc_params *p,
-                  const struct oc_adamw *h, int64_t step, int64_t begin,
-                  int64_t end);
 
     /* -- communication ----------------------------------------------- */
     /* In place over the TP group (the part's all-reduce, step mode). */
@@ -194,11 +163,17 @@ struct oc_backend {
     const struct oc_backend_ops *ops;
     void *impl;
     struct oc_ctl *ctl;
+    /* The primitive kernels (kernels/ops.h) on this backend's memory and
+     * compute stream: what the model (model/gpt.h) and AdamW
+     * (oc_params_adamw) run on. Set by init; the cuda kernels' bf16 weight
+     * copy follows the arena of params_adopt. */
+    struct oc_kernels kernels;
 };
 
 #ifdef OC_HAVE_MPI
 #include "comm_mpi.h"
-/* cpu: gpt.c and MPI (comm: the layout's communicators, oc_comm_init).
+/* cpu: the cpu kernels and MPI (comm: the layout's communicators,
+ * oc_comm_init).
  * ctl: the control plane (barriers of the runner). */
 int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl,
                         struct oc_comm *comm, struct oc_status *st);

@@ -1,12 +1,12 @@
 /* backend_cpu.c: the cpu backend of the executor (backend.h): host memory,
- * exec/gpt.c's fp32 parts on OpenBLAS, MPI for the pipeline messages and
- * the TP / DP / EMBED collectives (comm_mpi.h), a monotonic clock around
- * every op.
+ * the cpu kernels (kernels/cpu/ops_cpu.h: fp32 loops and OpenBLAS), MPI for
+ * the pipeline messages and the TP / DP / EMBED collectives (comm_mpi.h), a
+ * monotonic clock around every op.
  *
- * What this file is: the table of backend.h over gpt.c, params.c and
- * comm_mpi.c, each call done before it returns (sends and async DP
- * collectives return an MPI request). What it is not: the walk over the
- * op lists (runner.c).
+ * What this file is: the table of backend.h over comm_mpi.c, each call
+ * done before it returns (sends and async DP collectives return an MPI
+ * request), and the cpu kernel table. What it is not: the model
+ * (model/gpt.h) or the walk over the op lists (runner.c).
  *
  * Without MPI (oc_backend_cpu_solo_init) the same table runs one rank:
  * every communication call fails with a message (a one-rank layout has
@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
+#include "ops_cpu.h"
 #include "poll.h"
 
 #include <stdlib.h>
@@ -70,96 +71,6 @@ static int cpu_adopt(struct oc_backend *b, struct oc_params *p, struct oc_status
 static void cpu_release(struct oc_backend *b, struct oc_params *p)
 {
     (void)b, (void)p;
-}
-
-/* ------------------------------------------------------------------ */
-/* Model: gpt.h                                                         */
-
-static int64_t cpu_work_floats(struct oc_backend *b, const struct oc_gpt_dims *d)
-{
-    (void)b;
-    return oc_gpt_work_floats(d);
-}
-
-static int cpu_embed_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                         const struct oc_gpt_dims *d, const struct oc_params *p,
-                         const int32_t *tokens, float *out)
-{
-    (void)b;
-    return oc_gpt_embed_fwd(c, d, p, tokens, out);
-}
-
-static int cpu_embed_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                         const struct oc_gpt_dims *d, struct oc_params *p,
-                         const int32_t *tokens, const float *dout)
-{
-    (void)b;
-    return oc_gpt_embed_bwd(c, d, p, tokens, dout);
-}
-
-static int cpu_attn_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                        const struct oc_gpt_dims *d, const struct oc_params *p,
-                        int64_t layer, struct oc_gpt_attn_act *a, float *out)
-{
-    (void)b;
-    return oc_gpt_attn_fwd(c, d, p, layer, a, out);
-}
-
-static void cpu_attn_scores(struct oc_backend *b, const struct oc_gpt_dims *d,
-                            struct oc_gpt_attn_act *a)
-{
-    (void)b;
-    oc_gpt_attn_scores(d, a);
-}
-
-static int cpu_attn_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                        const struct oc_gpt_dims *d, struct oc_params *p, int64_t layer,
-                        const struct oc_gpt_attn_act *a, const float *dout, float *din,
-                        float *work)
-{
-    (void)b;
-    return oc_gpt_attn_bwd(c, d, p, layer, a, dout, din, work);
-}
-
-static int cpu_mlp_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                       const struct oc_gpt_dims *d, const struct oc_params *p,
-                       int64_t layer, struct oc_gpt_mlp_act *a, float *out)
-{
-    (void)b;
-    return oc_gpt_mlp_fwd(c, d, p, layer, a, out);
-}
-
-static int cpu_mlp_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                       const struct oc_gpt_dims *d, struct oc_params *p, int64_t layer,
-                       const struct oc_gpt_mlp_act *a, const float *dout, float *din,
-                       float *work)
-{
-    (void)b;
-    return oc_gpt_mlp_bwd(c, d, p, layer, a, dout, din, work);
-}
-
-static int cpu_head_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                        const struct oc_gpt_dims *d, const struct oc_params *p,
-                        struct oc_gpt_head_act *a, const int32_t *targets, float *losses)
-{
-    (void)b;
-    return oc_gpt_head_fwd(c, d, p, a, targets, losses);
-}
-
-static int cpu_head_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                        const struct oc_gpt_dims *d, struct oc_params *p,
-                        const struct oc_gpt_head_act *a, const int32_t *targets,
-                        float grad_scale, float *din, float *work)
-{
-    (void)b;
-    return oc_gpt_head_bwd(c, d, p, a, targets, grad_scale, din, work);
-}
-
-static void cpu_adamw(struct oc_backend *b, struct oc_params *p, const struct oc_adamw *h,
-                      int64_t step, int64_t begin, int64_t end)
-{
-    (void)b;
-    oc_params_adamw(p, h, step, begin, end);
 }
 
 /* ------------------------------------------------------------------ */
@@ -428,17 +339,6 @@ static const struct oc_backend_ops cpu_ops = {
     .download = cpu_copy,
     .params_adopt = cpu_adopt,
     .params_release = cpu_release,
-    .work_floats = cpu_work_floats,
-    .embed_fwd = cpu_embed_fwd,
-    .embed_bwd = cpu_embed_bwd,
-    .attn_fwd = cpu_attn_fwd,
-    .attn_scores = cpu_attn_scores,
-    .attn_bwd = cpu_attn_bwd,
-    .mlp_fwd = cpu_mlp_fwd,
-    .mlp_bwd = cpu_mlp_bwd,
-    .head_fwd = cpu_head_fwd,
-    .head_bwd = cpu_head_bwd,
-    .adamw = cpu_adamw,
     .tp_allreduce = cpu_tp_allreduce,
     .embed_allreduce = cpu_embed_allreduce,
     .p2p_begin = cpu_p2p_begin,
@@ -470,6 +370,7 @@ int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl, struct oc_comm
     b->ops = &cpu_ops;
     b->impl = k;
     b->ctl = ctl;
+    b->kernels = oc_kernels_cpu();
     return 0;
 }
 #endif
@@ -483,5 +384,6 @@ int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
     b->ops = &cpu_ops;
     b->impl = k;
     b->ctl = ctl;
+    b->kernels = oc_kernels_cpu();
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,6 +108,73 @@ void oc_calib_gemm_mnk(const struct oc_calib_lin *l, int call, int64_t *M, int64
 
 /* ------------------------------------------------------------------ */
 /* The executor's parts                                                 */
+
+#define RUN_PART(expr) OC_CALIB_RUN_PART(call, expr)
+
+void oc_calib_parts_bind(struct oc_calib_parts *b)
+{
+    const struct oc_gpt_dims *d = &b->d;
+    const int64_t N = d->B * d->T, C = d->C, L = b->L;
+    const int64_t A = oc_gpt_attn_act_floats(d), M = oc_gpt_mlp_act_floats(d);
+    b->aa = oc_xcalloc((size_t)L, sizeof *b->aa);
+    b->ma = oc_xcalloc((size_t)L, sizeof *b->ma);
+    for (int64_t l = 0; l < L; l++) {
+        oc_gpt_attn_act_bind(&b->aa[l], d, b->x + 2 * l * N * C, b->acts + l * A);
+        oc_gpt_mlp_act_bind(&b->ma[l], d, b->x + (2 * l + 1) * N * C,
+                            b->acts + L * A + l * M);
+    }
+    oc_gpt_head_act_bind(&b->ha, d, b->x + 2 * L * N * C, b->head);
+}
+
+void oc_calib_parts_unbind(struct oc_calib_parts *b)
+{
+    free(b->aa);
+    free(b->ma);
+    b->aa = NULL;
+    b->ma = NULL;
+}
+
+void oc_calib_parts_run(struct oc_calib_parts *b, int64_t step,
+                        void (*mark)(void *ctx, int part), void *ctx)
+{
+    const struct oc_kernels *k = b->k;
+    const struct oc_gpt_dims *d = &b->d;
+    struct oc_params *p = b->p;
+    const int64_t N = d->B * d->T, C = d->C, L = b->L;
+    /* AdamW as the runner's default (GPT-3: Brown et al. 2020, appendix B). */
+    const struct oc_adamw hyper = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    const float grad_scale = 1.0f / (float)N;
+    struct oc_gpt_call call;
+    k->ops->zero(k->ctx, p->g, p->n);
+    mark(ctx, -1);
+    RUN_PART(oc_gpt_embed_fwd(k, &call, d, p, b->tok, b->x));
+    mark(ctx, OC_PT_EMBED_FWD);
+    for (int64_t l = 0; l < L; l++) {
+        RUN_PART(oc_gpt_attn_fwd(k, &call, d, p, l, &b->aa[l], b->x + (2 * l + 1) * N * C));
+        mark(ctx, OC_PT_ATTN_FWD);
+        RUN_PART(oc_gpt_mlp_fwd(k, &call, d, p, l, &b->ma[l], b->x + (2 * l + 2) * N * C));
+        mark(ctx, OC_PT_MLP_FWD);
+    }
+    RUN_PART(oc_gpt_head_fwd(k, &call, d, p, &b->ha, b->tgt,
+                             b->losses));
+    mark(ctx, OC_PT_HEAD_FWD);
+    RUN_PART(oc_gpt_head_bwd(k, &call, d, p, &b->ha, b->tgt, grad_scale, b->gs, b->work));
+    mark(ctx, OC_PT_HEAD_BWD);
+    for (int64_t l = L - 1; l >= 0; l--) {
+        RUN_PART(oc_gpt_mlp_bwd(k, &call, d, p, l, &b->ma[l], b->gs, b->gs, b->work));
+        mark(ctx, OC_PT_MLP_BWD);
+        oc_gpt_attn_scores(k, d, &b->aa[l]);
+        mark(ctx, OC_PT_ATTN_RECOMPUTE);
+        RUN_PART(oc_gpt_attn_bwd(k, &call, d, p, l, &b->aa[l], b->gs, b->gs, b->work));
+        mark(ctx, OC_PT_ATTN_BWD);
+    }
+    RUN_PART(oc_gpt_embed_bwd(k, &call, d, p, b->tok, b->gs));
+    mark(ctx, OC_PT_EMBED_BWD);
+    oc_params_adamw(k, p, &hyper, step, 0, p->n);
+    mark(ctx, OC_PT_ADAMW);
+}
+#undef RUN_PART
+
 
 const char *const oc_pt_names[OC_PT_COUNT] = {
     "embed_fwd", "attn_fwd", "mlp_fwd", "head_fwd", "head_bwd",

@@ -9,8 +9,9 @@
  *
  * What it is not: a measurement. Nothing here times, allocates device
  * memory or communicates (no MPI, no CUDA, no BLAS): the backends run the
- * work and hand the times in. It prints only to the FILE * it is given
- * (the calibration's log).
+ * work (the parts through oc_calib_parts_run, on their own kernel table)
+ * and hand the times in. It prints only to the FILE * it is given (the
+ * calibration's log).
  */
 #ifndef OC_CALIB_PLAN_H
 #define OC_CALIB_PLAN_H
@@ -19,7 +20,10 @@
 #include <stdio.h>
 
 #include "calib_topology.h"
+#include "gpt.h"
 #include "model.h"
+#include "ops.h"
+#include "params.h"
 #include "status.h"
 
 /* ------------------------------------------------------------------ */
@@ -50,7 +54,7 @@ struct oc_calib_lin {
  * and down). */
 #define OC_CALIB_NLINS 4
 
-/* The three products of a linear layer (exec/gpt.c's cblas_sgemm calls):
+/* The three products of a linear layer (the cpu kernels' cblas_sgemm calls):
  * forward, dinp = dout w (dgrad), dw += dout^T inp (wgrad). */
 enum { OC_CALIB_G_FWD, OC_CALIB_G_DINP, OC_CALIB_G_DW, OC_CALIB_G_NCALLS };
 extern const char *const oc_calib_call_names[OC_CALIB_G_NCALLS];
@@ -100,13 +104,43 @@ extern const char *const oc_pt_names[OC_PT_COUNT];
 
 /* A part in step mode (gpt.h, "Communication") with its TP all-reduces
  * left out: the network model prices those as their own ops. `call` is
- * the struct oc_gpt_call the part takes; the user includes gpt.h. */
+ * the struct oc_gpt_call the part takes. */
 #define OC_CALIB_RUN_PART(call, expr)                                          \
     do {                                                                       \
         memset(&(call), 0, sizeof(call));                                      \
         while ((expr) == OC_GPT_REDUCE) {                                      \
         }                                                                      \
     } while (0)
+
+/* One TP shard's parts over L layers, every layer's activations kept (the
+ * scores of the selective recompute are rebuilt in place), on buffers the
+ * backend allocated in the memory of its kernels k: x (2L+1, N, C) holds
+ * the embedding's output, then each part's; acts L attention acts, then L
+ * MLP acts (oc_gpt_*_act_floats); head the head act; gs (N, C); work
+ * (oc_gpt_work_floats); losses, tok, tgt (N). aa, ma and ha are bound by
+ * oc_calib_parts_bind. */
+struct oc_calib_parts {
+    const struct oc_kernels *k;
+    struct oc_gpt_dims d;
+    struct oc_params *p; /* L layers, the embedding and the head, in k's memory */
+    int64_t L;
+    float *x, *acts, *head, *gs, *work, *losses;
+    int32_t *tok, *tgt;
+    struct oc_gpt_attn_act *aa; /* (L) */
+    struct oc_gpt_mlp_act *ma;  /* (L) */
+    struct oc_gpt_head_act ha;
+};
+
+/* Binds aa, ma (allocated here) and ha over x, acts and head. */
+void oc_calib_parts_bind(struct oc_calib_parts *b);
+void oc_calib_parts_unbind(struct oc_calib_parts *b);
+
+/* One repeat in the order above: the gradients zeroed, then every part
+ * (OC_CALIB_RUN_PART), AdamW at `step` last. mark(ctx, -1) comes
+ * before the first part, mark(ctx, OC_PT_*) right after each part: the
+ * backend reads its clock there (cpu) or records an event (cuda). */
+void oc_calib_parts_run(struct oc_calib_parts *b, int64_t step,
+                        void (*mark)(void *ctx, int part), void *ctx);
 
 /* Timed repeats after a warm-up repeat of warm_s seconds: as many as
  * OC_PT_BUDGET_S holds, in [repeats, OC_PT_MAX_REPEATS]. */

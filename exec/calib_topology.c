@@ -245,17 +245,17 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
     set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", who);
     set_str(src, "calibration.activation_bytes",
             gpu ? "4: the cuda executor keeps and sends activations in fp32, bf16 only "
-                  "for GEMM operands (exec/cuda/gpt_cuda.h); the cost model counts an "
+                  "for GEMM operands (kernels/cuda/ops_cuda.h); the cost model counts an "
                   "activation element as this many bytes instead of 2"
-                : "4: the cpu executor computes and sends fp32 (exec/gpt.h); the cost "
+                : "4: the cpu executor computes and sends fp32 (exec/model/gpt.h); the cost "
                   "model counts an activation element as this many bytes instead of 2");
     if (m->parts_measured) {
-        const char *pre = gpu ? "oc_gpu" : "oc_gpt";
+        const char *pre = "oc_gpt", *on = gpu ? "cuda" : "cpu";
         set_fmt(src, "calibration.part_flops_per_s",
                 "%s: %s. Rate = the FLOPs the schedule gives the op "
                 "(oc_cost_sched_flops) / its measured time; attn_recompute is the "
-                "selective recompute of the scores (%s_attn_scores)",
-                who, m->parts_what, pre);
+                "selective recompute of the scores (%s_attn_scores on the %s kernels)",
+                who, m->parts_what, pre, on);
         set_fmt(src, "calibration.part_s_per_token",
                 "%s: %s_embed_fwd and _bwd as in calibration.part_flops_per_s, "
                 "seconds / (micro-batch * seq) tokens",
@@ -263,7 +263,7 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
         set_fmt(src, "calibration.optimizer_s_per_param",
                 "%s: %s over the shard's whole arena as in "
                 "calibration.part_flops_per_s, seconds / parameters",
-                who, gpu ? "oc_gpu_adamw" : "oc_params_adamw");
+                who, "oc_params_adamw");
     }
     if (m->allreduce_bytes > 0)
         set_fmt(src, "_allreduce",

@@ -61,8 +61,8 @@
  *                            keeps and sends activations in fp32 too
  *   calibration            = as above, gemm_flops the cuBLAS rate
  *   sources                = the same keys, naming cuBLAS, NCCL and the
- *                            oc_gpu_* parts instead of OpenBLAS, MPI and
- *                            the oc_gpt_* parts.
+ *                            parts on the cuda kernels instead of OpenBLAS,
+ *                            MPI and the parts on the cpu kernels.
  */
 #ifndef OC_CALIB_TOPOLOGY_H
 #define OC_CALIB_TOPOLOGY_H
@@ -100,7 +100,7 @@ struct oc_calib_measured {
     double allreduce_bytes;   /* largest all-reduce measured; 0: none */
     double allreduce_busbw_Bps; /* at allreduce_bytes, nccl-tests' busbw */
     double allreduce_latency_s; /* smallest all-reduce's time */
-    /* The executor's own parts at the model's shapes (exec/gpt.c); all 0
+    /* The executor's own parts at the model's shapes (exec/model/gpt.h); all 0
      * when not measured (a model the executor does not run). */
     int parts_measured;
     double part_flops[OC_CALIB_PARTS]; /* FLOP/s, schedule FLOPs / time */
@@ -115,10 +115,10 @@ struct oc_calib_measured {
 };
 
 /* Bytes per activation element of the cpu executor: it computes in fp32
- * (exec/gpt.h). The schedule counts 16-bit elements (2 bytes). */
+ * (exec/model/gpt.h). The schedule counts 16-bit elements (2 bytes). */
 #define OC_CALIB_CPU_ACT_BYTES 4.0
 /* The cuda executor's: bf16 only for GEMM operands; activations are kept
- * and sent in fp32 (exec/cuda/gpt_cuda.h, "Precision"). */
+ * and sent in fp32 (kernels/cuda/ops_cuda.h, "Precision"). */
 #define OC_CALIB_CUDA_ACT_BYTES 4.0
 
 /* The calibrated topology as a struct, checked (oc_topology_check). */

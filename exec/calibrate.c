@@ -27,6 +27,7 @@
 
 #include "data.h"
 #include "gpt.h"
+#include "ops_cpu.h"
 #include "params.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -120,7 +121,7 @@ static int reduce3(MPI_Comm comm, double v, double *sum, double *lo, double *hi,
 /* ------------------------------------------------------------------ */
 /* GEMM                                                                 */
 
-/* The three cblas_sgemm calls exec/gpt.c makes for a linear layer
+/* The three cblas_sgemm calls the cpu kernels make for a linear layer
  * (calib_plan.h: matmul forward, and backward: dinp = dout w, dw +=
  * dout^T inp). */
 static void sgemm_call(int call, const struct oc_calib_lin *l, float *inp, float *w,
@@ -305,31 +306,20 @@ static int measure_memory(const struct oc_exec_calib_opts *o, MPI_Comm comm, int
 /* ------------------------------------------------------------------ */
 /* The executor's parts at the model's shapes                           */
 
-/* What is timed and in which order: calib_plan.h (OC_PT_*), a part in
- * step mode with its TP all-reduces left out (OC_CALIB_RUN_PART). */
-#define RUN_PART(expr) OC_CALIB_RUN_PART(call, expr)
-
-/* The buffers of one shard's forward and backward, every layer's
- * activations kept (the scores of the selective recompute are rebuilt in
- * place). */
+/* The buffers of one shard's forward and backward on the cpu kernels
+ * (host memory), run by calib_plan.h's oc_calib_parts_run. */
 struct pt_bufs {
-    struct oc_gpt_dims d;
+    struct oc_kernels k;
     struct oc_params p;
-    int64_t L;
-    float *x;          /* (2L+1, N, C): embedding out, then each part's out */
-    float *acts;       /* L attention acts, then L MLP acts */
-    float *head;       /* head act */
-    float *gs, *work, *losses;
-    int32_t *tok, *tgt;
-    struct oc_gpt_attn_act *aa;
-    struct oc_gpt_mlp_act *ma;
-    struct oc_gpt_head_act ha;
+    struct oc_calib_parts pt;
 };
 
 static void pt_free(struct pt_bufs *b)
 {
-    free(b->x), free(b->acts), free(b->head), free(b->gs), free(b->work);
-    free(b->losses), free(b->tok), free(b->tgt), free(b->aa), free(b->ma);
+    struct oc_calib_parts *t = &b->pt;
+    free(t->x), free(t->acts), free(t->head), free(t->gs), free(t->work);
+    free(t->losses), free(t->tok), free(t->tgt);
+    oc_calib_parts_unbind(t);
     oc_params_free(&b->p);
 }
 
@@ -344,11 +334,16 @@ static int pt_init(struct pt_bufs *b, const struct oc_exec_calib_opts *o, int ra
                    double budget_bytes, struct oc_status *st)
 {
     memset(b, 0, sizeof *b);
+    b->k = oc_kernels_cpu();
+    struct oc_calib_parts *t = &b->pt;
+    t->k = &b->k;
+    t->p = &b->p;
     const struct oc_model *md = o->model;
     const int64_t tp_rank = rank % o->tp;
-    if (oc_gpt_dims_init(&b->d, md, o->tp, tp_rank, o->micro_batch, o->seq, st) != 0)
+    if (oc_gpt_dims_init(&t->d, md, o->tp, tp_rank, o->micro_batch, o->seq, st) != 0)
         return -1;
-    const struct oc_gpt_dims *d = &b->d;
+    const struct oc_gpt_dims *d = &t->d;
+    const int64_t work = oc_gpt_work_floats(&b->k, d);
     {
         const double N = (double)(d->B * d->T), C = (double)d->C;
         const double per_layer =
@@ -356,91 +351,67 @@ static int pt_init(struct pt_bufs *b, const struct oc_exec_calib_opts *o, int ra
             4.0 * ((double)(oc_gpt_attn_act_floats(d) + oc_gpt_mlp_act_floats(d)) + 2 * N * C);
         const double fixed =
             16.0 * ((double)(d->v + d->P) * C + 2 * C) +
-            4.0 * ((double)(oc_gpt_head_act_floats(d) + oc_gpt_work_floats(d)) + 2 * N * C);
-        b->L = md->num_hidden_layers;
-        if (budget_bytes > 0 && fixed + (double)b->L * per_layer > budget_bytes)
-            b->L = (int64_t)((budget_bytes - fixed) / per_layer);
-        if (b->L < 1)
+            4.0 * ((double)(oc_gpt_head_act_floats(d) + work) + 2 * N * C);
+        t->L = md->num_hidden_layers;
+        if (budget_bytes > 0 && fixed + (double)t->L * per_layer > budget_bytes)
+            t->L = (int64_t)((budget_bytes - fixed) / per_layer);
+        if (t->L < 1)
             return oc_fail(st, "one layer of %s with its embedding and head needs %.0f MB, "
                                "more than the %.0f MB set aside for it",
                            md->name, (fixed + per_layer) / 1e6, budget_bytes / 1e6);
     }
-    int64_t *layers = oc_xmalloc((size_t)b->L * sizeof *layers);
-    for (int64_t i = 0; i < b->L; i++)
+    int64_t *layers = oc_xmalloc((size_t)t->L * sizeof *layers);
+    for (int64_t i = 0; i < t->L; i++)
         layers[i] = i;
-    struct oc_params_opts po = {o->tp, tp_rank, layers, b->L, 1, 1, 1234};
+    struct oc_params_opts po = {o->tp, tp_rank, layers, t->L, 1, 1, 1234};
     int rc = oc_params_init(&b->p, md, &po, st);
     free(layers);
     if (rc != 0)
         return -1;
     const int64_t N = d->B * d->T, C = d->C;
     const int64_t A = oc_gpt_attn_act_floats(d), M = oc_gpt_mlp_act_floats(d);
-    b->x = oc_xcalloc((size_t)((2 * b->L + 1) * N * C), sizeof *b->x);
-    b->acts = oc_xcalloc((size_t)(b->L * (A + M)), sizeof *b->acts);
-    b->head = oc_xcalloc((size_t)oc_gpt_head_act_floats(d), sizeof *b->head);
-    b->gs = oc_xcalloc((size_t)(N * C), sizeof *b->gs);
-    b->work = oc_xcalloc((size_t)oc_gpt_work_floats(d), sizeof *b->work);
-    b->losses = oc_xcalloc((size_t)N, sizeof *b->losses);
-    b->aa = oc_xcalloc((size_t)b->L, sizeof *b->aa);
-    b->ma = oc_xcalloc((size_t)b->L, sizeof *b->ma);
-    for (int64_t l = 0; l < b->L; l++) {
-        oc_gpt_attn_act_bind(&b->aa[l], d, b->x + 2 * l * N * C, b->acts + l * A);
-        oc_gpt_mlp_act_bind(&b->ma[l], d, b->x + (2 * l + 1) * N * C,
-                            b->acts + b->L * A + l * M);
-    }
-    oc_gpt_head_act_bind(&b->ha, d, b->x + 2 * b->L * N * C, b->head);
+    t->x = oc_xcalloc((size_t)((2 * t->L + 1) * N * C), sizeof *t->x);
+    t->acts = oc_xcalloc((size_t)(t->L * (A + M)), sizeof *t->acts);
+    t->head = oc_xcalloc((size_t)oc_gpt_head_act_floats(d), sizeof *t->head);
+    t->gs = oc_xcalloc((size_t)(N * C), sizeof *t->gs);
+    t->work = oc_xcalloc((size_t)work, sizeof *t->work);
+    t->losses = oc_xcalloc((size_t)N, sizeof *t->losses);
+    oc_calib_parts_bind(t);
     /* The executor's synthetic data (exec/data.h), its default seed. */
-    b->tok = oc_xmalloc((size_t)N * sizeof *b->tok);
-    b->tgt = oc_xmalloc((size_t)N * sizeof *b->tgt);
+    t->tok = oc_xmalloc((size_t)N * sizeof *t->tok);
+    t->tgt = oc_xmalloc((size_t)N * sizeof *t->tgt);
     struct oc_synth syn;
-    if (oc_synth_init(&syn, md->vocab_size, 1234, st) != 0) {
+    if (oc_gpt_reserve(&b->k, d, st) != 0 ||
+        oc_synth_init(&syn, md->vocab_size, 1234, st) != 0) {
         pt_free(b);
         return -1;
     }
-    oc_synth_batch(&syn, 0, d->B, d->T, b->tok, b->tgt);
+    oc_synth_batch(&syn, 0, d->B, d->T, t->tok, t->tgt);
     oc_synth_free(&syn);
     return 0;
+}
+
+/* The clock between parts (calib_plan.h's mark). */
+struct pt_clock {
+    double *sec;
+    double last;
+};
+
+static void pt_mark(void *ctx, int part)
+{
+    struct pt_clock *c = ctx;
+    const double t = MPI_Wtime();
+    if (part >= 0)
+        c->sec[part] += t - c->last;
+    c->last = t;
 }
 
 /* One repeat: the seconds of each part, summed over the layers. */
 static void pt_repeat(struct pt_bufs *b, int64_t step, double sec[OC_PT_COUNT])
 {
-    const struct oc_gpt_dims *d = &b->d;
-    const int64_t N = d->B * d->T, C = d->C, L = b->L;
-    /* AdamW as the runner's default (GPT-3: Brown et al. 2020, appendix B). */
-    const struct oc_adamw hyper = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
-    const float grad_scale = 1.0f / (float)N;
-    struct oc_gpt_call call;
-    double t;
     memset(sec, 0, OC_PT_COUNT * sizeof *sec);
-    oc_params_zero_grad(&b->p);
-#define TIMED(k, expr)                                                         \
-    do {                                                                       \
-        t = MPI_Wtime();                                                       \
-        expr;                                                                  \
-        sec[k] += MPI_Wtime() - t;                                             \
-    } while (0)
-    TIMED(OC_PT_EMBED_FWD, RUN_PART(oc_gpt_embed_fwd(&call, d, &b->p, b->tok, b->x)));
-    for (int64_t l = 0; l < L; l++) {
-        TIMED(OC_PT_ATTN_FWD, RUN_PART(oc_gpt_attn_fwd(&call, d, &b->p, l, &b->aa[l],
-                                                       b->x + (2 * l + 1) * N * C)));
-        TIMED(OC_PT_MLP_FWD, RUN_PART(oc_gpt_mlp_fwd(&call, d, &b->p, l, &b->ma[l],
-                                                     b->x + (2 * l + 2) * N * C)));
-    }
-    TIMED(OC_PT_HEAD_FWD,
-          RUN_PART(oc_gpt_head_fwd(&call, d, &b->p, &b->ha, b->tgt, b->losses)));
-    TIMED(OC_PT_HEAD_BWD, RUN_PART(oc_gpt_head_bwd(&call, d, &b->p, &b->ha, b->tgt,
-                                                   grad_scale, b->gs, b->work)));
-    for (int64_t l = L - 1; l >= 0; l--) {
-        TIMED(OC_PT_MLP_BWD, RUN_PART(oc_gpt_mlp_bwd(&call, d, &b->p, l, &b->ma[l], b->gs,
-                                                     b->gs, b->work)));
-        TIMED(OC_PT_ATTN_RECOMPUTE, oc_gpt_attn_scores(d, &b->aa[l]));
-        TIMED(OC_PT_ATTN_BWD, RUN_PART(oc_gpt_attn_bwd(&call, d, &b->p, l, &b->aa[l], b->gs,
-                                                       b->gs, b->work)));
-    }
-    TIMED(OC_PT_EMBED_BWD, RUN_PART(oc_gpt_embed_bwd(&call, d, &b->p, b->tok, b->gs)));
-    TIMED(OC_PT_ADAMW, oc_params_adamw(&b->p, &hyper, step, 0, b->p.n));
-#undef TIMED
+    struct pt_clock c = {sec, 0};
+    oc_calib_parts_run(&b->pt, step, pt_mark, &c);
 }
 
 static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank,
@@ -474,7 +445,7 @@ static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int 
         for (int k = 0; k < OC_PT_COUNT; k++)
             all[k * n + r] = sec[k];
     }
-    const int64_t L = b.L, params = b.p.n;
+    const int64_t L = b.pt.L, params = b.p.n;
     pt_free(&b);
     if (rc != MPI_SUCCESS) {
         free(all);
@@ -496,9 +467,10 @@ static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int 
     oc_calib_parts_rates(o->model, o->tp, o->micro_batch, o->seq, L, params, mean, call_s,
                          flops, m);
     snprintf(m->parts_what, sizeof m->parts_what,
-             "the executor's part functions (exec/gpt.c) for %s, one TP shard (t=%lld) "
-             "of %lld of its %lld layers, micro-batch %lld x seq %lld, fp32, one "
-             "OpenBLAS thread; median of %d repeats per rank, mean of the ranks",
+             "the executor's parts (exec/model/gpt.h) on the cpu kernels for %.48s, "
+             "one TP shard (t=%lld) of %lld of its %lld layers, micro-batch %lld x "
+             "seq %lld, fp32, one OpenBLAS thread; median of %d repeats per rank, "
+             "mean of the ranks",
              o->model->name, (long long)o->tp, (long long)L,
              (long long)o->model->num_hidden_layers, (long long)o->micro_batch,
              (long long)o->seq, n);

@@ -17,14 +17,15 @@
  *           seq rows: QKV [T x h] -> (a/t + 2k/t) * hd, output projection
  *           (a/t) * hd -> h, MLP up h -> f/t (2f/t gated), down f/t -> h;
  *           each as the forward, input-gradient and weight-gradient calls
- *           exec/gpt.c makes; the best of `repeats` runs of each; the rate
- *           is all FLOPs over the sum of those best times, then the mean
- *           over ranks.
+ *           the cpu kernels make (kernels/cpu/ops_cpu.c); the best of
+ *           `repeats` runs of each; the rate is all FLOPs over the sum of
+ *           those best times, then the mean over ranks.
  *   memory  a STREAM-style triad a = b + s*c over fp64 arrays of at least
  *           4x the last-level cache and 64 MiB, 24 bytes per element
  *           counted (2 reads, 1 write), best of `repeats`, mean over ranks.
- *   parts   the executor's own part functions (exec/gpt.c) at these shapes,
- *           one TP shard (TP rank = rank % tp) of every layer of the model
+ *   parts   the executor's own parts (exec/model/gpt.h) on the cpu kernels
+ *           at these shapes (calib_plan.h's oc_calib_parts_run), one TP
+ *           shard (TP rank = rank % tp) of every layer of the model
  *           (or of as many as fit in a quarter of the rank's share of RAM):
  *           one micro-batch's embedding, attention and MLP forward per
  *           layer, head forward and backward, per layer (last first) MLP

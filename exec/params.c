@@ -313,30 +313,39 @@ float *oc_params_tied_grad(const struct oc_params *p, int64_t *n)
 /* ------------------------------------------------------------------ */
 /* AdamW                                                                */
 
-void oc_params_adamw(struct oc_params *p, const struct oc_adamw *h,
-                     int64_t step, int64_t begin, int64_t end)
+/* Tensors lie back to back in the arena, so the clipped pieces of
+ * consecutive tensors that share the decay flag form one contiguous run:
+ * one kernel call each (element-wise: the same numbers as one call per
+ * tensor). */
+void oc_params_adamw(const struct oc_kernels *k, struct oc_params *p,
+                     const struct oc_adamw *h, int64_t step, int64_t begin,
+                     int64_t end)
 {
     OC_ASSERT(step >= 1 && begin >= 0 && begin <= end && end <= p->n);
-    /* Bias corrections (Kingma & Ba 2015, algorithm 1). */
-    const float bc1 = (float)(1.0 - pow((double)h->beta1, (double)step));
-    const float bc2 = (float)(1.0 - pow((double)h->beta2, (double)step));
-    for (int64_t i = 0; i < p->nt; i++) {
-        const struct oc_param_tensor *t = &p->t[i];
-        int64_t lo = t->offset, hi = t->offset + t->rows * t->cols;
-        if (lo < begin)
-            lo = begin;
-        if (hi > end)
-            hi = end;
-        const float decay = t->decay ? h->lr * h->weight_decay : 0.0f;
-        for (int64_t j = lo; j < hi; j++) {
-            float g = p->g[j];
-            float m = h->beta1 * p->m[j] + (1.0f - h->beta1) * g;
-            float v = h->beta2 * p->v[j] + (1.0f - h->beta2) * g * g;
-            p->m[j] = m;
-            p->v[j] = v;
-            float w = p->w[j] - decay * p->w[j];
-            p->w[j] = w - h->lr * (m / bc1) / (sqrtf(v / bc2) + h->eps);
+    int64_t run_lo = 0, run_hi = 0;
+    int run_decay = 0;
+    for (int64_t i = 0; i <= p->nt; i++) {
+        int64_t lo = 0, hi = 0;
+        int decay = 0;
+        if (i < p->nt) {
+            const struct oc_param_tensor *t = &p->t[i];
+            lo = t->offset > begin ? t->offset : begin;
+            hi = t->offset + t->rows * t->cols;
+            hi = hi < end ? hi : end;
+            decay = t->decay;
+            if (hi <= lo)
+                continue;
+            if (run_hi > run_lo && decay == run_decay && lo == run_hi) {
+                run_hi = hi;
+                continue;
+            }
         }
+        if (run_hi > run_lo)
+            k->ops->adamw(k->ctx, p->w + run_lo, p->g + run_lo, p->m + run_lo,
+                          p->v + run_lo, run_hi - run_lo, h, run_decay, step);
+        run_lo = lo;
+        run_hi = hi;
+        run_decay = decay;
     }
 }
 

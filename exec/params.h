@@ -12,14 +12,16 @@
  *   float *dqkvw = oc_params_g(&p, OC_P_QKVW, 3); // same shape, grads
  *   oc_params_zero_grad(&p);                      // at the start of a step
  *   ... forward / backward (gpt.h) accumulate into p.g ...
- *   oc_params_adamw(&p, &hyper, step, 0, p.n);    // whole arena
+ *   oc_params_adamw(&kernels, &p, &hyper, step, 0, p.n);  // whole arena
  *   oc_params_free(&p);
  *
  * What this file is: the parameter table (names, global shapes, how TP
  * splits them, how they are initialised), the arena, the counter-based
- * initialisation, AdamW and the shard <-> full-tensor copies. What it is not:
- * the model math (gpt.h) or any communication (the runner all-reduces p.g
- * over DP and the tied-embedding gradient over the EMBED group).
+ * initialisation, AdamW's walk over the tensors and the shard <->
+ * full-tensor copies. What it is not: the model math (model/gpt.h), the
+ * AdamW arithmetic (the kernels': kernels/ops.h) or any communication (the
+ * runner all-reduces p.g over DP and the tied-embedding gradient over the
+ * EMBED group).
  *
  * Letters: C = hidden size, NH = heads, HS = C/NH head size, F = MLP
  * intermediate size, V = vocabulary, P = positions, L = layers, t = TP size.
@@ -73,6 +75,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "ops.h"
 #include "status.h"
 
 /* Kinds of tensor (the order is the arena order inside each group). */
@@ -209,13 +212,14 @@ float oc_params_init_value(const struct oc_model *m, uint64_t seed,
  *   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2
  *   w -= lr * (m/(1-b1^k)) / (sqrt(v/(1-b2^k)) + eps)
  * on the arena floats [begin, end) (the whole arena, or a ZeRO-1 DP shard
- * of it); k = step counted from 1. Element-wise, so deterministic. No
- * gradient clipping (that needs a norm over every rank: the runner's). */
-struct oc_adamw {
-    float lr, beta1, beta2, eps, weight_decay;
-};
-void oc_params_adamw(struct oc_params *p, const struct oc_adamw *h,
-                     int64_t step, int64_t begin, int64_t end);
+ * of it); k = step counted from 1; struct oc_adamw is kernels/ops.h's.
+ * The arena is in the kernels' memory: each run of consecutive tensors
+ * that share the decay flag (clipped to the range) is one call of the
+ * kernels' adamw. Element-wise, so deterministic. No gradient clipping
+ * (that needs a norm over every rank: the runner's). */
+void oc_params_adamw(const struct oc_kernels *k, struct oc_params *p,
+                     const struct oc_adamw *h, int64_t step, int64_t begin,
+                     int64_t end);
 
 /* Shard <-> whole tensor. `arena` is p->w, p->g, p->m or p->v (or any
  * buffer with the arena's layout); `full` is the whole (grows, gcols)

@@ -1,9 +1,10 @@
 /* runner.c: one rank's op list run for real, op by op (see runner.h).
  *
  * What this file is: the walk over the schedule's ops with the buffers,
- * the step-mode calls into the backend's parts, its requests and marks,
- * plus the measured metrics of a step from every rank's op times. What it
- * is not: model math (gpt.c, cuda/gpt_cuda.c), communication or timing
+ * the step-mode calls into the model's parts on the backend's kernels,
+ * the backend's requests and marks, plus the measured metrics of a step
+ * from every rank's op times. What it is not: model math (model/gpt.c),
+ * numerics (the kernels), communication or timing
  * (the backends: backend_cpu.c, cuda/backend_cuda.c), the parameter arena
  * (params.c), the program around it (main.c: options, outputs, gathering),
  * the definitions of the step's figures (core/step_metrics.h).
@@ -213,8 +214,7 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
     const int64_t mb = op->mb, ch = op->chunk, l = op->layer_first;
     const int64_t j = l >= 0 ? l - chunk_layer0(r, ch) : -1;
     const int32_t *tok = r->tok_b + mb * r->N, *tgt = r->tgt_b + mb * r->N;
-    struct oc_backend *b = r->b;
-    const struct oc_backend_ops *B = b->ops;
+    const struct oc_kernels *k = &r->b->kernels;
     struct oc_gpt_attn_act aa;
     struct oc_gpt_mlp_act ma;
     struct oc_gpt_head_act ha;
@@ -226,16 +226,16 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
         switch (part) {
         case OC_PART_EMBED:
             OC_ASSERT(chunk_first(r, ch));
-            return B->embed_fwd(b, c, &r->d, &r->p, tok, attn_in(r, mb, ch, 0));
+            return oc_gpt_embed_fwd(k, c, &r->d, &r->p, tok, attn_in(r, mb, ch, 0));
         case OC_PART_ATTN:
             bind_attn(r, mb, ch, j, &aa);
-            return B->attn_fwd(b, c, &r->d, &r->p, l, &aa, attn_out(r, mb, ch, j));
+            return oc_gpt_attn_fwd(k, c, &r->d, &r->p, l, &aa, attn_out(r, mb, ch, j));
         case OC_PART_MLP:
             bind_mlp(r, mb, ch, j, &ma);
-            return B->mlp_fwd(b, c, &r->d, &r->p, l, &ma, mlp_out(r, mb, ch, j));
+            return oc_gpt_mlp_fwd(k, c, &r->d, &r->p, l, &ma, mlp_out(r, mb, ch, j));
         case OC_PART_HEAD:
             bind_head(r, mb, ch, &ha);
-            return B->head_fwd(b, c, &r->d, &r->p, &ha, tgt, r->losses + mb * r->N);
+            return oc_gpt_head_fwd(k, c, &r->d, &r->p, &ha, tgt, r->losses + mb * r->N);
         default:
             break;
         }
@@ -246,32 +246,32 @@ static int part_call(struct oc_runner *r, const struct oc_op *op,
         OC_ASSERT(r->l->recompute == OC_RECOMPUTE_FULL);
         if (part == OC_PART_ATTN) {
             bind_attn(r, mb, ch, j, &aa);
-            return B->attn_fwd(b, c, &r->d, &r->p, l, &aa, full_rin(r));
+            return oc_gpt_attn_fwd(k, c, &r->d, &r->p, l, &aa, full_rin(r));
         }
         if (part == OC_PART_MLP) {
             bind_mlp(r, mb, ch, j, &ma);
-            return B->mlp_fwd(b, c, &r->d, &r->p, l, &ma, full_junk(r));
+            return oc_gpt_mlp_fwd(k, c, &r->d, &r->p, l, &ma, full_junk(r));
         }
         break;
     case OC_PHASE_BWD:
         switch (part) {
         case OC_PART_HEAD:
             bind_head(r, mb, ch, &ha);
-            return B->head_bwd(b, c, &r->d, &r->p, &ha, tgt, r->grad_scale, r->gs,
+            return oc_gpt_head_bwd(k, c, &r->d, &r->p, &ha, tgt, r->grad_scale, r->gs,
                                    r->work);
         case OC_PART_MLP:
             bind_mlp(r, mb, ch, j, &ma);
-            return B->mlp_bwd(b, c, &r->d, &r->p, l, &ma, r->gs, r->gs, r->work);
+            return oc_gpt_mlp_bwd(k, c, &r->d, &r->p, l, &ma, r->gs, r->gs, r->work);
         case OC_PART_ATTN: {
             bind_attn(r, mb, ch, j, &aa);
             float *din = j == 0 && !chunk_first(r, ch)
                              ? comm_buf(r, &r->send_grad[unit(r, mb, ch)])
                              : r->gs;
-            return B->attn_bwd(b, c, &r->d, &r->p, l, &aa, r->gs, din, r->work);
+            return oc_gpt_attn_bwd(k, c, &r->d, &r->p, l, &aa, r->gs, din, r->work);
         }
         case OC_PART_EMBED:
             OC_ASSERT(chunk_first(r, ch));
-            return B->embed_bwd(b, c, &r->d, &r->p, tok, r->gs);
+            return oc_gpt_embed_bwd(k, c, &r->d, &r->p, tok, r->gs);
         default:
             break;
         }
@@ -541,17 +541,17 @@ static void describe(const struct oc_op *op, char *b, size_t n)
 static void optimizer(struct oc_runner *r)
 {
     const int64_t k = r->step + 1; /* AdamW counts steps from 1 */
-    const struct oc_backend_ops *B = r->b->ops;
+    const struct oc_kernels *K = &r->b->kernels;
     if (r->dp > 1 && r->l->shard_optimizer) {
         for (int64_t i = 0; i < r->p.nt; i++) {
             const struct oc_param_tensor *t = &r->p.t[i];
             int64_t lo, hi;
             slice(tensor_floats(t), r->dp, r->me.dp, &lo, &hi);
             if (hi > lo)
-                B->adamw(r->b, &r->p, &r->o.adamw, k, t->offset + lo, t->offset + hi);
+                oc_params_adamw(K, &r->p, &r->o.adamw, k, t->offset + lo, t->offset + hi);
         }
     } else {
-        B->adamw(r->b, &r->p, &r->o.adamw, k, 0, r->p.n);
+        oc_params_adamw(K, &r->p, &r->o.adamw, k, 0, r->p.n);
     }
 }
 
@@ -566,7 +566,7 @@ static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
         r->l->recompute == OC_RECOMPUTE_SELECTIVE) {
         struct oc_gpt_attn_act aa;
         bind_attn(r, op->mb, op->chunk, op->layer_first - chunk_layer0(r, op->chunk), &aa);
-        r->b->ops->attn_scores(r->b, &r->d, &aa);
+        oc_gpt_attn_scores(&r->b->kernels, &r->d, &aa);
         return 0;
     }
     memset(&r->call, 0, sizeof r->call);
@@ -934,7 +934,9 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     r->send_grad = oc_xcalloc(units, sizeof *r->send_grad);
     r->logits = oc_xcalloc((size_t)r->m, sizeof *r->logits);
     r->gs = mem_get(r, OC_BUF_COMM, NC);
-    r->work = mem_get(r, OC_BUF_ACTIVATIONS, b->ops->work_floats(b, &r->d));
+    if (oc_gpt_reserve(&b->kernels, &r->d, st) != 0)
+        return -1;
+    r->work = mem_get(r, OC_BUF_ACTIVATIONS, oc_gpt_work_floats(&b->kernels, &r->d));
     if (r->p.has_head)
         r->losses = mem_get(r, OC_BUF_LOGITS, r->m * r->N);
     if (l->recompute == OC_RECOMPUTE_FULL)

@@ -1,8 +1,9 @@
 /* runner.h: runs one rank's op list of the schedule (core/schedule.h) for
  * real, step after step: the model parts of gpt.h, pipeline messages,
  * TP / DP / embedding collectives, AdamW, and the memory the ops allocate,
- * all through a backend (backend.h: cpu = gpt.c + MPI, cuda = gpt_cuda +
- * NCCL). Times every op.
+ * all through a backend (backend.h: cpu = the cpu kernels + MPI, cuda =
+ * the cuda kernels + NCCL; the parts run on the backend's kernel table).
+ * Times every op.
  *
  *   struct oc_runner r;
  *   struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;

@@ -1,33 +1,40 @@
-/* test_kernels.c: every CUDA kernel and GEMM wrapper (kernels.h) against its
- * CPU reference (reference.h) on small random inputs; ctest's kernels_gpu.
+/* test_kernels.c: the cuda kernel table (kernels/cuda/ops_cuda.h) against the
+ * cpu kernel table (kernels/cpu/ops_cpu.h, the reference), entry by entry on
+ * small random inputs, and the launchers below the table that it does not
+ * reach one by one (the general GEMM, cublasLt's path and its fallback, the
+ * bf16 casts, the bf16 bias gradient); ctest's kernels_gpu.
  *
  * Without a usable GPU (cudaGetDeviceCount fails, e.g. error 35, "driver
  * insufficient", on a CI machine; no devices; or none of compute
- * capability 8.0 or newer) it prints "skipped: no GPU ..." and exits 77,
- * which ctest reports as Skipped (SKIP_RETURN_CODE). Otherwise each check
- * prints one line, and the exit status is 1 if any failed.
+ * capability 8.0 or newer) it runs only its host check (the bf16 rounding
+ * it compares against, worked by hand), prints "skipped: no GPU ..." and
+ * exits 77, which ctest reports as Skipped (SKIP_RETURN_CODE). Otherwise
+ * each check prints one line, and the exit status is 1 if any failed.
  *
- * The error measure is max_i |gpu_i - ref_i| / max_i |ref_i|, the worst
- * error relative to the tensor's scale (a sum that cancels to ~0 has no
- * meaningful relative error of its own). Tolerances:
+ * Both tables get the same inputs (a host tensor and its device copy); an
+ * output starts as NaN on the device (0xff bytes), so a kernel that skips
+ * an element fails. The error measure is max_i |gpu_i - cpu_i| / max_i
+ * |cpu_i|, the worst error relative to the tensor's scale (a sum that
+ * cancels to ~0 has no meaningful relative error of its own). Tolerances:
  *   0      casts, the row max and the target logit of the cross-entropy,
- *          embedding forward and backward, bias and residual adds: the GPU
- *          does the same IEEE operations in the same order, so the results
- *          are bitwise equal;
+ *          embedding forward and backward, bias and residual adds, copies:
+ *          the GPU does the same IEEE operations in the same order, so the
+ *          results are bitwise equal;
  *   1e-5   fp32 kernels and fp32 GEMMs: sums in another order, fused
  *          multiply-adds, and CUDA's expf/tanhf/coshf (within 2 ulp) move
  *          results by ~1e-7..1e-6;
- *   1e-4   bf16-operand GEMMs with fp32 results, against the reference on
+ *   1e-4   bf16-operand GEMMs with fp32 results, against the cpu table on
  *          the same bf16-rounded operands (products of bf16 are exact in
  *          fp32; only the summation order differs);
  *   1e-2   GEMMs with bf16 results, and the whole bf16 path (cast, GEMM)
- *          against the fp32 reference on the unrounded operands (bf16
+ *          against the fp32 cpu table on the unrounded operands (bf16
  *          keeps 8 significant bits: 2^-9 = 2e-3 relative per element).
  *
  * C11, no CUnit: it must build on a GPU machine that has only the CUDA
- * toolkit (tools/device-check.sh). Inputs come from a fixed seed, so a
- * failure repeats.
+ * toolkit and OpenBLAS (tools/device-check.sh). Inputs come from a fixed
+ * seed, so a failure repeats.
  */
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,9 +42,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "kernels.h"
-#include "reference.h"
-#include "status.h"
+#include "ops_cpu.h"
+#include "ops_cuda.h"
 
 #define SKIP_CODE 77
 #define TOL_EXACT 0.0
@@ -48,6 +54,7 @@
 static int g_checks, g_failed;
 static cudaStream_t g_stream;
 static uint64_t g_rng = 0x5eed1234abcdULL;
+static struct oc_kernels CPU, GPU, GPU16; /* cpu; cuda fp32; cuda bf16 */
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
@@ -67,25 +74,10 @@ static float urand(void)
     return (float)((double)(next_u64() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-static float *hnew(int64_t n)
+static void *xmalloc(size_t bytes)
 {
-    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+    void *p = malloc(bytes > 0 ? bytes : 1);
     OC_ASSERT(p);
-    return p;
-}
-
-static float *hrand(int64_t n, float scale, float offset)
-{
-    float *p = hnew(n);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = offset + scale * urand();
-    return p;
-}
-
-static float *hcopy(const float *a, int64_t n)
-{
-    float *p = hnew(n);
-    memcpy(p, a, (size_t)n * sizeof *p);
     return p;
 }
 
@@ -98,13 +90,6 @@ static void *dalloc(size_t bytes)
     return d;
 }
 
-static float *dup(const float *h, int64_t n)
-{
-    float *d = dalloc((size_t)n * sizeof *d);
-    cudaCheck(cudaMemcpy(d, h, (size_t)n * sizeof *d, cudaMemcpyHostToDevice));
-    return d;
-}
-
 static void *dup_bytes(const void *h, size_t bytes)
 {
     void *d = dalloc(bytes);
@@ -112,36 +97,76 @@ static void *dup_bytes(const void *h, size_t bytes)
     return d;
 }
 
-/* device -> new host buffer, after the stream's work */
-static float *down(const float *d, int64_t n)
+/* device -> host, after the stream's work */
+static void down(void *h, const void *d, size_t bytes)
 {
-    float *h = hnew(n);
     cudaCheck(cudaStreamSynchronize(g_stream));
-    cudaCheck(cudaMemcpy(h, d, (size_t)n * sizeof *h, cudaMemcpyDeviceToHost));
-    return h;
+    cudaCheck(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
 }
 
-static void dfree(void *d)
+/* bfloat16 (the top 16 bits of an IEEE binary32) rounded to nearest even,
+ * as __float2bfloat16_rn; NaN stays a quiet NaN. */
+static oc_bf16 bf16_of(float x)
 {
-    cudaCheck(cudaFree(d));
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (oc_bf16)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (oc_bf16)(u >> 16);
 }
 
-/* bf16 copies of fp32 data, on the host */
-static oc_bf16 *hbf16(const float *a, int64_t n)
+static float f32_of(oc_bf16 h)
 {
-    oc_bf16 *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
-    OC_ASSERT(p);
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* A host tensor and its device copy: the two tables' inputs or outputs. */
+struct pair {
+    float *h, *d;
+    int64_t n;
+};
+
+/* uniform on offset + scale * [-1, 1), on both sides */
+static struct pair prand(int64_t n, float scale, float offset)
+{
+    struct pair p = {xmalloc((size_t)n * sizeof(float)), NULL, n};
     for (int64_t i = 0; i < n; i++)
-        p[i] = oc_ref_f32_to_bf16(a[i]);
+        p.h[i] = offset + scale * urand();
+    p.d = dup_bytes(p.h, (size_t)n * sizeof(float));
     return p;
 }
 
-static float *hround(const float *a, int64_t n)
+/* an output: host zero, device NaN */
+static struct pair pout(int64_t n)
 {
-    float *p = hnew(n);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = oc_ref_bf16_to_f32(oc_ref_f32_to_bf16(a[i]));
+    struct pair p = {xmalloc((size_t)n * sizeof(float)), dalloc((size_t)n * sizeof(float)), n};
+    memset(p.h, 0, (size_t)n * sizeof(float));
     return p;
+}
+
+/* the host values to the device (a cpu output as the next input of both) */
+static void psync(struct pair *p)
+{
+    cudaCheck(cudaMemcpy(p->d, p->h, (size_t)p->n * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+/* the host values rounded to bf16, on both sides */
+static void pround(struct pair *p)
+{
+    for (int64_t i = 0; i < p->n; i++)
+        p->h[i] = f32_of(bf16_of(p->h[i]));
+    psync(p);
+}
+
+static void pfree(struct pair *p)
+{
+    free(p->h);
+    cudaCheck(cudaFree(p->d));
+    p->h = p->d = NULL;
 }
 
 /* max |got - ref| / max |ref|; NaN anywhere gives NaN, which fails */
@@ -169,7 +194,7 @@ static void check(const char *name, const float *got, const float *ref,
     int ok = e <= tol; /* false for NaN */
     g_checks++;
     g_failed += !ok;
-    printf("%-44s err %-9.2e tol %-7.0e %s\n", name, e, tol, ok ? "ok" : "FAILED");
+    printf("%-48s err %-9.2e tol %-7.0e %s\n", name, e, tol, ok ? "ok" : "FAILED");
 }
 
 /* a property that must hold, e.g. which GEMM path a call took */
@@ -177,62 +202,75 @@ static void check_true(const char *name, int ok)
 {
     g_checks++;
     g_failed += !ok;
-    printf("%-44s %-30s %s\n", name, "", ok ? "ok" : "FAILED");
+    printf("%-48s %-30s %s\n", name, "", ok ? "ok" : "FAILED");
 }
 
-/* download d (n floats), compare with ref, free the host copy */
-static void check_dev(const char *name, const float *d, const float *ref,
-                      int64_t n, double tol)
+/* the device side of p against ref (n floats) */
+static void check_dev(const char *name, const float *d, const float *ref, int64_t n,
+                      double tol)
 {
-    float *h = down(d, n);
+    float *h = xmalloc((size_t)n * sizeof *h);
+    down(h, d, (size_t)n * sizeof *h);
     check(name, h, ref, n, tol);
     free(h);
 }
 
+/* the gpu table's output against the cpu table's */
+static void pcheck(const char *name, const struct pair *p, double tol)
+{
+    check_dev(name, p->d, p->h, p->n, tol);
+}
+
 /* ------------------------------------------------------------------ */
-/* Casts                                                                */
+/* bf16 rounding (host), casts                                          */
+
+/* bf16 keeps the top 16 bits of the float, rounded to nearest even:
+ * 1.0 = 0x3F800000 -> 0x3F80; 1 + 2^-8 = 0x3F808000 is the tie between
+ * 0x3F80 and 0x3F81 -> even 0x3F80; 1 + 3*2^-8, tie between 0x3F81 and
+ * 0x3F82 -> even 0x3F82; 1 + 2^-8 + 2^-20 is above the tie -> 0x3F81;
+ * -2 -> 0xC000; the largest float rounds up to infinity 0x7F80; 0x4049 is
+ * 3.140625. */
+static void test_bf16_by_hand(void)
+{
+    check_true("host bf16 rounding by hand",
+               bf16_of(1.0f) == 0x3F80 && bf16_of(1.00390625f) == 0x3F80 &&
+                   bf16_of(1.01171875f) == 0x3F82 &&
+                   bf16_of(1.00390625f + 0x1p-20f) == 0x3F81 && bf16_of(-2.0f) == 0xC000 &&
+                   bf16_of(3.4028235e38f) == 0x7F80 && isnan(f32_of(bf16_of(NAN))) &&
+                   f32_of(0x4049) == 3.140625f);
+}
 
 static void test_casts(void)
 {
     enum { n = 4096 };
-    float *x = hnew(n);
+    float *x = xmalloc(n * sizeof *x), *gotf = xmalloc(n * sizeof *gotf);
+    float *reff = xmalloc(n * sizeof *reff);
     for (int i = 0; i < n; i++) /* magnitudes 2^-20 .. 2^20 */
         x[i] = urand() * ldexpf(1.0f, (int)(next_u64() % 41) - 20);
-    const float special[] = {0.0f, -0.0f, 1.0f, 1.00390625f /* 1 + 2^-8: tie, to even */,
-                             1.01171875f /* 1 + 3*2^-8: tie, up */, 65504.0f,
-                             3.0e38f, -3.0e38f, INFINITY, -INFINITY, 1e-40f};
+    const float special[] = {0.0f, -0.0f, 1.0f, 1.00390625f /* tie, to even */,
+                             1.01171875f /* tie, up */, 65504.0f, 3.0e38f, -3.0e38f,
+                             INFINITY, -INFINITY, 1e-40f};
     memcpy(x, special, sizeof special);
-    oc_bf16 *ref = hbf16(x, n);
-    float *dx = dup(x, n);
-    oc_bf16 *db = dalloc(n * sizeof *db);
+    float *dx = dup_bytes(x, n * sizeof *x);
+    oc_bf16 *db = dalloc(n * sizeof *db), *got = xmalloc(n * sizeof *got);
     oc_cuda_f32_to_bf16(db, dx, n, g_stream);
-    oc_bf16 *got = malloc(n * sizeof *got);
-    OC_ASSERT(got);
-    cudaCheck(cudaStreamSynchronize(g_stream));
-    cudaCheck(cudaMemcpy(got, db, n * sizeof *got, cudaMemcpyDeviceToHost));
-    float *gotf = hnew(n), *reff = hnew(n);
+    down(got, db, n * sizeof *got);
     for (int i = 0; i < n; i++) { /* compare the bit patterns as numbers */
         gotf[i] = (float)got[i];
-        reff[i] = (float)ref[i];
+        reff[i] = (float)bf16_of(x[i]);
     }
     check("f32_to_bf16 (bits)", gotf, reff, n, TOL_EXACT);
     float *dback = dalloc(n * sizeof(float));
     oc_cuda_bf16_to_f32(dback, db, n, g_stream);
     for (int i = 0; i < n; i++)
-        reff[i] = oc_ref_bf16_to_f32(ref[i]);
+        reff[i] = f32_of(bf16_of(x[i]));
     check_dev("bf16_to_f32", dback, reff, n, TOL_EXACT);
-    dfree(dback);
-    dfree(db);
-    dfree(dx);
-    free(gotf);
-    free(reff);
-    free(got);
-    free(ref);
-    free(x);
+    cudaCheck(cudaFree(dback)), cudaCheck(cudaFree(db)), cudaCheck(cudaFree(dx));
+    free(got), free(reff), free(gotf), free(x);
 }
 
 /* ------------------------------------------------------------------ */
-/* GEMM                                                                 */
+/* The general GEMM (below the table) against cblas_sgemm               */
 
 static void test_gemm(struct oc_cuda_blas *blas)
 {
@@ -241,275 +279,280 @@ static void test_gemm(struct oc_cuda_blas *blas)
     for (int ta = 0; ta <= 1; ta++)
         for (int tb = 0; tb <= 1; tb++) {
             /* stored shapes, with row padding to exercise the strides */
-            const int64_t arows = ta ? K : M, acols = ta ? M : K, lda = acols + 3;
-            const int64_t brows = tb ? N : K, bcols = tb ? K : N, ldb = bcols + 2;
-            const int64_t ldc = N + 5;
-            const float alpha = 0.75f, beta = 0.5f;
-            float *A = hrand(arows * lda, 1.0f, 0.0f);
-            float *B = hrand(brows * ldb, 1.0f, 0.0f);
-            float *C0 = hrand(M * ldc, 1.0f, 0.0f);
-
-            /* fp32 */
-            float *ref = hcopy(C0, M * ldc);
-            oc_ref_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, ref, ldc);
-            float *dA = dup(A, arows * lda), *dB = dup(B, brows * ldb);
-            float *dC = dup(C0, M * ldc);
-            oc_cuda_gemm(blas, ta, tb, M, N, K, alpha, dA, lda, dB, ldb, beta, dC,
-                         ldc, OC_CUDA_F32, OC_CUDA_F32, g_stream);
+            const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
+            const int64_t na = (ta ? K : M) * lda, nb = (tb ? N : K) * ldb, nc = M * ldc;
+            struct pair A = prand(na, 1, 0), B = prand(nb, 1, 0), C = prand(nc, 1, 0);
+            float *C0 = xmalloc((size_t)nc * sizeof *C0), *ref32 = xmalloc((size_t)nc * 4);
+            memcpy(C0, C.h, (size_t)nc * sizeof *C0);
+            const CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans;
+            const CBLAS_TRANSPOSE TB = tb ? CblasTrans : CblasNoTrans;
+            cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 0.75f, A.h, (int)lda,
+                        B.h, (int)ldb, 0.5f, C.h, (int)ldc);
+            memcpy(ref32, C.h, (size_t)nc * sizeof *ref32);
+            oc_cuda_gemm(blas, ta, tb, M, N, K, 0.75f, A.d, lda, B.d, ldb, 0.5f, C.d, ldc,
+                         OC_CUDA_F32, OC_CUDA_F32, g_stream);
             snprintf(name, sizeof name, "gemm f32 ta=%d tb=%d", ta, tb);
-            check_dev(name, dC, ref, M * ldc, TOL_F32);
+            pcheck(name, &C, TOL_F32);
 
             /* bf16 operands, fp32 result: against the rounded operands,
              * and (the whole path, cast kernel included) the fp32 ones */
-            float *Ar = hround(A, arows * lda), *Br = hround(B, brows * ldb);
-            float *refr = hcopy(C0, M * ldc);
-            oc_ref_gemm(ta, tb, M, N, K, alpha, Ar, lda, Br, ldb, beta, refr, ldc);
-            oc_bf16 *dAb = dalloc((size_t)(arows * lda) * sizeof *dAb);
-            oc_bf16 *dBb = dalloc((size_t)(brows * ldb) * sizeof *dBb);
-            oc_cuda_f32_to_bf16(dAb, dA, arows * lda, g_stream);
-            oc_cuda_f32_to_bf16(dBb, dB, brows * ldb, g_stream);
-            cudaCheck(cudaMemcpy(dC, C0, (size_t)(M * ldc) * sizeof *C0,
-                                 cudaMemcpyHostToDevice));
-            oc_cuda_gemm(blas, ta, tb, M, N, K, alpha, dAb, lda, dBb, ldb, beta,
-                         dC, ldc, OC_CUDA_BF16, OC_CUDA_F32, g_stream);
-            float *got = down(dC, M * ldc);
+            oc_bf16 *Ab = dalloc((size_t)na * 2), *Bb = dalloc((size_t)nb * 2);
+            oc_cuda_f32_to_bf16(Ab, A.d, na, g_stream);
+            oc_cuda_f32_to_bf16(Bb, B.d, nb, g_stream);
+            pround(&A), pround(&B);
+            memcpy(C.h, C0, (size_t)nc * sizeof *C0);
+            psync(&C);
+            cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 0.75f, A.h, (int)lda,
+                        B.h, (int)ldb, 0.5f, C.h, (int)ldc);
+            oc_cuda_gemm(blas, ta, tb, M, N, K, 0.75f, Ab, lda, Bb, ldb, 0.5f, C.d, ldc,
+                         OC_CUDA_BF16, OC_CUDA_F32, g_stream);
             snprintf(name, sizeof name, "gemm bf16->f32 ta=%d tb=%d", ta, tb);
-            check(name, got, refr, M * ldc, TOL_BF16_OPERANDS);
+            pcheck(name, &C, TOL_BF16_OPERANDS);
             snprintf(name, sizeof name, "gemm bf16->f32 ta=%d tb=%d vs fp32", ta, tb);
-            check(name, got, ref, M * ldc, TOL_BF16);
-            free(got);
+            check_dev(name, C.d, ref32, nc, TOL_BF16);
 
             /* bf16 result (C starts as bf16 of C0) */
-            oc_bf16 *C0b = hbf16(C0, M * ldc);
-            oc_bf16 *dCb = dup_bytes(C0b, (size_t)(M * ldc) * sizeof *C0b);
-            oc_cuda_gemm(blas, ta, tb, M, N, K, alpha, dAb, lda, dBb, ldb, beta,
-                         dCb, ldc, OC_CUDA_BF16, OC_CUDA_BF16, g_stream);
-            float *dCf = dalloc((size_t)(M * ldc) * sizeof(float));
-            oc_cuda_bf16_to_f32(dCf, dCb, M * ldc, g_stream);
-            float *C0r = hround(C0, M * ldc);
-            float *refb = hcopy(C0r, M * ldc);
-            oc_ref_gemm(ta, tb, M, N, K, alpha, Ar, lda, Br, ldb, beta, refb, ldc);
+            oc_bf16 *C0b = xmalloc((size_t)nc * 2);
+            for (int64_t i = 0; i < nc; i++) {
+                C0b[i] = bf16_of(C0[i]);
+                C.h[i] = f32_of(C0b[i]);
+            }
+            oc_bf16 *Cb = dup_bytes(C0b, (size_t)nc * 2);
+            cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 0.75f, A.h, (int)lda,
+                        B.h, (int)ldb, 0.5f, C.h, (int)ldc);
+            oc_cuda_gemm(blas, ta, tb, M, N, K, 0.75f, Ab, lda, Bb, ldb, 0.5f, Cb, ldc,
+                         OC_CUDA_BF16, OC_CUDA_BF16, g_stream);
+            oc_cuda_bf16_to_f32(C.d, Cb, nc, g_stream);
             snprintf(name, sizeof name, "gemm bf16->bf16 ta=%d tb=%d", ta, tb);
-            check_dev(name, dCf, refb, M * ldc, TOL_BF16);
-
-            dfree(dCf);
-            dfree(dCb);
-            dfree(dBb);
-            dfree(dAb);
-            dfree(dC);
-            dfree(dB);
-            dfree(dA);
-            free(refb);
-            free(C0r);
-            free(C0b);
-            free(refr);
-            free(Br);
-            free(Ar);
-            free(ref);
-            free(C0);
-            free(B);
-            free(A);
+            pcheck(name, &C, TOL_BF16);
+            cudaCheck(cudaFree(Cb)), cudaCheck(cudaFree(Bb)), cudaCheck(cudaFree(Ab));
+            free(C0b), free(ref32), free(C0);
+            pfree(&C), pfree(&B), pfree(&A);
         }
 }
 
-static void test_matmul(struct oc_cuda_blas *blas)
+/* ------------------------------------------------------------------ */
+/* Linear layers                                                        */
+
+/* The launcher's paths (below the table): cublasLt with its bias
+ * epilogue, the cublasGemmEx fallback when Lt has no plan, and when an
+ * operand is off 16-byte alignment (a tensor inside an arena can be). */
+static void test_matmul_paths(struct oc_cuda_blas *blas)
 {
     const int64_t N = 45, IC = 96, OC = 80;
-    float *inp = hrand(N * IC, 1.0f, 0.0f), *w = hrand(OC * IC, 0.5f, 0.0f);
-    float *bias = hrand(OC, 1.0f, 0.0f);
-    float *din = dup(inp, N * IC), *dw = dup(w, OC * IC), *dbias = dup(bias, OC);
-    float *dout_ = dalloc((size_t)(N * OC) * sizeof(float));
-    float *ref = hnew(N * OC);
-
-    /* forward, fp32: Lt with its bias epilogue, without a bias, and the
-     * cublasGemmEx fallback (a plan that says "Lt has none") */
-    oc_ref_matmul_fwd(ref, inp, w, bias, N, IC, OC);
+    struct pair inp = prand(N * IC, 1, 0), w = prand(OC * IC, 0.5f, 0), b = prand(OC, 1, 0);
+    struct pair out = pout(N * OC);
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w.h, b.h, N, IC, OC);
     int64_t lt0 = blas->lt_calls;
-    oc_cuda_matmul_fwd(blas, dout_, din, dw, dbias, N, IC, OC, OC_CUDA_F32, g_stream);
-    check_dev("matmul_fwd f32 bias", dout_, ref, N * OC, TOL_F32);
+    oc_cuda_matmul_fwd(blas, out.d, inp.d, w.d, b.d, N, IC, OC, OC_CUDA_F32, g_stream);
+    pcheck("matmul_fwd f32 bias", &out, TOL_F32);
     /* aligned operands, a shape Lt runs on sm_80 and sm_90: a miss here
      * means a descriptor is wrong */
     check_true("matmul_fwd took the cublasLt path", blas->lt_calls == lt0 + 1);
-    oc_ref_matmul_fwd(ref, inp, w, NULL, N, IC, OC);
-    oc_cuda_matmul_fwd(blas, dout_, din, dw, NULL, N, IC, OC, OC_CUDA_F32, g_stream);
-    check_dev("matmul_fwd f32 no bias", dout_, ref, N * OC, TOL_F32);
-    {
-        const int64_t N2 = N - 4; /* a shape with no plan yet */
-        struct oc_cuda_lt_plan *p = &blas->plans[blas->nplans % OC_CUDA_LT_CACHE];
-        blas->nplans++;
-        /* cudaMalloc's pointers are 256-byte aligned */
-        *p = (struct oc_cuda_lt_plan){.N = N2, .IC = IC, .OC = OC, .ab = OC_CUDA_F32,
-                                      .bias = 1, .align = 256, .found = 0};
-        int64_t g0 = blas->gemmex_calls;
-        oc_ref_matmul_fwd(ref, inp, w, bias, N2, IC, OC);
-        oc_cuda_matmul_fwd(blas, dout_, din, dw, dbias, N2, IC, OC, OC_CUDA_F32,
-                           g_stream);
-        check_dev("matmul_fwd f32 bias, GemmEx fallback", dout_, ref, N2 * OC, TOL_F32);
-        check_true("matmul_fwd fallback took GemmEx", blas->gemmex_calls == g0 + 1);
-    }
-    {
-        /* an input 4 bytes off alignment, as a tensor inside an arena can
-         * be: no Lt (it would assume 16), the GemmEx path */
-        float *doff = dalloc((size_t)(N * IC + 1) * sizeof(float));
-        cudaCheck(cudaMemcpy(doff + 1, inp, (size_t)(N * IC) * sizeof *inp,
-                             cudaMemcpyHostToDevice));
-        int64_t g0 = blas->gemmex_calls;
-        oc_ref_matmul_fwd(ref, inp, w, bias, N, IC, OC);
-        oc_cuda_matmul_fwd(blas, dout_, doff + 1, dw, dbias, N, IC, OC, OC_CUDA_F32,
-                           g_stream);
-        check_dev("matmul_fwd f32 bias, input 4 bytes off", dout_, ref, N * OC, TOL_F32);
-        check_true("matmul_fwd misaligned took GemmEx", blas->gemmex_calls == g0 + 1);
-        dfree(doff);
-    }
 
-    /* forward, bf16 operands */
-    float *inpr = hround(inp, N * IC), *wr = hround(w, OC * IC);
-    oc_bf16 *dinb = dalloc((size_t)(N * IC) * sizeof *dinb);
-    oc_bf16 *dwb = dalloc((size_t)(OC * IC) * sizeof *dwb);
-    oc_cuda_f32_to_bf16(dinb, din, N * IC, g_stream);
-    oc_cuda_f32_to_bf16(dwb, dw, OC * IC, g_stream);
-    oc_ref_matmul_fwd(ref, inpr, wr, bias, N, IC, OC);
-    oc_cuda_matmul_fwd(blas, dout_, dinb, dwb, dbias, N, IC, OC, OC_CUDA_BF16,
-                       g_stream);
-    check_dev("matmul_fwd bf16 bias", dout_, ref, N * OC, TOL_BF16_OPERANDS);
+    const int64_t N2 = N - 4; /* a shape with no plan yet: "Lt has none" */
+    struct oc_cuda_lt_plan *p = &blas->plans[blas->nplans % OC_CUDA_LT_CACHE];
+    blas->nplans++;
+    *p = (struct oc_cuda_lt_plan){.N = N2, .IC = IC, .OC = OC, .ab = OC_CUDA_F32,
+                                  .bias = 1, .align = 256, .found = 0};
+    int64_t g0 = blas->gemmex_calls;
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w.h, b.h, N2, IC, OC);
+    oc_cuda_matmul_fwd(blas, out.d, inp.d, w.d, b.d, N2, IC, OC, OC_CUDA_F32, g_stream);
+    check_dev("matmul_fwd f32 bias, GemmEx fallback", out.d, out.h, N2 * OC, TOL_F32);
+    check_true("matmul_fwd fallback took GemmEx", blas->gemmex_calls == g0 + 1);
 
-    /* backward: dinp written, dw and dbias accumulate onto what they hold */
-    float *g = hrand(N * OC, 1.0f, 0.0f);
-    float *gw0 = hrand(OC * IC, 1.0f, 0.0f), *gb0 = hrand(OC, 1.0f, 0.0f);
-    float *rdin = hnew(N * IC), *rdw = hcopy(gw0, OC * IC), *rdb = hcopy(gb0, OC);
-    oc_ref_matmul_bwd(rdin, rdw, rdb, g, inp, w, N, IC, OC);
-    float *dg = dup(g, N * OC), *ddin = dalloc((size_t)(N * IC) * sizeof(float));
-    float *ddw = dup(gw0, OC * IC), *ddb = dup(gb0, OC);
-    float *scratch = dalloc((size_t)oc_cuda_colsum_scratch_floats(OC) * sizeof(float));
-    oc_cuda_matmul_bwd(blas, ddin, ddw, ddb, dg, din, dw, N, IC, OC, OC_CUDA_F32,
-                       scratch, g_stream);
-    check_dev("matmul_bwd f32 dinp", ddin, rdin, N * IC, TOL_F32);
-    check_dev("matmul_bwd f32 dw (+=)", ddw, rdw, OC * IC, TOL_F32);
-    check_dev("matmul_bwd f32 dbias (+=)", ddb, rdb, OC, TOL_F32);
+    float *off = dalloc((size_t)(N * IC + 1) * sizeof(float));
+    cudaCheck(cudaMemcpy(off + 1, inp.h, (size_t)(N * IC) * 4, cudaMemcpyHostToDevice));
+    g0 = blas->gemmex_calls;
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w.h, b.h, N, IC, OC);
+    oc_cuda_matmul_fwd(blas, out.d, off + 1, w.d, b.d, N, IC, OC, OC_CUDA_F32, g_stream);
+    pcheck("matmul_fwd f32 bias, input 4 bytes off", &out, TOL_F32);
+    check_true("matmul_fwd misaligned took GemmEx", blas->gemmex_calls == g0 + 1);
+    cudaCheck(cudaFree(off));
+    pfree(&out), pfree(&b), pfree(&w), pfree(&inp);
+}
 
-    float *gr = hround(g, N * OC);
-    memcpy(rdw, gw0, (size_t)(OC * IC) * sizeof *rdw);
-    memcpy(rdb, gb0, (size_t)OC * sizeof *rdb);
-    oc_ref_matmul_bwd(rdin, rdw, rdb, gr, inpr, wr, N, IC, OC);
-    oc_bf16 *dgb = dalloc((size_t)(N * OC) * sizeof *dgb);
-    oc_cuda_f32_to_bf16(dgb, dg, N * OC, g_stream);
-    cudaCheck(cudaMemcpy(ddw, gw0, (size_t)(OC * IC) * sizeof *gw0, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(ddb, gb0, (size_t)OC * sizeof *gb0, cudaMemcpyHostToDevice));
-    oc_cuda_matmul_bwd(blas, ddin, ddw, ddb, dgb, dinb, dwb, N, IC, OC,
-                       OC_CUDA_BF16, scratch, g_stream);
-    check_dev("matmul_bwd bf16 dinp", ddin, rdin, N * IC, TOL_BF16_OPERANDS);
-    check_dev("matmul_bwd bf16 dw (+=)", ddw, rdw, OC * IC, TOL_BF16_OPERANDS);
-    check_dev("matmul_bwd bf16 dbias (+=)", ddb, rdb, OC, TOL_F32);
+/* The table's linear layers, fp32: forward with and without a bias;
+ * backward writes dinp and adds to dw and dbias. */
+static void test_linear_f32(void)
+{
+    const int64_t N = 45, IC = 96, OC = 80;
+    struct pair inp = prand(N * IC, 1, 0), w = prand(OC * IC, 0.5f, 0), b = prand(OC, 1, 0);
+    struct pair out = pout(N * OC), g = prand(N * OC, 1, 0), din = pout(N * IC);
+    struct pair dw = prand(OC * IC, 1, 0), db = prand(OC, 1, 0);
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w.h, b.h, N, IC, OC);
+    GPU.ops->linear_fwd(GPU.ctx, out.d, inp.d, w.d, b.d, N, IC, OC);
+    pcheck("linear_fwd f32 bias", &out, TOL_F32);
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w.h, NULL, N, IC, OC);
+    GPU.ops->linear_fwd(GPU.ctx, out.d, inp.d, w.d, NULL, N, IC, OC);
+    pcheck("linear_fwd f32 no bias", &out, TOL_F32);
+    CPU.ops->linear_bwd(CPU.ctx, din.h, dw.h, db.h, g.h, inp.h, w.h, N, IC, OC);
+    GPU.ops->linear_bwd(GPU.ctx, din.d, dw.d, db.d, g.d, inp.d, w.d, N, IC, OC);
+    pcheck("linear_bwd f32 dinp", &din, TOL_F32);
+    pcheck("linear_bwd f32 dw (+=)", &dw, TOL_F32);
+    pcheck("linear_bwd f32 dbias (+=)", &db, TOL_F32);
+    pfree(&db), pfree(&dw), pfree(&din), pfree(&g), pfree(&out);
+    pfree(&b), pfree(&w), pfree(&inp);
+}
 
-    dfree(dgb);
-    dfree(scratch);
-    dfree(ddb);
-    dfree(ddw);
-    dfree(ddin);
-    dfree(dg);
-    dfree(dwb);
-    dfree(dinb);
-    dfree(dout_);
-    dfree(dbias);
-    dfree(dw);
-    dfree(din);
-    free(gr);
-    free(rdb);
-    free(rdw);
-    free(rdin);
-    free(gb0);
-    free(gw0);
-    free(g);
-    free(wr);
-    free(inpr);
-    free(ref);
-    free(bias);
-    free(w);
-    free(inp);
+/* The bf16 table: the weight read from the bf16 copy of the attached
+ * arena (here 7 floats into it: the copy's offsets follow the arena's),
+ * activations and dout cast just before the GEMM, the bias gradient from
+ * the fp32 dout; the copy recast after weights_changed and after adamw,
+ * and only then. */
+static void test_linear_bf16(void)
+{
+    const int64_t N = 45, IC = 96, OC = 80, pad = 7, n = pad + OC * IC;
+    struct pair arena = prand(n, 0.5f, 0), inp = prand(N * IC, 1, 0), b = prand(OC, 1, 0);
+    struct pair out = pout(N * OC), g = prand(N * OC, 1, 0), din = pout(N * IC);
+    struct pair dw = prand(OC * IC, 1, 0), db = prand(OC, 1, 0);
+    struct oc_cuda_kernels *x = GPU16.ctx;
+    OC_ASSERT(oc_cuda_kernels_weights(x, arena.d, n, NULL) == 0);
+    float *w = arena.h + pad, *wd = arena.d + pad;
+    float *ref32 = xmalloc((size_t)(N * OC) * sizeof *ref32);
+    CPU.ops->linear_fwd(CPU.ctx, ref32, inp.h, w, b.h, N, IC, OC);
+    GPU16.ops->linear_fwd(GPU16.ctx, out.d, inp.d, wd, b.d, N, IC, OC);
+    check_dev("linear_fwd bf16 vs fp32", out.d, ref32, N * OC, TOL_BF16);
+    struct pair gr = prand(N * OC, 0, 0); /* dout rounded, for dinp and dw */
+    memcpy(gr.h, g.h, (size_t)(N * OC) * sizeof(float));
+    pround(&gr), pround(&arena), pround(&inp); /* the operands as the GEMMs see them */
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w, b.h, N, IC, OC);
+    pcheck("linear_fwd bf16 (arena + 7)", &out, TOL_BF16_OPERANDS);
+    /* dinp and dw from the rounded dout; dbias from the fp32 one */
+    CPU.ops->linear_bwd(CPU.ctx, din.h, dw.h, NULL, gr.h, inp.h, w, N, IC, OC);
+    float *tin = xmalloc((size_t)(N * IC) * 4), *tw = xmalloc((size_t)(OC * IC) * 4);
+    memset(tw, 0, (size_t)(OC * IC) * 4);
+    CPU.ops->linear_bwd(CPU.ctx, tin, tw, db.h, g.h, inp.h, w, N, IC, OC);
+    free(tw), free(tin);
+    GPU16.ops->linear_bwd(GPU16.ctx, din.d, dw.d, db.d, g.d, inp.d, wd, N, IC, OC);
+    pcheck("linear_bwd bf16 dinp", &din, TOL_BF16_OPERANDS);
+    pcheck("linear_bwd bf16 dw (+=)", &dw, TOL_BF16_OPERANDS);
+    pcheck("linear_bwd bf16 dbias (+=, fp32 dout)", &db, TOL_F32);
+
+    /* new weights written behind the table's back: the old copy is used
+     * until weights_changed */
+    float *prev = xmalloc((size_t)(N * OC) * sizeof *prev);
+    down(prev, out.d, (size_t)(N * OC) * sizeof *prev);
+    for (int64_t i = 0; i < n; i++)
+        arena.h[i] = 0.5f * urand();
+    pround(&arena);
+    GPU16.ops->linear_fwd(GPU16.ctx, out.d, inp.d, wd, b.d, N, IC, OC);
+    check_dev("linear_fwd bf16 keeps its copy", out.d, prev, N * OC, TOL_EXACT);
+    GPU16.ops->weights_changed(GPU16.ctx);
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w, b.h, N, IC, OC);
+    GPU16.ops->linear_fwd(GPU16.ctx, out.d, inp.d, wd, b.d, N, IC, OC);
+    pcheck("linear_fwd bf16 after weights_changed", &out, TOL_BF16_OPERANDS);
+
+    /* adamw on the arena recasts too (the updated weights, from the device) */
+    const struct oc_adamw h = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    struct pair ag = prand(n, 1, 0), am = prand(n, 0, 0), av = prand(n, 0, 0);
+    GPU16.ops->adamw(GPU16.ctx, arena.d, ag.d, am.d, av.d, n, &h, 1, 1);
+    down(arena.h, arena.d, (size_t)n * sizeof(float));
+    pround(&arena);
+    CPU.ops->linear_fwd(CPU.ctx, out.h, inp.h, w, b.h, N, IC, OC);
+    GPU16.ops->linear_fwd(GPU16.ctx, out.d, inp.d, wd, b.d, N, IC, OC);
+    pcheck("linear_fwd bf16 after adamw", &out, TOL_BF16_OPERANDS);
+    OC_ASSERT(oc_cuda_kernels_weights(x, NULL, 0, NULL) == 0);
+    pfree(&av), pfree(&am), pfree(&ag), pfree(&gr);
+    free(prev), free(ref32);
+    pfree(&db), pfree(&dw), pfree(&din), pfree(&g), pfree(&out);
+    pfree(&b), pfree(&inp), pfree(&arena);
 }
 
 /* ------------------------------------------------------------------ */
-/* LayerNorm, GELU                                                      */
+/* LayerNorm, GELU, adds, memory                                        */
 
 static void test_layernorm(void)
 {
     const int64_t N = 67, C = 200;
     /* an offset mean and a spread, so both passes matter */
-    float *x = hrand(N * C, 2.0f, 3.0f), *w = hrand(C, 0.5f, 1.0f);
-    float *b = hrand(C, 0.5f, 0.0f);
-    float *out = hnew(N * C), *mean = hnew(N), *rstd = hnew(N);
-    oc_ref_layernorm_fwd(out, mean, rstd, x, w, b, N, C);
-    float *dx = dup(x, N * C), *dw = dup(w, C), *db = dup(b, C);
-    float *dout_ = dalloc((size_t)(N * C) * sizeof(float));
-    float *dmean = dalloc((size_t)N * sizeof(float)), *drstd = dalloc((size_t)N * sizeof(float));
-    oc_cuda_layernorm_fwd(dout_, dmean, drstd, dx, dw, db, N, C, g_stream);
-    check_dev("layernorm_fwd out", dout_, out, N * C, TOL_F32);
-    check_dev("layernorm_fwd mean", dmean, mean, N, TOL_F32);
-    check_dev("layernorm_fwd rstd", drstd, rstd, N, TOL_F32);
-
-    /* backward from the reference's mean and rstd; dinp, dw, db add to
-     * what they hold */
-    float *dy = hrand(N * C, 1.0f, 0.0f), *g0 = hrand(N * C, 1.0f, 0.0f);
-    float *gw0 = hrand(C, 1.0f, 0.0f), *gb0 = hrand(C, 1.0f, 0.0f);
-    float *rg = hcopy(g0, N * C), *rgw = hcopy(gw0, C), *rgb = hcopy(gb0, C);
-    oc_ref_layernorm_bwd(rg, rgw, rgb, dy, x, w, mean, rstd, N, C);
-    float *ddy = dup(dy, N * C), *dg = dup(g0, N * C), *dgw = dup(gw0, C);
-    float *dgb = dup(gb0, C);
-    cudaCheck(cudaMemcpy(dmean, mean, (size_t)N * sizeof *mean, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(drstd, rstd, (size_t)N * sizeof *rstd, cudaMemcpyHostToDevice));
-    float *scratch = dalloc((size_t)oc_cuda_layernorm_bwd_scratch_floats(C) * sizeof(float));
-    oc_cuda_layernorm_bwd(dg, dgw, dgb, ddy, dx, dw, dmean, drstd, N, C, scratch,
-                          g_stream);
-    check_dev("layernorm_bwd dinp (+=)", dg, rg, N * C, TOL_F32);
-    check_dev("layernorm_bwd dw (+=)", dgw, rgw, C, TOL_F32);
-    check_dev("layernorm_bwd db (+=)", dgb, rgb, C, TOL_F32);
-
-    dfree(scratch);
-    dfree(dgb);
-    dfree(dgw);
-    dfree(dg);
-    dfree(ddy);
-    dfree(drstd);
-    dfree(dmean);
-    dfree(dout_);
-    dfree(db);
-    dfree(dw);
-    dfree(dx);
-    free(rgb);
-    free(rgw);
-    free(rg);
-    free(gb0);
-    free(gw0);
-    free(g0);
-    free(dy);
-    free(rstd);
-    free(mean);
-    free(out);
-    free(b);
-    free(w);
-    free(x);
+    struct pair x = prand(N * C, 2, 3), w = prand(C, 0.5f, 1), b = prand(C, 0.5f, 0);
+    struct pair out = pout(N * C), mean = pout(N), rstd = pout(N);
+    CPU.ops->layernorm_fwd(CPU.ctx, out.h, mean.h, rstd.h, x.h, w.h, b.h, N, C);
+    GPU.ops->layernorm_fwd(GPU.ctx, out.d, mean.d, rstd.d, x.d, w.d, b.d, N, C);
+    pcheck("layernorm_fwd out", &out, TOL_F32);
+    pcheck("layernorm_fwd mean", &mean, TOL_F32);
+    pcheck("layernorm_fwd rstd", &rstd, TOL_F32);
+    /* backward from the cpu's mean and rstd; dinp, dw, db add */
+    psync(&mean), psync(&rstd);
+    struct pair dy = prand(N * C, 1, 0), g = prand(N * C, 1, 0);
+    struct pair gw = prand(C, 1, 0), gb = prand(C, 1, 0);
+    CPU.ops->layernorm_bwd(CPU.ctx, g.h, gw.h, gb.h, dy.h, x.h, w.h, mean.h, rstd.h, N, C);
+    GPU.ops->layernorm_bwd(GPU.ctx, g.d, gw.d, gb.d, dy.d, x.d, w.d, mean.d, rstd.d, N, C);
+    pcheck("layernorm_bwd dinp (+=)", &g, TOL_F32);
+    pcheck("layernorm_bwd dw (+=)", &gw, TOL_F32);
+    pcheck("layernorm_bwd db (+=)", &gb, TOL_F32);
+    pfree(&gb), pfree(&gw), pfree(&g), pfree(&dy), pfree(&rstd), pfree(&mean);
+    pfree(&out), pfree(&b), pfree(&w), pfree(&x);
 }
 
 static void test_gelu(void)
 {
     const int64_t n = 10007;
-    float *x = hrand(n, 6.0f, 0.0f), *ref = hnew(n);
-    oc_ref_gelu_fwd(ref, x, n);
-    float *dx = dup(x, n), *dy = dalloc((size_t)n * sizeof(float));
-    oc_cuda_gelu_fwd(dy, dx, n, g_stream);
-    check_dev("gelu_fwd", dy, ref, n, TOL_F32);
-    float *d = hrand(n, 1.0f, 0.0f), *dref = hcopy(d, n);
-    oc_ref_gelu_bwd(dref, x, n);
-    float *dd = dup(d, n);
-    oc_cuda_gelu_bwd(dd, dx, n, g_stream);
-    check_dev("gelu_bwd", dd, dref, n, TOL_F32);
-    dfree(dd);
-    dfree(dy);
-    dfree(dx);
-    free(dref);
-    free(d);
-    free(ref);
-    free(x);
+    struct pair x = prand(n, 6, 0), y = pout(n), d = prand(n, 1, 0);
+    CPU.ops->gelu_fwd(CPU.ctx, y.h, x.h, n);
+    GPU.ops->gelu_fwd(GPU.ctx, y.d, x.d, n);
+    pcheck("gelu_fwd", &y, TOL_F32);
+    CPU.ops->gelu_bwd(CPU.ctx, d.h, x.h, n);
+    GPU.ops->gelu_bwd(GPU.ctx, d.d, x.d, n);
+    pcheck("gelu_bwd", &d, TOL_F32);
+    pfree(&d), pfree(&y), pfree(&x);
+}
+
+static void test_adds_memory(void)
+{
+    const int64_t N = 33, C = 70;
+    struct pair bias = prand(C, 1, 0), res = prand(N * C, 1, 0);
+    const char *names[3] = {"add_bias_residual (bias, res)", "add_bias_residual (bias)",
+                            "add_bias_residual (res)"};
+    for (int k = 0; k < 3; k++) {
+        struct pair out = prand(N * C, 1, 0);
+        CPU.ops->add_bias_residual(CPU.ctx, out.h, k < 2 ? bias.h : NULL,
+                                   k != 1 ? res.h : NULL, N, C);
+        GPU.ops->add_bias_residual(GPU.ctx, out.d, k < 2 ? bias.d : NULL,
+                                   k != 1 ? res.d : NULL, N, C);
+        pcheck(names[k], &out, TOL_EXACT);
+        pfree(&out);
+    }
+    /* oc_cuda_add (below the table), out aliasing a */
+    struct pair a = prand(N * C, 1, 0);
+    for (int64_t i = 0; i < N * C; i++)
+        a.h[i] = a.h[i] + res.h[i];
+    oc_cuda_add(a.d, a.d, res.d, N * C, g_stream);
+    pcheck("add", &a, TOL_EXACT);
+    struct pair c = pout(N * C);
+    CPU.ops->copy(CPU.ctx, c.h, a.h, N * C);
+    GPU.ops->copy(GPU.ctx, c.d, a.d, N * C);
+    CPU.ops->zero(CPU.ctx, c.h + 5, 7);
+    GPU.ops->zero(GPU.ctx, c.d + 5, 7);
+    pcheck("copy, zero", &c, TOL_EXACT);
+
+    /* the bias gradient (below the table) over more rows than chunks, from
+     * fp32 and bf16 dout: column sums in row order, as the cpu kernels' */
+    const int64_t R = 1000, OC = 70;
+    struct pair g = prand(R * OC, 1, 0), gb = prand(OC, 1, 0);
+    float *gb0 = xmalloc((size_t)OC * sizeof *gb0);
+    memcpy(gb0, gb.h, (size_t)OC * sizeof *gb0);
+    float *scratch = dalloc((size_t)oc_cuda_colsum_scratch_floats(OC) * sizeof(float));
+    for (int bf = 0; bf <= 1; bf++) {
+        memcpy(gb.h, gb0, (size_t)OC * sizeof *gb0);
+        psync(&gb);
+        oc_bf16 *gd = dalloc((size_t)(R * OC) * 2);
+        if (bf) {
+            oc_cuda_f32_to_bf16(gd, g.d, R * OC, g_stream);
+            pround(&g);
+        }
+        for (int64_t i = 0; i < R; i++)
+            for (int64_t o = 0; o < OC; o++)
+                gb.h[o] += g.h[i * OC + o];
+        oc_cuda_bias_bwd(gb.d, bf ? (const void *)gd : g.d, bf ? OC_CUDA_BF16 : OC_CUDA_F32,
+                         R, OC, scratch, g_stream);
+        pcheck(bf ? "bias_bwd bf16 dout (+=)" : "bias_bwd f32 (+=)", &gb, TOL_F32);
+        cudaCheck(cudaFree(gd));
+    }
+    cudaCheck(cudaFree(scratch));
+    free(gb0);
+    pfree(&gb), pfree(&g), pfree(&c), pfree(&a), pfree(&res), pfree(&bias);
 }
 
 /* ------------------------------------------------------------------ */
@@ -518,67 +561,46 @@ static void test_gelu(void)
 static void test_attention_one(int64_t B, int64_t T, int64_t nh, int64_t HS)
 {
     char name[96];
-    const int64_t nqkv = B * T * nh * 3 * HS, ny = B * T * nh * HS;
-    const int64_t natt = B * nh * T * T;
-    float *qkv = hrand(nqkv, 1.0f, 0.0f);
-    float *att = hnew(natt), *y = hnew(ny);
-    oc_ref_attn_fwd(att, y, qkv, B, T, nh, HS);
-    float *dqkv_in = dup(qkv, nqkv);
-    float *datt = dalloc((size_t)natt * sizeof(float)); /* NaN-filled */
-    float *dy_ = dalloc((size_t)ny * sizeof(float));
-    oc_cuda_attn_fwd(datt, dy_, dqkv_in, B, T, nh, HS, g_stream);
-    snprintf(name, sizeof name, "attn_fwd att B%lld T%lld nh%lld HS%lld",
-             (long long)B, (long long)T, (long long)nh, (long long)HS);
-    check_dev(name, datt, att, natt, TOL_F32);
-    snprintf(name, sizeof name, "attn_fwd y   B%lld T%lld nh%lld HS%lld",
-             (long long)B, (long long)T, (long long)nh, (long long)HS);
-    check_dev(name, dy_, y, ny, TOL_F32);
-    cudaCheck(cudaMemset(datt, 0xff, (size_t)natt * sizeof(float)));
-    oc_cuda_attn_fwd(datt, NULL, dqkv_in, B, T, nh, HS, g_stream);
+    const int64_t nqkv = B * T * nh * 3 * HS, ny = B * T * nh * HS, natt = B * nh * T * T;
+    struct pair qkv = prand(nqkv, 1, 0), att = pout(natt), y = pout(ny);
+    CPU.ops->attn_fwd(CPU.ctx, att.h, y.h, qkv.h, B, T, nh, HS);
+    GPU.ops->attn_fwd(GPU.ctx, att.d, y.d, qkv.d, B, T, nh, HS);
+    snprintf(name, sizeof name, "attn_fwd att B%lld T%lld nh%lld HS%lld", (long long)B,
+             (long long)T, (long long)nh, (long long)HS);
+    pcheck(name, &att, TOL_F32);
+    snprintf(name, sizeof name, "attn_fwd y   B%lld T%lld nh%lld HS%lld", (long long)B,
+             (long long)T, (long long)nh, (long long)HS);
+    pcheck(name, &y, TOL_F32);
+    cudaCheck(cudaMemset(att.d, 0xff, (size_t)natt * sizeof(float)));
+    GPU.ops->attn_fwd(GPU.ctx, att.d, NULL, qkv.d, B, T, nh, HS);
     snprintf(name, sizeof name, "attn_fwd att only (y NULL) HS%lld", (long long)HS);
-    check_dev(name, datt, att, natt, TOL_F32);
+    pcheck(name, &att, TOL_F32);
 
-    /* backward from the reference's probabilities */
-    float *g = hrand(ny, 1.0f, 0.0f), *ref = hnew(nqkv), *scr = hnew(2 * T);
-    oc_ref_attn_bwd(ref, att, qkv, g, B, T, nh, HS, scr);
-    cudaCheck(cudaMemcpy(datt, att, (size_t)natt * sizeof *att, cudaMemcpyHostToDevice));
-    float *dg = dup(g, ny), *ddqkv = dalloc((size_t)nqkv * sizeof(float));
-    float *scratch = dalloc((size_t)oc_cuda_attn_bwd_scratch_floats(B, T, nh) *
-                            sizeof(float));
-    oc_cuda_attn_bwd(ddqkv, datt, dqkv_in, dg, B, T, nh, HS, scratch, g_stream);
-    snprintf(name, sizeof name, "attn_bwd dqkv B%lld T%lld nh%lld HS%lld",
-             (long long)B, (long long)T, (long long)nh, (long long)HS);
-    check_dev(name, ddqkv, ref, nqkv, TOL_F32);
-
-    dfree(scratch);
-    dfree(ddqkv);
-    dfree(dg);
-    dfree(dy_);
-    dfree(datt);
-    dfree(dqkv_in);
-    free(scr);
-    free(ref);
-    free(g);
-    free(y);
-    free(att);
-    free(qkv);
+    /* backward from the cpu's probabilities */
+    psync(&att);
+    struct pair dy = prand(ny, 1, 0), dqkv = pout(nqkv);
+    CPU.ops->attn_bwd(CPU.ctx, dqkv.h, att.h, qkv.h, dy.h, B, T, nh, HS);
+    GPU.ops->attn_bwd(GPU.ctx, dqkv.d, att.d, qkv.d, dy.d, B, T, nh, HS);
+    snprintf(name, sizeof name, "attn_bwd dqkv B%lld T%lld nh%lld HS%lld", (long long)B,
+             (long long)T, (long long)nh, (long long)HS);
+    pcheck(name, &dqkv, TOL_F32);
+    pfree(&dqkv), pfree(&dy), pfree(&y), pfree(&att), pfree(&qkv);
 }
 
 static void test_attention(void)
 {
-    test_attention_one(2, 37, 3, 40);  /* T across two tiles, HS not /32 */
+    test_attention_one(2, 37, 3, 40);   /* T across two tiles, HS not /32 */
     test_attention_one(1, 129, 2, 128); /* GPT-3's head size, five tiles */
     test_attention_one(1, 45, 1, 256);  /* the largest HS: > 48 KiB smem */
 }
 
 /* ------------------------------------------------------------------ */
-/* Embedding                                                            */
+/* Embedding, cross-entropy, AdamW                                      */
 
 static void test_embedding(void)
 {
     /* rank 1 of a 3-way vocabulary split: rows [15, 30) of 45 */
-    const int64_t B = 3, T = 11, C = 50, V = 45, v = 15, v0 = 15, P = T + 5;
-    const int64_t N = B * T;
+    const int64_t B = 3, T = 11, C = 50, V = 45, v = 15, v0 = 15, P = T + 5, N = B * T;
     int32_t tok[3 * 11];
     for (int64_t i = 0; i < N; i++)
         tok[i] = (int32_t)(next_u64() % (uint64_t)V);
@@ -588,41 +610,22 @@ static void test_embedding(void)
     tok[4] = 15;
     tok[5] = 29;
     tok[6] = 30;
-    float *wte = hrand(v * C, 1.0f, 0.0f), *wpe = hrand(P * C, 1.0f, 0.0f);
-    float *ref = hnew(N * C);
-    oc_ref_embed_fwd(ref, tok, wte, N, C, V, v0, v);
     int32_t *dtok = dup_bytes(tok, sizeof tok);
-    float *dwte = dup(wte, v * C), *dwpe = dup(wpe, P * C);
-    float *dout_ = dalloc((size_t)(N * C) * sizeof(float));
-    oc_cuda_embed_fwd(dout_, dtok, dwte, N, C, V, v0, v, g_stream);
-    check_dev("embed_fwd (local rows, zeros)", dout_, ref, N * C, TOL_EXACT);
-    oc_ref_pos_fwd(ref, wpe, N, T, C);
-    oc_cuda_pos_fwd(dout_, dwpe, N, T, C, g_stream);
-    check_dev("pos_fwd (+= wpe)", dout_, ref, N * C, TOL_EXACT);
-
-    float *g = hrand(N * C, 1.0f, 0.0f);
-    float *rwte = hcopy(wte, v * C), *rwpe = hcopy(wpe, P * C); /* as grads */
-    oc_ref_embed_bwd(rwte, rwpe, tok, g, B, T, C, V, v0, v);
-    float *dg = dup(g, N * C);
-    oc_cuda_embed_bwd(dwte, dwpe, dtok, dg, B, T, C, V, v0, v, g_stream);
-    check_dev("embed_bwd dwte (+=, position order)", dwte, rwte, v * C, TOL_EXACT);
-    check_dev("embed_bwd dwpe (+=, batch order)", dwpe, rwpe, P * C, TOL_EXACT);
-
-    dfree(dg);
-    dfree(dout_);
-    dfree(dwpe);
-    dfree(dwte);
-    dfree(dtok);
-    free(rwpe);
-    free(rwte);
-    free(g);
-    free(ref);
-    free(wpe);
-    free(wte);
+    struct pair wte = prand(v * C, 1, 0), wpe = prand(P * C, 1, 0), out = pout(N * C);
+    CPU.ops->embed_fwd(CPU.ctx, out.h, tok, wte.h, N, C, V, v0, v);
+    GPU.ops->embed_fwd(GPU.ctx, out.d, dtok, wte.d, N, C, V, v0, v);
+    pcheck("embed_fwd (local rows, zeros)", &out, TOL_EXACT);
+    CPU.ops->pos_fwd(CPU.ctx, out.h, wpe.h, N, T, C);
+    GPU.ops->pos_fwd(GPU.ctx, out.d, wpe.d, N, T, C);
+    pcheck("pos_fwd (+= wpe)", &out, TOL_EXACT);
+    struct pair g = prand(N * C, 1, 0); /* wte, wpe now stand for their grads */
+    CPU.ops->embed_bwd(CPU.ctx, wte.h, wpe.h, tok, g.h, B, T, C, V, v0, v);
+    GPU.ops->embed_bwd(GPU.ctx, wte.d, wpe.d, dtok, g.d, B, T, C, V, v0, v);
+    pcheck("embed_bwd dwte (+=, position order)", &wte, TOL_EXACT);
+    pcheck("embed_bwd dwpe (+=, batch order)", &wpe, TOL_EXACT);
+    cudaCheck(cudaFree(dtok));
+    pfree(&g), pfree(&out), pfree(&wpe), pfree(&wte);
 }
-
-/* ------------------------------------------------------------------ */
-/* Cross-entropy                                                        */
 
 static void test_cross_entropy(void)
 {
@@ -635,155 +638,53 @@ static void test_cross_entropy(void)
     tgt[1] = 599; /* the shard's edges */
     tgt[2] = 299;
     tgt[3] = 600; /* just outside */
-    float *logits = hrand(N * v, 5.0f, 0.0f);
-    float *lmax = hnew(N), *sumexp = hnew(N), *tlogit = hnew(N), *loss = hnew(N);
-    float *ex = hcopy(logits, N * v);
-    oc_ref_ce_max(lmax, ex, N, v);
     int32_t *dtgt = dup_bytes(tgt, sizeof tgt);
-    float *dl = dup(logits, N * v), *dmax = dalloc((size_t)N * sizeof(float));
-    oc_cuda_ce_max(dmax, dl, N, v, g_stream);
-    check_dev("ce_max", dmax, lmax, N, TOL_EXACT);
-
-    oc_ref_ce_exp(ex, sumexp, tlogit, lmax, tgt, N, v, v0, V);
-    float *dse = dalloc((size_t)N * sizeof(float)), *dtl = dalloc((size_t)N * sizeof(float));
-    cudaCheck(cudaMemcpy(dmax, lmax, (size_t)N * sizeof *lmax, cudaMemcpyHostToDevice));
-    oc_cuda_ce_exp(dl, dse, dtl, dmax, dtgt, N, v, v0, V, g_stream);
-    check_dev("ce_exp exp(logits - max)", dl, ex, N * v, TOL_F32);
-    check_dev("ce_exp sumexp", dse, sumexp, N, TOL_F32);
-    check_dev("ce_exp target logit - max", dtl, tlogit, N, TOL_EXACT);
-
-    float *probs = hcopy(ex, N * v);
-    oc_ref_ce_finish(loss, probs, sumexp, tlogit, N, v);
-    float *dloss = dalloc((size_t)N * sizeof(float));
-    cudaCheck(cudaMemcpy(dl, ex, (size_t)(N * v) * sizeof *ex, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(dse, sumexp, (size_t)N * sizeof *sumexp, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(dtl, tlogit, (size_t)N * sizeof *tlogit, cudaMemcpyHostToDevice));
-    oc_cuda_ce_finish(dloss, dl, dse, dtl, N, v, g_stream);
-    check_dev("ce_finish losses", dloss, loss, N, TOL_F32);
-    check_dev("ce_finish probabilities", dl, probs, N * v, TOL_F32);
-
+    struct pair lg = prand(N * v, 5, 0), lmax = pout(N), se = pout(N), tl = pout(N);
+    struct pair loss = pout(N), dl = pout(N * v);
+    CPU.ops->ce_max(CPU.ctx, lmax.h, lg.h, N, v);
+    GPU.ops->ce_max(GPU.ctx, lmax.d, lg.d, N, v);
+    pcheck("ce_max", &lmax, TOL_EXACT);
+    psync(&lmax);
+    CPU.ops->ce_exp(CPU.ctx, lg.h, se.h, tl.h, lmax.h, tgt, N, v, v0, V);
+    GPU.ops->ce_exp(GPU.ctx, lg.d, se.d, tl.d, lmax.d, dtgt, N, v, v0, V);
+    pcheck("ce_exp exp(logits - max)", &lg, TOL_F32);
+    pcheck("ce_exp sumexp", &se, TOL_F32);
+    pcheck("ce_exp target logit - max", &tl, TOL_EXACT);
+    psync(&lg), psync(&se), psync(&tl);
+    CPU.ops->ce_finish(CPU.ctx, loss.h, lg.h, se.h, tl.h, N, v);
+    GPU.ops->ce_finish(GPU.ctx, loss.d, lg.d, se.d, tl.d, N, v);
+    pcheck("ce_finish losses", &loss, TOL_F32);
+    pcheck("ce_finish probabilities", &lg, TOL_F32);
+    psync(&lg);
     const float scale = 1.0f / (float)N;
-    float *dref = hnew(N * v);
-    oc_ref_ce_bwd(dref, probs, tgt, scale, N, v, v0);
-    cudaCheck(cudaMemcpy(dl, probs, (size_t)(N * v) * sizeof *probs, cudaMemcpyHostToDevice));
-    float *ddl = dalloc((size_t)(N * v) * sizeof(float));
-    oc_cuda_ce_bwd(ddl, dl, dtgt, scale, N, v, v0, g_stream);
-    check_dev("ce_bwd dlogits", ddl, dref, N * v, TOL_F32);
-    oc_cuda_ce_bwd(dl, dl, dtgt, scale, N, v, v0, g_stream); /* in place */
-    check_dev("ce_bwd dlogits in place", dl, dref, N * v, TOL_F32);
-
-    dfree(ddl);
-    dfree(dloss);
-    dfree(dtl);
-    dfree(dse);
-    dfree(dmax);
-    dfree(dl);
-    dfree(dtgt);
-    free(dref);
-    free(probs);
-    free(ex);
-    free(loss);
-    free(tlogit);
-    free(sumexp);
-    free(lmax);
-    free(logits);
+    CPU.ops->ce_bwd(CPU.ctx, dl.h, lg.h, tgt, scale, N, v, v0);
+    GPU.ops->ce_bwd(GPU.ctx, dl.d, lg.d, dtgt, scale, N, v, v0);
+    pcheck("ce_bwd dlogits", &dl, TOL_F32);
+    GPU.ops->ce_bwd(GPU.ctx, lg.d, lg.d, dtgt, scale, N, v, v0); /* in place */
+    check_dev("ce_bwd dlogits in place", lg.d, dl.h, N * v, TOL_F32);
+    cudaCheck(cudaFree(dtgt));
+    pfree(&dl), pfree(&loss), pfree(&tl), pfree(&se), pfree(&lmax), pfree(&lg);
 }
-
-/* ------------------------------------------------------------------ */
-/* AdamW, residual, bias gradient                                       */
 
 static void test_adamw(void)
 {
     const int64_t n = 5000;
+    const struct oc_adamw h = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
     for (int decay = 0; decay <= 1; decay++) {
-        float *w = hrand(n, 1.0f, 0.0f), *g = hrand(n, 0.1f, 0.0f);
-        float *m = hrand(n, 0.01f, 0.0f), *v = hrand(n, 0.001f, 0.001f);
-        float *rw = hcopy(w, n), *rm = hcopy(m, n), *rv = hcopy(v, n);
-        oc_ref_adamw(rw, g, rm, rv, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, decay, 7);
-        float *dw = dup(w, n), *dg = dup(g, n), *dm = dup(m, n), *dv = dup(v, n);
-        oc_cuda_adamw(dw, dg, dm, dv, n, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, decay, 7,
-                      g_stream);
-        check_dev(decay ? "adamw w (decay)" : "adamw w (no decay)", dw, rw, n, TOL_F32);
-        check_dev(decay ? "adamw m (decay)" : "adamw m (no decay)", dm, rm, n, TOL_F32);
-        check_dev(decay ? "adamw v (decay)" : "adamw v (no decay)", dv, rv, n, TOL_F32);
-        dfree(dv);
-        dfree(dm);
-        dfree(dg);
-        dfree(dw);
-        free(rv);
-        free(rm);
-        free(rw);
-        free(v);
-        free(m);
-        free(g);
-        free(w);
+        struct pair w = prand(n, 1, 0), g = prand(n, 0.1f, 0), m = prand(n, 0.01f, 0);
+        struct pair v = prand(n, 0.001f, 0.001f);
+        CPU.ops->adamw(CPU.ctx, w.h, g.h, m.h, v.h, n, &h, decay, 7);
+        GPU.ops->adamw(GPU.ctx, w.d, g.d, m.d, v.d, n, &h, decay, 7);
+        pcheck(decay ? "adamw w (decay)" : "adamw w (no decay)", &w, TOL_F32);
+        pcheck(decay ? "adamw m (decay)" : "adamw m (no decay)", &m, TOL_F32);
+        pcheck(decay ? "adamw v (decay)" : "adamw v (no decay)", &v, TOL_F32);
+        pfree(&v), pfree(&m), pfree(&g), pfree(&w);
     }
-}
-
-static void test_residual(void)
-{
-    const int64_t N = 33, C = 70;
-    float *out = hrand(N * C, 1.0f, 0.0f), *bias = hrand(C, 1.0f, 0.0f);
-    float *res = hrand(N * C, 1.0f, 0.0f);
-    float *dbias = dup(bias, C), *dres = dup(res, N * C);
-    const float *biases[3] = {bias, bias, NULL}, *ress[3] = {res, NULL, res};
-    const char *names[3] = {"add_bias_residual (bias, res)", "add_bias_residual (bias)",
-                            "add_bias_residual (res)"};
-    for (int k = 0; k < 3; k++) {
-        float *ref = hcopy(out, N * C);
-        oc_ref_add_bias_residual(ref, biases[k], ress[k], N, C);
-        float *d = dup(out, N * C);
-        oc_cuda_add_bias_residual(d, biases[k] ? dbias : NULL, ress[k] ? dres : NULL,
-                                  N, C, g_stream);
-        check_dev(names[k], d, ref, N * C, TOL_EXACT);
-        dfree(d);
-        free(ref);
-    }
-    float *ref = hnew(N * C);
-    oc_ref_add(ref, out, res, N * C);
-    float *d = dup(out, N * C);
-    oc_cuda_add(d, d, dres, N * C, g_stream); /* out aliases a */
-    check_dev("add", d, ref, N * C, TOL_EXACT);
-
-    /* bias gradient over more rows than chunks, fp32 and bf16 dout */
-    const int64_t R = 1000, OC = 70;
-    float *g = hrand(R * OC, 1.0f, 0.0f), *gb0 = hrand(OC, 1.0f, 0.0f);
-    float *rb = hcopy(gb0, OC);
-    oc_ref_bias_bwd(rb, g, R, OC);
-    float *dg = dup(g, R * OC), *dgb = dup(gb0, OC);
-    float *scratch = dalloc((size_t)oc_cuda_colsum_scratch_floats(OC) * sizeof(float));
-    oc_cuda_bias_bwd(dgb, dg, OC_CUDA_F32, R, OC, scratch, g_stream);
-    check_dev("bias_bwd f32 (+=)", dgb, rb, OC, TOL_F32);
-    float *gr = hround(g, R * OC);
-    memcpy(rb, gb0, (size_t)OC * sizeof *rb);
-    oc_ref_bias_bwd(rb, gr, R, OC);
-    oc_bf16 *gb = hbf16(g, R * OC);
-    oc_bf16 *dgbf = dup_bytes(gb, (size_t)(R * OC) * sizeof *gb);
-    cudaCheck(cudaMemcpy(dgb, gb0, (size_t)OC * sizeof *gb0, cudaMemcpyHostToDevice));
-    oc_cuda_bias_bwd(dgb, dgbf, OC_CUDA_BF16, R, OC, scratch, g_stream);
-    check_dev("bias_bwd bf16 dout (+=)", dgb, rb, OC, TOL_F32);
-
-    dfree(dgbf);
-    dfree(scratch);
-    dfree(dgb);
-    dfree(dg);
-    dfree(d);
-    dfree(dres);
-    dfree(dbias);
-    free(gb);
-    free(gr);
-    free(rb);
-    free(gb0);
-    free(g);
-    free(ref);
-    free(res);
-    free(bias);
-    free(out);
 }
 
 /* ------------------------------------------------------------------ */
 
-/* 0 when a GPU of compute capability >= 8.0 (the oldest built, sm_80) is
+/* 1 when a GPU of compute capability >= 8.0 (the oldest built, sm_80) is
  * there; else prints the skip line. */
 static int have_gpu(void)
 {
@@ -813,24 +714,43 @@ static int have_gpu(void)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    test_bf16_by_hand();
     if (!have_gpu())
-        return SKIP_CODE;
+        return g_failed ? 1 : SKIP_CODE;
+    openblas_set_num_threads(1);
     cudaCheck(cudaStreamCreate(&g_stream));
     struct oc_cuda_blas blas;
     oc_cuda_blas_init(&blas);
+    struct oc_cuda_kernels k32, k16;
+    CPU = oc_kernels_cpu();
+    oc_cuda_kernels_init(&GPU, &k32, &blas, g_stream, OC_CUDA_F32);
+    oc_cuda_kernels_init(&GPU16, &k16, &blas, g_stream, OC_CUDA_BF16);
+    /* the largest calls below: linear 45 x 96 -> 80, LayerNorm rows of
+     * 200, attention B 2 x T 129 x 3 heads */
+    const struct oc_kernel_sizes sz = {.rows = 67, .lin_in = 96, .lin_out = 80,
+                                       .bias_out = 80, .norm = 200, .att_B = 2,
+                                       .att_T = 129, .att_nh = 3};
+    OC_ASSERT(GPU.ops->reserve(GPU.ctx, &sz, NULL) == 0);
+    OC_ASSERT(GPU16.ops->reserve(GPU16.ctx, &sz, NULL) == 0);
+    check_true("align_floats: cpu 1, cuda 64",
+               CPU.ops->align_floats == 1 && GPU.ops->align_floats == 64);
 
     test_casts();
     test_gemm(&blas);
-    test_matmul(&blas);
+    test_matmul_paths(&blas);
+    test_linear_f32();
+    test_linear_bf16();
     test_layernorm();
     test_gelu();
+    test_adds_memory();
     test_attention();
     test_embedding();
     test_cross_entropy();
     test_adamw();
-    test_residual();
 
     cudaCheck(cudaStreamSynchronize(g_stream));
+    oc_cuda_kernels_free(&k16);
+    oc_cuda_kernels_free(&k32);
     oc_cuda_blas_free(&blas);
     cudaCheck(cudaStreamDestroy(g_stream));
     if (g_failed) {

@@ -361,7 +361,7 @@ static void test_gpu_keep_peak(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(bw, "the cuda executor sends 4"));
     const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
-    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "(oc_gpu_attn_scores)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "(oc_gpt_attn_scores on the cuda kernels)"));
     const char *desc = json_string_value(json_object_get(doc, "description"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(desc);
     CU_ASSERT_PTR_NOT_NULL(strstr(desc, "4 GPUs on testhost"));

@@ -1,4 +1,5 @@
-/* test_exec_gpt.c: the executor's numerics (exec/gpt.c, params.c, data.c).
+/* test_exec_gpt.c: the executor's model (exec/model/gpt.c) on the cpu
+ * kernels (kernels/cpu/), params.c and data.c.
  *
  * - init: a weight element has the same value in a t=1 tensor and in its
  *   TP shard; gathering shards reproduces the t=1 arena bitwise.
@@ -31,11 +32,15 @@
 
 #include "data.h"
 #include "gpt.h"
+#include "ops_cpu.h"
 #include "params.h"
 #include "schedule.h"
 #include "test_util.h"
 
 #define SEED 20240607ULL
+
+/* The kernels every part runs on (stateless: the threads share them). */
+static struct oc_kernels K;
 #define TMAX 4
 #define LMAX 8
 
@@ -98,7 +103,8 @@ static void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
     s->dx = oc_xcalloc((size_t)NC, sizeof(float));
     s->rin = oc_xcalloc((size_t)NC, sizeof(float));
     s->junk = oc_xcalloc((size_t)NC, sizeof(float));
-    s->work = oc_xcalloc((size_t)oc_gpt_work_floats(&s->d), sizeof(float));
+    OC_ASSERT(oc_gpt_reserve(&K, &s->d, &st) == 0);
+    s->work = oc_xcalloc((size_t)oc_gpt_work_floats(&K, &s->d), sizeof(float));
     s->losses = oc_xcalloc((size_t)s->N, sizeof(float));
 
     const int64_t A = oc_gpt_attn_act_floats(&s->d);
@@ -155,14 +161,14 @@ static int part_call(struct shard *s, struct oc_gpt_call *c,
     case OC_PHASE_FWD:
         switch ((enum oc_part)op->part) {
         case OC_PART_EMBED:
-            return oc_gpt_embed_fwd(c, &s->d, &s->p, s->tok, X(s, 0));
+            return oc_gpt_embed_fwd(&K, c, &s->d, &s->p, s->tok, X(s, 0));
         case OC_PART_ATTN:
-            return oc_gpt_attn_fwd(c, &s->d, &s->p, l, &s->attn[l], attn_out);
+            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], attn_out);
         case OC_PART_MLP:
-            return oc_gpt_mlp_fwd(c, &s->d, &s->p, l, &s->mlp[l],
+            return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l],
                                   X(s, 2 * l + 2));
         case OC_PART_HEAD:
-            return oc_gpt_head_fwd(c, &s->d, &s->p, &s->head, s->tgt,
+            return oc_gpt_head_fwd(&K, c, &s->d, &s->p, &s->head, s->tgt,
                                    s->losses);
         default:
             break;
@@ -170,27 +176,27 @@ static int part_call(struct shard *s, struct oc_gpt_call *c,
         break;
     case OC_PHASE_RECOMPUTE:
         if (op->part == OC_PART_ATTN && s->rc == OC_RECOMPUTE_SELECTIVE) {
-            oc_gpt_attn_scores(&s->d, &s->attn[l]);
+            oc_gpt_attn_scores(&K, &s->d, &s->attn[l]);
             return OC_GPT_DONE;
         }
         if (op->part == OC_PART_ATTN && full) /* rebuilds rin */
-            return oc_gpt_attn_fwd(c, &s->d, &s->p, l, &s->attn[l], s->rin);
+            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->rin);
         if (op->part == OC_PART_MLP && full)
-            return oc_gpt_mlp_fwd(c, &s->d, &s->p, l, &s->mlp[l], s->junk);
+            return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l], s->junk);
         break;
     case OC_PHASE_BWD:
         switch ((enum oc_part)op->part) {
         case OC_PART_HEAD:
-            return oc_gpt_head_bwd(c, &s->d, &s->p, &s->head, s->tgt,
+            return oc_gpt_head_bwd(&K, c, &s->d, &s->p, &s->head, s->tgt,
                                    s->grad_scale, s->dx, s->work);
         case OC_PART_MLP:
-            return oc_gpt_mlp_bwd(c, &s->d, &s->p, l, &s->mlp[l], s->dx,
+            return oc_gpt_mlp_bwd(&K, c, &s->d, &s->p, l, &s->mlp[l], s->dx,
                                   s->dx, s->work);
         case OC_PART_ATTN:
-            return oc_gpt_attn_bwd(c, &s->d, &s->p, l, &s->attn[l], s->dx,
+            return oc_gpt_attn_bwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->dx,
                                    s->dx, s->work);
         case OC_PART_EMBED:
-            return oc_gpt_embed_bwd(c, &s->d, &s->p, s->tok, s->dx);
+            return oc_gpt_embed_bwd(&K, c, &s->d, &s->p, s->tok, s->dx);
         default:
             break;
         }
@@ -732,7 +738,7 @@ static void test_callback_failure(void)
     int calls = 0;
     struct oc_gpt_comm comm = {&calls, failing_allreduce};
     struct oc_gpt_call c = {.comm = &comm};
-    CU_ASSERT_EQUAL(oc_gpt_embed_fwd(&c, &s.d, &s.p, b.tok, X(&s, 0)), -1);
+    CU_ASSERT_EQUAL(oc_gpt_embed_fwd(&K, &c, &s.d, &s.p, b.tok, X(&s, 0)), -1);
     CU_ASSERT_EQUAL(calls, 1);
     CU_ASSERT_EQUAL(c.step, 0);
     shard_free(&s);
@@ -843,7 +849,7 @@ static void test_tied_pipeline_split(void)
     CU_ASSERT_EQUAL_FATAL(oc_gpt_dims_init(&d, &m, 1, 0, B, T, &st), 0);
     float *x = oc_xcalloc((size_t)(5 * N * C), sizeof *x); /* 5 streams */
     float *dx = oc_xcalloc((size_t)(N * C), sizeof *dx);
-    float *work = oc_xcalloc((size_t)oc_gpt_work_floats(&d), sizeof *work);
+    float *work = oc_xcalloc((size_t)oc_gpt_work_floats(&K, &d), sizeof *work);
     float *losses = oc_xcalloc((size_t)N, sizeof *losses);
     int64_t A = oc_gpt_attn_act_floats(&d), M = oc_gpt_mlp_act_floats(&d);
     float *mem = oc_xcalloc((size_t)(2 * (A + M) + oc_gpt_head_act_floats(&d)),
@@ -860,22 +866,22 @@ static void test_tied_pipeline_split(void)
     struct oc_gpt_call c = {0};
     const float scale = 1.0f / (float)N;
     /* stage 0 forward; x + 2NC is what it would send */
-    CU_ASSERT_EQUAL(oc_gpt_embed_fwd(&c, &d, &s0, b.tok, x), OC_GPT_DONE);
-    CU_ASSERT_EQUAL(oc_gpt_attn_fwd(&c, &d, &s0, 0, &at[0], x + N * C), 0);
-    CU_ASSERT_EQUAL(oc_gpt_mlp_fwd(&c, &d, &s0, 0, &ml[0], x + 2 * N * C), 0);
+    CU_ASSERT_EQUAL(oc_gpt_embed_fwd(&K, &c, &d, &s0, b.tok, x), OC_GPT_DONE);
+    CU_ASSERT_EQUAL(oc_gpt_attn_fwd(&K, &c, &d, &s0, 0, &at[0], x + N * C), 0);
+    CU_ASSERT_EQUAL(oc_gpt_mlp_fwd(&K, &c, &d, &s0, 0, &ml[0], x + 2 * N * C), 0);
     /* stage 1 forward and backward */
-    CU_ASSERT_EQUAL(oc_gpt_attn_fwd(&c, &d, &s1, 1, &at[1], x + 3 * N * C), 0);
-    CU_ASSERT_EQUAL(oc_gpt_mlp_fwd(&c, &d, &s1, 1, &ml[1], x + 4 * N * C), 0);
-    CU_ASSERT_EQUAL(oc_gpt_head_fwd(&c, &d, &s1, &hd, b.tgt, losses), 0);
+    CU_ASSERT_EQUAL(oc_gpt_attn_fwd(&K, &c, &d, &s1, 1, &at[1], x + 3 * N * C), 0);
+    CU_ASSERT_EQUAL(oc_gpt_mlp_fwd(&K, &c, &d, &s1, 1, &ml[1], x + 4 * N * C), 0);
+    CU_ASSERT_EQUAL(oc_gpt_head_fwd(&K, &c, &d, &s1, &hd, b.tgt, losses), 0);
     CU_ASSERT_EQUAL(c.nreduce, 0);
     CU_ASSERT(memcmp(losses, one.losses, (size_t)N * sizeof *losses) == 0);
-    CU_ASSERT_EQUAL(oc_gpt_head_bwd(&c, &d, &s1, &hd, b.tgt, scale, dx, work), 0);
-    CU_ASSERT_EQUAL(oc_gpt_mlp_bwd(&c, &d, &s1, 1, &ml[1], dx, dx, work), 0);
-    CU_ASSERT_EQUAL(oc_gpt_attn_bwd(&c, &d, &s1, 1, &at[1], dx, dx, work), 0);
+    CU_ASSERT_EQUAL(oc_gpt_head_bwd(&K, &c, &d, &s1, &hd, b.tgt, scale, dx, work), 0);
+    CU_ASSERT_EQUAL(oc_gpt_mlp_bwd(&K, &c, &d, &s1, 1, &ml[1], dx, dx, work), 0);
+    CU_ASSERT_EQUAL(oc_gpt_attn_bwd(&K, &c, &d, &s1, 1, &at[1], dx, dx, work), 0);
     /* stage 0 backward from the received gradient dx */
-    CU_ASSERT_EQUAL(oc_gpt_mlp_bwd(&c, &d, &s0, 0, &ml[0], dx, dx, work), 0);
-    CU_ASSERT_EQUAL(oc_gpt_attn_bwd(&c, &d, &s0, 0, &at[0], dx, dx, work), 0);
-    CU_ASSERT_EQUAL(oc_gpt_embed_bwd(&c, &d, &s0, b.tok, dx), 0);
+    CU_ASSERT_EQUAL(oc_gpt_mlp_bwd(&K, &c, &d, &s0, 0, &ml[0], dx, dx, work), 0);
+    CU_ASSERT_EQUAL(oc_gpt_attn_bwd(&K, &c, &d, &s0, 0, &at[0], dx, dx, work), 0);
+    CU_ASSERT_EQUAL(oc_gpt_embed_bwd(&K, &c, &d, &s0, b.tok, dx), 0);
     const float *want = oc_params_g(&one.p, OC_P_WTE, -1);
     /* neither share alone is the total: the sum matters (seen: 0.88 and
      * 0.50 away from it) */
@@ -947,7 +953,7 @@ static void test_training_loss_falls(void)
         if (k == 0)
             first = loss;
         last = loss;
-        oc_params_adamw(&s.p, &h, k + 1, 0, s.p.n);
+        oc_params_adamw(&K, &s.p, &h, k + 1, 0, s.p.n);
     }
     fprintf(stderr, " [loss %.3f -> %.3f] ", first, last);
     CU_ASSERT_DOUBLE_EQUAL(first, 6.25, 0.05);
@@ -977,12 +983,12 @@ static void test_adamw_by_hand(void)
     oc_params_g(&p, OC_P_FCW, 0)[3] = 0.5f;
     oc_params_g(&p, OC_P_FCB, 0)[3] = 0.5f;
     const struct oc_adamw h = {0.1f, 0.9f, 0.999f, 0.0f, 0.01f};
-    oc_params_adamw(&p, &h, 1, 0, p.n);
+    oc_params_adamw(&K, &p, &h, 1, 0, p.n);
     CU_ASSERT_DOUBLE_EQUAL(w[3], 0.899, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(b[3], 0.9, 1e-6);
     /* a range that excludes fcb leaves it alone */
     const struct oc_param_tensor *tb = oc_params_tensor(&p, OC_P_FCB, 0);
-    oc_params_adamw(&p, &h, 2, 0, tb->offset);
+    oc_params_adamw(&K, &p, &h, 2, 0, tb->offset);
     CU_ASSERT_EQUAL(b[3], 0.9f);
     oc_params_free(&p);
 }
@@ -1036,6 +1042,7 @@ static int suite_init(void)
     /* OpenBLAS may thread its GEMMs; one thread keeps every run bitwise
      * the same and leaves the shared cores to others. */
     openblas_set_num_threads(1);
+    K = oc_kernels_cpu();
     return 0;
 }
 

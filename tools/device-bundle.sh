@@ -6,10 +6,14 @@
 #   .device/bin/ocsim-exec   the executor without MPI (-DOC_EXEC_MPI=OFF):
 #                            the cuda backend's ranks are threads of one
 #                            process, the cpu backend runs one rank
-#   .device/bin/kernels_gpu  the kernels against their CPU references
+#   .device/bin/kernels_gpu  the cuda kernel table against the cpu one
+#                            (kernels/test_kernels.c)
 #   .device/lib/             the shared libraries those two need that a bare
 #                            machine lacks (jansson, libcsv, OpenBLAS and its
 #                            Fortran runtime), copied from this machine
+#   .device/include/         OpenBLAS's cblas.h, for device-check.sh's
+#                            fallback build of kernels/ (the cpu kernels, the
+#                            GPU test's reference, call cblas_sgemm)
 #
 # CUDA runtime (libcudart, 1 MB) is copied; cuBLAS, cuBLASLt and NCCL are not
 # (hundreds of MB): device-check.sh finds them on the GPU machine (the CUDA
@@ -55,6 +59,16 @@ done | sort -u | while read -r lib; do
     *) cp -L "$lib" "$dest/lib/$base" ;;
     esac
 done
+# The cblas header of the OpenBLAS copied above (pkg-config's include
+# folder, else the Debian alternatives'), for a build of kernels/ there.
+blas_inc=$(pkg-config --cflags-only-I openblas 2>/dev/null | sed 's/^-I//; s/[[:space:]]*$//') || true
+[ -f "$blas_inc/cblas.h" ] ||
+    blas_inc=$(dirname "$(ls /usr/include/x86_64-linux-gnu/openblas*/cblas.h \
+                             /usr/include/cblas.h 2>/dev/null | head -n 1)")
+mkdir -p "$dest/include"
+cp "$blas_inc/cblas.h" "$dest/include/" &&
+    { [ ! -f "$blas_inc/openblas_config.h" ] || cp "$blas_inc/openblas_config.h" "$dest/include/"; } ||
+    echo "device-bundle: no cblas.h found; device-check.sh's fallback build of kernels/ will need one" >&2
 # The source tree's models and topologies travel with the working tree.
 echo "device-bundle: $(du -sh "$dest" | cut -f1) in $dest:"
-ls -la "$dest/bin" "$dest/lib" | grep -v '^total'
+ls -la "$dest/bin" "$dest/lib" "$dest/include" | grep -v '^total'

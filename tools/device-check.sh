@@ -12,9 +12,10 @@
 # Steps (a failed step is counted and the run goes on where it can):
 #   libs        finds cuBLAS, cuBLASLt and NCCL on the machine (the CUDA
 #               toolkit, else PyTorch's nvidia-* packages) for the bundle
-#   kernels     .device/bin/kernels_gpu: every kernel against its CPU
-#               reference; if the bundle's binary cannot load, kernels/ is
-#               built here instead (cmake + nvcc only)
+#   kernels     .device/bin/kernels_gpu: the cuda kernel table against the
+#               cpu one (the reference); if the bundle's binary cannot load,
+#               kernels/ is built here instead (cmake + nvcc, and the
+#               bundle's OpenBLAS: .device/lib and .device/include)
 #   memcheck    compute-sanitizer on the kernel tests and on two steps of
 #               the cuda executor (tiny model), where the runtime allows it
 #   losses      the tiny model, tp1-pp1-dp1, 10 steps with the cpu backend
@@ -121,8 +122,12 @@ ldd "$exe" | grep 'not found' | tee -a "$log" && { say "== libs: missing (above)
 kern=$bundle/bin/kernels_gpu
 if ldd "$kern" | grep -q "not found"; then
     say "== kernels: the bundle's binary cannot load; building kernels/ here"
+    # the cpu kernels (the reference) need OpenBLAS: the bundle's
+    blas=""
+    [ -f "$bundle/include/cblas.h" ] && [ -f "$bundle/lib/libopenblas.so.0" ] &&
+        blas="-DOPENBLAS_INCLUDE_DIR='$bundle/include' -DOPENBLAS_LIBRARY='$bundle/lib/libopenblas.so.0'"
     step kernels-build bash -c "cmake -S '$root/kernels' -B '$work/kbuild' \
-        -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 && \
+        -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 $blas && \
         cmake --build '$work/kbuild' -j \$(nproc)" && kern=$work/kbuild/kernels_gpu
 fi
 step kernels "$kern"

@@ -1,6 +1,7 @@
 /* backend_cuda.c: the cuda backend of the executor (backend_cuda.h,
- * backend.h's table): one GPU per rank, gpt_cuda.h's parts on a compute
- * stream, NCCL (comm_nccl.h) on four streams, CUDA events around every op.
+ * backend.h's table): one GPU per rank, the cuda kernels (kernels/cuda/
+ * ops_cuda.h) on a compute stream, NCCL (comm_nccl.h) on four streams, CUDA
+ * events around every op.
  *
  * What this file is: the table's functions, which only enqueue work
  * (nothing here waits for the GPU except upload / download, wait() and
@@ -9,14 +10,14 @@
  * at the end of a step, the device-memory high-water mark, and the check
  * that a schedule's pipeline messages pair up and cannot deadlock under
  * these rules (oc_backend_cuda_check_p2p_order, over core/p2p_order.h).
- * What it is not: model math (gpt_cuda.c), communicator set-up and
- * deadlines (comm_nccl.c), the walk over the op list (runner.c), or the
- * simulation of the rules (core/p2p_order.c).
+ * What it is not: the model (model/gpt.c) or its numerics (kernels/cuda/),
+ * communicator set-up and deadlines (comm_nccl.c), the walk over the op
+ * list (runner.c), or the simulation of the rules (core/p2p_order.c).
  *
  * Streams (all cudaStreamNonBlocking, so that none of them serialises with
  * the legacy default stream):
- *   compute  the parts, AdamW, memory ops (stream-ordered allocations),
- *            TP and EMBED all-reduces.
+ *   compute  the kernels (the parts, AdamW), memory ops (stream-ordered
+ *            allocations), TP and EMBED all-reduces.
  *   up       ncclSend / ncclRecv of messages to a higher world rank (the
  *            `up` copy of world, comm_nccl.h), one call at a time.
  *   down     the same for messages to a lower world rank (`down`).
@@ -84,7 +85,7 @@
 
 #include "check.h"
 #include "comm_nccl.h"
-#include "gpt_cuda.h"
+#include "ops_cuda.h"
 #include "p2p_order.h"
 
 /* ------------------------------------------------------------------ */
@@ -122,7 +123,6 @@ struct oc_cuda_be {
     struct oc_ctl *ctl;
     int device;
     enum oc_cuda_dtype dtype;
-    struct oc_gpt_dims dims;  /* this rank's parts, for gpt_cuda's scratch */
 
     cudaStream_t compute, dp;
     cudaStream_t pp[PP_DIRS]; /* pipeline messages by direction */
@@ -131,15 +131,15 @@ struct oc_cuda_be {
     cudaEvent_t tail[2 + PP_DIRS]; /* step_end: one per stream (no timing) */
     struct oc_cuda_blas blas;
     int blas_made;
+    struct oc_cuda_kernels kern; /* the kernel table's state (on compute) */
+    struct oc_kernels kt;        /* {cuda table, &kern}: b->kernels */
     struct oc_nccl nccl;
     int nccl_made;
     cudaMemPool_t pool;       /* the device's default pool */
 
     /* params_adopt */
     struct oc_params *p;      /* the adopted arena, NULL before */
-    struct oc_gpu gpu;
-    int gpu_made;
-    double malloc_bytes;      /* live cudaMalloc bytes (arena, gpu, blas) */
+    double malloc_bytes;      /* live cudaMalloc bytes (arena, blas) */
     double malloc_high_bytes;
 
     /* p2p */
@@ -218,26 +218,22 @@ static void count_malloc(struct oc_cuda_be *x, double bytes)
         x->malloc_high_bytes = x->malloc_bytes;
 }
 
-/* The bytes gpt_cuda allocated with cudaMalloc (its bf16 weights and
- * scratch, gpt_cuda.h's struct oc_gpu). */
-static double gpu_bytes(const struct oc_cuda_be *x)
+/* The fp32 weights changed: the kernels' bf16 copy must be recast. */
+static void weights_changed(struct oc_cuda_be *x)
 {
-    double b = (double)x->gpu.scratch_floats * sizeof(float);
-    if (x->gpu.wb)
-        b += (double)x->p->n * sizeof(oc_bf16);
-    return b;
+    x->kt.ops->weights_changed(x->kt.ctx);
 }
 
 /* A write to the fp32 weights outside AdamW and the all-gather (upload,
  * copy, zero into p->w): the bf16 copy must be recast. */
 static void note_write(struct oc_cuda_be *x, const void *dst, int64_t bytes)
 {
-    if (!x->gpu_made)
+    if (!x->p)
         return;
     const uintptr_t w = (uintptr_t)x->p->w, d = (uintptr_t)dst;
     const uintptr_t w_end = w + (uintptr_t)x->p->n * sizeof(float);
     if (d < w_end && d + (uintptr_t)bytes > w)
-        oc_gpu_weights_changed(&x->gpu);
+        weights_changed(x);
 }
 
 /* ------------------------------------------------------------------ */
@@ -351,7 +347,7 @@ static int be_params_adopt(struct oc_backend *b, struct oc_params *p,
     for (int k = 0; k < 4; k++) {
         cudaError_t e = cudaMalloc((void **)&dev[k], bytes);
         if (e == cudaErrorMemoryAllocation) {
-            /* not sticky (as gpt_cuda.c's device_alloc): clear, report */
+            /* not sticky (as ops_cuda.c's device_alloc): clear, report */
             (void)cudaGetLastError();
             for (int j = 0; j < k; j++)
                 cudaCheck(cudaFree(dev[j]));
@@ -368,15 +364,15 @@ static int be_params_adopt(struct oc_backend *b, struct oc_params *p,
     cudaCheck(cudaMemsetAsync(dv, 0, bytes, x->compute));
     cudaCheck(cudaStreamSynchronize(x->compute));
 
-    /* The bf16 mirror is made over the device arena; on failure p gets its
-     * host arrays back, unchanged. */
+    /* The kernels' bf16 mirror is made of the device arena; on failure p
+     * gets its host arrays back, unchanged. */
     float *hw = p->w, *hg = p->g, *hm = p->m, *hv = p->v;
     p->w = dw;
     p->g = dg;
     p->m = dm;
     p->v = dv;
     x->p = p;
-    if (oc_gpu_init(&x->gpu, &x->blas, x->compute, x->dtype, p, &x->dims, st) != 0) {
+    if (oc_cuda_kernels_weights(&x->kern, p->w, p->n, st) != 0) {
         p->w = hw;
         p->g = hg;
         p->m = hm;
@@ -388,12 +384,11 @@ static int be_params_adopt(struct oc_backend *b, struct oc_params *p,
         cudaCheck(cudaFree(dw));
         return -1;
     }
-    x->gpu_made = 1;
     free(hv);
     free(hm);
     free(hg);
     free(hw);
-    count_malloc(x, 4.0 * (double)bytes + gpu_bytes(x));
+    count_malloc(x, 4.0 * (double)bytes);
     return 0;
 }
 
@@ -405,111 +400,14 @@ static void be_params_release(struct oc_backend *b, struct oc_params *p)
     OC_ASSERT(p == x->p);
     /* the arena may still be in use by enqueued work */
     cudaCheck(cudaStreamSynchronize(x->compute));
-    x->malloc_bytes -= 4.0 * (double)p->n * sizeof(float) + gpu_bytes(x);
-    oc_gpu_free(&x->gpu);
-    x->gpu_made = 0;
+    x->malloc_bytes -= 4.0 * (double)p->n * sizeof(float);
+    (void)oc_cuda_kernels_weights(&x->kern, NULL, 0, NULL); /* frees the copy */
     cudaCheck(cudaFree(p->v));
     cudaCheck(cudaFree(p->m));
     cudaCheck(cudaFree(p->g));
     cudaCheck(cudaFree(p->w));
     p->w = p->g = p->m = p->v = NULL;
     x->p = NULL;
-}
-
-/* ------------------------------------------------------------------ */
-/* Model parts: gpt_cuda.h's, on the compute stream                     */
-
-/* The parts' arena must be the adopted one: the bf16 mirror is of it. */
-static struct oc_gpu *gpu_for(struct oc_cuda_be *x, const struct oc_params *p)
-{
-    OC_ASSERT(x->gpu_made && p && p->w == x->p->w);
-    return &x->gpu;
-}
-
-static int64_t be_work_floats(struct oc_backend *b, const struct oc_gpt_dims *d)
-{
-    (void)b;
-    return oc_gpu_work_floats(d);
-}
-
-static int be_embed_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                        const struct oc_gpt_dims *d, const struct oc_params *p,
-                        const int32_t *tokens, float *out)
-{
-    return oc_gpu_embed_fwd(gpu_for(impl_of(b), p), c, d, p, tokens, out);
-}
-
-static int be_embed_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                        const struct oc_gpt_dims *d, struct oc_params *p,
-                        const int32_t *tokens, const float *dout)
-{
-    return oc_gpu_embed_bwd(gpu_for(impl_of(b), p), c, d, p, tokens, dout);
-}
-
-static int be_attn_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                       const struct oc_gpt_dims *d, const struct oc_params *p,
-                       int64_t layer, struct oc_gpt_attn_act *a, float *out)
-{
-    return oc_gpu_attn_fwd(gpu_for(impl_of(b), p), c, d, p, layer, a, out);
-}
-
-static void be_attn_scores(struct oc_backend *b, const struct oc_gpt_dims *d,
-                           struct oc_gpt_attn_act *a)
-{
-    struct oc_cuda_be *x = impl_of(b);
-    OC_ASSERT(x->gpu_made);
-    oc_gpu_attn_scores(&x->gpu, d, a);
-}
-
-static int be_attn_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                       const struct oc_gpt_dims *d, struct oc_params *p,
-                       int64_t layer, const struct oc_gpt_attn_act *a,
-                       const float *dout, float *din, float *work)
-{
-    return oc_gpu_attn_bwd(gpu_for(impl_of(b), p), c, d, p, layer, a, dout, din,
-                           work);
-}
-
-static int be_mlp_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                      const struct oc_gpt_dims *d, const struct oc_params *p,
-                      int64_t layer, struct oc_gpt_mlp_act *a, float *out)
-{
-    return oc_gpu_mlp_fwd(gpu_for(impl_of(b), p), c, d, p, layer, a, out);
-}
-
-static int be_mlp_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                      const struct oc_gpt_dims *d, struct oc_params *p,
-                      int64_t layer, const struct oc_gpt_mlp_act *a,
-                      const float *dout, float *din, float *work)
-{
-    return oc_gpu_mlp_bwd(gpu_for(impl_of(b), p), c, d, p, layer, a, dout, din,
-                          work);
-}
-
-static int be_head_fwd(struct oc_backend *b, struct oc_gpt_call *c,
-                       const struct oc_gpt_dims *d, const struct oc_params *p,
-                       struct oc_gpt_head_act *a, const int32_t *targets,
-                       float *losses)
-{
-    return oc_gpu_head_fwd(gpu_for(impl_of(b), p), c, d, p, a, targets, losses);
-}
-
-static int be_head_bwd(struct oc_backend *b, struct oc_gpt_call *c,
-                       const struct oc_gpt_dims *d, struct oc_params *p,
-                       const struct oc_gpt_head_act *a, const int32_t *targets,
-                       float grad_scale, float *din, float *work)
-{
-    return oc_gpu_head_bwd(gpu_for(impl_of(b), p), c, d, p, a, targets,
-                           grad_scale, din, work);
-}
-
-static void be_adamw(struct oc_backend *b, struct oc_params *p,
-                     const struct oc_adamw *h, int64_t step, int64_t begin,
-                     int64_t end)
-{
-    struct oc_gpu *g = gpu_for(impl_of(b), p);
-    oc_gpu_adamw(g, p, h, step, begin, end);
-    oc_gpu_weights_changed(g);
 }
 
 /* ------------------------------------------------------------------ */
@@ -695,8 +593,8 @@ static int be_dp_allgather(struct oc_backend *b, const float *mine, float *all,
         return -1;
     /* complete on return in the compute stream's order */
     compute_follow(x, x->dp);
-    if (x->gpu_made)
-        oc_gpu_weights_changed(&x->gpu);
+    if (x->p)
+        weights_changed(x); /* the all-gather wrote the weights */
     return 0;
 }
 
@@ -910,7 +808,9 @@ static double be_mem_peak_bytes(struct oc_backend *b)
     struct oc_cuda_be *x = impl_of(b);
     uint64_t high = 0; /* cuuint64_t (cuda.h) */
     cudaCheck(cudaMemPoolGetAttribute(x->pool, cudaMemPoolAttrUsedMemHigh, &high));
-    return (double)high + x->malloc_high_bytes;
+    /* the arena and cuBLAS's workspace, and the kernels' bf16 weights and
+     * scratch: all live from params_adopt to the end of the run */
+    return (double)high + x->malloc_high_bytes + x->kern.bytes_high;
 }
 
 /* ------------------------------------------------------------------ */
@@ -924,9 +824,8 @@ static void impl_free(struct oc_cuda_be *x)
      * stuck kernels ended; errors left by them are not worth an exit. */
     (void)cudaDeviceSynchronize();
     (void)cudaGetLastError();
+    oc_cuda_kernels_free(&x->kern);
     if (x->p) {
-        if (x->gpu_made)
-            oc_gpu_free(&x->gpu);
         (void)cudaFree(x->p->v);
         (void)cudaFree(x->p->m);
         (void)cudaFree(x->p->g);
@@ -988,17 +887,6 @@ static const struct oc_backend_ops cuda_ops = {
     .download = be_download,
     .params_adopt = be_params_adopt,
     .params_release = be_params_release,
-    .work_floats = be_work_floats,
-    .embed_fwd = be_embed_fwd,
-    .embed_bwd = be_embed_bwd,
-    .attn_fwd = be_attn_fwd,
-    .attn_scores = be_attn_scores,
-    .attn_bwd = be_attn_bwd,
-    .mlp_fwd = be_mlp_fwd,
-    .mlp_bwd = be_mlp_bwd,
-    .head_fwd = be_head_fwd,
-    .head_bwd = be_head_bwd,
-    .adamw = be_adamw,
     .tp_allreduce = be_tp_allreduce,
     .embed_allreduce = be_embed_allreduce,
     .p2p_begin = be_p2p_begin,
@@ -1050,12 +938,7 @@ int oc_backend_cuda_init(struct oc_backend *b, struct oc_ctl *ctl,
     x->ctl = ctl;
     x->device = ctl->local_rank;
     x->dtype = o->dtype;
-    const struct oc_coord me = oc_layout_coord(l, ctl->rank);
-    if (oc_gpt_dims_init(&x->dims, m, l->tp, me.tp, l->micro_batch, l->seq_length,
-                         st) != 0) {
-        free(x);
-        return -1;
-    }
+    (void)m; /* the model runs on b->kernels (the runner sizes their scratch) */
     cudaCheck(cudaSetDevice(x->device));
     cudaCheck(cudaStreamCreateWithFlags(&x->compute, cudaStreamNonBlocking));
     for (int d = 0; d < PP_DIRS; d++)
@@ -1081,6 +964,7 @@ int oc_backend_cuda_init(struct oc_backend *b, struct oc_ctl *ctl,
     x->blas_made = 1;
     cublasCheck(cublasSetStream(x->blas.handle, x->compute));
     count_malloc(x, (double)x->blas.workspace_bytes);
+    oc_cuda_kernels_init(&x->kt, &x->kern, &x->blas, x->compute, x->dtype);
 
     x->sent = oc_xcalloc((size_t)ctl->size, sizeof *x->sent);
     x->received = oc_xcalloc((size_t)ctl->size, sizeof *x->received);
@@ -1094,6 +978,7 @@ int oc_backend_cuda_init(struct oc_backend *b, struct oc_ctl *ctl,
     b->ops = &cuda_ops;
     b->impl = x;
     b->ctl = ctl;
+    b->kernels = x->kt;
     return 0;
 }
 

@@ -41,7 +41,7 @@
 #include "check.h"
 #include "data.h"
 #include "gpt.h"
-#include "gpt_cuda.h"
+#include "ops_cuda.h"
 #include "params.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -194,10 +194,10 @@ static const char *dtype_words(enum oc_cuda_dtype t)
 /* GEMM                                                                 */
 
 /* The three products of a linear layer (calib_plan.h, OC_CALIB_G_*), as
- * kernels.h's matmul_fwd and matmul_bwd make them (gpt.c's cblas_sgemm
+ * kernels.h's matmul_fwd and matmul_bwd make them (the cpu kernels' cblas_sgemm
  * calls): forward, dinp = dout w, dw += dout^T inp. */
 
-/* Operands in the GEMM dtype, results fp32 (gpt_cuda.h, "Precision"). */
+/* Operands in the GEMM dtype, results fp32 (ops_cuda.h, "Precision"). */
 struct gbufs {
     void *a, *w, *dout;      /* (max_in), (max_w), (max_out) operands */
     float *out, *dinp, *dw;  /* (max_out), (max_in), (max_w) results */
@@ -442,29 +442,18 @@ static int measure_hbm(struct cal *c, struct oc_calib_measured *m, struct oc_sta
 /* ------------------------------------------------------------------ */
 /* The cuda executor's parts at the model's shapes                      */
 
-/* calibrate.c's list and order (calib_plan.h, OC_PT_*), a part in step
- * mode with its TP all-reduces left out (OC_CALIB_RUN_PART): called again
- * on OC_GPT_REDUCE without communicating, as calibrate.c does. */
+/* One shard's parameters and every layer's activations on the GPU, run on
+ * the cuda kernels by calib_plan.h's oc_calib_parts_run (calibrate.c's
+ * order and parts); a part's TP all-reduces are left out. */
 #define RUN_PART(expr) OC_CALIB_RUN_PART(call, expr)
 
-/* One shard's parameters and every layer's activations on the GPU
- * (calibrate.c's pt_bufs, device pointers). */
 struct pt_bufs {
-    struct oc_gpt_dims d;
     struct oc_params hp;   /* host: the tensor table (t, slot); arena freed */
     struct oc_params p;    /* hp's table over the device arena */
     float *arena;          /* device (4 n): w, g, m, v */
-    int64_t L;
-    float *x;              /* (2L+1, N, C): embedding out, then each part's out */
-    float *acts;           /* L attention acts, then L MLP acts */
-    float *head;           /* head act */
-    float *gs, *work, *losses;
-    int32_t *tok, *tgt;    /* (N) */
-    struct oc_gpt_attn_act *aa;
-    struct oc_gpt_mlp_act *ma;
-    struct oc_gpt_head_act ha;
-    struct oc_gpu g;
-    int gpu_ready;
+    struct oc_cuda_kernels kern; /* on the calibration's stream */
+    struct oc_kernels k;
+    struct oc_calib_parts pt; /* dims, L and the device buffers */
     cudaEvent_t *ev;       /* 6 + 5L per repeat: before the first call, after each */
     int *ev_part;          /* the part of the call that ends at ev[i+1] */
     int nev;
@@ -472,15 +461,15 @@ struct pt_bufs {
 
 static void pt_free(struct pt_bufs *b)
 {
-    if (b->gpu_ready)
-        oc_gpu_free(&b->g);
+    struct oc_calib_parts *t = &b->pt;
+    oc_cuda_kernels_free(&b->kern);
     for (int i = 0; i < b->nev; i++)
         cudaCheck(cudaEventDestroy(b->ev[i]));
     free(b->ev), free(b->ev_part);
-    cudaCheck(cudaFree(b->x)), cudaCheck(cudaFree(b->acts)), cudaCheck(cudaFree(b->head));
-    cudaCheck(cudaFree(b->gs)), cudaCheck(cudaFree(b->work)), cudaCheck(cudaFree(b->losses));
-    cudaCheck(cudaFree(b->tok)), cudaCheck(cudaFree(b->tgt)), cudaCheck(cudaFree(b->arena));
-    free(b->aa), free(b->ma);
+    cudaCheck(cudaFree(t->x)), cudaCheck(cudaFree(t->acts)), cudaCheck(cudaFree(t->head));
+    cudaCheck(cudaFree(t->gs)), cudaCheck(cudaFree(t->work)), cudaCheck(cudaFree(t->losses));
+    cudaCheck(cudaFree(t->tok)), cudaCheck(cudaFree(t->tgt)), cudaCheck(cudaFree(b->arena));
+    oc_calib_parts_unbind(t);
     oc_params_free(&b->hp);
     memset(b, 0, sizeof *b);
 }
@@ -488,13 +477,14 @@ static void pt_free(struct pt_bufs *b)
 /* Layers that fit here: all of the model's, unless their device memory
  * (weights, gradients, the two AdamW moments, the bf16 copy: 16 or 18
  * bytes per parameter, and the activations) would take more than half of
- * the GPU's free memory (the rest for gpt_cuda's scratch and cuBLAS), or
+ * the GPU's free memory (the rest for the kernels' scratch and cuBLAS), or
  * the host's transient arena (oc_params_init: 16 bytes per parameter)
  * more than a quarter of this rank's share of RAM (calibrate.c's budget).
  * The rates are per layer, so fewer layers measure the same thing. 0 with
  * why->msg: the executor does not run this model at these shapes, or one
  * layer does not fit. */
-static int64_t pt_layers(struct cal *c, struct oc_gpt_dims *d, struct oc_status *why)
+static int64_t pt_layers(struct cal *c, const struct oc_kernels *k, struct oc_gpt_dims *d,
+                         struct oc_status *why)
 {
     const struct oc_cuda_calib_opts *o = c->o;
     const struct oc_model *md = o->model;
@@ -515,7 +505,8 @@ static int64_t pt_layers(struct cal *c, struct oc_gpt_dims *d, struct oc_status 
     const double dev_layer =
         pb * lp + 4.0 * ((double)(oc_gpt_attn_act_floats(d) + oc_gpt_mlp_act_floats(d)) + 2 * N * C);
     const double dev_fixed =
-        pb * ep + 4.0 * ((double)(oc_gpt_head_act_floats(d) + oc_gpu_work_floats(d)) + 3 * N * C) +
+        pb * ep +
+        4.0 * ((double)(oc_gpt_head_act_floats(d) + oc_gpt_work_floats(k, d)) + 3 * N * C) +
         12.0 * N;
     int64_t L = md->num_hidden_layers;
     if (dev_fixed + (double)L * dev_layer > dev_budget)
@@ -537,8 +528,9 @@ static int pt_alloc(struct pt_bufs *b, struct cal *c, int64_t L, struct oc_statu
 {
     const struct oc_cuda_calib_opts *o = c->o;
     const struct oc_model *md = o->model;
-    const struct oc_gpt_dims *d = &b->d;
-    b->L = L;
+    struct oc_calib_parts *t = &b->pt;
+    const struct oc_gpt_dims *d = &t->d;
+    t->L = L;
     int64_t *layers = oc_xmalloc((size_t)L * sizeof *layers);
     for (int64_t i = 0; i < L; i++)
         layers[i] = i;
@@ -561,27 +553,22 @@ static int pt_alloc(struct pt_bufs *b, struct cal *c, int64_t L, struct oc_statu
     b->p = b->hp;
     b->p.w = b->arena, b->p.g = b->arena + n, b->p.m = b->arena + 2 * n;
     b->p.v = b->arena + 3 * n;
+    t->p = &b->p;
 
-    if (dev_alloc((void **)&b->x, 4.0 * (double)((2 * L + 1) * N * C), "activations", st) ||
-        dev_alloc((void **)&b->acts, 4.0 * (double)(L * (A + M)), "activations", st) ||
-        dev_alloc((void **)&b->head, 4.0 * (double)oc_gpt_head_act_floats(d), "activations", st) ||
-        dev_alloc((void **)&b->gs, 4.0 * (double)(N * C), "activations", st) ||
-        dev_alloc((void **)&b->work, 4.0 * (double)oc_gpu_work_floats(d), "activations", st) ||
-        dev_alloc((void **)&b->losses, 4.0 * (double)N, "activations", st) ||
-        dev_alloc((void **)&b->tok, 4.0 * (double)N, "tokens", st) ||
-        dev_alloc((void **)&b->tgt, 4.0 * (double)N, "tokens", st))
+    if (dev_alloc((void **)&t->x, 4.0 * (double)((2 * L + 1) * N * C), "activations", st) ||
+        dev_alloc((void **)&t->acts, 4.0 * (double)(L * (A + M)), "activations", st) ||
+        dev_alloc((void **)&t->head, 4.0 * (double)oc_gpt_head_act_floats(d), "activations", st) ||
+        dev_alloc((void **)&t->gs, 4.0 * (double)(N * C), "activations", st) ||
+        dev_alloc((void **)&t->work, 4.0 * (double)oc_gpt_work_floats(&b->k, d), "activations",
+                  st) ||
+        dev_alloc((void **)&t->losses, 4.0 * (double)N, "activations", st) ||
+        dev_alloc((void **)&t->tok, 4.0 * (double)N, "tokens", st) ||
+        dev_alloc((void **)&t->tgt, 4.0 * (double)N, "tokens", st))
         return -1;
-    cudaCheck(cudaMemset(b->x, 0, (size_t)((2 * L + 1) * N * C) * sizeof(float)));
-    cudaCheck(cudaMemset(b->acts, 0, (size_t)(L * (A + M)) * sizeof(float)));
-    cudaCheck(cudaMemset(b->gs, 0, (size_t)(N * C) * sizeof(float)));
-    b->aa = oc_xcalloc((size_t)L, sizeof *b->aa);
-    b->ma = oc_xcalloc((size_t)L, sizeof *b->ma);
-    for (int64_t l = 0; l < L; l++) {
-        oc_gpt_attn_act_bind(&b->aa[l], d, b->x + 2 * l * N * C, b->acts + l * A);
-        oc_gpt_mlp_act_bind(&b->ma[l], d, b->x + (2 * l + 1) * N * C,
-                            b->acts + L * A + l * M);
-    }
-    oc_gpt_head_act_bind(&b->ha, d, b->x + 2 * L * N * C, b->head);
+    cudaCheck(cudaMemset(t->x, 0, (size_t)((2 * L + 1) * N * C) * sizeof(float)));
+    cudaCheck(cudaMemset(t->acts, 0, (size_t)(L * (A + M)) * sizeof(float)));
+    cudaCheck(cudaMemset(t->gs, 0, (size_t)(N * C) * sizeof(float)));
+    oc_calib_parts_bind(t);
     /* The executor's synthetic data (exec/data.h), its default seed. */
     int32_t *tok = oc_xmalloc((size_t)N * sizeof *tok), *tgt = oc_xmalloc((size_t)N * sizeof *tgt);
     struct oc_synth syn;
@@ -591,12 +578,12 @@ static int pt_alloc(struct pt_bufs *b, struct cal *c, int64_t L, struct oc_statu
     }
     oc_synth_batch(&syn, 0, d->B, d->T, tok, tgt);
     oc_synth_free(&syn);
-    cudaCheck(cudaMemcpy(b->tok, tok, (size_t)N * sizeof *tok, cudaMemcpyHostToDevice));
-    cudaCheck(cudaMemcpy(b->tgt, tgt, (size_t)N * sizeof *tgt, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(t->tok, tok, (size_t)N * sizeof *tok, cudaMemcpyHostToDevice));
+    cudaCheck(cudaMemcpy(t->tgt, tgt, (size_t)N * sizeof *tgt, cudaMemcpyHostToDevice));
     free(tok), free(tgt);
-    if (oc_gpu_init(&b->g, &c->blas, c->stream, o->dtype, &b->p, d, st) != 0)
+    if (oc_cuda_kernels_weights(&b->kern, b->p.w, b->p.n, st) != 0 ||
+        oc_gpt_reserve(&b->k, d, st) != 0)
         return -1;
-    b->gpu_ready = 1;
     b->nev = (int)(6 + 5 * L);
     b->ev = oc_xcalloc((size_t)b->nev, sizeof *b->ev);
     b->ev_part = oc_xcalloc((size_t)b->nev, sizeof *b->ev_part);
@@ -605,58 +592,40 @@ static int pt_alloc(struct pt_bufs *b, struct cal *c, int64_t L, struct oc_statu
     return 0;
 }
 
+/* An event after each part (calib_plan.h's mark), on the stream. */
+struct pt_events {
+    struct pt_bufs *b;
+    cudaStream_t s;
+    int e; /* events recorded */
+};
+
+static void pt_mark(void *ctx, int part)
+{
+    struct pt_events *m = ctx;
+    OC_ASSERT(m->e < m->b->nev);
+    if (part >= 0)
+        m->b->ev_part[m->e - 1] = part;
+    cudaCheck(cudaEventRecord(m->b->ev[m->e++], m->s));
+}
+
 /* One repeat: the seconds of each part, summed over the layers. */
 static void pt_repeat(struct pt_bufs *b, struct cal *c, int64_t step,
                       double sec[OC_PT_COUNT])
 {
-    const struct oc_gpt_dims *d = &b->d;
-    const int64_t N = d->B * d->T, C = d->C, L = b->L;
-    cudaStream_t s = c->stream;
-    struct oc_gpu *g = &b->g;
-    /* AdamW as the runner's default (GPT-3: Brown et al. 2020, appendix B). */
-    const struct oc_adamw hyper = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
-    const float grad_scale = 1.0f / (float)N;
+    struct oc_calib_parts *t = &b->pt;
+    const int64_t N = t->d.B * t->d.T, C = t->d.C;
     struct oc_gpt_call call;
     memset(sec, 0, OC_PT_COUNT * sizeof *sec);
-    cudaCheck(cudaMemsetAsync(b->p.g, 0, (size_t)b->p.n * sizeof(float), s));
     /* Untimed: the last repeat's AdamW left the bf16 weights stale, and the
-     * next part recasts them (gpt_cuda.h); let these two parts do it, so
-     * that no timed part carries a whole-arena cast. */
-    RUN_PART(oc_gpu_embed_fwd(g, &call, d, &b->p, b->tok, b->x));
-    RUN_PART(oc_gpu_attn_fwd(g, &call, d, &b->p, 0, &b->aa[0], b->x + N * C));
-    int e = 0;
-    cudaCheck(cudaEventRecord(b->ev[e++], s));
-#define TIMED(k, expr)                                                         \
-    do {                                                                       \
-        expr;                                                                  \
-        OC_ASSERT(e < b->nev);                                                 \
-        b->ev_part[e - 1] = (k);                                               \
-        cudaCheck(cudaEventRecord(b->ev[e++], s));                             \
-    } while (0)
-    TIMED(OC_PT_EMBED_FWD, RUN_PART(oc_gpu_embed_fwd(g, &call, d, &b->p, b->tok, b->x)));
-    for (int64_t l = 0; l < L; l++) {
-        TIMED(OC_PT_ATTN_FWD, RUN_PART(oc_gpu_attn_fwd(g, &call, d, &b->p, l, &b->aa[l],
-                                                       b->x + (2 * l + 1) * N * C)));
-        TIMED(OC_PT_MLP_FWD, RUN_PART(oc_gpu_mlp_fwd(g, &call, d, &b->p, l, &b->ma[l],
-                                                     b->x + (2 * l + 2) * N * C)));
-    }
-    TIMED(OC_PT_HEAD_FWD,
-          RUN_PART(oc_gpu_head_fwd(g, &call, d, &b->p, &b->ha, b->tgt, b->losses)));
-    TIMED(OC_PT_HEAD_BWD, RUN_PART(oc_gpu_head_bwd(g, &call, d, &b->p, &b->ha, b->tgt,
-                                                   grad_scale, b->gs, b->work)));
-    for (int64_t l = L - 1; l >= 0; l--) {
-        TIMED(OC_PT_MLP_BWD, RUN_PART(oc_gpu_mlp_bwd(g, &call, d, &b->p, l, &b->ma[l],
-                                                     b->gs, b->gs, b->work)));
-        TIMED(OC_PT_ATTN_RECOMPUTE, oc_gpu_attn_scores(g, d, &b->aa[l]));
-        TIMED(OC_PT_ATTN_BWD, RUN_PART(oc_gpu_attn_bwd(g, &call, d, &b->p, l, &b->aa[l],
-                                                       b->gs, b->gs, b->work)));
-    }
-    TIMED(OC_PT_EMBED_BWD, RUN_PART(oc_gpu_embed_bwd(g, &call, d, &b->p, b->tok, b->gs)));
-    TIMED(OC_PT_ADAMW, oc_gpu_adamw(g, &b->p, &hyper, step, 0, b->p.n));
-#undef TIMED
-    OC_ASSERT(e == b->nev);
-    cudaCheck(cudaEventSynchronize(b->ev[e - 1]));
-    for (int i = 0; i + 1 < e; i++)
+     * next linear layer recasts them (ops_cuda.h); let these two parts do
+     * it, so that no timed part carries a whole-arena cast. */
+    RUN_PART(oc_gpt_embed_fwd(&b->k, &call, &t->d, &b->p, t->tok, t->x));
+    RUN_PART(oc_gpt_attn_fwd(&b->k, &call, &t->d, &b->p, 0, &t->aa[0], t->x + N * C));
+    struct pt_events m = {b, c->stream, 0};
+    oc_calib_parts_run(t, step, pt_mark, &m);
+    OC_ASSERT(m.e == b->nev);
+    cudaCheck(cudaEventSynchronize(b->ev[m.e - 1]));
+    for (int i = 0; i + 1 < m.e; i++)
         sec[b->ev_part[i]] += elapsed_s(b->ev[i], b->ev[i + 1]);
 }
 
@@ -668,7 +637,9 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
     struct oc_status why = {{0}};
     struct pt_bufs b;
     memset(&b, 0, sizeof b);
-    const double L_here = (double)pt_layers(c, &b.d, &why);
+    oc_cuda_kernels_init(&b.k, &b.kern, &c->blas, c->stream, o->dtype);
+    b.pt.k = &b.k;
+    const double L_here = (double)pt_layers(c, &b.k, &b.pt.d, &why);
     double L_min = 0;
     if (stats(c, &L_here, 1, NULL, &L_min, NULL, st) != 0)
         return -1;
@@ -706,7 +677,7 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
         for (int k = 0; k < OC_PT_COUNT; k++)
             all[k * n + r] = sec[k];
     }
-    const int64_t L = b.L, params = b.p.n;
+    const int64_t L = b.pt.L, params = b.p.n;
     pt_free(&b);
     if (rc != 0) {
         free(all);
@@ -725,8 +696,8 @@ static int measure_parts(struct cal *c, struct oc_calib_measured *m, struct oc_s
     oc_calib_parts_rates(o->model, o->tp, o->micro_batch, o->seq, L, params, mean, call_s,
                          flops, m);
     snprintf(m->parts_what, sizeof m->parts_what,
-             "the cuda executor's part functions (exec/cuda/gpt_cuda.h) for %.48s, one TP "
-             "shard (t=%lld) of %lld of its %lld layers, micro-batch %lld x seq %lld, "
+             "the executor's parts (exec/model/gpt.h) on the cuda kernels for %.48s, one "
+             "TP shard (t=%lld) of %lld of its %lld layers, micro-batch %lld x seq %lld, "
              "GEMMs in %s; median of %d repeats per GPU, mean of the GPUs",
              o->model->name, (long long)o->tp, (long long)L,
              (long long)o->model->num_hidden_layers, (long long)o->micro_batch,

@@ -23,8 +23,9 @@
  *   HBM      device-to-device cudaMemcpyAsync of a buffer of >= 4x the L2
  *            cache and >= 256 MiB, counted as 2x bytes (read + write, as
  *            nvbandwidth and STREAM's copy count), best of `repeats`.
- *   parts    cuda/gpt_cuda.h's parts of the model at these shapes, as
- *            calibrate.h's parts (same order, same rates: schedule FLOPs of
+ *   parts    the model's parts (exec/model/gpt.h) on the cuda kernels at
+ *            these shapes, as calibrate.h's parts (oc_calib_parts_run:
+ *            same order, same rates: schedule FLOPs of
  *            the op, oc_cost_sched_flops, over its median time; embedding
  *            in s per token, AdamW in s per parameter), timed with events.
  *   NCCL     (two ranks or more) ncclAllReduce of floats over the world

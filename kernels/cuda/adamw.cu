@@ -1,7 +1,7 @@
 /* adamw.cu: AdamW (Loshchilov & Hutter 2019, algorithm 2, as
  * torch.optim.AdamW), fp32, element-wise with a grid-stride loop, term for
- * term as exec/params.c's oc_params_adamw. The bias corrections 1 - b^k are
- * computed on the host in double and rounded to float, as params.c does.
+ * term as the cpu kernels' adamw. The bias corrections 1 - b^k are
+ * computed on the host in double and rounded to float, as ops_cpu.c does.
  */
 #include <math.h>
 

@@ -1,7 +1,8 @@
-/* kernels.h: the CUDA backend's kernels and cuBLAS wrappers, one launcher per
- * kernel, each the GPU twin of a CPU reference in reference.h (which mirrors
- * exec/gpt.c and exec/params.c, so the GPU backend computes what the CPU
- * backend computes).
+/* kernels.h: the CUDA kernels and cuBLAS wrappers, one launcher per kernel,
+ * each the GPU twin of an entry of the cpu kernel table (kernels/cpu/
+ * ops_cpu.c, the reference), so the cuda backend computes what the cpu
+ * backend computes. ops_cuda.c puts them behind the primitive-kernel table
+ * (kernels/ops.h) that the model runs on.
  *
  *   struct oc_cuda_blas blas;
  *   oc_cuda_blas_init(&blas);
@@ -18,11 +19,12 @@
  * it is not: a backend. Nothing here allocates (scratch comes from the
  * caller, sized by the *_scratch_floats functions), synchronises, or talks
  * to other ranks; the all-reduces of tensor parallelism sit between the
- * launchers exactly where exec/gpt.c asks for them (see "Cross-entropy").
+ * launchers exactly where the model (exec/model/gpt.c) asks for them (see
+ * "Cross-entropy").
  *
- * Letters (exec/gpt.h): B = micro-batch, T = sequence, N = B*T tokens, C =
+ * Letters (kernels/ops.h): B = micro-batch, T = sequence, N = B*T tokens, C =
  * hidden, nh = local heads, HS = head size, v = local vocab rows starting at
- * v0, V = whole vocabulary. Layouts are exec/gpt.c's, row-major:
+ * v0, V = whole vocabulary. Layouts are kernels/ops.h's, row-major:
  *   qkv (B,T,nh,3,HS)   head-major q|k|v per token (Megatron-LM's layout)
  *   att (B,nh,T,T)      causal softmax probabilities, zero above the diagonal
  *   y   (B,T,nh,HS)     attention output before the projection
@@ -57,7 +59,7 @@ typedef uint16_t oc_bf16; /* bfloat16 bits: sign, 8 exponent, 7 mantissa */
 enum oc_cuda_dtype { OC_CUDA_F32, OC_CUDA_BF16 };
 
 /* ------------------------------------------------------------------ */
-/* GEMM (gemm.cu): cuBLAS and cublasLt, row-major like exec/gpt.c's
+/* GEMM (gemm.c): cuBLAS and cublasLt, row-major like the cpu kernels'
  * cblas_sgemm(CblasRowMajor, ...) calls.                               */
 
 /* One per stream that runs GEMMs (the workspace is shared by the calls). */
@@ -95,7 +97,7 @@ void oc_cuda_gemm(struct oc_cuda_blas *b, int ta, int tb, int64_t M, int64_t N,
                   enum oc_cuda_dtype ab, enum oc_cuda_dtype c,
                   cudaStream_t stream);
 
-/* exec/gpt.c's matmul_fwd: out (N,OC) = inp (N,IC) @ w^T, w (OC,IC), plus
+/* The cpu kernels' linear_fwd: out (N,OC) = inp (N,IC) @ w^T, w (OC,IC), plus
  * bias (OC) if not NULL. inp and w have type ab; out and bias are fp32.
  * cublasLt with its bias epilogue (one pass over out instead of two) when
  * every operand is 16-byte aligned (pointers and rows); otherwise, or if
@@ -104,7 +106,7 @@ void oc_cuda_matmul_fwd(struct oc_cuda_blas *b, float *out, const void *inp,
                         const void *w, const float *bias, int64_t N, int64_t IC,
                         int64_t OC, enum oc_cuda_dtype ab, cudaStream_t stream);
 
-/* exec/gpt.c's matmul_bwd: dinp (N,IC) = dout (N,OC) @ w (written); dw
+/* The cpu kernels' linear_bwd: dinp (N,IC) = dout (N,OC) @ w (written); dw
  * (OC,IC) += dout^T @ inp; dbias (OC) += column sums of dout, if dbias is
  * not NULL (then scratch holds oc_cuda_colsum_scratch_floats(OC) floats).
  * dout, inp and w have type ab; dinp, dw and dbias are fp32. */
@@ -141,7 +143,7 @@ void oc_cuda_gelu_bwd(float *d, const float *inp, int64_t n, cudaStream_t stream
 /* Causal softmax attention (attention.cu), scale 1/sqrt(HS), HS <= 256  */
 
 /* att = causal softmax(q k^T / sqrt(HS)) with zeros above the diagonal;
- * y = att @ v. y may be NULL: att only (exec/gpt.c's oc_gpt_attn_scores,
+ * y = att @ v. y may be NULL: att only (the model's oc_gpt_attn_scores,
  * for selective recompute). */
 void oc_cuda_attn_fwd(float *att, float *y, const float *qkv, int64_t B,
                       int64_t T, int64_t nh, int64_t HS, cudaStream_t stream);
@@ -173,7 +175,7 @@ void oc_cuda_embed_bwd(float *dwte, float *dwpe, const int32_t *tokens,
 
 /* ------------------------------------------------------------------ */
 /* Vocab-parallel cross-entropy (cross_entropy.cu), Megatron-LM's
- * tensor_parallel/cross_entropy.py as exec/gpt.c's oc_gpt_head_fwd runs
+ * tensor_parallel/cross_entropy.py as the model's oc_gpt_head_fwd runs
  * it. logits (N,v) are the local vocabulary columns [v0, v0+v) of V:
  *
  *   oc_cuda_ce_max(lmax, logits)          then all-reduce MAX lmax
@@ -202,7 +204,7 @@ void oc_cuda_ce_bwd(float *dlogits, const float *probs, const int32_t *targets,
                     cudaStream_t stream);
 
 /* ------------------------------------------------------------------ */
-/* AdamW (adamw.cu), exec/params.c's oc_params_adamw on n floats        */
+/* AdamW (adamw.cu), the cpu kernels' adamw on n floats                 */
 
 /* w -= lr*wd*w if decay; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
  * w -= lr * (m/(1-b1^step)) / (sqrt(v/(1-b2^step)) + eps); step >= 1.
@@ -215,7 +217,7 @@ void oc_cuda_adamw(float *w, const float *g, float *m, float *v, int64_t n,
 /* ------------------------------------------------------------------ */
 /* Residual and bias adds, bias gradient, casts (residual.cu)           */
 
-/* out (N,C) = out + bias[col] + res, as exec/gpt.c adds the row-parallel
+/* out (N,C) = out + bias[col] + res, as the model adds the row-parallel
  * bias and the residual after the all-reduce; bias or res may be NULL
  * (with res NULL this is the bias add after a GEMM). */
 void oc_cuda_add_bias_residual(float *out, const float *bias, const float *res,

@@ -1,7 +1,7 @@
 /* gelu.cu: GELU in its tanh form (Hendrycks & Gimpel 2016, section 2),
  * forward and backward, fp32, element-wise with a grid-stride loop
  * (coalesced; each element is read once and written once). The formulas
- * are exec/gpt.c's gelu_fwd / gelu_bwd term for term, with tanhf and
+ * are the cpu kernels' gelu_fwd / gelu_bwd term for term, with tanhf and
  * coshf as there (CUDA's are within 2 ulp of the exact values).
  */
 #include "common.cuh"

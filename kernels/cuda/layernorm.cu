@@ -1,5 +1,5 @@
 /* layernorm.cu: LayerNorm (Ba et al. 2016) forward and backward over the last
- * dimension C, fp32, as exec/gpt.c's layernorm_fwd / layernorm_bwd (llm.c's
+ * dimension C, fp32, as the cpu kernels' layernorm_fwd / layernorm_bwd (llm.c's
  * CPU reference): mean, then the variance of x - mean (two passes, not
  * E[x^2] - E[x]^2), rstd = 1/sqrtf(var + 1e-5).
  *
@@ -10,7 +10,7 @@
  */
 #include "common.cuh"
 
-#define LN_EPS 1e-5f /* GPT-2's layer_norm_epsilon, as exec/gpt.c */
+#define LN_EPS 1e-5f /* GPT-2's layer_norm_epsilon, as the cpu kernels */
 #define LN_ROWS 8    /* rows (warps) per block */
 
 __global__ void layernorm_fwd_kernel(float *out, float *mean, float *rstd,

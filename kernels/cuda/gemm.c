@@ -1,5 +1,5 @@
 /* gemm.c: the backend's GEMMs through cuBLAS (cublasGemmEx) and cublasLt,
- * row-major like exec/gpt.c's cblas_sgemm(CblasRowMajor, ...) calls. Host
+ * row-major like the cpu kernels' cblas_sgemm(CblasRowMajor, ...) calls. Host
  * code only, so it is C11 compiled by the host compiler (no nvcc pass).
  *
  * Row-major through column-major cuBLAS: a row-major (M,N) matrix is the
@@ -230,7 +230,7 @@ void oc_cuda_matmul_fwd(struct oc_cuda_blas *b, float *out, const void *inp,
         lt_descs_free(&l);
     }
     /* cblas_sgemm(RowMajor, NoTrans, Trans, N, OC, IC, 1, inp, IC, w, IC,
-     * 0, out, OC), then the bias (exec/gpt.c's matmul_fwd) */
+     * 0, out, OC), then the bias (the cpu kernels' linear_fwd) */
     oc_cuda_gemm(b, 0, 1, N, OC, IC, 1.0f, inp, IC, w, IC, 0.0f, out, OC, ab,
                  OC_CUDA_F32, stream);
     if (bias)

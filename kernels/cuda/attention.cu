@@ -1,9 +1,9 @@
 /* attention.cu: causal softmax attention (Vaswani et al. 2017, scale
- * 1/sqrt(HS)), forward and backward, fp32, on exec/gpt.c's layouts:
+ * 1/sqrt(HS)), forward and backward, fp32, on the cpu kernels' layouts:
  * qkv (B,T,nh,3,HS), att (B,nh,T,T), y and dy (B,T,nh,HS).
  *
  * This is the classic algorithm, not a fused flash kernel: the forward
- * writes the (B,nh,T,T) probabilities because exec/gpt.c's backward (and
+ * writes the (B,nh,T,T) probabilities because the cpu kernels' backward (and
  * selective recompute) reads them, as the layout's "classic" attention does.
  * The work is tiled so that a block shares what it reads:
  *
@@ -17,7 +17,7 @@
  *   pass 3  p = exp(s - max) / sum into att; value tiles staged like keys;
  *           each p is broadcast with __shfl_sync and lane i accumulates
  *           y[i] += p * v[i] for i = lane, lane+32, ... (registers).
- * Backward, with D[t] = sum_t2 att[t,t2] * (v[t2] . dy[t]) (exec/gpt.c's
+ * Backward, with D[t] = sum_t2 att[t,t2] * (v[t2] . dy[t]) (the cpu kernels'
  * "sum(att * datt)"), in two kernels so that nothing is added by two
  * threads (no atomics, deterministic):
  *   bwd_q   one warp per query row t: D[t] (kept in scratch), then
@@ -26,7 +26,7 @@
  *           dk[t2] = scale * sum_t att * (datt - D[t]) * q[t],
  *           dv[t2] = sum_t att[t,t2] * dy[t].
  * Sums over keys (y, dq) and over queries (dk, dv) run in index order, as
- * exec/gpt.c's loops do; only the row max, the exponential sum and D are
+ * the cpu kernels' loops do; only the row max, the exponential sum and D are
  * reduced in a tree. The (v . dy) dots are computed twice (bwd_q, bwd_kv)
  * instead of storing a (B,nh,T,T) gradient. Cost: O(T^2 HS) per head, as
  * the math; att traffic O(T^2) per head, as the classic kernel's is.

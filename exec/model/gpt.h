@@ -1,15 +1,51 @@
-/* gpt.h: the executor's model math: one tensor-parallel shard of a GPT-style
- * decoder, part by part, as the schedule (core/schedule.h) names the parts.
- * fp32 on the CPU, GEMMs through cblas_sgemm.
+/* gpt.h: the executor's model: one tensor-parallel shard of a GPT-style
+ * decoder, part by part as the schedule (core/schedule.h) names the parts,
+ * written once against the primitive-kernel table (kernels/ops.h), so that
+ * every backend runs the same model: the cpu kernels (kernels/cpu/, fp32,
+ * OpenBLAS) and the cuda kernels (kernels/cuda/, cuBLAS, fp32 or bf16 GEMM
+ * operands).
  *
  * What this file is: embedding, attention, MLP and LM head + cross-entropy
- * forward and backward for one micro-batch on one TP rank, with Megatron-LM
- * tensor parallelism (Shoeybi et al. 2019): column-parallel QKV and MLP up
- * projection, row-parallel output projections, vocab-parallel embedding,
- * column-parallel LM head and vocab-parallel cross-entropy. What it is not:
- * a runner. It does not send, receive, walk the op lists or own buffers;
- * a runner calls one function per COMPUTE op and hands it the TP group's
- * all-reduces (see "Communication" below).
+ * forward and backward (and the recompute of each) for one micro-batch on
+ * one TP rank, with Megatron-LM tensor parallelism (Shoeybi et al. 2019):
+ * column-parallel QKV and MLP up projection, row-parallel output
+ * projections, vocab-parallel embedding, column-parallel LM head and
+ * vocab-parallel cross-entropy; which kernel runs when, on which buffers,
+ * and where the all-reduces fall. What it is not: numerics (the kernels'),
+ * a runner (it does not send, receive, walk the op lists or own buffers; a
+ * runner calls one function per COMPUTE op and hands it the TP group's
+ * all-reduces, see "Communication" below) or a backend.
+ *
+ *   struct oc_kernels k = backend.kernels;       // or oc_kernels_cpu()
+ *   oc_gpt_dims_init(&d, &model, tp, tp_rank, B, T, &st);
+ *   oc_gpt_reserve(&k, &d, &st);                  // the kernels' scratch
+ *   float *work = alloc(oc_gpt_work_floats(&k, &d) floats);
+ *   struct oc_gpt_call c = {0};
+ *   while (oc_gpt_attn_fwd(&k, &c, &d, &p, layer, &act, out) == OC_GPT_REDUCE)
+ *       allreduce(c.buf, c.n, c.op);
+ *
+ * How a new kernel or model plugs in:
+ *   a kernel   one entry in struct oc_kernel_ops (kernels/ops.h) saying
+ *              what it computes; its loop in kernels/cpu/ops_cpu.c (the
+ *              reference); its launcher in kernels/cuda/ and its line in
+ *              kernels/cuda/ops_cuda.c (precision rules there); a
+ *              comparison in kernels/test_kernels.c and a by-hand check in
+ *              tests/test_kernels_cpu.c; any scratch it needs sized
+ *              through struct oc_kernel_sizes (filled by oc_gpt_reserve).
+ *   a model    Llama-style blocks (RMSNorm, SwiGLU, RoPE, grouped-query
+ *              attention) are variants of these parts: this file picks the
+ *              kernels from struct oc_model's fields (the norm, the MLP's
+ *              activation, the position embedding, the key-value heads),
+ *              the act structs grow the fields a variant keeps (their
+ *              *_floats and *_bind below), the new kernels join the table
+ *              (rmsnorm, swiglu, rope, attention over fewer KV heads), and
+ *              the parameter table (params.c) lists the variant's tensors
+ *              (a gate matrix, norms without bias, the KV heads' rows).
+ *              The part functions, their all-reduces and the buffer sizes
+ *              the runner (exec/runner.c), the calibrations and the
+ *              backends take from here stay as they are, so none of those
+ *              changes. Nothing here may loop over tensor elements, call
+ *              BLAS or CUDA, or ask which kernels it runs on.
  *
  * Letters (as llm.c): B = micro-batch size, T = sequence length, N = B*T
  * tokens, C = hidden size, NH = heads, HS = C/NH head size, F = MLP
@@ -36,7 +72,7 @@
  *
  *     struct oc_gpt_comm tp = {&my_tp_group, my_allreduce};
  *     struct oc_gpt_call c = {.comm = &tp};
- *     if (oc_gpt_attn_fwd(&c, &d, &p, layer, &act, out) != 0) ...
+ *     if (oc_gpt_attn_fwd(&k, &c, &d, &p, layer, &act, out) != 0) ...
  *
  *   step mode (c.comm NULL: a runner that times each collective as its own
  *   op, or an in-process test running t shards in lockstep): the part stops
@@ -46,7 +82,7 @@
  *   arguments and the same call struct, until OC_GPT_DONE.
  *
  *     struct oc_gpt_call c = {0};
- *     while (oc_gpt_attn_fwd(&c, &d, &p, layer, &act, out) == OC_GPT_REDUCE)
+ *     while (oc_gpt_attn_fwd(&k, &c, &d, &p, layer, &act, out) == OC_GPT_REDUCE)
  *         allreduce(c.buf, c.n, c.op);         // every TP rank, same order
  *
  * With t = 1 no part asks for anything. The all-reduces each part asks for
@@ -63,7 +99,7 @@
  *   recompute ATTN (selective)  oc_gpt_attn_scores       none
  *   bwd ATTN                    oc_gpt_attn_bwd          1 sum (B,T,C)
  *   bwd EMBED                   oc_gpt_embed_bwd         none
- *   optimizer                   oc_params_adamw (params.h)
+ *   optimizer                   oc_params_adamw (params.h, the table's adamw)
  *
  * A part may do local work after an all-reduce (adding the row-parallel
  * bias and the residual, the LayerNorm backward), so in step mode a part
@@ -75,8 +111,12 @@
  * per (micro-batch, layer) structs of pointers (oc_gpt_*_act), laid out by
  * the *_bind functions over caller memory; the part's input `in` is given
  * separately so a runner can place it where the previous part (or a RECV)
- * writes it. `work` is scratch for one backward call (oc_gpt_work_floats);
- * it must not be touched between the steps of one call.
+ * writes it. `work` is scratch for one backward call (oc_gpt_work_floats,
+ * its pieces aligned as the kernels ask); it must not be touched between
+ * the steps of one call. Pointers are the kernels' memory (device memory
+ * for the cuda kernels: tokens, targets and losses too); a part's calls
+ * are ordered as the kernels order them (on the cuda kernels' stream, so
+ * an all-reduce the caller does must be on that stream too).
  *
  * Recompute (the layout's recompute mode):
  *   none       keep every act struct from forward to backward.
@@ -100,20 +140,22 @@
  * wpe) get identical gradients on every TP rank; no TP reduction is needed
  * for them.
  *
- * Determinism: the loops here are sequential and in a fixed order, and
- * there is no dropout, so with one OpenBLAS thread (openblas_set_num_threads
- * (1) or OPENBLAS_NUM_THREADS=1, as the tests do) a layout's results are
- * bitwise reproducible; with more threads OpenBLAS may split its sums
- * differently. Across TP sizes the sums are split differently by design:
- * results agree to ~1e-6 relative (the tests ask 1e-5), not bitwise.
+ * Determinism: the cpu kernels' loops are sequential and in a fixed order,
+ * and there is no dropout, so with one OpenBLAS thread
+ * (openblas_set_num_threads(1) or OPENBLAS_NUM_THREADS=1, as the tests do)
+ * a layout's results are bitwise reproducible; with more threads OpenBLAS
+ * may split its sums differently. Across TP sizes the sums are split
+ * differently by design: results agree to ~1e-6 relative (the tests ask
+ * 1e-5), not bitwise.
  */
-#ifndef OC_EXEC_GPT_H
-#define OC_EXEC_GPT_H
+#ifndef OC_EXEC_MODEL_GPT_H
+#define OC_EXEC_MODEL_GPT_H
 
 #include <stdint.h>
 
 #include "layout.h"
 #include "model.h"
+#include "ops.h"
 #include "params.h"
 #include "status.h"
 
@@ -211,8 +253,14 @@ void oc_gpt_mlp_act_bind(struct oc_gpt_mlp_act *a, const struct oc_gpt_dims *d,
 void oc_gpt_head_act_bind(struct oc_gpt_head_act *a, const struct oc_gpt_dims *d,
                           float *in, float *mem);
 
-/* Scratch floats for any backward call. */
-int64_t oc_gpt_work_floats(const struct oc_gpt_dims *d);
+/* Floats of `work` for any backward call of dims d on kernels k. */
+int64_t oc_gpt_work_floats(const struct oc_kernels *k, const struct oc_gpt_dims *d);
+
+/* Tells the kernels the largest calls the parts of dims d make (their
+ * scratch: struct oc_kernel_sizes), once before the first part. 0, or -1
+ * with st->msg (out of memory). */
+int oc_gpt_reserve(const struct oc_kernels *k, const struct oc_gpt_dims *d,
+                   struct oc_status *st);
 
 /* ------------------------------------------------------------------ */
 /* Parts. `layer` is the global layer; p must hold it (and the embedding
@@ -220,47 +268,49 @@ int64_t oc_gpt_work_floats(const struct oc_gpt_dims *d);
  * or -1 (a callback failed; the call is reset). */
 
 /* out (B,T,C) = wte[tokens] + wpe[0..T); tokens (B,T) in [0, V). */
-int oc_gpt_embed_fwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                     const struct oc_params *p, const int32_t *tokens,
-                     float *out);
+int oc_gpt_embed_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                     const struct oc_gpt_dims *d, const struct oc_params *p,
+                     const int32_t *tokens, float *out);
 /* dwte, dwpe += from dout (B,T,C). */
-int oc_gpt_embed_bwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                     struct oc_params *p, const int32_t *tokens,
-                     const float *dout);
+int oc_gpt_embed_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                     const struct oc_gpt_dims *d, struct oc_params *p,
+                     const int32_t *tokens, const float *dout);
 
 /* out (B,T,C) = in + attnproj(attn(ln1(in))); out must not alias a->in. */
-int oc_gpt_attn_fwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                    const struct oc_params *p, int64_t layer,
-                    struct oc_gpt_attn_act *a, float *out);
+int oc_gpt_attn_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, const struct oc_params *p,
+                    int64_t layer, struct oc_gpt_attn_act *a, float *out);
 /* a->att from a->qkv (also part of oc_gpt_attn_fwd): selective recompute. */
-void oc_gpt_attn_scores(const struct oc_gpt_dims *d, struct oc_gpt_attn_act *a);
+void oc_gpt_attn_scores(const struct oc_kernels *k, const struct oc_gpt_dims *d,
+                        struct oc_gpt_attn_act *a);
 /* din (B,T,C) from dout (B,T,C); din may equal dout. */
-int oc_gpt_attn_bwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                    struct oc_params *p, int64_t layer,
-                    const struct oc_gpt_attn_act *a, const float *dout,
-                    float *din, float *work);
+int oc_gpt_attn_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, struct oc_params *p,
+                    int64_t layer, const struct oc_gpt_attn_act *a,
+                    const float *dout, float *din, float *work);
 
 /* out (B,T,C) = in + fcproj(gelu(fc(ln2(in)))); out must not alias a->in. */
-int oc_gpt_mlp_fwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                   const struct oc_params *p, int64_t layer,
-                   struct oc_gpt_mlp_act *a, float *out);
-int oc_gpt_mlp_bwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                   struct oc_params *p, int64_t layer,
-                   const struct oc_gpt_mlp_act *a, const float *dout,
-                   float *din, float *work);
+int oc_gpt_mlp_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                   const struct oc_gpt_dims *d, const struct oc_params *p,
+                   int64_t layer, struct oc_gpt_mlp_act *a, float *out);
+int oc_gpt_mlp_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                   const struct oc_gpt_dims *d, struct oc_params *p,
+                   int64_t layer, const struct oc_gpt_mlp_act *a,
+                   const float *dout, float *din, float *work);
 
 /* losses (B,T): cross-entropy of each token, -ln softmax(logits)[target]
  * over the whole vocabulary (Megatron-LM vocab-parallel cross-entropy:
  * all-reduce max of the local maxima, sum of the target logit, sum of the
  * local sums of exponentials). targets (B,T) in [0, V). Identical on every
  * TP rank. */
-int oc_gpt_head_fwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                    const struct oc_params *p, struct oc_gpt_head_act *a,
-                    const int32_t *targets, float *losses);
+int oc_gpt_head_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, const struct oc_params *p,
+                    struct oc_gpt_head_act *a, const int32_t *targets,
+                    float *losses);
 /* din (B,T,C) = d(grad_scale * sum of losses)/d(in); dlnf, dlmw += . */
-int oc_gpt_head_bwd(struct oc_gpt_call *c, const struct oc_gpt_dims *d,
-                    struct oc_params *p, const struct oc_gpt_head_act *a,
-                    const int32_t *targets, float grad_scale, float *din,
-                    float *work);
+int oc_gpt_head_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
+                    const struct oc_gpt_dims *d, struct oc_params *p,
+                    const struct oc_gpt_head_act *a, const int32_t *targets,
+                    float grad_scale, float *din, float *work);
 
 #endif

@@ -1,12 +1,12 @@
 /* embedding.cu: vocab-parallel token embedding (Megatron-LM's
  * VocabParallelEmbedding) and learned positions, forward and backward, fp32,
- * as exec/gpt.c's oc_gpt_embed_fwd / oc_gpt_embed_bwd.
+ * as the cpu kernels' embed_fwd, pos_fwd and embed_bwd.
  *
  * Forward: element-wise over (N, C), a token's row read where the token is
  * local ([v0, v0+v)), zeros elsewhere; positions are added by a second
  * launch, after the TP all-reduce.
  *
- * Backward without atomics, so that it repeats bitwise and equals exec/gpt.c
+ * Backward without atomics, so that it repeats bitwise and equals the cpu kernels
  * (which adds rows in token-position order):
  *   dwpe  one thread per (t, column), adding the B rows of position t in
  *         batch order;
@@ -20,7 +20,7 @@
  *         and L2), 256 per step; the row additions are the N*C that the
  *         math needs.
  * Tokens outside [0, V) trap the kernel (a broken invariant, as
- * exec/gpt.c's OC_ASSERT); the next cudaCheck reports the fault.
+ * the cpu kernels' OC_ASSERT); the next cudaCheck reports the fault.
  */
 #include "common.cuh"
 

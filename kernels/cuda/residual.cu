@@ -1,7 +1,7 @@
 /* residual.cu: the element-wise glue of the backend, fp32: the row-parallel
- * bias and residual adds of exec/gpt.c (out = out + bias + in, after the TP
+ * bias and residual adds of the model (out = out + bias + in, after the TP
  * all-reduce), a plain add, the bias gradient of a linear layer (column
- * sums of dout, exec/gpt.c's matmul_bwd), and the fp32 <-> bf16 casts of
+ * sums of dout, the cpu kernels' linear_bwd), and the fp32 <-> bf16 casts of
  * the bf16 GEMM path.
  *
  * Element-wise kernels use grid-stride loops (coalesced). The bias gradient

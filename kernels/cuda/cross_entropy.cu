@@ -1,5 +1,5 @@
 /* cross_entropy.cu: vocab-parallel softmax cross-entropy (Megatron-LM,
- * tensor_parallel/cross_entropy.py), fp32, in the four steps of exec/gpt.c's
+ * tensor_parallel/cross_entropy.py), fp32, in the four steps of the model's
  * oc_gpt_head_fwd / oc_gpt_head_bwd so that the TP all-reduces (MAX of the
  * row maxima; SUM of the target logits and of the exponential sums) go
  * between the launches, as kernels.h shows.
@@ -9,7 +9,7 @@
  * block reduction (butterfly in each warp, then across warps); the
  * backward is element-wise. loss = ln(sum_j exp(l_j - max)) - (l_tgt - max)
  * and d loss / d l_j = softmax_j - [j = tgt] (Bishop 2006, eq. 4.109).
- * Targets outside [0, V) trap the kernel, as exec/gpt.c asserts.
+ * Targets outside [0, V) trap the kernel, as the cpu kernels assert.
  */
 #include <float.h>
 

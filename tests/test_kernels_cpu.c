@@ -1,0 +1,424 @@
+/* test_kernels_cpu.c: the cpu kernel table (kernels/cpu/ops_cpu.h), kernel
+ * by kernel, on inputs small enough to work by hand; ctest's
+ * test_kernels_cpu (no GPU, no exec/).
+ *
+ * - linear, LayerNorm, GELU, attention, adds, embedding, cross-entropy and
+ *   AdamW forward values worked out in the comments (exact where the
+ *   arithmetic is exact in float, else within 1e-6 relative);
+ * - the backward kernels against central finite differences of
+ *   L = sum(out * G) for a random G (float forward, double differences:
+ *   within 1e-2 of the largest gradient), and LayerNorm's invariants (a row
+ *   of input gradients sums to zero: a shifted row has the same output; its
+ *   dot product with the normalised row is only eps's share: a scaled row
+ *   has the same output but for eps);
+ * - the vocab-parallel cross-entropy over two shards with the all-reduces
+ *   done here equals -log softmax over the whole row.
+ * The whole model is tested through these kernels in test_exec_gpt.c
+ * (tensor-parallel equivalence, finite differences of every part); the
+ * cuda kernels against this table in kernels/test_kernels.c.
+ */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops_cpu.h"
+#include "test_util.h"
+
+#define TOL 1e-6
+#define TOL_FD 1e-2
+
+static struct oc_kernels K;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+
+static float urand(void) /* splitmix64 -> [-1, 1) */
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (float)((double)(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+}
+
+static float *frand(int64_t n)
+{
+    float *p = malloc((size_t)n * sizeof *p);
+    OC_ASSERT(p);
+    for (int64_t i = 0; i < n; i++)
+        p[i] = urand();
+    return p;
+}
+
+static float *fzero(int64_t n)
+{
+    float *p = calloc((size_t)n, sizeof *p);
+    OC_ASSERT(p);
+    return p;
+}
+
+/* max |a - b| / max |b|: the error relative to the tensor's scale */
+static double scaled_err(const float *a, const double *b, int64_t n)
+{
+    double emax = 0.0, bmax = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = fabs((double)a[i] - b[i]);
+        emax = e > emax ? e : emax;
+        bmax = fabs(b[i]) > bmax ? fabs(b[i]) : bmax;
+    }
+    return bmax > 0.0 ? emax / bmax : emax;
+}
+
+/* The forward kernel under a finite-difference check: writes out (nout)
+ * from x, the input being varied; ctx holds the other arguments. */
+typedef void (*fwd_fn)(void *ctx, const float *x, float *out);
+
+/* d/dx of sum(out * G), by central differences of step h. */
+static double *fd_grad(fwd_fn f, void *ctx, float *x, int64_t nx, int64_t nout,
+                       const float *G, float h)
+{
+    double *g = calloc((size_t)nx, sizeof *g);
+    float *out = malloc((size_t)nout * sizeof *out);
+    OC_ASSERT(g && out);
+    for (int64_t i = 0; i < nx; i++) {
+        const float x0 = x[i];
+        double lp = 0, lm = 0;
+        x[i] = x0 + h;
+        f(ctx, x, out);
+        for (int64_t j = 0; j < nout; j++)
+            lp += (double)out[j] * G[j];
+        x[i] = x0 - h;
+        f(ctx, x, out);
+        for (int64_t j = 0; j < nout; j++)
+            lm += (double)out[j] * G[j];
+        x[i] = x0;
+        g[i] = (lp - lm) / (2.0 * (double)h);
+    }
+    free(out);
+    return g;
+}
+
+/* ------------------------------------------------------------------ */
+/* Linear                                                               */
+
+/* inp [[1,2],[3,4]], w [[1,0],[0,1],[1,1]], bias [10,20,30]:
+ * out = inp w^T + bias = [[11,22,33],[13,24,37]].
+ * dout [[1,0,1],[0,2,0]]: dinp = dout w = [[2,1],[0,2]];
+ * dout^T inp = [[1,2],[6,8],[1,2]], added to dw = 1 everywhere;
+ * column sums of dout [1,2,1], added to dbias = 0.5. All exact. */
+static void test_linear_by_hand(void)
+{
+    const float inp[4] = {1, 2, 3, 4}, w[6] = {1, 0, 0, 1, 1, 1};
+    const float bias[3] = {10, 20, 30}, dout[6] = {1, 0, 1, 0, 2, 0};
+    float out[6], dinp[4], dw[6], db[3];
+    K.ops->linear_fwd(K.ctx, out, inp, w, bias, 2, 2, 3);
+    const float want[6] = {11, 22, 33, 13, 24, 37};
+    CU_ASSERT(memcmp(out, want, sizeof want) == 0);
+    K.ops->linear_fwd(K.ctx, out, inp, w, NULL, 2, 2, 3);
+    CU_ASSERT(out[0] == 1 && out[2] == 3 && out[5] == 7);
+    for (int i = 0; i < 6; i++)
+        dw[i] = 1.0f;
+    for (int i = 0; i < 3; i++)
+        db[i] = 0.5f;
+    K.ops->linear_bwd(K.ctx, dinp, dw, db, dout, inp, w, 2, 2, 3);
+    const float want_dinp[4] = {2, 1, 0, 2}, want_dw[6] = {2, 3, 7, 9, 2, 3};
+    const float want_db[3] = {1.5f, 2.5f, 1.5f};
+    CU_ASSERT(memcmp(dinp, want_dinp, sizeof want_dinp) == 0);
+    CU_ASSERT(memcmp(dw, want_dw, sizeof want_dw) == 0);
+    CU_ASSERT(memcmp(db, want_db, sizeof want_db) == 0);
+    /* no bias gradient: dw accumulates again, nothing else is touched */
+    K.ops->linear_bwd(K.ctx, dinp, dw, NULL, dout, inp, w, 2, 2, 3);
+    CU_ASSERT(dw[2] == 13 && dw[3] == 17 && db[1] == 2.5f);
+}
+
+/* ------------------------------------------------------------------ */
+/* LayerNorm                                                            */
+
+struct ln_ctx {
+    const float *w, *b;
+    float *mean, *rstd;
+    int64_t N, C;
+};
+
+static void ln_fwd(void *c, const float *x, float *out)
+{
+    struct ln_ctx *l = c;
+    K.ops->layernorm_fwd(K.ctx, out, l->mean, l->rstd, x, l->w, l->b, l->N, l->C);
+}
+
+/* Row [1,2,3,6]: mean 3, variance (4+1+0+9)/4 = 3.5, rstd 1/sqrt(3.5 +
+ * 1e-5); with w [1,2,1,1] and b [0,0,0,1]: out = [-2s, -2s, 0, 3s + 1]. */
+static void test_layernorm(void)
+{
+    const float x[4] = {1, 2, 3, 6}, w[4] = {1, 2, 1, 1}, b[4] = {0, 0, 0, 1};
+    float out[4], mean, rstd;
+    K.ops->layernorm_fwd(K.ctx, out, &mean, &rstd, x, w, b, 1, 4);
+    const double s = 1.0 / sqrt(3.5 + 1e-5);
+    CU_ASSERT_EQUAL(mean, 3.0f);
+    OC_ASSERT_REL(rstd, s, TOL);
+    OC_ASSERT_REL(out[0], -2 * s, TOL);
+    OC_ASSERT_REL(out[1], -2 * s, TOL);
+    CU_ASSERT_EQUAL(out[2], 0.0f);
+    OC_ASSERT_REL(out[3], 3 * s + 1, TOL);
+
+    /* backward on 3 rows of 8 */
+    enum { N = 3, C = 8 };
+    float *xs = frand(N * C), *ws = frand(C), *bs = frand(C), *G = frand(N * C);
+    float *ys = fzero(N * C), *m = fzero(N), *r = fzero(N);
+    float *dx = fzero(N * C), *dw = fzero(C), *db = fzero(C);
+    struct ln_ctx l = {ws, bs, m, r, N, C};
+    double *want = fd_grad(ln_fwd, &l, xs, N * C, N * C, G, 1e-2f);
+    ln_fwd(&l, xs, ys);
+    K.ops->layernorm_bwd(K.ctx, dx, dw, db, G, xs, ws, m, r, N, C);
+    CU_ASSERT(scaled_err(dx, want, N * C) < TOL_FD);
+    /* Shifting a row does not change its output: the row's input
+     * gradients sum to zero. Scaling it by 1 + d changes each normalised
+     * value xhat by d * xhat * eps / (var + eps) (eps breaks the scale
+     * invariance), so sum(dx * xhat) = rstd * sum(G * w * xhat) * eps *
+     * rstd^2. */
+    for (int64_t i = 0; i < N; i++) {
+        double sum = 0, dot = 0, pred = 0;
+        for (int64_t j = 0; j < C; j++) {
+            const double xhat = (xs[i * C + j] - m[i]) * (double)r[i];
+            sum += dx[i * C + j];
+            dot += dx[i * C + j] * xhat;
+            pred += (double)G[i * C + j] * ws[j] * xhat;
+        }
+        pred *= 1e-5 * (double)r[i] * r[i] * r[i];
+        CU_ASSERT(fabs(sum) < 1e-6);
+        CU_ASSERT(fabs(dot - pred) < 1e-6);
+        CU_ASSERT(fabs(pred) > 1e-6); /* the eps term is there */
+    }
+    /* db = column sums of G; dw = column sums of G * the normalised x */
+    for (int64_t j = 0; j < C; j++) {
+        double sb = 0, sw = 0;
+        for (int64_t i = 0; i < N; i++) {
+            sb += G[i * C + j];
+            sw += G[i * C + j] * (xs[i * C + j] - m[i]) * r[i];
+        }
+        OC_ASSERT_REL(db[j], sb, 1e-5);
+        OC_ASSERT_REL(dw[j], sw, 1e-5);
+    }
+    free(want);
+    free(db), free(dw), free(dx), free(r), free(m), free(ys);
+    free(G), free(bs), free(ws), free(xs);
+}
+
+/* ------------------------------------------------------------------ */
+/* GELU                                                                 */
+
+struct gelu_ctx {
+    int64_t n;
+};
+
+static void gelu_fwd(void *c, const float *x, float *out)
+{
+    K.ops->gelu_fwd(K.ctx, out, x, ((struct gelu_ctx *)c)->n);
+}
+
+/* gelu(0) = 0; gelu(1) = 0.5 (1 + tanh(sqrt(2/pi) * 1.044715)) =
+ * 0.8411920; gelu(x) - gelu(-x) = x, so gelu(-1) = -0.1588080;
+ * gelu'(0) = 0.5. */
+static void test_gelu(void)
+{
+    const float x[3] = {0, 1, -1};
+    float y[3], d[3] = {1, 1, 1};
+    K.ops->gelu_fwd(K.ctx, y, x, 3);
+    CU_ASSERT_EQUAL(y[0], 0.0f);
+    OC_ASSERT_REL(y[1], 0.5 * (1 + tanh(sqrt(2 / 3.14159265358979323846) * 1.044715)), TOL);
+    OC_ASSERT_REL(y[2], y[1] - 1.0, TOL);
+    K.ops->gelu_bwd(K.ctx, d, x, 3);
+    CU_ASSERT_EQUAL(d[0], 0.5f);
+
+    enum { n = 64 };
+    float *xs = frand(n), *G = frand(n), *dd = malloc(n * sizeof *dd);
+    for (int i = 0; i < n; i++)
+        xs[i] *= 4.0f;
+    struct gelu_ctx g = {n};
+    double *want = fd_grad(gelu_fwd, &g, xs, n, n, G, 1e-2f);
+    memcpy(dd, G, n * sizeof *dd);
+    K.ops->gelu_bwd(K.ctx, dd, xs, n);
+    CU_ASSERT(scaled_err(dd, want, n) < TOL_FD);
+    free(want), free(dd), free(G), free(xs);
+}
+
+/* ------------------------------------------------------------------ */
+/* Attention                                                            */
+
+struct attn_ctx {
+    float *att;
+    int64_t B, T, nh, HS;
+};
+
+static void attn_fwd(void *c, const float *qkv, float *y)
+{
+    struct attn_ctx *a = c;
+    K.ops->attn_fwd(K.ctx, a->att, y, qkv, a->B, a->T, a->nh, a->HS);
+}
+
+/* One head of size 1, two tokens: (q, k, v) = (1, 2, 3) and (1, 0, 5).
+ * Token 0 sees itself: att [1, 0], y = 3. Token 1: scores q1 k0 = 2 and
+ * q1 k1 = 0, softmax [e^2, 1] / (e^2 + 1) = [0.8807971, 0.1192029],
+ * y = 3 * 0.8807971 + 5 * 0.1192029 = 3.2384058. */
+static void test_attention(void)
+{
+    const float qkv[6] = {1, 2, 3, 1, 0, 5};
+    float att[4], y[2], att2[4] = {9, 9, 9, 9};
+    K.ops->attn_fwd(K.ctx, att, y, qkv, 1, 2, 1, 1);
+    const double p = exp(2.0) / (exp(2.0) + 1.0);
+    CU_ASSERT(att[0] == 1.0f && att[1] == 0.0f);
+    OC_ASSERT_REL(att[2], p, TOL);
+    OC_ASSERT_REL(att[3], 1 - p, TOL);
+    CU_ASSERT_EQUAL(y[0], 3.0f);
+    OC_ASSERT_REL(y[1], 3 * p + 5 * (1 - p), TOL);
+    K.ops->attn_fwd(K.ctx, att2, NULL, qkv, 1, 2, 1, 1); /* scores only */
+    CU_ASSERT(memcmp(att, att2, sizeof att) == 0);
+
+    /* backward: B 2, T 5, 2 heads of 3 */
+    enum { B = 2, T = 5, nh = 2, HS = 3 };
+    const int64_t nq = B * T * nh * 3 * HS, ny = B * T * nh * HS;
+    float *q = frand(nq), *G = frand(ny), *a = fzero(B * nh * T * T);
+    float *yy = fzero(ny), *dq = frand(nq); /* dq is written, not added to */
+    struct attn_ctx c = {a, B, T, nh, HS};
+    double *want = fd_grad(attn_fwd, &c, q, nq, ny, G, 1e-2f);
+    attn_fwd(&c, q, yy);
+    K.ops->attn_bwd(K.ctx, dq, a, q, G, B, T, nh, HS);
+    CU_ASSERT(scaled_err(dq, want, nq) < TOL_FD);
+    free(want), free(dq), free(yy), free(a), free(G), free(q);
+}
+
+/* ------------------------------------------------------------------ */
+/* Adds, copy, zero                                                     */
+
+static void test_adds(void)
+{
+    float out[4] = {1, 2, 3, 4};
+    const float bias[2] = {10, 20}, res[4] = {100, 200, 300, 400};
+    K.ops->add_bias_residual(K.ctx, out, bias, res, 2, 2);
+    CU_ASSERT(out[0] == 111 && out[1] == 222 && out[2] == 313 && out[3] == 424);
+    K.ops->add_bias_residual(K.ctx, out, bias, NULL, 2, 2);
+    CU_ASSERT(out[0] == 121 && out[3] == 444);
+    K.ops->add_bias_residual(K.ctx, out, NULL, res, 2, 2);
+    CU_ASSERT(out[0] == 221 && out[3] == 844);
+    float c[4];
+    K.ops->copy(K.ctx, c, out, 4);
+    CU_ASSERT(memcmp(c, out, sizeof c) == 0);
+    K.ops->zero(K.ctx, c, 3);
+    CU_ASSERT(c[0] == 0 && c[2] == 0 && c[3] == 844);
+}
+
+/* ------------------------------------------------------------------ */
+/* Embedding                                                            */
+
+/* Shard [2, 4) of V = 5, C = 2; B = 2, T = 2; tokens [0, 2, 3, 4]:
+ * rows of tokens 2 and 3 from wte, zero for the others; then wpe[i mod 2]
+ * added. Backward: dwpe[t] += dout rows t and t + 2; dwte[tok - 2] += the
+ * rows of tokens 2 and 3. */
+static void test_embedding(void)
+{
+    const int32_t tok[4] = {0, 2, 3, 4};
+    const float wte[4] = {1, 2, 3, 4}, wpe[6] = {10, 20, 30, 40, 99, 99};
+    float out[8];
+    K.ops->embed_fwd(K.ctx, out, tok, wte, 4, 2, 5, 2, 2);
+    const float want[8] = {0, 0, 1, 2, 3, 4, 0, 0};
+    CU_ASSERT(memcmp(out, want, sizeof want) == 0);
+    K.ops->pos_fwd(K.ctx, out, wpe, 4, 2, 2);
+    const float want_pos[8] = {10, 20, 31, 42, 13, 24, 30, 40};
+    CU_ASSERT(memcmp(out, want_pos, sizeof want_pos) == 0);
+
+    const float dout[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    float dwte[4] = {0}, dwpe[6] = {0};
+    K.ops->embed_bwd(K.ctx, dwte, dwpe, tok, dout, 2, 2, 2, 5, 2, 2);
+    const float want_te[4] = {3, 4, 5, 6}, want_pe[6] = {6, 8, 10, 12, 0, 0};
+    CU_ASSERT(memcmp(dwte, want_te, sizeof want_te) == 0);
+    CU_ASSERT(memcmp(dwpe, want_pe, sizeof want_pe) == 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Cross-entropy                                                        */
+
+/* One row of V = 4 logits [1, 2, 3, 0], target 2, split over two shards
+ * of v = 2 with the all-reduces done here: max 3, target logit - max 0,
+ * sum of exponentials 1 + e^-1 + e^-2 + e^-3, loss = ln of that =
+ * 0.4401896 = -log softmax(logits)[2]. */
+static void test_cross_entropy(void)
+{
+    float lg[2][2] = {{1, 2}, {3, 0}};
+    const int32_t tgt = 2;
+    float lmax[2], se[2], tl[2], loss[2];
+    for (int r = 0; r < 2; r++)
+        K.ops->ce_max(K.ctx, &lmax[r], lg[r], 1, 2);
+    CU_ASSERT(lmax[0] == 2 && lmax[1] == 3);
+    const float m = lmax[0] > lmax[1] ? lmax[0] : lmax[1]; /* all-reduce MAX */
+    for (int r = 0; r < 2; r++)
+        K.ops->ce_exp(K.ctx, lg[r], &se[r], &tl[r], &m, &tgt, 1, 2, 2 * r, 4);
+    CU_ASSERT(tl[0] == 0 && tl[1] == 0);
+    const float t = tl[0] + tl[1], s = se[0] + se[1]; /* all-reduce SUM */
+    for (int r = 0; r < 2; r++)
+        K.ops->ce_finish(K.ctx, &loss[r], lg[r], &s, &t, 1, 2);
+    const double want = log(1 + exp(-1.0) + exp(-2.0) + exp(-3.0));
+    OC_ASSERT_REL(loss[0], want, TOL);
+    CU_ASSERT_EQUAL(loss[0], loss[1]);
+    OC_ASSERT_REL(lg[1][0], 1.0 / exp(want), TOL); /* the target's probability */
+    OC_ASSERT_REL(lg[0][0] + lg[0][1] + lg[1][0] + lg[1][1], 1.0, TOL);
+
+    /* backward: 0.5 * (p - onehot), in place, the target on shard 1 */
+    float d[2][2];
+    memcpy(d, lg, sizeof d);
+    for (int r = 0; r < 2; r++)
+        K.ops->ce_bwd(K.ctx, d[r], d[r], &tgt, 0.5f, 1, 2, 2 * r);
+    CU_ASSERT_EQUAL(d[0][1], 0.5f * lg[0][1]);
+    CU_ASSERT_EQUAL(d[1][0], 0.5f * lg[1][0] - 0.5f);
+    CU_ASSERT_EQUAL(d[1][1], 0.5f * lg[1][1]);
+}
+
+/* ------------------------------------------------------------------ */
+/* AdamW                                                                */
+
+/* Step 1, w = 1, g = 0.5, m = v = 0, lr 0.1, betas 0.9 / 0.999, eps 0,
+ * wd 0.01: m = 0.05, v = 0.00025; m/(1-0.9) = 0.5, v/(1-0.999) = 0.25,
+ * sqrt 0.5, so the step is lr * 1 = 0.1. Decay: w = 1 - 0.1*0.01 = 0.999,
+ * then 0.899; without: 0.9. */
+static void test_adamw(void)
+{
+    const struct oc_adamw h = {0.1f, 0.9f, 0.999f, 0.0f, 0.01f};
+    for (int decay = 0; decay <= 1; decay++) {
+        float w[2] = {1, 1}, g[2] = {0.5f, -0.5f}, m[2] = {0}, v[2] = {0};
+        K.ops->adamw(K.ctx, w, g, m, v, 2, &h, decay, 1);
+        OC_ASSERT_REL(m[0], 0.05, TOL);
+        OC_ASSERT_REL(v[0], (1.0f - 0.999f) * 0.25f, TOL); /* 0.999f is inexact */
+        OC_ASSERT_REL(w[0], decay ? 0.899 : 0.9, TOL);
+        OC_ASSERT_REL(w[1], decay ? 1.099 : 1.1, TOL);
+    }
+}
+
+static int suite_init(void)
+{
+    openblas_set_num_threads(1);
+    K = oc_kernels_cpu();
+    struct oc_kernel_sizes sz = {0};
+    return K.ops->reserve(K.ctx, &sz, NULL) == 0 && K.ops->align_floats == 1 ? 0 : 1;
+}
+
+static CU_TestInfo tests[] = {
+    {"linear_by_hand", test_linear_by_hand},
+    {"layernorm", test_layernorm},
+    {"gelu", test_gelu},
+    {"attention", test_attention},
+    {"adds", test_adds},
+    {"embedding", test_embedding},
+    {"cross_entropy_tp2", test_cross_entropy},
+    {"adamw_by_hand", test_adamw},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"kernels_cpu", suite_init, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+    return oc_test_run(suites);
+}
