@@ -1,0 +1,113 @@
+/* replay_priv.h: what the files of the replay share, and nothing else:
+ * the state of one replay (struct replay), its simulated ranks, their
+ * collective groups and async jobs, and the functions one file calls in
+ * another (prefix oc_rp_).
+ *
+ *   replay.c        the entry points (oc_replay_run, forked), the engine's
+ *                   start, the timeline the actors fill and its metrics
+ *   replay_setup.c  the simulated ranks, their groups and NIC-sharing
+ *                   factors, op costs and send / job lists
+ *   replay_rank.c   the actor of one rank: its ops replayed in order
+ *
+ * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
+ * members of a TP group that share the sender's NIC (fast mode scaling).
+ *
+ * What it is not: an interface for anything outside the replay (callers
+ * use replay.h).
+ *
+ *   oc_rp_ranks(R, t, buf, cap);                       // who is simulated
+ *   if (oc_rp_prepare(R, t, o, buf, cap, st) != 0) ...  // groups, costs
+ *   oc_sim_actor_create(name, R->rk[i].host, oc_rp_rank_main, &R->rk[i]);
+ *   ... oc_sim_engine_run ...;  oc_rp_free(R);
+ */
+#ifndef OC_SIM_REPLAY_PRIV_H
+#define OC_SIM_REPLAY_PRIV_H
+
+#include <stdint.h>
+
+#include "coll.h"
+#include "engine.h"
+#include "replay.h"
+
+/* ---- state ------------------------------------------------------------- */
+
+/* A collective group, built once before the run and shared read-only by its
+ * members (and their helpers), with the transport its collectives use
+ * (coll.h): in fast mode k[i] is member i's NIC-sharing factor, by which
+ * the transport scales messages across nodes. */
+struct rgroup {
+    int ready;
+    struct oc_sim_group g;
+    int64_t *k; /* (N) fast mode only, else NULL */
+    struct oc_coll_tx tx;
+};
+
+struct rrank;
+
+/* One async collective in flight (a DP gradient bucket). */
+struct ajob {
+    struct rrank *rk;
+    const struct oc_op *op;
+    int64_t idx; /* op index in the rank's list */
+    struct rgroup *G;
+    int64_t me;
+    double start_s, end_s;
+    struct oc_sim_async *h;
+};
+
+/* One simulated rank. */
+struct rrank {
+    struct replay *R;
+    int64_t rank;
+    struct oc_coord c;
+    sg_host_t host;
+    const struct oc_rank_ops *ops;
+    const double *cost_s; /* (ops->n) COMPUTE seconds; fast: also TP sleeps */
+    struct rgroup *tp, *dp, *emb;
+    struct rgroup **bucket; /* (v) async DP buckets, or NULL */
+    int64_t tp_me, dp_me, emb_me;
+    sg_comm_t *sends; /* outstanding sends, cap = SEND ops */
+    int64_t *send_key; /* their message keys */
+    int64_t nsends;
+    struct ajob *jobs; /* cap = async ops */
+    int64_t njobs, jobs_cap, jobs_waited;
+    double *tl_start, *tl_end; /* its timeline rows (core/step_metrics.h
+                                  derives every figure from them) */
+};
+
+struct replay {
+    const struct oc_model *m;
+    const struct oc_layout *l;
+    const struct oc_schedule *s;
+    int fast;
+    int all_ranks; /* fast mode, but every rank simulated (no scaling) */
+    int64_t world, gpn; /* ranks, GPUs per node */
+    struct oc_sim_coll_opts copts;
+    const struct oc_sim_platform *plat;
+    struct rrank *rk; /* (nsim) */
+    int64_t nsim;
+    int64_t *sim_of;  /* (world) index into rk, or -1 */
+    int64_t *knic;    /* (world) fast: NIC-sharing factor of each rank */
+    struct rgroup *tpg, *dpg, *embg, *bucketg;
+    struct rgroup *tpshape; /* (gpn) fast mode's TP groups, by offset in a node */
+    struct rgroup **bucket_ptrs;
+    double **costs;   /* distinct cost arrays, freed at the end */
+    int64_t ncosts;
+    /* messages, keyed by src * tagspan + tag */
+    int64_t tagspan;
+    unsigned char *m_done; /* the receiver has the message */
+    int err;
+    char errmsg[OC_MSG_MAX];
+};
+
+/* replay_setup.c */
+void oc_rp_ranks(struct replay *R, const struct oc_topology *t, int64_t *buf, int64_t cap);
+int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
+                  const struct oc_replay_opts *o, int64_t *buf, int64_t cap,
+                  struct oc_status *st);
+void oc_rp_free(struct replay *R);
+
+/* replay_rank.c: the actor of one simulated rank (arg: its struct rrank) */
+void oc_rp_rank_main(void *arg);
+
+#endif
