@@ -28,25 +28,7 @@
 #include "test_util.h"
 #include "topology.h"
 
-static char tmp_dir[256];
-
-static int suite_init(void)
-{
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ocsim-test-calib-XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
-}
-
-static int suite_clean(void)
-{
-    char p[400];
-    static const char *const names[] = {"cal.json", "one.json", "gpu.json"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", tmp_dir, names[i]);
-        unlink(p);
-    }
-    rmdir(tmp_dir);
-    return 0;
-}
+static int suite_init(void) { return oc_test_dir_make("calib"); }
 
 static struct oc_calib_measured measured(void)
 {
@@ -88,7 +70,7 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL_FATAL(oc_topology_load("h200-node", &base, &st), 0);
     struct oc_calib_measured m = measured();
     char path[400];
-    snprintf(path, sizeof path, "%s/cal.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/cal.json", oc_test_dir);
     int rc = oc_calib_write_topology(path, &base, &m, &st);
     if (rc)
         fprintf(stderr, "\n  %s\n", st.msg);
@@ -219,7 +201,7 @@ static void test_one_rank(void)
     m.cores_per_rank = 0;
     m.parts_measured = 0; /* e.g. a model the executor does not run */
     char path[400];
-    snprintf(path, sizeof path, "%s/one.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/one.json", oc_test_dir);
     CU_ASSERT_EQUAL_FATAL(oc_calib_write_topology(path, &base, &m, &st), 0);
     CU_ASSERT_EQUAL_FATAL(oc_topology_load(path, &t, &st), 0);
     CU_ASSERT_EQUAL(t.gpus_per_node, 1);
@@ -312,7 +294,7 @@ static void test_gpu_keep_peak(void)
     snprintf(m.cpu_name, sizeof m.cpu_name, "NVIDIA H200");
     snprintf(m.gemm_what, sizeof m.gemm_what, "bf16 operands, tiny, t=2, T=128 rows");
     char path[400];
-    snprintf(path, sizeof path, "%s/gpu.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/gpu.json", oc_test_dir);
     int rc = oc_calib_write_topology(path, &base, &m, &st);
     if (rc)
         fprintf(stderr, "\n  %s\n", st.msg);
@@ -385,7 +367,7 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
-    {"calib_topology", suite_init, suite_clean, NULL, NULL, tests},
+    {"calib_topology", suite_init, oc_test_dir_remove, NULL, NULL, tests},
     CU_SUITE_INFO_NULL,
 };
 

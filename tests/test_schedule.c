@@ -23,27 +23,6 @@
 /* ------------------------------------------------------------------ */
 /* Fixtures                                                             */
 
-static void tiny_model(struct oc_model *m)
-{
-    memset(m, 0, sizeof *m);
-    strcpy(m->name, "tiny");
-    strcpy(m->model_type, "gpt2");
-    m->arch = OC_ARCH_GPT;
-    m->hidden_size = 64;
-    m->num_attention_heads = 4;
-    m->num_key_value_heads = 4;
-    m->num_hidden_layers = 8;
-    m->intermediate_size = 256;
-    m->vocab_size = 512;
-    m->max_position_embeddings = 128;
-    m->gated_mlp = 0;
-    m->has_bias = 1;
-    m->learned_pos_emb = 1;
-    m->norm_params_per_h = 2;
-    m->tie_word_embeddings = 1;
-    m->has_dropout = 1;
-}
-
 struct cfg {
     int64_t t, p, d, m;
     enum oc_schedule_kind sched;
@@ -281,7 +260,7 @@ static int64_t check_p2p(const struct oc_schedule *s)
 static void test_p2p_matching(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
         for (int g = 0; g < 2; g++) {
@@ -475,7 +454,7 @@ static int simulate(const struct oc_schedule *s, int blocking_send)
 static void test_replay_no_deadlock(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
         for (int g = 0; g < 2; g++) {
@@ -528,7 +507,7 @@ static void test_replay_detects_deadlock(void)
     CU_ASSERT_FALSE(simulate(&s, 0));
 
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct cfg c2 = {1, 4, 1, 8, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 0, 0,
                      OC_ORDER_TP_DP_PP};
     struct oc_layout l = make_layout(&c2);
@@ -580,7 +559,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static void test_inflight(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
         int64_t nm = configs[i].m, p = l.pp, v = l.vchunks;
@@ -617,7 +596,7 @@ static void test_inflight(void)
 static void test_alloc_free_balance(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
         for (int g = 0; g < 2; g++) {
@@ -671,7 +650,7 @@ static void test_alloc_free_balance(void)
 static void test_memory_peak_closed_form(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     int checked = 0;
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
@@ -697,7 +676,7 @@ static void test_memory_peak_closed_form(void)
 static void test_counts_by_hand(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     /* t = 2, p = 2, d = 2, m = 4, 1F1B, layer grain, no SP, no recompute,
      * no ZeRO, no overlap; L = 8 so Lc = 4: stage 0 layers 0-3 (+ embedding),
      * stage 1 layers 4-7 (+ head). Tied embeddings. */
@@ -813,7 +792,7 @@ static void test_counts_by_hand(void)
 static void test_counts_sp_full(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct cfg c = {2, 2, 1, 2, OC_SCHED_1F1B, 1, 1, OC_RECOMPUTE_FULL, 0, 0,
                     OC_ORDER_TP_DP_PP};
     struct oc_layout l = make_layout(&c);
@@ -877,7 +856,7 @@ static void test_counts_sp_full(void)
 static void test_selective_recompute(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct cfg c = {2, 2, 1, 2, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_SELECTIVE, 0,
                     0, OC_ORDER_TP_DP_PP};
     struct oc_layout l = make_layout(&c);
@@ -946,7 +925,7 @@ static int64_t pipeline_work(const struct oc_schedule *s, struct work **out)
 static void test_interleaved_same_work(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct cfg base = {2, 2, 1, 4, OC_SCHED_1F1B, 1, 1, OC_RECOMPUTE_SELECTIVE,
                        0, 0, OC_ORDER_TP_DP_PP};
     struct oc_layout l = make_layout(&base);
@@ -1028,7 +1007,7 @@ static void rank_totals(const struct oc_rank_ops *r, struct totals *t)
 static void test_chunk_grain_totals(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
         struct oc_schedule a, b;
@@ -1069,7 +1048,7 @@ static void test_chunk_grain_totals(void)
 static void test_op_fields(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     for (int i = 0; i < NCONFIGS; i++) {
         struct oc_layout l = make_layout(&configs[i]);
         struct oc_schedule s;
@@ -1110,7 +1089,7 @@ static void test_op_fields(void)
 static void test_dp_reduction(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     /* overlap + ZeRO-1, interleaved v2: one async reduce-scatter per chunk,
      * right after that chunk's last backward; the chunks' bytes add up to
      * the stage's 2*params; WAIT; optimizer over params/d; all-gather. */
@@ -1223,7 +1202,7 @@ static void test_names(void)
 static void test_errors(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct oc_schedule s;
     struct oc_status st = {{0}};
     /* interleaved needs m % p == 0: m = 3, p = 2 */
@@ -1261,7 +1240,7 @@ static void test_loaded_tiny(void)
 {
     struct oc_model a, b;
     struct oc_status st = {{0}};
-    tiny_model(&a);
+    oc_test_tiny_model(&a);
     CU_ASSERT_EQUAL_FATAL(oc_model_load("tiny", &b, &st), 0);
     struct oc_layout l = make_layout(&configs[5]);
     struct oc_schedule x, y;
@@ -1292,7 +1271,7 @@ static double now_s(void)
 static void test_build_speed(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct cfg c = {8, 8, 1, 512, OC_SCHED_1F1B, 1, 1, OC_RECOMPUTE_SELECTIVE,
                     1, 1, OC_ORDER_TP_DP_PP};
     struct oc_layout l = make_layout(&c);

@@ -834,14 +834,6 @@ static void test_cfg_passthrough(void)
     CU_ASSERT_EQUAL(rmdir(dir), 0); /* fails unless empty */
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* A user's platform: two hosts joined by one 1e9 B/s split-duplex link of
  * 1e-3 s. Named gpu0/gpu1 it runs: ring all-reduce of 1e6 over 2 members =
  * 2*(1/2)*1e6/1e9 + 2*1e-3 = 3e-3 s (CM02 applies to user files too).
@@ -865,9 +857,9 @@ static void test_user_platform(void)
         "</zone>\n</platform>\n";
     char text[1024];
     snprintf(text, sizeof text, fmt, "gpu0", "gpu1", "gpu0", "gpu1");
-    write_file(good, text);
+    oc_test_write_file(good, text);
     snprintf(text, sizeof text, fmt, "a", "b", "a", "b");
-    write_file(bad, text);
+    oc_test_write_file(bad, text);
 
     struct job j = {.platform_file = good, .cards = 2, .kind = JOB_ALLREDUCE, .n = 2,
                     .bytes = 1e6, .opts = {.algo = OC_SIM_ALGO_RING}};
@@ -892,14 +884,14 @@ static void test_user_platform(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "cannot open platform file"));
 
     /* Without the DOCTYPE line SimGrid's parser fails: caught first. */
-    write_file(none, strstr(text, "<platform"));
+    oc_test_write_file(none, strstr(text, "<platform"));
     CU_ASSERT_EQUAL(sim(&j, &r, &st), -1);
     CU_ASSERT(one_line(st.msg));
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "DOCTYPE"));
     /* A parse error aborts SimGrid in the child: one line quoting it. */
     snprintf(text, sizeof text, fmt, "gpu0", "gpu1", "gpu0", "gpu1");
     *strstr(text, "</zone>") = ' ';
-    write_file(none, text);
+    oc_test_write_file(none, text);
     CU_ASSERT_EQUAL(sim(&j, &r, &st), -1);
     CU_ASSERT(one_line(st.msg));
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "crashed"));
