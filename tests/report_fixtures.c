@@ -345,4 +345,3 @@ struct oc_topology topo16(void)
     t.nic_bandwidth_Bps = 12.5e9; /* 100 Gb/s */
     return t;
 }
-

@@ -323,4 +323,3 @@ int simulate(const struct oc_schedule *s, int blocking_send)
     free(x.posted);
     return done;
 }
-

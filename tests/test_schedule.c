@@ -665,4 +665,3 @@ static CU_SuiteInfo suites[] = {
 };
 
 int main(void) { return oc_test_run(suites); }
-
