@@ -63,6 +63,44 @@ static struct oc_calib_measured measured(void)
     return m;
 }
 
+/* The sources of the topology written from measured(): each measured
+ * field says where it comes from; the all-reduce figures under
+ * "_allreduce". */
+static void check_sources(const char *path)
+{
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    json_t *src = json_object_get(doc, "sources");
+    const char *peak = json_string_value(json_object_get(src, "device.peak_flops_16bit"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
+    CU_ASSERT_EQUAL(strncmp(peak,
+                            "measured by ocsim-exec --calibrate on testhost "
+                            "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm",
+                            strlen("measured by ocsim-exec --calibrate on testhost "
+                                   "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm")),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(peak, "MFU is relative to it"));
+    const char *ar = json_string_value(json_object_get(src, "_allreduce"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ar, "67108864 bytes: busbw 3e+09 B/s"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "intra_node.latency_s"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.mem_Bps"));
+    const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "32768 bytes of fp32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as 3e+09"));
+    const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "tiny parts, t=2, b=1, s=128"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.part_s_per_token"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.optimizer_s_per_param"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.activation_bytes"));
+    json_t *rates_obj = json_object_get(json_object_get(doc, "calibration"), "part_flops_per_s");
+    CU_ASSERT_EQUAL(json_object_size(rates_obj), OC_CALIB_PARTS);
+    json_decref(doc);
+}
+
 static void test_round_trip(void)
 {
     struct oc_topology base, t;
@@ -150,39 +188,7 @@ static void test_round_trip(void)
     OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 12.8e-6, 1e-6);
     OC_ASSERT_REL(c.optimizer_s_per_param, 3e-9, 1e-6);
 
-    /* Sources: each measured field says where it comes from; the
-     * all-reduce figures under "_allreduce". */
-    json_error_t err;
-    json_t *doc = json_load_file(path, 0, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
-    json_t *src = json_object_get(doc, "sources");
-    const char *peak = json_string_value(json_object_get(src, "device.peak_flops_16bit"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
-    CU_ASSERT_EQUAL(strncmp(peak,
-                            "measured by ocsim-exec --calibrate on testhost "
-                            "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm",
-                            strlen("measured by ocsim-exec --calibrate on testhost "
-                                   "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm")),
-                    0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(peak, "MFU is relative to it"));
-    const char *ar = json_string_value(json_object_get(src, "_allreduce"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ar, "67108864 bytes: busbw 3e+09 B/s"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "intra_node.latency_s"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.mem_Bps"));
-    const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
-    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "32768 bytes of fp32"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as 3e+09"));
-    const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
-    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "tiny parts, t=2, b=1, s=128"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.part_s_per_token"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.optimizer_s_per_param"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.activation_bytes"));
-    json_t *rates_obj = json_object_get(json_object_get(doc, "calibration"), "part_flops_per_s");
-    CU_ASSERT_EQUAL(json_object_size(rates_obj), OC_CALIB_PARTS);
-    json_decref(doc);
+    check_sources(path);
 }
 
 static void test_one_rank(void)
