@@ -422,7 +422,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
 
     /* The pipeline: m*v chunk units stretched by the bubble (see
      * pipeline_time_s). */
-    const int64_t vb = l->schedule == OC_SCHED_INTERLEAVED ? v : 1;
+    const int64_t vb = oc_place_interleaved_chunks(l);
     out->bubble_fraction = oc_cf_bubble_fraction(p, mb, vb);
     const double unit_s = out->fwd_chunk_s + out->bwd_chunk_s + tp_chunk_s +
                           pp_chunk_s;

@@ -224,13 +224,6 @@ static void test_gp_helpers(void)
     CU_ASSERT_EQUAL(r.width_px, 1200);
     CU_ASSERT_EQUAL(r.height_px, 300);
     CU_ASSERT_EQUAL(oc_plot_opts_fill(NULL).height_px, 700);
-
-    /* Chunks per stage: v only when interleaved. */
-    struct oc_layout l = layout_of(1, 2, 1, 1);
-    l.vchunks = 3;
-    CU_ASSERT_EQUAL(oc_plot_chunks(&l), 1);
-    l.schedule = OC_SCHED_INTERLEAVED;
-    CU_ASSERT_EQUAL(oc_plot_chunks(&l), 3);
 }
 
 static CU_TestInfo plot_tests[] = {
