@@ -98,6 +98,38 @@ static void test_order_interleaved(void)
 }
 
 
+/* The warm-up counts and units behind the orders above, by hand. */
+static void test_warmup_and_units(void)
+{
+    struct cfg c = {1, 4, 1, 8, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 0, 0,
+                    OC_ORDER_TP_DP_PP};
+    struct oc_layout l = make_layout(&c);
+    /* 1F1B, p = 4: min(p-i-1, m) */
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 8, 0), 3);
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 8, 3), 0);
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 2, 0), 2);
+    struct oc_unit u = oc_schedule_unit(&l, 5, 1);
+    CU_ASSERT(u.mb == 5 && u.chunk == 0 && u.backward == 1);
+    /* GPipe: every forward first */
+    l.schedule = OC_SCHED_GPIPE;
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 3, 0), 3);
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 3, 3), 3);
+    /* Interleaved p = 2, v = 2: min((2-i-1)*2 + (2-1)*2, m*v): stage 0 4,
+     * stage 1 2; m = 1 caps stage 0 at m*v = 2. Forward k = 5: chunk
+     * (5/2)%2 = 0, micro-batch (5/4)*2 + 5%2 = 3; backward k = 5: chunk
+     * 2-1-0 = 1. */
+    l.pp = 2;
+    l.schedule = OC_SCHED_INTERLEAVED;
+    l.vchunks = 2;
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 4, 0), 4);
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 4, 1), 2);
+    CU_ASSERT_EQUAL(oc_schedule_warmup(&l, 1, 0), 2);
+    u = oc_schedule_unit(&l, 5, 0);
+    CU_ASSERT(u.mb == 3 && u.chunk == 0 && u.backward == 0);
+    u = oc_schedule_unit(&l, 5, 1);
+    CU_ASSERT(u.mb == 3 && u.chunk == 1 && u.backward == 1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Point-to-point matching and the replay                               */
 
@@ -198,6 +230,7 @@ static CU_TestInfo tests[] = {
     {"order_1f1b", test_order_1f1b},
     {"order_gpipe", test_order_gpipe},
     {"order_interleaved", test_order_interleaved},
+    {"warmup_and_units", test_warmup_and_units},
     {"p2p_matching", test_p2p_matching},
     {"replay_no_deadlock", test_replay_no_deadlock},
     {"replay_detects_deadlock", test_replay_detects_deadlock},
