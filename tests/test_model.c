@@ -22,10 +22,7 @@ static struct oc_model load_ok(const char *name)
 {
     struct oc_model m;
     struct oc_status st = {{0}};
-    int rc = oc_model_load(name, &m, &st);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc != 0)
-        fprintf(stderr, "\n  unexpected failure: %s\n", st.msg);
+    oc_test_expect_ok(oc_model_load(name, &m, &st), st.msg);
     return m;
 }
 
@@ -36,12 +33,7 @@ static void expect_error(const char *file, const char *const *subs)
     struct oc_model m;
     memset(&m, 0x5a, sizeof m);
     struct oc_status st = {{0}};
-    int rc = oc_model_load(file, &m, &st);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT(st.msg[0] != '\0');
-    CU_ASSERT(strchr(st.msg, '\n') == NULL);
-    for (int i = 0; subs[i]; i++)
-        oc_test_msg_has(st.msg, subs[i]);
+    oc_test_expect_fail(oc_model_load(file, &m, &st), st.msg, subs);
     /* A failed load leaves a zeroed model, not half a model. */
     CU_ASSERT_EQUAL(m.hidden_size, 0);
     CU_ASSERT_EQUAL(m.name[0], '\0');

@@ -55,10 +55,7 @@ static struct oc_topology load_ok(const char *name)
 {
     struct oc_topology t;
     struct oc_status st = {{0}};
-    int rc = oc_topology_load(name, &t, &st);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc != 0)
-        fprintf(stderr, "\n  unexpected failure: %s\n", st.msg);
+    oc_test_expect_ok(oc_topology_load(name, &t, &st), st.msg);
     return t;
 }
 
@@ -67,12 +64,7 @@ static void expect_error(const char *file, const char *const *subs)
     struct oc_topology t;
     memset(&t, 0x5a, sizeof t);
     struct oc_status st = {{0}};
-    int rc = oc_topology_load(file, &t, &st);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT(st.msg[0] != '\0');
-    CU_ASSERT(strchr(st.msg, '\n') == NULL);
-    for (int i = 0; subs[i]; i++)
-        oc_test_msg_has(st.msg, subs[i]);
+    oc_test_expect_fail(oc_topology_load(file, &t, &st), st.msg, subs);
     CU_ASSERT_EQUAL(t.gpus_per_node, 0); /* zeroed on failure */
 }
 

@@ -88,6 +88,22 @@ void oc_test_msg_has(const char *msg, const char *want)
         fprintf(stderr, "\n  message '%s' lacks '%s'\n", msg, want);
 }
 
+void oc_test_expect_ok(int rc, const char *msg)
+{
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc != 0)
+        fprintf(stderr, "\n  unexpected failure: %s\n", msg);
+}
+
+void oc_test_expect_fail(int rc, const char *msg, const char *const *subs)
+{
+    CU_ASSERT_EQUAL(rc, -1);
+    CU_ASSERT(msg[0] != '\0');
+    CU_ASSERT(strchr(msg, '\n') == NULL);
+    for (int i = 0; subs[i]; i++)
+        oc_test_msg_has(msg, subs[i]);
+}
+
 /* ------------------------------------------------------------------ */
 /* Models and layouts                                                   */
 

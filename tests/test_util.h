@@ -52,6 +52,12 @@ void oc_test_write_file(const char *path, const char *text);
 
 /* One assertion: `msg` contains `want`; prints both where it does not. */
 void oc_test_msg_has(const char *msg, const char *want);
+/* One assertion: a call that must succeed returned 0; prints msg where
+ * it did not. */
+void oc_test_expect_ok(int rc, const char *msg);
+/* A call that must fail: rc is -1 and msg is one non-empty line that
+ * holds each of the NULL-terminated subs (3 + n assertions). */
+void oc_test_expect_fail(int rc, const char *msg, const char *const *subs);
 
 /* ---- models and layouts filled in code ---------------------------------- */
 
