@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int oc_test_run(CU_SuiteInfo *suites)
 {
@@ -78,6 +79,29 @@ void oc_test_write_file(const char *path, const char *text)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs(text, f);
     fclose(f);
+}
+
+long oc_test_output_bytes(void (*fn)(void *arg), void *arg)
+{
+    char tmp[] = "/tmp/ocsim-test-output-XXXXXX";
+    int fd = mkstemp(tmp);
+    CU_ASSERT_FATAL(fd >= 0);
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), err = dup(2);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    fn(arg);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    off_t size = lseek(fd, 0, SEEK_END);
+    close(fd);
+    unlink(tmp);
+    return (long)size;
 }
 
 void oc_test_msg_has(const char *msg, const char *want)

@@ -48,6 +48,11 @@ char *oc_test_read_file(const char *path);
 /* Write `text` to `path`; asserts (fatally) that the file opened. */
 void oc_test_write_file(const char *path, const char *text);
 
+/* The bytes fn(arg) writes to stdout and stderr while it runs (both sent to
+ * a temporary file meanwhile), for "library code never prints". Asserts
+ * (fatally) that the file could be made. */
+long oc_test_output_bytes(void (*fn)(void *arg), void *arg);
+
 /* ---- messages ------------------------------------------------------------ */
 
 /* One assertion: `msg` contains `want`; prints both where it does not. */
