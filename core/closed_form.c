@@ -305,6 +305,72 @@ static void group_link(const struct oc_layout *l, const struct oc_topology *t,
     *lat_s = oc_topology_inter_latency_s(t);
 }
 
+/* Pipeline (Narayanan et al. 2021, section 2.2): with uniform stages,
+ * m*v chunk units of (compute + communication) stretched by the bubble:
+ * (m*v + p - 1) units. The embedding (stage 0) and the head (stage p-1)
+ * make those stages longer; with U_i the time of one micro-batch on stage
+ * i (all its v chunks of unit_s), the slowest stage sets the steady state
+ * and the others add the fill and drain:
+ *   step = m * max U_i + (sum U_i - max U_i) / vb
+ * which is (m*v + p - 1) * unit exactly when the stages are uniform (vb:
+ * v for the interleaved schedule, else 1). */
+static double pipeline_time_s(const struct oc_layout *l, int64_t mb, int64_t v,
+                              int64_t vb, double unit_s, double embed_s,
+                              double head_s)
+{
+    double max_stage_s = 0, sum_stage_s = 0;
+    for (int64_t i = 0; i < l->pp; i++) {
+        double u = (double)v * unit_s;
+        if (oc_place_stage_has_embed(l, i))
+            u += embed_s;
+        if (oc_place_stage_has_head(l, i))
+            u += head_s;
+        sum_stage_s += u;
+        if (u > max_stage_s)
+            max_stage_s = u;
+    }
+    return (double)mb * max_stage_s + (sum_stage_s - max_stage_s) / (double)vb;
+}
+
+/* The parameters of the largest stage: the larger of the embedding's and
+ * the head's stage (middle stages hold less). */
+static int64_t largest_stage_params(const struct oc_model *m,
+                                    const struct oc_layout *l)
+{
+    const int64_t embed_stage = oc_place_embed(l).stage;
+    const int64_t head_stage = oc_place_head(l).stage;
+    int64_t params = oc_mem_stage_params(m, l, embed_stage);
+    if (head_stage != embed_stage &&
+        oc_mem_stage_params(m, l, head_stage) > params)
+        params = oc_mem_stage_params(m, l, head_stage);
+    return params;
+}
+
+/* DP: a ring all-reduce of the 16-bit gradients of `params` parameters
+ * (reduce-scatter plus all-gather when the optimizer is sharded: the same
+ * bytes) into out->dp_comm_s; returns the part of it the step waits for.
+ * Needs out->bwd_chunk_s. */
+static double dp_exposed_time_s(const struct oc_layout *l,
+                                const struct oc_topology *t, int64_t params,
+                                int64_t v, struct oc_cf_step *out)
+{
+    if (l->dp <= 1)
+        return 0;
+    double bw, lat;
+    group_link(l, t, CF_DP, &bw, &lat);
+    out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, 2.0 * (double)params, bw, lat);
+    double dp_exposed_s = out->dp_comm_s;
+    /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
+     * last micro-batch's backward (earlier micro-batches only
+     * accumulate): that backward hides as much. */
+    if (l->overlap_grad_reduce) {
+        dp_exposed_s -= (double)v * out->bwd_chunk_s;
+        if (dp_exposed_s < 0)
+            dp_exposed_s = 0;
+    }
+    return dp_exposed_s;
+}
+
 void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                 const struct oc_topology *t, struct oc_cf_step *out)
 {
@@ -354,15 +420,9 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
         pp_chunk_s = 2.0 * (lat + bytes / bw);
     }
 
-    /* Pipeline (Narayanan et al. 2021, section 2.2): with uniform stages,
-     * m*v chunk units of (compute + communication) stretched by the
-     * bubble: (m*v + p - 1) units. The embedding (stage 0) and the head
-     * (stage p-1) make those stages longer; with U_i the time of one
-     * micro-batch on stage i (all its chunks), the slowest stage sets the
-     * steady state and the others add the fill and drain:
-     *   step = m * max U_i + (sum U_i - max U_i) / v
-     * which is (m*v + p - 1) * unit exactly when the stages are uniform. */
-    const int64_t vb = l->schedule == OC_SCHED_INTERLEAVED ? v : 1;
+    /* The pipeline: m*v chunk units stretched by the bubble (see
+     * pipeline_time_s). */
+    const int64_t vb = oc_place_interleaved_chunks(l);
     out->bubble_fraction = oc_cf_bubble_fraction(p, mb, vb);
     const double unit_s = out->fwd_chunk_s + out->bwd_chunk_s + tp_chunk_s +
                           pp_chunk_s;
@@ -370,47 +430,14 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                            c.part_s[OC_PART_EMBED][OC_PHASE_BWD];
     const double head_s = c.part_s[OC_PART_HEAD][OC_PHASE_FWD] +
                           c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
-    double max_stage_s = 0, sum_stage_s = 0;
-    for (int64_t i = 0; i < p; i++) {
-        double u = (double)v * unit_s;
-        if (oc_place_stage_has_embed(l, i))
-            u += embed_s;
-        if (oc_place_stage_has_head(l, i))
-            u += head_s;
-        sum_stage_s += u;
-        if (u > max_stage_s)
-            max_stage_s = u;
-    }
-    const double pipeline_s = (double)mb * max_stage_s +
-                              (sum_stage_s - max_stage_s) / (double)vb;
+    const double pipeline_s =
+        pipeline_time_s(l, mb, v, vb, unit_s, embed_s, head_s);
     out->tp_comm_s = (double)(mb * v) * tp_chunk_s;
     out->pp_comm_s = (double)(mb * v) * pp_chunk_s;
 
-    /* DP: a ring all-reduce of the 16-bit gradients (reduce-scatter plus
-     * all-gather when the optimizer is sharded: the same bytes). The
-     * largest stage finishes last, so take the larger of the embedding's
-     * and the head's stage (middle stages hold less). */
-    const int64_t embed_stage = oc_place_embed(l).stage;
-    const int64_t head_stage = oc_place_head(l).stage;
-    int64_t params = oc_mem_stage_params(m, l, embed_stage);
-    if (head_stage != embed_stage &&
-        oc_mem_stage_params(m, l, head_stage) > params)
-        params = oc_mem_stage_params(m, l, head_stage);
-    double dp_exposed_s = 0;
-    if (d > 1) {
-        double bw, lat;
-        group_link(l, t, CF_DP, &bw, &lat);
-        out->dp_comm_s = oc_cf_ring_allreduce_s(d, 2.0 * (double)params, bw, lat);
-        dp_exposed_s = out->dp_comm_s;
-        /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
-         * last micro-batch's backward (earlier micro-batches only
-         * accumulate): that backward hides as much. */
-        if (l->overlap_grad_reduce) {
-            dp_exposed_s -= (double)v * out->bwd_chunk_s;
-            if (dp_exposed_s < 0)
-                dp_exposed_s = 0;
-        }
-    }
+    /* DP: the gradients of the largest stage, which finishes last. */
+    const int64_t params = largest_stage_params(m, l);
+    const double dp_exposed_s = dp_exposed_time_s(l, t, params, v, out);
 
     /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
      * rank updates (1/d of them when sharded). */

@@ -1,9 +1,10 @@
 /* memory.c: bytes per GPU of one pipeline stage, from the closed-form model
  * (see memory.h for the sources). It is the reference the schedule's
  * ALLOC/FREE events are sized from; it does not walk a schedule, except for
- * the interleaved 1F1B peak, where it replays the stage's unit order (the
- * Megatron-LM order, written out below) because which chunks are in flight
- * at the peak decides how many embedding and head activations count.
+ * the interleaved 1F1B peak, where it replays the stage's unit order
+ * (Megatron-LM's, from oc_schedule_warmup and oc_schedule_unit in
+ * schedule_order.c) because which chunks are in flight at the peak decides
+ * how many embedding and head activations count.
  *
  * Letters: s sequence, b micro-batch, h hidden, a heads, k KV heads,
  * f intermediate, V vocabulary, P positions, L layers, t TP, p PP, d DP,
@@ -16,6 +17,7 @@
 #include "memory.h"
 
 #include "placement.h"
+#include "schedule.h"
 #include "status.h"
 
 /* Bytes per element (Korthikanti et al. 2022, section 4.1: 16-bit
@@ -198,8 +200,8 @@ int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage)
         break;
     case OC_SCHED_INTERLEAVED:
     default:
-        /* Megatron-LM's warm-up count (p-i-1)*2 + (v-1)*p, plus one. */
-        n = (p - stage - 1) * 2 + (v - 1) * p + 1;
+        /* Megatron-LM's warm-up forwards (oc_schedule_warmup), plus one. */
+        n = oc_schedule_warmup(l, m, stage) + 1;
         if (n > m * v)
             n = m * v;
         break;
@@ -239,36 +241,35 @@ static void walk_backward(struct walk *w, const struct oc_model *m,
     w->units--;
 }
 
-/* Interleaved 1F1B: replay stage `stage`'s unit order and return the largest
- * sum of in-flight chunk activations (and, through *logits, the logits held
- * at that point). Megatron-LM's order (schedules.py,
- * forward_backward_pipelining_with_interleaving): forward unit k runs chunk
- * (k / p) % v, backward unit j runs chunk v-1 - (j / p) % v; warm-up
- * forwards, then one forward and one backward alternately, then the
- * remaining backwards. Chunk sizes depend only on the chunk, so which
- * micro-batch a unit carries does not matter here. */
+/* Interleaved 1F1B: replay stage `stage`'s unit order (Megatron-LM's,
+ * oc_schedule_warmup and oc_schedule_unit) and return the largest sum of
+ * in-flight chunk activations (and, through *logits, the logits held at
+ * that point): warm-up forwards, then one forward and one backward
+ * alternately, then the remaining backwards. Chunk sizes depend only on the
+ * chunk, so which micro-batch a unit carries does not matter here. */
 static double interleaved_peak(const struct oc_model *m,
                                const struct oc_layout *l, int64_t stage,
                                double *logits_at_peak)
 {
     const int64_t mb = oc_layout_num_micro_batches(l);
-    const int64_t p = l->pp, v = l->vchunks;
-    const int64_t total = mb * v;
-    int64_t warm = (p - stage - 1) * 2 + (v - 1) * p;
-    if (warm > total)
-        warm = total;
+    const int64_t total = mb * oc_place_interleaved_chunks(l);
+    const int64_t warm = oc_schedule_warmup(l, mb, stage);
     const double logit_bytes =
         oc_place_stage_has_head(l, stage) ? oc_mem_logits_bytes(m, l) : 0.0;
 
     struct walk w = {0};
     for (int64_t k = 0; k < warm; k++)
-        walk_forward(&w, m, l, stage, (k / p) % v, logit_bytes);
+        walk_forward(&w, m, l, stage, oc_schedule_unit(l, k, 0).chunk,
+                     logit_bytes);
     for (int64_t j = 0; j < total - warm; j++) {
-        walk_forward(&w, m, l, stage, ((warm + j) / p) % v, logit_bytes);
-        walk_backward(&w, m, l, stage, v - 1 - (j / p) % v, logit_bytes);
+        walk_forward(&w, m, l, stage, oc_schedule_unit(l, warm + j, 0).chunk,
+                     logit_bytes);
+        walk_backward(&w, m, l, stage, oc_schedule_unit(l, j, 1).chunk,
+                      logit_bytes);
     }
     for (int64_t j = total - warm; j < total; j++)
-        walk_backward(&w, m, l, stage, v - 1 - (j / p) % v, logit_bytes);
+        walk_backward(&w, m, l, stage, oc_schedule_unit(l, j, 1).chunk,
+                      logit_bytes);
     OC_ASSERT(w.units == 0);
     /* The replay and the closed-form count must agree. */
     OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));

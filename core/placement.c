@@ -20,6 +20,11 @@ int64_t oc_place_global_chunks(const struct oc_layout *l)
     return l->pp * oc_place_chunks_per_stage(l);
 }
 
+int64_t oc_place_interleaved_chunks(const struct oc_layout *l)
+{
+    return l->schedule == OC_SCHED_INTERLEAVED ? oc_place_chunks_per_stage(l) : 1;
+}
+
 int64_t oc_place_global_chunk(const struct oc_layout *l, int64_t stage,
                               int64_t chunk)
 {

@@ -57,6 +57,11 @@ struct oc_layer_range {
 /* v, and p*v: the model's chunks in all. */
 int64_t oc_place_chunks_per_stage(const struct oc_layout *l);
 int64_t oc_place_global_chunks(const struct oc_layout *l);
+/* The chunks per stage the schedule interleaves: v under the interleaved
+ * schedule, else 1 (also for a layout that names v with another schedule,
+ * which oc_layout_validate refuses). The v of the bubble (p-1)/(v*m + p-1)
+ * and of the unit order (oc_schedule_stage_order). */
+int64_t oc_place_interleaved_chunks(const struct oc_layout *l);
 
 /* g = chunk*p + stage, and back: stage g % p, chunk g / p. */
 int64_t oc_place_global_chunk(const struct oc_layout *l, int64_t stage,

@@ -172,9 +172,23 @@ struct oc_unit {
     int32_t chunk;
     int32_t backward; /* 0 forward, 1 backward */
 };
-/* Fills *out (malloc'd) with 2*m*v units for `stage`; returns the count. */
+/* Fills *out (malloc'd) with 2*m*v units for `stage`; returns the count.
+ * Every schedule has one shape: oc_schedule_warmup forwards, then pairs of
+ * (forward w+k, backward k), then the remaining backwards, forward and
+ * backward k being oc_schedule_unit(l, k, ...). */
 int64_t oc_schedule_stage_order(const struct oc_layout *l, int64_t m,
                                 int64_t stage, struct oc_unit **out);
+/* The forwards `stage` runs before its first backward, with m micro-batches
+ * per step (v = oc_place_interleaved_chunks): GPipe m (Huang et al. 2019),
+ * 1F1B min(p-i-1, m) (Narayanan et al. 2021, section 2.2), interleaved
+ * Megatron-LM's min((p-i-1)*2 + (v-1)*p, m*v). */
+int64_t oc_schedule_warmup(const struct oc_layout *l, int64_t m, int64_t stage);
+/* The k-th forward (backward 0) or backward (1) unit of a stage, k in
+ * [0, m*v). Interleaved: Megatron-LM's chunk (k/p)%v (backward: v-1 minus
+ * it) and micro-batch (k/(p*v))*p + k%p; otherwise micro-batch k, chunk 0.
+ * The same on every stage. */
+struct oc_unit oc_schedule_unit(const struct oc_layout *l, int64_t k,
+                                int backward);
 
 const char *oc_op_kind_name(enum oc_op_kind k);
 const char *oc_phase_name(enum oc_phase p);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "paths.h" /* oc_mkdir_p */
+#include "placement.h"
 #include "plot_write.h"
 
 
@@ -331,7 +332,7 @@ static int chart_dat(const char *dir, struct chart *c, struct oc_status *st)
     memset(&g, 0, sizeof g);
     g.f = f;
     g.step_s = c->step_s;
-    g.vchunks = (int)oc_plot_chunks(c->l);
+    g.vchunks = (int)oc_place_interleaved_chunks(c->l);
     for (int64_t s = 0; s < c->l->pp; s++) {
         if (c->src[s] < 0)
             continue;

@@ -18,6 +18,7 @@
 
 #include "format.h"
 #include "paths.h" /* oc_mkdir_p */
+#include "placement.h"
 #include "plot_write.h"
 
 /* Colours of the (pp, v) series of the bubble plot. */
@@ -373,7 +374,8 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
     int64_t ng = 0;
     double mmin = INFINITY, mmax = 0;
     for (int64_t i = 0; i < in->n; i++) {
-        struct pv x = {in->mt[i].layout.pp, oc_plot_chunks(&in->mt[i].layout)};
+        const struct oc_layout *lay = &in->mt[i].layout;
+        struct pv x = {lay->pp, oc_place_interleaved_chunks(lay)};
         int64_t j;
         for (j = 0; j < ng; j++)
             if (g[j].p == x.p && g[j].v == x.v)
@@ -404,7 +406,7 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
                 (long long)g[j].v);
         for (int64_t i = 0; i < in->n; i++) {
             const struct oc_metrics *m = &in->mt[i];
-            if (m->layout.pp != g[j].p || oc_plot_chunks(&m->layout) != g[j].v)
+            if (m->layout.pp != g[j].p || oc_place_interleaved_chunks(&m->layout) != g[j].v)
                 continue;
             char lay[96];
             oc_layout_format(&m->layout, lay, sizeof lay);

@@ -64,7 +64,4 @@ void oc_gp_script_end(FILE *f, const char *name, int width_px, int height_px);
  * replaced by the defaults. */
 struct oc_plot_opts oc_plot_opts_fill(const struct oc_plot_opts *o);
 
-/* Model chunks per pipeline stage: v when interleaved, else 1. */
-int64_t oc_plot_chunks(const struct oc_layout *l);
-
 #endif

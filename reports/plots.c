@@ -105,11 +105,6 @@ struct oc_plot_opts oc_plot_opts_fill(const struct oc_plot_opts *o)
     return r;
 }
 
-int64_t oc_plot_chunks(const struct oc_layout *l)
-{
-    return l->schedule == OC_SCHED_INTERLEAVED && l->vchunks > 0 ? l->vchunks : 1;
-}
-
 /* ------------------------------------------------------------------ */
 /* Running gnuplot                                                      */
 

@@ -16,6 +16,7 @@
 #include "format.h"
 #include "layout.h"
 #include "paths.h" /* oc_mkdir_p */
+#include "placement.h"
 #include "schedule.h"
 
 /* ------------------------------------------------------------------ */
@@ -125,11 +126,6 @@ static void components(const struct oc_metrics *m, double c[NCOMP])
     c[COMP_OTHER] = m->step_time_s - c[COMP_COMPUTE] - c[COMP_BUBBLE] - c[COMP_EXPOSED];
 }
 
-static int64_t chunks(const struct oc_layout *l)
-{
-    return l->schedule == OC_SCHED_INTERLEAVED && l->vchunks > 0 ? l->vchunks : 1;
-}
-
 /* Nodes spanned by the `g` group of rank 0 (GPU r on node r / gpus_per_node). */
 static int64_t group_nodes(const struct oc_layout *l, enum oc_group g, int64_t gpn)
 {
@@ -218,9 +214,10 @@ static void knob_diff(struct sb *b, const struct oc_layout *x, const struct oc_l
     KNOB(x->dp != y->dp, "dp %lld vs %lld", (long long)x->dp, (long long)y->dp);
     KNOB(x->micro_batch != y->micro_batch, "micro-batch %lld vs %lld sequences",
          (long long)x->micro_batch, (long long)y->micro_batch);
-    KNOB(x->schedule != y->schedule || chunks(x) != chunks(y), "schedule %s%s vs %s%s",
-         oc_schedule_name(x->schedule), chunks(x) > 1 ? " (v>1)" : "",
-         oc_schedule_name(y->schedule), chunks(y) > 1 ? " (v>1)" : "");
+    const int64_t vx = oc_place_interleaved_chunks(x), vy = oc_place_interleaved_chunks(y);
+    KNOB(x->schedule != y->schedule || vx != vy, "schedule %s%s vs %s%s",
+         oc_schedule_name(x->schedule), vx > 1 ? " (v>1)" : "",
+         oc_schedule_name(y->schedule), vy > 1 ? " (v>1)" : "");
     KNOB(x->recompute != y->recompute, "recompute %s vs %s", oc_recompute_name(x->recompute),
          oc_recompute_name(y->recompute));
     KNOB(x->sequence_parallel != y->sequence_parallel, "sequence parallel %s vs %s",
@@ -241,8 +238,10 @@ static void detail(struct sb *b, enum comp c, const struct oc_metrics *x,
     switch (c) {
     case COMP_BUBBLE: {
         /* Narayanan et al. 2021, section 2.2: (p-1)/(v*m + p-1). */
-        double fx = oc_cf_bubble_fraction(lx->pp, x->num_micro_batches, chunks(lx));
-        double fy = oc_cf_bubble_fraction(ly->pp, y->num_micro_batches, chunks(ly));
+        double fx = oc_cf_bubble_fraction(lx->pp, x->num_micro_batches,
+                                          oc_place_interleaved_chunks(lx));
+        double fy = oc_cf_bubble_fraction(ly->pp, y->num_micro_batches,
+                                          oc_place_interleaved_chunks(ly));
         char a[16], bb[16], cx[16], cy[16];
         sb_add(b,
                " With pp%lld and %lld micro-batches per step its pipeline idles %s of the "

@@ -1,43 +1,25 @@
 /* report_fixtures.c: what the tests of reports/ share (see
- * report_fixtures.h): a scratch folder, readers of the files the reports
- * write, a hand-made two-stage timeline, a tiny model and a hand-made
- * sweep. Everything is filled in code; the figures each test expects are
+ * report_fixtures.h): the suites' scratch folder, readers of the files
+ * the reports write, a hand-made two-stage timeline and a hand-made sweep. Everything is filled in code; the figures each test expects are
  * worked out in the comments here and in the tests.
  */
 #define _XOPEN_SOURCE 700
 #include "report_fixtures.h"
 
-#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
+
+#include "test_util.h"
 
 /* ------------------------------------------------------------------ */
 /* The scratch folder and the files in it                               */
 
-char tmp_dir[256];
-
 void path_in(char *buf, size_t n, const char *sub, const char *name)
 {
-    snprintf(buf, n, "%s/%s/%s", tmp_dir, sub, name);
-}
-
-char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
+    snprintf(buf, n, "%s/%s/%s", oc_test_dir, sub, name);
 }
 
 int file_exists(const char *path)
@@ -105,31 +87,7 @@ int is_png(const char *path)
     return got == 8 && memcmp(b, sig, 8) == 0;
 }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-int suite_init(void)
-{
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ocsim-test-reports-XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
-}
-
-/* OCSIM_TEST_KEEP=1 keeps the folder to look at the plots. */
-int suite_clean(void)
-{
-    const char *keep = getenv("OCSIM_TEST_KEEP");
-    if (keep && keep[0] == '1') {
-        fprintf(stderr, "kept %s\n", tmp_dir);
-        return 0;
-    }
-    nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return 0;
-}
+int suite_init(void) { return oc_test_dir_make("reports"); }
 
 /* ------------------------------------------------------------------ */
 /* The hand-made schedule and timeline                                  */
@@ -314,29 +272,6 @@ void free_hand(struct hand *h)
 }
 
 /* ------------------------------------------------------------------ */
-/* A tiny model                                                         */
-
-void tiny_model(struct oc_model *m)
-{
-    memset(m, 0, sizeof *m);
-    strcpy(m->name, "tiny");
-    strcpy(m->model_type, "gpt2");
-    m->arch = OC_ARCH_GPT;
-    m->hidden_size = 64;
-    m->num_attention_heads = 4;
-    m->num_key_value_heads = 4;
-    m->num_hidden_layers = 8;
-    m->intermediate_size = 256;
-    m->vocab_size = 512;
-    m->max_position_embeddings = 128;
-    m->has_bias = 1;
-    m->learned_pos_emb = 1;
-    m->norm_params_per_h = 2;
-    m->tie_word_embeddings = 1;
-    m->has_dropout = 1;
-}
-
-/* ------------------------------------------------------------------ */
 /* A sweep                                                              */
 
 /* See report_fixtures.h for the ranking by hand. */
@@ -410,4 +345,3 @@ struct oc_topology topo16(void)
     t.nic_bandwidth_Bps = 12.5e9; /* 100 Gb/s */
     return t;
 }
-

@@ -1,20 +1,19 @@
 /* report_fixtures.h: the fixtures the tests of reports/ share
  * (test_timeline_json, test_plots, test_report_md), all filled in code:
  *
- * - a scratch folder under /tmp, made by suite_init and removed by
- *   suite_clean (OCSIM_TEST_KEEP=1 keeps it, to look at the plots), and
- *   readers of the files written into it;
+ * - the scratch folder oc_test_dir (test_util.h) under /tmp, made by
+ *   suite_init and removed by oc_test_dir_remove (OCSIM_TEST_KEEP=1 keeps
+ *   it, to look at the plots), and readers of the files written into it;
  * - a hand-made two-stage schedule (tp1-pp2-dp1, two micro-batches) whose
  *   times are written in report_fixtures.c op by op (rank0_hops,
  *   rank1_hops), so every ts, dur, lane and box is known by hand;
- * - a tiny GPT model (8 layers, hidden 64) for schedules from the core;
  * - five simulated layouts of 16 GPUs and three rejected ones, with
  *   metrics chosen so that ranking, breakdown and explanation are known by
  *   hand: A (1.2 M tok/s), B (1.0 M), D (0.9 M), C (0.8 M) fit; E has the
  *   most tokens/s (1.5 M) but does not fit, so it ranks last.
  *
  *   static CU_SuiteInfo suites[] = {
- *       {"plots", suite_init, suite_clean, NULL, NULL, plot_tests}, ...};
+ *       {"plots", suite_init, oc_test_dir_remove, NULL, NULL, plot_tests}, ...};
  *   build_sweep();  oc_plot_sweep(dir, sweep, 5, rejected, 3, &po, &st);
  *
  * What it is not: a test; nothing here asserts.
@@ -33,14 +32,11 @@
 #include "timeline.h"
 #include "topology.h"
 
-/* The scratch folder (CUnit suite init and clean). */
-extern char tmp_dir[256];
+/* Make the scratch folder oc_test_dir, /tmp/ocsim-test-reports-XXXXXX
+ * (CUnit suite init; oc_test_dir_remove is the clean). */
 int suite_init(void);
-int suite_clean(void);
-/* tmp_dir/sub/name into buf. */
+/* oc_test_dir/sub/name into buf. */
 void path_in(char *buf, size_t n, const char *sub, const char *name);
-/* The whole file, NUL-terminated (free it), or NULL. */
-char *read_file(const char *path);
 int file_exists(const char *path);
 /* Data rows (not '#', not blank) of block `index` of a gnuplot data file
  * (blocks are separated by two blank lines); index -1 counts every block. */
@@ -61,8 +57,6 @@ struct hand {
 /* record: which ranks the timeline records (oc_timeline_init), NULL all. */
 void build_hand(struct hand *h, const unsigned char *record);
 void free_hand(struct hand *h);
-
-void tiny_model(struct oc_model *m);
 
 /* The sweep, filled by build_sweep; indices of the five layouts. */
 extern struct oc_metrics sweep[5];

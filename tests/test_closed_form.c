@@ -39,45 +39,10 @@ static struct oc_topology h100(void)
     return t;
 }
 
+/* A GPT-3-style model: f = 4h, 2048 positions. */
 static struct oc_model gpt(int64_t h, int64_t a, int64_t L, int64_t V)
 {
-    struct oc_model m;
-    memset(&m, 0, sizeof m);
-    strcpy(m.name, "gpt");
-    strcpy(m.model_type, "gpt3");
-    m.arch = OC_ARCH_GPT;
-    m.hidden_size = h;
-    m.num_attention_heads = a;
-    m.num_key_value_heads = a;
-    m.num_hidden_layers = L;
-    m.intermediate_size = 4 * h;
-    m.vocab_size = V;
-    m.max_position_embeddings = 2048;
-    m.has_bias = 1;
-    m.learned_pos_emb = 1;
-    m.norm_params_per_h = 2;
-    m.tie_word_embeddings = 1;
-    m.has_dropout = 1;
-    return m;
-}
-
-static struct oc_layout layout(int64_t t, int64_t p, int64_t d, int64_t b,
-                               int64_t G, int64_t s)
-{
-    struct oc_layout l;
-    memset(&l, 0, sizeof l);
-    l.tp = t;
-    l.pp = p;
-    l.dp = d;
-    l.micro_batch = b;
-    l.global_batch = G;
-    l.seq_length = s;
-    l.schedule = OC_SCHED_1F1B;
-    l.vchunks = 1;
-    l.recompute = OC_RECOMPUTE_NONE;
-    l.attention = OC_ATTN_CLASSIC;
-    l.order = OC_ORDER_TP_DP_PP;
-    return l;
+    return oc_test_gpt("gpt", h, a, L, 4 * h, V, 2048);
 }
 
 /* Embedding and head time (forward + backward) of one micro-batch, from
@@ -137,7 +102,7 @@ static void test_busbw(void)
 static void test_model_flops(void)
 {
     struct oc_model m = gpt(64, 4, 2, 1000);
-    struct oc_layout l = layout(1, 1, 1, 1, 4, 32);
+    struct oc_layout l = oc_test_layout(1, 1, 1, 1, 4, 32);
     OC_ASSERT_REL(oc_cf_model_flops_per_step(&m, &l), 130940928.0, 1e-12);
     l.tp = 2; /* the layout's split does not change model FLOPs */
     l.recompute = OC_RECOMPUTE_FULL;
@@ -152,7 +117,7 @@ static void test_step_single_gpu(void)
 {
     struct oc_topology t = h100();
     struct oc_model m = gpt(2048, 16, 24, 50257);
-    struct oc_layout l = layout(1, 1, 1, 4, 32, 2048);
+    struct oc_layout l = oc_test_layout(1, 1, 1, 4, 32, 2048);
     struct oc_cf_step e;
     oc_cf_step(&m, &l, &t, &e);
     CU_ASSERT_EQUAL(e.tp_comm_s, 0.0);
@@ -197,7 +162,7 @@ static void test_step_gpt3(void)
 {
     struct oc_topology t = h100();
     struct oc_model m = gpt(12288, 96, 96, 50257);
-    struct oc_layout l = layout(8, 8, 2, 1, 64, 2048);
+    struct oc_layout l = oc_test_layout(8, 8, 2, 1, 64, 2048);
     l.sequence_parallel = 1;
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     struct oc_cf_step e;
@@ -264,14 +229,14 @@ static void test_pp_hop(void)
 {
     struct oc_topology t = h100();
     struct oc_model m = gpt(1024, 16, 24, 50257);
-    struct oc_layout l = layout(4, 2, 1, 1, 8, 2048);
+    struct oc_layout l = oc_test_layout(4, 2, 1, 1, 8, 2048);
     struct oc_cf_step e;
     oc_cf_step(&m, &l, &t, &e);
     OC_ASSERT_REL(e.pp_comm_s, 16 * (1e-6 + 4194304.0 / 450e9), 1e-12);
     l.order = OC_ORDER_TP_PP_DP;
     oc_cf_step(&m, &l, &t, &e);
     OC_ASSERT_REL(e.pp_comm_s, 16 * (1e-6 + 4194304.0 / 450e9), 1e-12);
-    l = layout(8, 2, 1, 1, 8, 2048);
+    l = oc_test_layout(8, 2, 1, 1, 8, 2048);
     oc_cf_step(&m, &l, &t, &e);
     OC_ASSERT_REL(e.pp_comm_s, 16 * (5e-6 + 4194304.0 / 50e9), 1e-12);
     l.schedule = OC_SCHED_INTERLEAVED;
@@ -294,13 +259,13 @@ static void test_dp_link(void)
 {
     struct oc_topology t = h100();
     struct oc_model m = gpt(1024, 16, 24, 50257);
-    struct oc_layout l = layout(1, 1, 8, 1, 64, 2048);
+    struct oc_layout l = oc_test_layout(1, 1, 8, 1, 64, 2048);
     struct oc_cf_step e;
     oc_cf_step(&m, &l, &t, &e);
     double P = (double)oc_mem_stage_params(&m, &l, 0);
     OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(8, 2 * P, 450e9, 1e-6), 1e-12);
 
-    l = layout(2, 4, 2, 1, 64, 2048);
+    l = oc_test_layout(2, 4, 2, 1, 64, 2048);
     l.order = OC_ORDER_TP_PP_DP;
     oc_cf_step(&m, &l, &t, &e);
     int64_t p0 = oc_mem_stage_params(&m, &l, 0), p3 = oc_mem_stage_params(&m, &l, 3);
@@ -327,23 +292,23 @@ static void test_link_flows(void)
     struct oc_topology t = h100();
     t.nics_per_node = 2;
     struct oc_model m = gpt(1024, 16, 24, 50257);
-    struct oc_layout l = layout(1, 1, 16, 1, 64, 2048);
+    struct oc_layout l = oc_test_layout(1, 1, 16, 1, 64, 2048);
     struct oc_cf_step e;
     oc_cf_step(&m, &l, &t, &e);
     double P = (double)oc_mem_stage_params(&m, &l, 0);
     OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(16, 2 * P, 50e9, 5e-6), 1e-12);
 
-    l = layout(2, 4, 2, 1, 64, 2048);
+    l = oc_test_layout(2, 4, 2, 1, 64, 2048);
     l.order = OC_ORDER_TP_PP_DP;
     oc_cf_step(&m, &l, &t, &e);
     int64_t p0 = oc_mem_stage_params(&m, &l, 0), p3 = oc_mem_stage_params(&m, &l, 3);
     P = (double)(p0 > p3 ? p0 : p3);
     OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 12.5e9, 5e-6), 1e-12);
 
-    l = layout(4, 4, 1, 1, 8, 2048);
+    l = oc_test_layout(4, 4, 1, 1, 8, 2048);
     oc_cf_step(&m, &l, &t, &e);
     OC_ASSERT_REL(e.pp_comm_s, 16 * (5e-6 + 4194304.0 / 25e9), 1e-12);
-    l = layout(8, 2, 1, 1, 8, 2048);
+    l = oc_test_layout(8, 2, 1, 1, 8, 2048);
     oc_cf_step(&m, &l, &t, &e);
     OC_ASSERT_REL(e.pp_comm_s, 16 * (5e-6 + 4194304.0 / 12.5e9), 1e-12);
 }

@@ -33,7 +33,6 @@
  * bubble_fraction 0.3 (see the files for the rest).
  */
 #define _XOPEN_SOURCE 700
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,44 +48,12 @@
 #define DATA OC_TEST_DATA "/compare"
 #define MS 1e-3
 
-static char tmp_dir[256];
+static int suite_init(void) { return oc_test_dir_make("compare"); }
 
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
-
-static int suite_init(void)
-{
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ocsim-test-compare-XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
-}
-
-/* OCSIM_TEST_KEEP=1 keeps the folder. */
-static int suite_clean(void)
-{
-    const char *keep = getenv("OCSIM_TEST_KEEP");
-    if (keep && keep[0] == '1') {
-        fprintf(stderr, "kept %s\n", tmp_dir);
-        return 0;
-    }
-    nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-    return 0;
-}
-
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-/* tmp_dir/sub, created. */
+/* oc_test_dir/sub, created. */
 static void sub_dir(char *buf, size_t n, const char *sub)
 {
-    snprintf(buf, n, "%s/%s", tmp_dir, sub);
+    snprintf(buf, n, "%s/%s", oc_test_dir, sub);
     mkdir(buf, 0777);
 }
 
@@ -183,31 +150,31 @@ static void test_ops_errors(void)
     char text[512];
 
     snprintf(path, sizeof path, "%s/nokind.csv", dir);
-    write_file(path, "rank,op,phase,part,mb,stage,chunk,group,start_s,end_s\n");
+    oc_test_write_file(path, "rank,op,phase,part,mb,stage,chunk,group,start_s,end_s\n");
     CU_ASSERT_EQUAL(oc_cmp_ops_read(path, &o, &st), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "no column 'kind'"));
 
     snprintf(path, sizeof path, "%s/kind.csv", dir);
     snprintf(text, sizeof text, "%s0,0,compute,fwd,attn,0,0,0,,0,1\n0,1,teleport,fwd,attn,0,0,0,,1,2\n", hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     CU_ASSERT_EQUAL(oc_cmp_ops_read(path, &o, &st), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "kind.csv:3: column 'kind': 'teleport' is not one"));
 
     snprintf(path, sizeof path, "%s/time.csv", dir);
     snprintf(text, sizeof text, "%s0,0,compute,fwd,attn,0,0,0,,2,1\n", hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     CU_ASSERT_EQUAL(oc_cmp_ops_read(path, &o, &st), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "time.csv:2: end_s 1 before start_s 2"));
 
     snprintf(path, sizeof path, "%s/twice.csv", dir);
     snprintf(text, sizeof text, "%s0,4,compute,fwd,attn,0,0,0,,0,1\n0,4,compute,fwd,mlp,0,0,0,,1,2\n", hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     CU_ASSERT_EQUAL(oc_cmp_ops_read(path, &o, &st), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "rank 0 op 4 appears twice"));
 
     snprintf(path, sizeof path, "%s/num.csv", dir);
     snprintf(text, sizeof text, "%s0,0,compute,fwd,attn,0,0,0,,0,1e-3x\n", hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     CU_ASSERT_EQUAL(oc_cmp_ops_read(path, &o, &st), -1);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "num.csv:2: column 'end_s': '1e-3x' is not a number"));
 }
@@ -431,7 +398,7 @@ static void test_compare_sweep_row(void)
              "2,2,1,1,1,1f1b,1,full,0.07,1828,0.1,0.2,0.25,0.035,0.002,0.026,0.003,0,8e5,2e9,1,\n"
              "2,2,1,1,1,1f1b,1,selective,0.09,1422,0.1,0.2,0.25,0.035,0.002,0.026,0.003,0,1e6,2e9,1,\n",
              metrics_hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     struct oc_compare c;
     struct oc_status st = {{0}};
     int rc = run_cmp(dir, DATA "/meas", 15, 0, &c, &st);
@@ -455,9 +422,7 @@ static void cmp_fails(const char *pred, const char *meas, const char *want)
     struct oc_compare c;
     struct oc_status st = {{0}};
     CU_ASSERT_EQUAL(run_cmp(pred, meas, 15, 0, &c, &st), -1);
-    if (!strstr(st.msg, want))
-        fprintf(stderr, "\n  message '%s' lacks '%s'\n", st.msg, want);
-    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, want));
+    oc_test_msg_has(st.msg, want);
     CU_ASSERT_PTR_NULL(strchr(st.msg, '\n'));
 }
 
@@ -471,7 +436,7 @@ static void test_compare_bad_input(void)
     /* mfu column missing. */
     sub_dir(dir, sizeof dir, "nomfu");
     snprintf(path, sizeof path, "%s/simulate.csv", dir);
-    write_file(path, "tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,"
+    oc_test_write_file(path, "tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,"
                      "step_time_s\n2,2,1,1,1,1f1b,1,selective,0.08\n");
     cmp_fails(dir, DATA "/meas", "simulate.csv: no column 'tokens_per_s'");
 
@@ -482,7 +447,7 @@ static void test_compare_bad_input(void)
              "%s2,2,1,1,1,1f1b,1,selective,0.1,1280,0.08,0.16,0.3,0.0415,0.004,0.028,"
              "0.003,0,12.5MB,2e9,1,\n",
              metrics_hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     cmp_fails(DATA "/pred", dir, "measured.csv:2: column 'peak_mem_bytes': '12.5MB' is not a number");
 
     /* Another layout. */
@@ -492,7 +457,7 @@ static void test_compare_bad_input(void)
              "%s1,2,2,1,1,1f1b,1,selective,0.1,1280,0.08,0.16,0.3,0.0415,0.004,0.028,"
              "0.003,0,1e6,2e9,1,\n",
              metrics_hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     cmp_fails(DATA "/pred", dir, "are different layouts (tp2-pp2-dp1-mb1");
 
     /* A sweep without the layout. */
@@ -502,7 +467,7 @@ static void test_compare_bad_input(void)
              "%s1,2,2,1,1,1f1b,1,selective,0.05,2560,0.2,0.4,0.2,0.03,0,0.02,0.004,0,9e5,2e9,1,\n"
              "4,1,1,1,1,1f1b,1,selective,0.05,2560,0.2,0.4,0.2,0.03,0,0.02,0.004,0,9e5,2e9,1,\n",
              metrics_hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     cmp_fails(dir, DATA "/meas", "sweep.csv: no row with the layout of");
     cmp_fails(dir, dir, "both hold several layouts");
 
@@ -513,9 +478,9 @@ static void test_compare_bad_input(void)
              "%s2,2,1,1,1,1f1b,1,selective,0.08,1600,0.1,0.2,0.25,0.035,0.002,0.026,"
              "0.003,0,1000000,2e9,1,\n",
              metrics_hdr);
-    write_file(path, text);
+    oc_test_write_file(path, text);
     snprintf(path, sizeof path, "%s/ops.csv", dir);
-    write_file(path, "rank,op\n0,0\n");
+    oc_test_write_file(path, "rank,op\n0,0\n");
     cmp_fails(dir, DATA "/meas", "ops.csv: no column 'kind'");
 }
 
@@ -624,7 +589,7 @@ static CU_TestInfo cmp_tests[] = {
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
-    {"compare", suite_init, suite_clean, NULL, NULL, cmp_tests},
+    {"compare", suite_init, oc_test_dir_remove, NULL, NULL, cmp_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -32,42 +32,13 @@ static struct oc_topology device(double peak, double eff, int64_t sms,
  * learned positions, dropout. */
 static struct oc_model tiny_gpt(void)
 {
-    struct oc_model m;
-    memset(&m, 0, sizeof m);
-    strcpy(m.name, "tiny-gpt");
-    strcpy(m.model_type, "gpt2");
-    m.arch = OC_ARCH_GPT;
-    m.hidden_size = 64;
-    m.num_attention_heads = 4;
-    m.num_key_value_heads = 4;
-    m.num_hidden_layers = 4;
-    m.intermediate_size = 256;
-    m.vocab_size = 1000;
-    m.max_position_embeddings = 128;
-    m.has_bias = 1;
-    m.learned_pos_emb = 1;
-    m.norm_params_per_h = 2;
-    m.tie_word_embeddings = 1;
-    m.has_dropout = 1;
-    return m;
+    return oc_test_gpt("tiny-gpt", 64, 4, 4, 256, 1000, 128);
 }
 
+/* One pipeline (d 1) of m = 4 micro-batches. */
 static struct oc_layout layout(int64_t t, int64_t p, int64_t b, int64_t s)
 {
-    struct oc_layout l;
-    memset(&l, 0, sizeof l);
-    l.tp = t;
-    l.pp = p;
-    l.dp = 1;
-    l.micro_batch = b;
-    l.global_batch = 4 * b;
-    l.seq_length = s;
-    l.schedule = OC_SCHED_1F1B;
-    l.vchunks = 1;
-    l.recompute = OC_RECOMPUTE_NONE;
-    l.attention = OC_ATTN_CLASSIC;
-    l.order = OC_ORDER_TP_DP_PP;
-    return l;
+    return oc_test_layout(t, p, 1, b, 4 * b, s);
 }
 
 /* [1536 x 16384] x [16384 x 1408]: 12 x 11 = 132 tiles = one full wave on

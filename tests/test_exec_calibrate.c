@@ -28,25 +28,7 @@
 #include "test_util.h"
 #include "topology.h"
 
-static char tmp_dir[256];
-
-static int suite_init(void)
-{
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ocsim-test-calib-XXXXXX");
-    return mkdtemp(tmp_dir) ? 0 : -1;
-}
-
-static int suite_clean(void)
-{
-    char p[400];
-    static const char *const names[] = {"cal.json", "one.json", "gpu.json"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", tmp_dir, names[i]);
-        unlink(p);
-    }
-    rmdir(tmp_dir);
-    return 0;
-}
+static int suite_init(void) { return oc_test_dir_make("calib"); }
 
 static struct oc_calib_measured measured(void)
 {
@@ -81,6 +63,44 @@ static struct oc_calib_measured measured(void)
     return m;
 }
 
+/* The sources of the topology written from measured(): each measured
+ * field says where it comes from; the all-reduce figures under
+ * "_allreduce". */
+static void check_sources(const char *path)
+{
+    json_error_t err;
+    json_t *doc = json_load_file(path, 0, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    json_t *src = json_object_get(doc, "sources");
+    const char *peak = json_string_value(json_object_get(src, "device.peak_flops_16bit"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
+    CU_ASSERT_EQUAL(strncmp(peak,
+                            "measured by ocsim-exec --calibrate on testhost "
+                            "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm",
+                            strlen("measured by ocsim-exec --calibrate on testhost "
+                                   "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm")),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(peak, "MFU is relative to it"));
+    const char *ar = json_string_value(json_object_get(src, "_allreduce"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ar, "67108864 bytes: busbw 3e+09 B/s"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "intra_node.latency_s"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.mem_Bps"));
+    const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "32768 bytes of fp32"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as 3e+09"));
+    const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "tiny parts, t=2, b=1, s=128"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.part_s_per_token"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.optimizer_s_per_param"));
+    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.activation_bytes"));
+    json_t *rates_obj = json_object_get(json_object_get(doc, "calibration"), "part_flops_per_s");
+    CU_ASSERT_EQUAL(json_object_size(rates_obj), OC_CALIB_PARTS);
+    json_decref(doc);
+}
+
 static void test_round_trip(void)
 {
     struct oc_topology base, t;
@@ -88,7 +108,7 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL_FATAL(oc_topology_load("h200-node", &base, &st), 0);
     struct oc_calib_measured m = measured();
     char path[400];
-    snprintf(path, sizeof path, "%s/cal.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/cal.json", oc_test_dir);
     int rc = oc_calib_write_topology(path, &base, &m, &st);
     if (rc)
         fprintf(stderr, "\n  %s\n", st.msg);
@@ -168,39 +188,7 @@ static void test_round_trip(void)
     OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 12.8e-6, 1e-6);
     OC_ASSERT_REL(c.optimizer_s_per_param, 3e-9, 1e-6);
 
-    /* Sources: each measured field says where it comes from; the
-     * all-reduce figures under "_allreduce". */
-    json_error_t err;
-    json_t *doc = json_load_file(path, 0, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
-    json_t *src = json_object_get(doc, "sources");
-    const char *peak = json_string_value(json_object_get(src, "device.peak_flops_16bit"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
-    CU_ASSERT_EQUAL(strncmp(peak,
-                            "measured by ocsim-exec --calibrate on testhost "
-                            "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm",
-                            strlen("measured by ocsim-exec --calibrate on testhost "
-                                   "2026-01-01 00:00 UTC, 4 ranks: fp32 cblas_sgemm")),
-                    0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(peak, "MFU is relative to it"));
-    const char *ar = json_string_value(json_object_get(src, "_allreduce"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ar);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ar, "67108864 bytes: busbw 3e+09 B/s"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "intra_node.latency_s"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.mem_Bps"));
-    const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
-    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "32768 bytes of fp32"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as 3e+09"));
-    const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
-    CU_ASSERT_PTR_NOT_NULL(strstr(parts, "tiny parts, t=2, b=1, s=128"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.part_s_per_token"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.optimizer_s_per_param"));
-    CU_ASSERT_PTR_NOT_NULL(json_object_get(src, "calibration.activation_bytes"));
-    json_t *rates_obj = json_object_get(json_object_get(doc, "calibration"), "part_flops_per_s");
-    CU_ASSERT_EQUAL(json_object_size(rates_obj), OC_CALIB_PARTS);
-    json_decref(doc);
+    check_sources(path);
 }
 
 static void test_one_rank(void)
@@ -219,7 +207,7 @@ static void test_one_rank(void)
     m.cores_per_rank = 0;
     m.parts_measured = 0; /* e.g. a model the executor does not run */
     char path[400];
-    snprintf(path, sizeof path, "%s/one.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/one.json", oc_test_dir);
     CU_ASSERT_EQUAL_FATAL(oc_calib_write_topology(path, &base, &m, &st), 0);
     CU_ASSERT_EQUAL_FATAL(oc_topology_load(path, &t, &st), 0);
     CU_ASSERT_EQUAL(t.gpus_per_node, 1);
@@ -312,7 +300,7 @@ static void test_gpu_keep_peak(void)
     snprintf(m.cpu_name, sizeof m.cpu_name, "NVIDIA H200");
     snprintf(m.gemm_what, sizeof m.gemm_what, "bf16 operands, tiny, t=2, T=128 rows");
     char path[400];
-    snprintf(path, sizeof path, "%s/gpu.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/gpu.json", oc_test_dir);
     int rc = oc_calib_write_topology(path, &base, &m, &st);
     if (rc)
         fprintf(stderr, "\n  %s\n", st.msg);
@@ -385,7 +373,7 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
-    {"calib_topology", suite_init, suite_clean, NULL, NULL, tests},
+    {"calib_topology", suite_init, oc_test_dir_remove, NULL, NULL, tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -13,25 +13,7 @@
  * V 50257, 2048 positions; LayerNorm, biases, GELU, dropout, tied. */
 static struct oc_model gpt3_175b(void)
 {
-    struct oc_model m;
-    memset(&m, 0, sizeof m);
-    strcpy(m.name, "gpt3-175b");
-    strcpy(m.model_type, "gpt3");
-    m.arch = OC_ARCH_GPT;
-    m.hidden_size = 12288;
-    m.num_attention_heads = 96;
-    m.num_key_value_heads = 96;
-    m.num_hidden_layers = 96;
-    m.intermediate_size = 4 * 12288;
-    m.vocab_size = 50257;
-    m.max_position_embeddings = 2048;
-    m.gated_mlp = 0;
-    m.has_bias = 1;
-    m.learned_pos_emb = 1;
-    m.norm_params_per_h = 2;
-    m.tie_word_embeddings = 1;
-    m.has_dropout = 1;
-    return m;
+    return oc_test_gpt("gpt3-175b", 12288, 96, 96, 4 * 12288, 50257, 2048);
 }
 
 /* A small Llama-style block: h 64, a 4, k 2 (GQA), f 160, L 4, V 1000;
@@ -59,25 +41,6 @@ static struct oc_model tiny_llama(void)
     return m;
 }
 
-static struct oc_layout layout(int64_t t, int64_t p, int64_t d, int64_t b,
-                               int64_t G, int64_t s)
-{
-    struct oc_layout l;
-    memset(&l, 0, sizeof l);
-    l.tp = t;
-    l.pp = p;
-    l.dp = d;
-    l.micro_batch = b;
-    l.global_batch = G;
-    l.seq_length = s;
-    l.schedule = OC_SCHED_1F1B;
-    l.vchunks = 1;
-    l.recompute = OC_RECOMPUTE_NONE;
-    l.attention = OC_ATTN_CLASSIC;
-    l.order = OC_ORDER_TP_DP_PP;
-    return l;
-}
-
 /* Korthikanti et al. 2022, table 2, for GPT-3 175B at s = 2048, b = 1:
  *   sbh = 2048 * 12288 = 25 165 824;  5as/h = 5*96*2048/12288 = 80.
  *   t = 1:            sbh * (34 + 80)            = 114 sbh   = 2 868 903 936
@@ -91,12 +54,12 @@ static struct oc_layout layout(int64_t t, int64_t p, int64_t d, int64_t b,
 static void test_korthikanti_gpt3(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(1, 1, 1, 1, 1, 2048);
+    struct oc_layout l = oc_test_layout(1, 1, 1, 1, 1, 2048);
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 2868903936.0, 1e-12);
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 855638016.0, 1e-12);
 
-    l = layout(8, 1, 1, 1, 1, 2048);
+    l = oc_test_layout(8, 1, 1, 1, 1, 2048);
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 578813952.0, 1e-12);
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 327155712.0, 1e-12);
@@ -120,11 +83,11 @@ static void test_korthikanti_gpt3(void)
 static void test_korthikanti_other_sizes(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(4, 1, 1, 2, 2, 4096);
+    struct oc_layout l = oc_test_layout(4, 1, 1, 2, 2, 4096);
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 5637144576.0, 1e-12);
     l.sequence_parallel = 1;
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 4882169856.0, 1e-12);
-    l = layout(1, 1, 1, 3, 3, 1024);
+    l = oc_test_layout(1, 1, 1, 3, 3, 1024);
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 2793406464.0, 1e-12);
 }
 
@@ -142,7 +105,7 @@ static void test_korthikanti_other_sizes(void)
 static void test_generalized_block(void)
 {
     struct oc_model m = tiny_llama();
-    struct oc_layout l = layout(2, 1, 1, 2, 2, 32);
+    struct oc_layout l = oc_test_layout(2, 1, 1, 2, 2, 32);
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 83968.0, 1e-12);
     l.attention = OC_ATTN_FLASH;
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 76288.0, 1e-12);
@@ -163,7 +126,7 @@ static void test_generalized_block(void)
 static void test_embed_head_logits(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(8, 1, 1, 1, 1, 2048);
+    struct oc_layout l = oc_test_layout(8, 1, 1, 1, 1, 2048);
     OC_ASSERT_REL(oc_mem_embed_activation_bytes(&m, &l), 25165824.0, 1e-12);
     OC_ASSERT_REL(oc_mem_head_activation_bytes(&m, &l), 100663296.0, 1e-12);
     OC_ASSERT_REL(oc_mem_logits_bytes(&m, &l), 51463168.0, 1e-12);
@@ -182,7 +145,7 @@ static void test_embed_head_logits(void)
  *   cap m*v = 4: 4 4 4 4. */
 static void test_inflight(void)
 {
-    struct oc_layout l = layout(1, 4, 1, 1, 8, 128);
+    struct oc_layout l = oc_test_layout(1, 4, 1, 1, 8, 128);
     const int64_t f1b[4] = {4, 3, 2, 1}, il[4] = {11, 9, 7, 5};
     for (int64_t i = 0; i < 4; i++)
         CU_ASSERT_EQUAL(oc_mem_inflight(&l, i), f1b[i]);
@@ -215,10 +178,10 @@ static void test_stage_params_hand(void)
 {
     struct oc_model m = tiny_llama();
     CU_ASSERT_EQUAL(oc_model_params_total(&m), 300608);
-    struct oc_layout l = layout(1, 2, 1, 1, 2, 32);
+    struct oc_layout l = oc_test_layout(1, 2, 1, 1, 2, 32);
     CU_ASSERT_EQUAL(oc_mem_stage_params(&m, &l, 0), 150272);
     CU_ASSERT_EQUAL(oc_mem_stage_params(&m, &l, 1), 150336);
-    l = layout(2, 1, 1, 1, 2, 32);
+    l = oc_test_layout(2, 1, 1, 1, 2, 32);
     CU_ASSERT_EQUAL(oc_mem_stage_params(&m, &l, 0), 150592);
 }
 
@@ -229,24 +192,24 @@ static void test_stage_params_hand(void)
 static void test_stage_params_sum(void)
 {
     struct oc_model q = tiny_llama();
-    struct oc_layout l = layout(1, 4, 1, 1, 8, 32);
+    struct oc_layout l = oc_test_layout(1, 4, 1, 1, 8, 32);
     int64_t sum = 0;
     for (int64_t i = 0; i < 4; i++)
         sum += oc_mem_stage_params(&q, &l, i);
     CU_ASSERT_EQUAL(sum, oc_model_params_total(&q));
-    l = layout(1, 2, 1, 1, 8, 32);
+    l = oc_test_layout(1, 2, 1, 1, 8, 32);
     l.schedule = OC_SCHED_INTERLEAVED;
     l.vchunks = 2;
     sum = oc_mem_stage_params(&q, &l, 0) + oc_mem_stage_params(&q, &l, 1);
     CU_ASSERT_EQUAL(sum, oc_model_params_total(&q));
 
     struct oc_model g = gpt3_175b();
-    l = layout(1, 8, 1, 1, 8, 2048);
+    l = oc_test_layout(1, 8, 1, 1, 8, 2048);
     sum = 0;
     for (int64_t i = 0; i < 8; i++)
         sum += oc_mem_stage_params(&g, &l, i);
     CU_ASSERT_EQUAL(sum, oc_model_params_total(&g) + 50257LL * 12288);
-    l = layout(1, 1, 1, 1, 8, 2048);
+    l = oc_test_layout(1, 1, 1, 1, 8, 2048);
     CU_ASSERT_EQUAL(oc_mem_stage_params(&g, &l, 0), oc_model_params_total(&g));
 }
 
@@ -255,7 +218,7 @@ static void test_stage_params_sum(void)
 static void test_sixteen_bytes(void)
 {
     struct oc_model m = tiny_llama();
-    struct oc_layout l = layout(1, 2, 1, 1, 4, 32);
+    struct oc_layout l = oc_test_layout(1, 2, 1, 1, 4, 32);
     struct oc_mem_breakdown b;
     oc_memory_stage(&m, &l, 1, &b);
     CU_ASSERT_EQUAL(b.params, 150336);
@@ -285,7 +248,7 @@ static void test_sixteen_bytes(void)
 static void test_stage_activations(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(8, 4, 1, 1, 8, 2048);
+    struct oc_layout l = oc_test_layout(8, 4, 1, 1, 8, 2048);
     l.sequence_parallel = 1;
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     struct oc_mem_breakdown b;
@@ -323,7 +286,7 @@ static void test_stage_activations(void)
 static void test_interleaved_activations(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(8, 4, 1, 1, 8, 2048);
+    struct oc_layout l = oc_test_layout(8, 4, 1, 1, 8, 2048);
     l.sequence_parallel = 1;
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     l.schedule = OC_SCHED_INTERLEAVED;
@@ -346,7 +309,7 @@ static void test_interleaved_activations(void)
 static void test_chunk_bytes(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(8, 4, 1, 1, 8, 2048);
+    struct oc_layout l = oc_test_layout(8, 4, 1, 1, 8, 2048);
     l.sequence_parallel = 1;
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     l.schedule = OC_SCHED_INTERLEAVED;
@@ -364,7 +327,7 @@ static void test_chunk_bytes(void)
 static void test_peak(void)
 {
     struct oc_model m = gpt3_175b();
-    struct oc_layout l = layout(8, 4, 1, 1, 8, 2048);
+    struct oc_layout l = oc_test_layout(8, 4, 1, 1, 8, 2048);
     l.sequence_parallel = 1;
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     int64_t worst = -1;

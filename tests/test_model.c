@@ -22,10 +22,7 @@ static struct oc_model load_ok(const char *name)
 {
     struct oc_model m;
     struct oc_status st = {{0}};
-    int rc = oc_model_load(name, &m, &st);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc != 0)
-        fprintf(stderr, "\n  unexpected failure: %s\n", st.msg);
+    oc_test_expect_ok(oc_model_load(name, &m, &st), st.msg);
     return m;
 }
 
@@ -36,16 +33,7 @@ static void expect_error(const char *file, const char *const *subs)
     struct oc_model m;
     memset(&m, 0x5a, sizeof m);
     struct oc_status st = {{0}};
-    int rc = oc_model_load(file, &m, &st);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT(st.msg[0] != '\0');
-    CU_ASSERT(strchr(st.msg, '\n') == NULL);
-    for (int i = 0; subs[i]; i++) {
-        int ok = strstr(st.msg, subs[i]) != NULL;
-        CU_ASSERT(ok);
-        if (!ok)
-            fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", st.msg, subs[i]);
-    }
+    oc_test_expect_fail(oc_model_load(file, &m, &st), st.msg, subs);
     /* A failed load leaves a zeroed model, not half a model. */
     CU_ASSERT_EQUAL(m.hidden_size, 0);
     CU_ASSERT_EQUAL(m.name[0], '\0');
@@ -374,38 +362,25 @@ static void test_errors(void)
     EXPECT_ERROR(DATA("does-not-exist.json"), "does-not-exist.json: no such file");
 }
 
+static void load_models(void *arg)
+{
+    for (const char *const *f = arg; *f; f++) {
+        struct oc_model m;
+        struct oc_status st;
+        oc_model_load(*f, &m, &st);
+    }
+}
+
 /* Library code never prints: run every failing load with stdout and
  * stderr sent to a file, and expect the file empty. */
 static void test_quiet(void)
 {
-    char tmp[] = "/tmp/oc_test_model_quiet_XXXXXX";
-    int fd = mkstemp(tmp);
-    CU_ASSERT_FATAL(fd >= 0);
-    fflush(stdout);
-    fflush(stderr);
-    int out = dup(1), err = dup(2);
-    dup2(fd, 1);
-    dup2(fd, 2);
     const char *files[] = {
         DATA("model_broken.json"), DATA("model_missing_hidden.json"),
         DATA("model_absurd_hidden.json"), DATA("model_unknown_type.json"),
-        DATA("does-not-exist.json"), "no-such-model", "llama2-70b",
+        DATA("does-not-exist.json"), "no-such-model", "llama2-70b", NULL,
     };
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        struct oc_model m;
-        struct oc_status st;
-        oc_model_load(files[i], &m, &st);
-    }
-    fflush(stdout);
-    fflush(stderr);
-    dup2(out, 1);
-    dup2(err, 2);
-    close(out);
-    close(err);
-    off_t size = lseek(fd, 0, SEEK_END);
-    close(fd);
-    unlink(tmp);
-    CU_ASSERT_EQUAL(size, 0);
+    CU_ASSERT_EQUAL(oc_test_output_bytes(load_models, files), 0);
 }
 
 static CU_TestInfo model_tests[] = {

@@ -220,11 +220,25 @@ static void test_schedule_follows(void)
     oc_schedule_free(&s);
 }
 
+/* The chunks the schedule interleaves (what reports/ draws and the bubble
+ * counts): v only under the interleaved schedule, while
+ * oc_place_chunks_per_stage counts v whatever the schedule. */
+static void test_interleaved_chunks(void)
+{
+    struct oc_layout l = layout(2, 1);
+    l.vchunks = 3; /* 1F1B with v3: oc_layout_validate refuses it */
+    CU_ASSERT_EQUAL(oc_place_interleaved_chunks(&l), 1);
+    CU_ASSERT_EQUAL(oc_place_chunks_per_stage(&l), 3);
+    l.schedule = OC_SCHED_INTERLEAVED;
+    CU_ASSERT_EQUAL(oc_place_interleaved_chunks(&l), 3);
+}
+
 static CU_TestInfo tests[] = {
     {"pp4 v2 on 16 layers, by hand", test_pp4_v2_by_hand},
     {"one chunk per stage, one stage", test_one_chunk_per_stage},
     {"every layer held once", test_every_layer_once},
     {"the schedule follows the placement", test_schedule_follows},
+    {"chunks the schedule interleaves", test_interleaved_chunks},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

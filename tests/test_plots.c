@@ -43,7 +43,7 @@ static void test_plot_sweep(void)
 {
     build_sweep();
     char dir[512], p[600], row[1024];
-    snprintf(dir, sizeof dir, "%s/sweep", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/sweep", oc_test_dir);
     struct oc_status st = {{0}};
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     int rc = oc_plot_sweep(dir, sweep, 5, rejected, 3, &po, &st);
@@ -85,7 +85,7 @@ static void test_plot_sweep(void)
     CU_ASSERT_EQUAL(count_rows(p, 1), 1);
     CU_ASSERT_EQUAL(count_rows(p, 3), 1);
     path_in(p, sizeof p, "sweep", "bubble.gp");
-    char *gp = read_file(p);
+    char *gp = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(gp);
     CU_ASSERT_PTR_NOT_NULL(strstr(gp, "(16-1.0)/(1*x+16-1.0)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(gp, "index 3 using 1:2"));
@@ -110,7 +110,7 @@ static void test_plot_no_gnuplot(void)
 {
     build_sweep();
     char dir[512], p[600];
-    snprintf(dir, sizeof dir, "%s/nognuplot", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/nognuplot", oc_test_dir);
     struct oc_status st = {{0}};
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     po.gnuplot = "/nonexistent/ocsim-no-gnuplot";
@@ -131,7 +131,7 @@ static void test_plot_pipeline(void)
     struct hand h;
     build_hand(&h, NULL);
     char dir[512], p[600], row[1024];
-    snprintf(dir, sizeof dir, "%s/pipe", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/pipe", oc_test_dir);
     struct oc_status st = {{0}};
     int rc = oc_plot_pipeline(dir, &h.tl, NULL, NULL, &st);
     CU_ASSERT_EQUAL(rc, 0);
@@ -180,7 +180,7 @@ static void test_plot_pipeline(void)
 static void test_gp_helpers(void)
 {
     char dir[512], p[600];
-    snprintf(dir, sizeof dir, "%s/gp", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/gp", oc_test_dir);
     struct oc_status st = {{0}};
     CU_ASSERT_EQUAL_FATAL(oc_mkdir_p(dir, &st), 0);
     FILE *f = oc_gp_open(dir, "t.gp", &st);
@@ -192,7 +192,7 @@ static void test_gp_helpers(void)
     oc_gp_script_end(f, "t", 640, 480);
     CU_ASSERT_EQUAL(oc_gp_close(f, dir, "t.gp", &st), 0);
     path_in(p, sizeof p, "gp", "t.gp");
-    char *text = read_file(p);
+    char *text = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     CU_ASSERT_STRING_EQUAL(
         text, "\"a \\\"b\\\" \\\\c d\"\n"
@@ -224,13 +224,6 @@ static void test_gp_helpers(void)
     CU_ASSERT_EQUAL(r.width_px, 1200);
     CU_ASSERT_EQUAL(r.height_px, 300);
     CU_ASSERT_EQUAL(oc_plot_opts_fill(NULL).height_px, 700);
-
-    /* Chunks per stage: v only when interleaved. */
-    struct oc_layout l = layout_of(1, 2, 1, 1);
-    l.vchunks = 3;
-    CU_ASSERT_EQUAL(oc_plot_chunks(&l), 1);
-    l.schedule = OC_SCHED_INTERLEAVED;
-    CU_ASSERT_EQUAL(oc_plot_chunks(&l), 3);
 }
 
 static CU_TestInfo plot_tests[] = {
@@ -242,7 +235,7 @@ static CU_TestInfo plot_tests[] = {
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
-    {"plots", suite_init, suite_clean, NULL, NULL, plot_tests},
+    {"plots", suite_init, oc_test_dir_remove, NULL, NULL, plot_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -90,7 +90,7 @@ static void test_report_md(void)
 {
     build_sweep();
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct oc_topology t = topo16();
     struct oc_report_ctx ctx = {
         .command_line = "ocsim sweep --cards 16 --model tiny",
@@ -103,14 +103,14 @@ static void test_report_md(void)
         .csv_name = "sweep.csv",
     };
     char dir[512], p[600];
-    snprintf(dir, sizeof dir, "%s/report", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/report", oc_test_dir);
     struct oc_status st = {{0}};
     int rc = oc_report_sweep(dir, sweep, 5, rejected, 3, &ctx, &st);
     CU_ASSERT_EQUAL(rc, 0);
     if (rc)
         fprintf(stderr, "report: %s\n", st.msg);
     path_in(p, sizeof p, "report", "report.md");
-    char *md = read_file(p);
+    char *md = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(md);
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "ocsim sweep --cards 16 --model tiny"));
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "## Chosen layout\n\n`tp2-pp4-dp2-mb1-1f1b`"));
@@ -139,22 +139,22 @@ static void test_report_md(void)
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     po.gnuplot = "/nonexistent/ocsim-no-gnuplot";
     ctx.plot = &po;
-    snprintf(dir, sizeof dir, "%s/report-nognuplot", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/report-nognuplot", oc_test_dir);
     CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep, 5, rejected, 3, &ctx, &st), 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "not found"));
     path_in(p, sizeof p, "report-nognuplot", "report.md");
-    md = read_file(p);
+    md = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(md);
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "Not rendered"));
     CU_ASSERT_PTR_NULL(strstr(md, "(throughput.png)"));
     free(md);
 
     /* Nothing fits: no chosen layout, no crash. */
-    snprintf(dir, sizeof dir, "%s/report-none", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/report-none", oc_test_dir);
     ctx.no_plots = 1;
     CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep + IE, 1, NULL, 0, &ctx, &st), 0);
     path_in(p, sizeof p, "report-none", "report.md");
-    md = read_file(p);
+    md = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(md);
     CU_ASSERT_PTR_NOT_NULL(strstr(md, "None: no simulated layout fits"));
     free(md);
@@ -167,7 +167,7 @@ static CU_TestInfo report_tests[] = {
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
-    {"report_md", suite_init, suite_clean, NULL, NULL, report_tests},
+    {"report_md", suite_init, oc_test_dir_remove, NULL, NULL, report_tests},
     CU_SUITE_INFO_NULL,
 };
 

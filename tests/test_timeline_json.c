@@ -106,7 +106,7 @@ static void test_trace_hand(void)
     struct hand h;
     build_hand(&h, NULL);
     char path[512];
-    snprintf(path, sizeof path, "%s/hand.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/hand.json", oc_test_dir);
     struct oc_trace_opts o = OC_TRACE_OPTS_DEFAULT;
     o.title = "a \"quoted\"\ttitle\nwith a newline";
     struct oc_trace_stats ts;
@@ -225,7 +225,7 @@ static void test_trace_skip_clamp_node(void)
      * clamped to start at 1000 us, so it ends at 2000 us, dur 1000. */
     h.tl.start_s[0][5] = 0.9995e-3;
     char path[512];
-    snprintf(path, sizeof path, "%s/skip.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/skip.json", oc_test_dir);
     struct oc_trace_opts o = OC_TRACE_OPTS_DEFAULT;
     o.group = OC_TRACE_BY_NODE;
     o.gpus_per_node = 1; /* rank r is node r */
@@ -270,7 +270,7 @@ static void test_trace_skip_clamp_node(void)
 static void test_trace_real_schedule(void)
 {
     struct oc_model m;
-    tiny_model(&m);
+    oc_test_tiny_model(&m);
     struct oc_layout l = layout_of(1, 2, 1, 1);
     l.global_batch = 4; /* m = 4 */
     struct oc_schedule s;
@@ -292,7 +292,7 @@ static void test_trace_real_schedule(void)
             tl.end_s[r][i] = (double)i * 1e-3 + (is_mem ? 0 : 0.5e-3);
         }
     char path[512];
-    snprintf(path, sizeof path, "%s/real.json", tmp_dir);
+    snprintf(path, sizeof path, "%s/real.json", oc_test_dir);
     struct oc_trace_stats ts;
     CU_ASSERT_EQUAL_FATAL(oc_timeline_json_write(path, &tl, &l, NULL, &ts, &st), 0);
     /* 1F1B on 2 stages, m = 4, chunk grain: each stage runs 4 F + 4 B +
@@ -341,7 +341,7 @@ static CU_TestInfo trace_tests[] = {
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
-    {"timeline_json", suite_init, suite_clean, NULL, NULL, trace_tests},
+    {"timeline_json", suite_init, oc_test_dir_remove, NULL, NULL, trace_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -21,47 +21,17 @@
 
 #define DATA(f) OC_TEST_DATA "/" f
 
-static char tmpdir[64];
-
-static int make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/oc_test_topology_XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
-}
-
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    size_t got = fread(buf, 1, (size_t)n, f);
-    buf[got] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* Write topo_ok.json with `from` replaced by `to` (from must occur once)
- * into tmpdir/<name>; returns the path in a static buffer. */
+ * into oc_test_dir/<name>; returns the path in a static buffer. */
 static const char *variant(const char *name, const char *from, const char *to)
 {
-    static char path[256];
-    char *base = read_file(DATA("topo_ok.json"));
+    static char path[512];
+    char *base = oc_test_read_file(DATA("topo_ok.json"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(base);
     char *at = strstr(base, from);
     CU_ASSERT_PTR_NOT_NULL_FATAL(at);
     CU_ASSERT_PTR_NULL(strstr(at + 1, from));
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+    snprintf(path, sizeof path, "%s/%s", oc_test_dir, name);
     FILE *f = fopen(path, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fwrite(base, 1, (size_t)(at - base), f);
@@ -72,15 +42,12 @@ static const char *variant(const char *name, const char *from, const char *to)
     return path;
 }
 
-/* Write `text` into tmpdir/<name>; returns the path in a static buffer. */
-static const char *write_file(const char *name, const char *text)
+/* Write `text` into oc_test_dir/<name>; returns the path in a static buffer. */
+static const char *scratch_file(const char *name, const char *text)
 {
-    static char path[256];
-    snprintf(path, sizeof path, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(text, f);
-    fclose(f);
+    static char path[512];
+    snprintf(path, sizeof path, "%s/%s", oc_test_dir, name);
+    oc_test_write_file(path, text);
     return path;
 }
 
@@ -88,10 +55,7 @@ static struct oc_topology load_ok(const char *name)
 {
     struct oc_topology t;
     struct oc_status st = {{0}};
-    int rc = oc_topology_load(name, &t, &st);
-    CU_ASSERT_EQUAL(rc, 0);
-    if (rc != 0)
-        fprintf(stderr, "\n  unexpected failure: %s\n", st.msg);
+    oc_test_expect_ok(oc_topology_load(name, &t, &st), st.msg);
     return t;
 }
 
@@ -100,16 +64,7 @@ static void expect_error(const char *file, const char *const *subs)
     struct oc_topology t;
     memset(&t, 0x5a, sizeof t);
     struct oc_status st = {{0}};
-    int rc = oc_topology_load(file, &t, &st);
-    CU_ASSERT_EQUAL(rc, -1);
-    CU_ASSERT(st.msg[0] != '\0');
-    CU_ASSERT(strchr(st.msg, '\n') == NULL);
-    for (int i = 0; subs[i]; i++) {
-        int ok = strstr(st.msg, subs[i]) != NULL;
-        CU_ASSERT(ok);
-        if (!ok)
-            fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", st.msg, subs[i]);
-    }
+    oc_test_expect_fail(oc_topology_load(file, &t, &st), st.msg, subs);
     CU_ASSERT_EQUAL(t.gpus_per_node, 0); /* zeroed on failure */
 }
 
@@ -301,7 +256,7 @@ static void test_errors(void)
     /* Line 4 of topo_broken.json ends its "device" object with ",}";
      * jansson stops at the '}' in column 54. */
     EXPECT_ERROR(DATA("topo_broken.json"), "topo_broken.json:4:54: ", "expected");
-    EXPECT_ERROR(write_file("array.json", "[1, 2]\n"),
+    EXPECT_ERROR(scratch_file("array.json", "[1, 2]\n"),
                  "array.json: must hold a JSON object ({...}), not an array");
     EXPECT_ERROR(variant("missing_nic.json",
                          "  \"nic\": {\"name\": \"nic\", \"count_per_node\": 2, \"bandwidth_Bps\": 1e10, \"latency_s\": 2e-6},\n",
@@ -459,18 +414,15 @@ static void test_calibration_errors(void)
 /* A name looked up in the shipped folder must cite its sources. */
 static void test_shipped_needs_sources(void)
 {
-    char dir[128], path[192];
-    snprintf(dir, sizeof dir, "%s/data", tmpdir);
+    char dir[300], path[400];
+    snprintf(dir, sizeof dir, "%s/data", oc_test_dir);
     mkdir(dir, 0700);
     snprintf(path, sizeof path, "%s/topologies", dir);
     mkdir(path, 0700);
-    char *base = read_file(DATA("topo_ok.json"));
+    char *base = oc_test_read_file(DATA("topo_ok.json"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(base);
     snprintf(path, sizeof path, "%s/topologies/nosources.json", dir);
-    FILE *f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fputs(base, f);
-    fclose(f);
+    oc_test_write_file(path, base);
     free(base);
 
     char *saved = getenv("OCSIM_DATA_DIR") ? strdup(getenv("OCSIM_DATA_DIR")) : NULL;
@@ -486,35 +438,22 @@ static void test_shipped_needs_sources(void)
     }
 }
 
+static void load_topologies(void *arg)
+{
+    for (const char *const *f = arg; *f; f++) {
+        struct oc_topology t;
+        struct oc_status st;
+        oc_topology_load(*f, &t, &st);
+    }
+}
+
 /* Library code never prints. */
 static void test_quiet(void)
 {
-    char tmp[] = "/tmp/oc_test_topology_quiet_XXXXXX";
-    int fd = mkstemp(tmp);
-    CU_ASSERT_FATAL(fd >= 0);
     const char *gbps = variant("quiet_gbps.json", "\"bandwidth_Bps\": 1e10", "\"bandwidth_Bps\": 100");
-    fflush(stdout);
-    fflush(stderr);
-    int out = dup(1), err = dup(2);
-    dup2(fd, 1);
-    dup2(fd, 2);
     const char *files[] = {DATA("topo_broken.json"), gbps, "no-such-topology",
-                           DATA("does-not-exist.json"), "h100-100g"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        struct oc_topology t;
-        struct oc_status st;
-        oc_topology_load(files[i], &t, &st);
-    }
-    fflush(stdout);
-    fflush(stderr);
-    dup2(out, 1);
-    dup2(err, 2);
-    close(out);
-    close(err);
-    off_t size = lseek(fd, 0, SEEK_END);
-    close(fd);
-    unlink(tmp);
-    CU_ASSERT_EQUAL(size, 0);
+                           DATA("does-not-exist.json"), "h100-100g", NULL};
+    CU_ASSERT_EQUAL(oc_test_output_bytes(load_topologies, files), 0);
 }
 
 static CU_TestInfo topology_tests[] = {
@@ -532,11 +471,10 @@ static CU_TestInfo topology_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-static int suite_init(void) { return make_tmpdir(); }
-static int suite_clean(void) { return remove_tmpdir(); }
+static int suite_init(void) { return oc_test_dir_make("topology"); }
 
 static CU_SuiteInfo suites[] = {
-    {"topology", suite_init, suite_clean, NULL, NULL, topology_tests},
+    {"topology", suite_init, oc_test_dir_remove, NULL, NULL, topology_tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -1,0 +1,338 @@
+/* exec_gpt_fixtures.c: the tiny model, the cpu kernel table and the
+ * one-stage TP shard that the suites of the executor's model share (see
+ * exec_gpt_fixtures.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "exec_gpt_fixtures.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+#include "test_util.h"
+
+struct oc_kernels K;
+
+int gpt_suite_init(void)
+{
+    /* OpenBLAS may thread its GEMMs; one thread keeps every run bitwise
+     * the same and leaves the shared cores to others. */
+    openblas_set_num_threads(1);
+    K = oc_kernels_cpu();
+    return 0;
+}
+
+struct oc_model tiny(int64_t L)
+{
+    struct oc_model m;
+    struct oc_status st = {{0}};
+    int rc = oc_model_load("tiny", &m, &st);
+    if (rc != 0)
+        fprintf(stderr, "\n  cannot load tiny: %s\n", st.msg);
+    OC_ASSERT(rc == 0);
+    m.num_hidden_layers = L;
+    return m;
+}
+
+/* ------------------------------------------------------------------ */
+/* One TP shard holding the whole model (one pipeline stage)            */
+
+void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
+                int64_t r, int64_t B, int64_t T, enum oc_recompute rc)
+{
+    memset(s, 0, sizeof *s);
+    struct oc_status st = {{0}};
+    OC_ASSERT(oc_gpt_dims_init(&s->d, m, t, r, B, T, &st) == 0);
+    int64_t layers[LMAX];
+    OC_ASSERT(m->num_hidden_layers <= LMAX);
+    for (int64_t l = 0; l < m->num_hidden_layers; l++)
+        layers[l] = l;
+    struct oc_params_opts o = {t, r, layers, m->num_hidden_layers, 1, 1, SEED};
+    OC_ASSERT(oc_params_init(&s->p, m, &o, &st) == 0);
+    s->rc = rc;
+    s->N = B * T;
+    s->C = m->hidden_size;
+    s->L = m->num_hidden_layers;
+    const int64_t NC = s->N * s->C;
+    s->x = oc_xcalloc((size_t)((2 * s->L + 1) * NC), sizeof(float));
+    s->dx = oc_xcalloc((size_t)NC, sizeof(float));
+    s->rin = oc_xcalloc((size_t)NC, sizeof(float));
+    s->junk = oc_xcalloc((size_t)NC, sizeof(float));
+    OC_ASSERT(oc_gpt_reserve(&K, &s->d, &st) == 0);
+    s->work = oc_xcalloc((size_t)oc_gpt_work_floats(&K, &s->d), sizeof(float));
+    s->losses = oc_xcalloc((size_t)s->N, sizeof(float));
+
+    const int64_t A = oc_gpt_attn_act_floats(&s->d);
+    const int64_t Aatt = oc_gpt_att_floats(&s->d);
+    const int64_t M = oc_gpt_mlp_act_floats(&s->d);
+    const int64_t H = oc_gpt_head_act_floats(&s->d);
+    if (rc == OC_RECOMPUTE_FULL) {
+        /* Only the layer inputs x[2l] are kept: one act of each part,
+         * shared by every layer; the MLP input is the shared rin. */
+        s->actmem = oc_xcalloc((size_t)(A + M + H), sizeof(float));
+        for (int64_t l = 0; l < s->L; l++) {
+            oc_gpt_attn_act_bind(&s->attn[l], &s->d, X(s, 2 * l), s->actmem);
+            oc_gpt_mlp_act_bind(&s->mlp[l], &s->d, s->rin, s->actmem + A);
+        }
+        oc_gpt_head_act_bind(&s->head, &s->d, X(s, 2 * s->L), s->actmem + A + M);
+        return;
+    }
+    int64_t per = rc == OC_RECOMPUTE_SELECTIVE ? A - Aatt : A;
+    s->actmem = oc_xcalloc((size_t)(s->L * (per + M) + H), sizeof(float));
+    s->att_scratch = oc_xcalloc((size_t)Aatt, sizeof(float));
+    float *mem = s->actmem;
+    for (int64_t l = 0; l < s->L; l++) {
+        oc_gpt_attn_act_bind(&s->attn[l], &s->d, X(s, 2 * l), mem);
+        if (rc == OC_RECOMPUTE_SELECTIVE)
+            s->attn[l].att = s->att_scratch; /* laid out last: past `per` */
+        mem += per;
+        oc_gpt_mlp_act_bind(&s->mlp[l], &s->d, X(s, 2 * l + 1), mem);
+        mem += M;
+    }
+    oc_gpt_head_act_bind(&s->head, &s->d, X(s, 2 * s->L), mem);
+}
+
+void shard_free(struct shard *s)
+{
+    free(s->att_scratch);
+    free(s->actmem);
+    free(s->losses);
+    free(s->work);
+    free(s->junk);
+    free(s->rin);
+    free(s->dx);
+    free(s->x);
+    oc_params_free(&s->p);
+}
+
+/* The call for one COMPUTE op of the schedule. */
+int part_call(struct shard *s, struct oc_gpt_call *c,
+              const struct oc_op *op)
+{
+    const int64_t l = op->layer_first;
+    const int full = s->rc == OC_RECOMPUTE_FULL;
+    float *attn_out = full ? s->rin : X(s, 2 * l + 1);
+    switch ((enum oc_phase)op->phase) {
+    case OC_PHASE_FWD:
+        switch ((enum oc_part)op->part) {
+        case OC_PART_EMBED:
+            return oc_gpt_embed_fwd(&K, c, &s->d, &s->p, s->tok, X(s, 0));
+        case OC_PART_ATTN:
+            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], attn_out);
+        case OC_PART_MLP:
+            return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l],
+                                  X(s, 2 * l + 2));
+        case OC_PART_HEAD:
+            return oc_gpt_head_fwd(&K, c, &s->d, &s->p, &s->head, s->tgt,
+                                   s->losses);
+        default:
+            break;
+        }
+        break;
+    case OC_PHASE_RECOMPUTE:
+        if (op->part == OC_PART_ATTN && s->rc == OC_RECOMPUTE_SELECTIVE) {
+            oc_gpt_attn_scores(&K, &s->d, &s->attn[l]);
+            return OC_GPT_DONE;
+        }
+        if (op->part == OC_PART_ATTN && full) /* rebuilds rin */
+            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->rin);
+        if (op->part == OC_PART_MLP && full)
+            return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l], s->junk);
+        break;
+    case OC_PHASE_BWD:
+        switch ((enum oc_part)op->part) {
+        case OC_PART_HEAD:
+            return oc_gpt_head_bwd(&K, c, &s->d, &s->p, &s->head, s->tgt,
+                                   s->grad_scale, s->dx, s->work);
+        case OC_PART_MLP:
+            return oc_gpt_mlp_bwd(&K, c, &s->d, &s->p, l, &s->mlp[l], s->dx,
+                                  s->dx, s->work);
+        case OC_PART_ATTN:
+            return oc_gpt_attn_bwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->dx,
+                                   s->dx, s->work);
+        case OC_PART_EMBED:
+            return oc_gpt_embed_bwd(&K, c, &s->d, &s->p, s->tok, s->dx);
+        default:
+            break;
+        }
+        break;
+    default:
+        break;
+    }
+    OC_ASSERT(0); /* an op the one-stage schedule does not emit */
+    return -1;
+}
+
+/* acc = acc (op) x, element-wise; the one reduction used by both the
+ * lockstep and the threaded all-reduce, always in rank order. */
+void combine(float *acc, const float *x, int64_t n, enum oc_gpt_reduce op)
+{
+    for (int64_t i = 0; i < n; i++)
+        acc[i] = op == OC_GPT_SUM ? acc[i] + x[i] : fmaxf(acc[i], x[i]);
+}
+
+/* Runs one COMPUTE op on t shards in step mode, reducing their requests
+ * in rank order; returns the number of all-reduces. */
+int64_t lockstep(struct shard *sh, int64_t t, const struct oc_op *op)
+{
+    struct oc_gpt_call c[TMAX];
+    memset(c, 0, sizeof c);
+    int64_t nreq = 0;
+    for (;;) {
+        int rc[TMAX] = {0};
+        for (int64_t r = 0; r < t; r++)
+            rc[r] = part_call(&sh[r], &c[r], op);
+        for (int64_t r = 1; r < t; r++) {
+            CU_ASSERT_EQUAL(rc[r], rc[0]);
+            CU_ASSERT_EQUAL(c[r].n, c[0].n);
+            CU_ASSERT_EQUAL(c[r].op, c[0].op);
+        }
+        if (rc[0] == OC_GPT_DONE)
+            break;
+        OC_ASSERT(rc[0] == OC_GPT_REDUCE);
+        float *acc = oc_xmalloc((size_t)c[0].n * sizeof *acc);
+        memcpy(acc, c[0].buf, (size_t)c[0].n * sizeof *acc);
+        for (int64_t r = 1; r < t; r++)
+            combine(acc, c[r].buf, c[0].n, c[0].op);
+        for (int64_t r = 0; r < t; r++)
+            memcpy(c[r].buf, acc, (size_t)c[0].n * sizeof *acc);
+        free(acc);
+        nreq++;
+        CU_ASSERT_EQUAL(c[0].nreduce, nreq);
+    }
+    return nreq;
+}
+
+/* A tp<t>-pp1-dp1 layout of one micro-batch of B sequences of length T. */
+struct oc_schedule one_stage_schedule(const struct oc_model *m, int64_t t,
+                                      int64_t B, int64_t T,
+                                      enum oc_recompute rc)
+{
+    struct oc_layout l;
+    oc_layout_default(&l);
+    l.tp = t;
+    l.micro_batch = B;
+    l.global_batch = B;
+    l.seq_length = T;
+    l.recompute = rc;
+    l.sequence_parallel = 0;
+    l.shard_optimizer = 0;
+    l.overlap_grad_reduce = 0;
+    struct oc_status st = {{0}};
+    OC_ASSERT(oc_gpt_check_layout(m, &l, &st) == 0);
+    struct oc_schedule s;
+    OC_ASSERT(oc_schedule_build(&s, m, &l, NULL, &st) == 0);
+    return s;
+}
+
+/* Forward and backward of one micro-batch on t shards, walking rank 0's op
+ * list (every TP rank of the stage has the same list). Each COMPUTE op's
+ * all-reduces must be the TP collectives (count included) that follow it
+ * before the next COMPUTE op. */
+static void run_schedule(struct shard *sh, int64_t t, const struct oc_model *m,
+                         int64_t B, int64_t T, enum oc_recompute rc)
+{
+    struct oc_schedule s = one_stage_schedule(m, t, B, T, rc);
+    int64_t pending = 0, computes = 0;
+    for (int64_t i = 0; i < s.ranks[0].n; i++) {
+        const struct oc_op *op = &s.ranks[0].ops[i];
+        if (op->kind == OC_OP_COMPUTE) {
+            CU_ASSERT_EQUAL(pending, 0);
+            if (op->phase == OC_PHASE_OPTIMIZER)
+                continue;
+            pending = lockstep(sh, t, op);
+            computes++;
+        } else if (op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP) {
+            pending -= op->count;
+            CU_ASSERT(pending >= 0);
+        }
+    }
+    CU_ASSERT_EQUAL(pending, 0);
+    /* embed, head and 2 parts per layer, forward and backward, plus the
+     * recompute ops: 2 per layer (full) or 1 (selective) */
+    int64_t L = m->num_hidden_layers;
+    int64_t expect = 2 * (2 + 2 * L) +
+                     (rc == OC_RECOMPUTE_FULL ? 2 * L
+                      : rc == OC_RECOMPUTE_SELECTIVE ? L : 0);
+    CU_ASSERT_EQUAL(computes, expect);
+    oc_schedule_free(&s);
+}
+
+struct batch make_batch(int64_t V, int64_t g0, int64_t B, int64_t T)
+{
+    struct batch b = {B, T, oc_xmalloc((size_t)(B * T) * sizeof(int32_t)),
+                      oc_xmalloc((size_t)(B * T) * sizeof(int32_t))};
+    struct oc_synth syn;
+    struct oc_status st = {{0}};
+    OC_ASSERT(oc_synth_init(&syn, V, SEED, &st) == 0);
+    oc_synth_batch(&syn, g0, B, T, b.tok, b.tgt);
+    oc_synth_free(&syn);
+    return b;
+}
+
+void batch_free(struct batch *b)
+{
+    free(b->tok);
+    free(b->tgt);
+}
+
+/* Moves gains and biases off their init values (1 and 0) so that a bias
+ * added on every TP rank instead of once, or a gain applied twice, shows.
+ * The shift is a function of the global element only, so every layout
+ * gets the same model. */
+void perturb_vectors(struct oc_params *p)
+{
+    for (int64_t i = 0; i < p->nt; i++) {
+        const struct oc_param_tensor *t = &p->t[i];
+        if (t->gcols != 1)
+            continue;
+        /* gains by up to 0.1; biases by up to 0.01, small next to the
+         * residual stream at init (elements ~0.02*sqrt(2)) */
+        int gain = t->kind == OC_P_LN1W || t->kind == OC_P_LN2W ||
+                   t->kind == OC_P_LNFW;
+        float amp = gain ? 0.1f : 0.01f;
+        for (int64_t r = 0; r < t->rows; r++)
+            p->w[t->offset + r] +=
+                amp * sinf(0.7f * (float)(t->row0 + r + 1) +
+                           (float)(3 * t->kind + 5 * t->layer));
+    }
+}
+
+/* t shards of model m, fed batch b, fwd + bwd through the schedule. */
+void shards_run(struct shard *sh, int64_t t, const struct oc_model *m,
+                const struct batch *b, enum oc_recompute rc)
+{
+    for (int64_t r = 0; r < t; r++) {
+        shard_init(&sh[r], m, t, r, b->B, b->T, rc);
+        perturb_vectors(&sh[r].p);
+        sh[r].tok = b->tok;
+        sh[r].tgt = b->tgt;
+        sh[r].grad_scale = 1.0f / (float)(b->B * b->T);
+    }
+    run_schedule(sh, t, m, b->B, b->T, rc);
+}
+
+/* ||a - b|| / ||b|| */
+double rel_l2(const float *a, const float *b, int64_t n)
+{
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double e = (double)a[i] - (double)b[i];
+        num += e * e;
+        den += (double)b[i] * (double)b[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Gradients of t shards gathered into the layout of `whole` (a t=1
+ * shard's params). */
+float *gather_grads(const struct shard *sh, int64_t t,
+                    const struct oc_params *whole)
+{
+    float *g = oc_xcalloc((size_t)whole->n, sizeof *g);
+    for (int64_t r = 0; r < t; r++)
+        oc_params_put_whole(&sh[r].p, sh[r].p.g, whole, g);
+    return g;
+}

@@ -1,0 +1,110 @@
+/* exec_gpt_fixtures.h: what the suites of the executor's model share
+ * (test_exec_gpt, test_exec_params): the "tiny" model with L layers, the
+ * cpu kernel table, and a TP shard that holds the whole model (one pipeline
+ * stage) and runs one micro-batch op by op, driven by the schedule's op
+ * list, on t shards in lockstep.
+ *
+ *   static int init(void) { return gpt_suite_init(); }
+ *   struct oc_model m = tiny(2);
+ *   struct batch b = make_batch(m.vocab_size, 0, 2, 32);
+ *   static struct shard sh[2];
+ *   shards_run(sh, 2, &m, &b, OC_RECOMPUTE_NONE);  // fwd + bwd, t = 2
+ *   ... sh[r].losses, sh[r].p.g ...
+ *   shard_free(&sh[0]); shard_free(&sh[1]); batch_free(&b);
+ *
+ * Gains and biases are moved off 1 and 0 (perturb_vectors) so that bias
+ * handling under TP is tested, not hidden by zeros. What it is not: a test;
+ * lockstep and run_schedule assert that every TP rank asks for the same
+ * all-reduces and that they are the ones the schedule emits.
+ */
+#ifndef OC_EXEC_GPT_FIXTURES_H
+#define OC_EXEC_GPT_FIXTURES_H
+
+#include <stdint.h>
+
+#include "gpt.h"
+#include "ops_cpu.h"
+#include "params.h"
+#include "schedule.h"
+
+#define SEED 20240607ULL
+#define TMAX 4 /* shards at the most */
+#define LMAX 8 /* layers at the most */
+
+/* The kernels every part runs on (stateless: the threads share them);
+ * set by gpt_suite_init. */
+extern struct oc_kernels K;
+/* CUnit suite init: one OpenBLAS thread, the cpu kernel table into K. */
+int gpt_suite_init(void);
+
+/* models/tiny.json with L layers. */
+struct oc_model tiny(int64_t L);
+
+/* ------------------------------------------------------------------ */
+/* One TP shard holding the whole model (one pipeline stage)            */
+
+struct shard {
+    struct oc_gpt_dims d;
+    struct oc_params p;
+    enum oc_recompute rc;
+    int64_t N, C, L;
+    float *x;      /* (2L+1, N, C) residual stream: x[0] embedding out,
+                      x[2l+1] attention l out, x[2l+2] MLP l out */
+    float *dx;     /* (N, C) gradient flowing back, in place */
+    float *rin;    /* (N, C) full recompute: the MLP input (shared) */
+    float *junk;   /* (N, C) full recompute: the recomputed MLP output */
+    float *actmem;
+    float *att_scratch; /* selective: the shared attention probabilities */
+    struct oc_gpt_attn_act attn[LMAX];
+    struct oc_gpt_mlp_act mlp[LMAX];
+    struct oc_gpt_head_act head;
+    float *work;
+    float *losses; /* (N) */
+    const int32_t *tok, *tgt; /* (N) */
+    float grad_scale;
+};
+
+/* Stream i of the residual stream x. */
+#define X(s, i) ((s)->x + (int64_t)(i) * (s)->N * (s)->C)
+
+/* TP rank r of t of model m for B sequences of length T. */
+void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
+                int64_t r, int64_t B, int64_t T, enum oc_recompute rc);
+void shard_free(struct shard *s);
+
+/* The call for one COMPUTE op of the schedule. */
+int part_call(struct shard *s, struct oc_gpt_call *c, const struct oc_op *op);
+/* acc = acc (op) x, element-wise; the one reduction used by both the
+ * lockstep and the threaded all-reduce, always in rank order. */
+void combine(float *acc, const float *x, int64_t n, enum oc_gpt_reduce op);
+/* Runs one COMPUTE op on t shards in step mode, reducing their requests
+ * in rank order; returns the number of all-reduces. */
+int64_t lockstep(struct shard *sh, int64_t t, const struct oc_op *op);
+/* A tp<t>-pp1-dp1 layout of one micro-batch of B sequences of length T. */
+struct oc_schedule one_stage_schedule(const struct oc_model *m, int64_t t,
+                                      int64_t B, int64_t T,
+                                      enum oc_recompute rc);
+
+/* One micro-batch of the synthetic task. */
+struct batch {
+    int64_t B, T;
+    int32_t *tok, *tgt;
+};
+
+struct batch make_batch(int64_t V, int64_t g0, int64_t B, int64_t T);
+void batch_free(struct batch *b);
+
+/* Moves gains and biases off their init values (1 and 0), the same way for
+ * every layout. */
+void perturb_vectors(struct oc_params *p);
+/* t shards of model m, fed batch b, fwd + bwd through the schedule. */
+void shards_run(struct shard *sh, int64_t t, const struct oc_model *m,
+                const struct batch *b, enum oc_recompute rc);
+/* ||a - b|| / ||b|| */
+double rel_l2(const float *a, const float *b, int64_t n);
+/* Gradients of t shards gathered into the layout of `whole` (a t=1
+ * shard's params); free it. */
+float *gather_grads(const struct shard *sh, int64_t t,
+                    const struct oc_params *whole);
+
+#endif

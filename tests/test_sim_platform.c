@@ -1,0 +1,208 @@
+/* test_sim_platform.c: the SimGrid platform that sim/platform.c writes
+ * for a topology: routes and their latency and bandwidth worked out by
+ * hand, the size of the XML at 1024 and 2048 cards, a topology name that
+ * would break an XML comment, and the topology checks. Platforms are loaded
+ * in a child through oc_sim_fork_run (SimGrid allows one engine per
+ * process); the test platform and the jobs are in sim_fixtures.h.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <simgrid/host.h>
+#include <simgrid/link.h>
+#include <xbt/dynar.h>
+
+#include "engine.h"
+#include "platform.h"
+#include "sim_fixtures.h"
+#include "test_util.h"
+#include "topology.h"
+
+/* ---- platform ----------------------------------------------------------- */
+
+struct route_result {
+    double lat_intra_s, bw_intra_Bps, lat_inter_s, bw_inter_Bps;
+    int names_intra, names_inter, names_back; /* 1 when the links are right */
+    int64_t hosts;
+};
+
+/* Does the route a -> b hold exactly the named links (in any order)? */
+static int route_is(const char *a, const char *b, const char *const *names, int n)
+{
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(sg_host_by_name(a), sg_host_by_name(b), links);
+    int ok = (int)xbt_dynar_length(links) == n;
+    for (int i = 0; ok && i < n; i++) {
+        int found = 0;
+        unsigned k;
+        sg_link_t l;
+        xbt_dynar_foreach (links, k, l)
+            found |= strcmp(sg_link_get_name(l), names[i]) == 0;
+        ok = found;
+    }
+    xbt_dynar_free(&links);
+    return ok;
+}
+
+static int routes_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    const struct job *j = arg;
+    struct oc_sim_engine_opts eo = {.topo = j->topo, .cards = j->cards};
+    if (oc_sim_engine_init(&eo, st) != 0)
+        return -1;
+    const struct oc_sim_platform *p = oc_sim_engine_platform();
+    struct route_result r;
+    memset(&r, 0, sizeof r);
+    r.lat_intra_s = sg_host_get_route_latency(p->hosts[0], p->hosts[1]);
+    r.bw_intra_Bps = sg_host_get_route_bandwidth(p->hosts[0], p->hosts[1]);
+    r.lat_inter_s = sg_host_get_route_latency(p->hosts[1], p->hosts[6]);
+    r.bw_inter_Bps = sg_host_get_route_bandwidth(p->hosts[1], p->hosts[6]);
+    static const char *const intra[] = {"nvl0_UP", "nvl1_DOWN"};
+    /* GPU 1 uses NIC 1 % 2 = 1 of node 0, GPU 6 NIC 6 % 2 = 0 of node 1. */
+    static const char *const inter[] = {"nic0.1_UP", "up0_UP", "up1_DOWN", "nic1.0_DOWN"};
+    static const char *const back[] = {"nic1.0_UP", "up1_UP", "up0_DOWN", "nic0.1_DOWN"};
+    r.names_intra = route_is("gpu0", "gpu1", intra, 2);
+    r.names_inter = route_is("gpu1", "gpu6", inter, 4);
+    r.names_back = route_is("gpu6", "gpu1", back, 4);
+    r.hosts = (int64_t)sg_host_count();
+    oc_sim_buf_append(out, &r, sizeof r);
+    return 0;
+}
+
+/* 2 nodes x 4 GPUs, 2 NICs per node, leaf-spine (2 levels), 4:1
+ * oversubscribed. Same node: li = 2e-6 s, Bi = 100e9. Between nodes:
+ * latency 3e-6 + (2*2-1)*1e-6 = 6e-6 s = oc_topology_inter_latency_s;
+ * bandwidth min(NIC 25e9, uplink 2*25e9/4 = 12.5e9) = 12.5e9. */
+static void test_platform_routes(void)
+{
+    struct oc_topology t = topo(4, 2, 2, 4);
+    struct job j = {.topo = &t, .cards = 8};
+    struct oc_sim_buf buf = {0};
+    struct oc_status st = {{0}};
+    int rc = oc_sim_fork_run(routes_child, &j, NULL, &buf, &st);
+    if (rc != 0)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    struct route_result r;
+    CU_ASSERT_EQUAL_FATAL(buf.len, sizeof r);
+    memcpy(&r, buf.data, sizeof r);
+    OC_ASSERT_REL(r.lat_intra_s, 2e-6, 1e-12);
+    OC_ASSERT_REL(r.bw_intra_Bps, 100e9, 1e-12);
+    OC_ASSERT_REL(r.lat_inter_s, 6e-6, 1e-12);
+    OC_ASSERT_REL(r.lat_inter_s, oc_topology_inter_latency_s(&t), 1e-12);
+    OC_ASSERT_REL(r.bw_inter_Bps, 12.5e9, 1e-12);
+    CU_ASSERT_EQUAL(r.names_intra, 1);
+    CU_ASSERT_EQUAL(r.names_inter, 1);
+    CU_ASSERT_EQUAL(r.names_back, 1);
+    CU_ASSERT_EQUAL(r.hosts, 8);
+    oc_sim_buf_free(&buf);
+}
+
+static long xml_bytes(const struct oc_topology *t, int64_t cards)
+{
+    char *mem = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&mem, &n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL(oc_sim_platform_write_xml(f, t, cards, &st), 0);
+    fclose(f);
+    free(mem);
+    return (long)n;
+}
+
+static int big_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    const struct job *j = arg;
+    struct oc_sim_engine_opts eo = {.topo = j->topo, .cards = j->cards};
+    if (oc_sim_engine_init(&eo, st) != 0)
+        return -1;
+    const struct oc_sim_platform *p = oc_sim_engine_platform();
+    double v[3] = {(double)sg_host_count(),
+                   sg_host_get_route_latency(p->hosts[0], p->hosts[1023]),
+                   sg_host_get_route_latency(p->hosts[1016], p->hosts[1023])};
+    oc_sim_buf_append(out, v, sizeof v);
+    return 0;
+}
+
+/* A topology name that would end an XML comment ("--", "-->") still
+ * gives a loadable platform (the name is only written in a comment). */
+static void test_platform_odd_name(void)
+{
+    struct oc_topology t = topo(2, 1, 1, 1);
+    strcpy(t.name, "a--> <b> & \"c\"");
+    struct job j = {.topo = &t, .cards = 4, .kind = JOB_ALLREDUCE, .n = 4,
+                    .bytes = 1e6, .opts = {.algo = OC_SIM_ALGO_RING}};
+    CU_ASSERT(sim_time(&j) > 0);
+}
+
+/* The XML grows linearly: 2048 cards take twice the bytes of 1024 (within
+ * 2 %: numbers grow by a digit). 1024 cards (128 nodes of 8) load, and
+ * gpu0 -> gpu1023 crosses nodes (ln = 4e-6 s) while gpu1016 -> gpu1023
+ * stays in node 127 (li = 2e-6 s). */
+static void test_platform_large(void)
+{
+    struct oc_topology t = topo(8, 4, 1, 1);
+    long a = xml_bytes(&t, 1024), b = xml_bytes(&t, 2048);
+    OC_ASSERT_REL((double)b / (double)a, 2.0, 0.02);
+
+    struct job j = {.topo = &t, .cards = 1024};
+    struct oc_sim_buf buf = {0};
+    struct oc_status st = {{0}};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = oc_sim_fork_run(big_child, &j, NULL, &buf, &st);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    double v[3];
+    CU_ASSERT_EQUAL_FATAL(buf.len, sizeof v);
+    memcpy(v, buf.data, sizeof v);
+    CU_ASSERT_EQUAL(v[0], 1024);
+    OC_ASSERT_REL(v[1], LN, 1e-12);
+    OC_ASSERT_REL(v[2], LI, 1e-12);
+    double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("\n    1024-card platform: %ld bytes of XML, loaded in %.3f s\n", a, wall);
+    CU_ASSERT(wall < 10); /* a quadratic platform would take minutes */
+    oc_sim_buf_free(&buf);
+}
+
+static void test_topology_checks(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_topology t = topo(8, 1, 1, 1);
+    CU_ASSERT_EQUAL(oc_sim_platform_check_topology(&t, 16, &st), 0);
+    CU_ASSERT_EQUAL(oc_sim_platform_check_topology(&t, 0, &st), -1);
+    t.nic_bandwidth_Bps = 0;
+    CU_ASSERT_EQUAL(oc_sim_platform_check_topology(&t, 16, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "nic.bandwidth_Bps"));
+    /* One node never uses the NICs. */
+    CU_ASSERT_EQUAL(oc_sim_platform_check_topology(&t, 8, &st), 0);
+    t = topo(8, 1, 0, 1);
+    CU_ASSERT_EQUAL(oc_sim_platform_check_topology(&t, 16, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "switch_levels"));
+}
+
+static CU_TestInfo tests[] = {
+    {"platform routes", test_platform_routes},
+    {"platform 1024 cards", test_platform_large},
+    {"platform odd topology name", test_platform_odd_name},
+    {"topology checks", test_topology_checks},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"sim_platform", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+    return oc_test_run(suites);
+}
