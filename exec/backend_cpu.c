@@ -15,7 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "backend.h"
 #include "ops_cpu.h"
-#include "poll.h"
+#include "wait_clock.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "comm_mpi.h"
 
-#include "poll.h"
+#include "wait_clock.h"
 
 #include <limits.h>
 #include <stdarg.h>
@@ -129,7 +129,7 @@ int oc_comm_wait(struct oc_comm *c, MPI_Request *req, struct oc_status *st)
             c->timed_out = 1;
             return oc_fail(st, "timed out after %g s in %s", c->timeout_s, c->what);
         }
-        oc_poll_pace(waited, &sleep_ns);
+        oc_wait_pace(waited, &sleep_ns);
     }
 }
 

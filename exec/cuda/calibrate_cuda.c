@@ -29,7 +29,7 @@
 #define _GNU_SOURCE /* gethostname, gmtime_r, sysconf(_SC_PHYS_PAGES) */
 #include "calibrate_cuda.h"
 
-#include "poll.h"
+#include "wait_clock.h"
 
 #include "calib_plan.h"
 
