@@ -1,4 +1,5 @@
-/* options.c: shared flag parsing for the `ocsim` commands (see options.h). */
+/* options.c: the one flag table of `ocsim` and `ocsim-exec` and its parser
+ * (see options.h); the help texts are options_help.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "options.h"
 
@@ -12,7 +13,8 @@ enum {
     O_DP, O_MB, O_GB, O_SEQ, O_SCHEDULE, O_VCHUNKS, O_RECOMPUTE, O_SP, O_NOSP,
     O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_ATTN, O_ORDER, O_CROSS_TP,
     O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
-    O_JOBS, O_TOP, O_LOG,
+    O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
+    O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI,
 };
 
 struct flag {
@@ -62,6 +64,15 @@ static const struct flag flags[] = {
     {{"log", required_argument, 0, O_LOG}, OC_OPT_SIM},
     {{"jobs", required_argument, 0, O_JOBS}, OC_OPT_SIM},
     {{"top", required_argument, 0, O_TOP}, OC_OPT_SIM},
+    {{"backend", required_argument, 0, O_BACKEND}, OC_OPT_EXEC},
+    {{"precision", required_argument, 0, O_PRECISION}, OC_OPT_EXEC},
+    {{"steps", required_argument, 0, O_STEPS}, OC_OPT_EXEC},
+    {{"lr", required_argument, 0, O_LR}, OC_OPT_EXEC},
+    {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC},
+    {{"timeout", required_argument, 0, O_TIMEOUT}, OC_OPT_EXEC},
+    {{"calibrate", no_argument, 0, O_CALIBRATE}, OC_OPT_EXEC},
+    {{"no-weights", no_argument, 0, O_NOWEIGHTS}, OC_OPT_EXEC},
+    {{"no-mpi", no_argument, 0, O_NOMPI}, OC_OPT_EXEC},
     {{"help", no_argument, 0, O_HELP}, 0},
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -84,6 +95,11 @@ void oc_opts_default(struct oc_opts *o)
     o->fidelity = "fast";
     o->collective = "auto";
     o->top = 10;
+    o->exec.steps = 5;
+    o->exec.lr = 1e-3;
+    o->exec.seed = 1234;
+    o->exec.timeout_s = 60.0;
+    o->exec.weights = 1;
 }
 
 /* A positive integer option value, no junk, no overflow. */
@@ -99,6 +115,35 @@ static int positive(const char *flag, const char *s, int64_t *out,
         return oc_fail(st, "--%s must be positive (got %lld)", flag, v);
     if (v > 1000000000LL)
         return oc_fail(st, "--%s %lld is absurdly large", flag, v);
+    *out = v;
+    return 0;
+}
+
+/* An integer option value of at least lo, no junk, no overflow (no upper
+ * bound: --steps, --seed). */
+static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
+                    struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
+    if (v < lo)
+        return oc_fail(st, "--%s must be at least %lld (got %lld)", flag, (long long)lo, v);
+    *out = v;
+    return 0;
+}
+
+/* A positive real option value up to 1e9 (--lr, --timeout). */
+static int positive_real(const char *flag, const char *s, double *out,
+                         struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v > 0) || v > 1e9)
+        return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
     *out = v;
     return 0;
 }
@@ -162,6 +207,156 @@ static int schedule_list(struct oc_opts *o, const char *s, struct oc_status *st)
     return 0;
 }
 
+/* Layout flags whose effect depends on others (--schedule with --vchunks,
+ * --layout under --tp): held until every flag was read. */
+struct pending {
+    const char *layout_str, *sched;
+    int64_t tp, pp, dp, mb, v;
+};
+
+/* OC_OPT_EXEC's flags: 1 when c is not one of them. */
+static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_status *st)
+{
+    int64_t iv = 0;
+    switch (c) {
+    case O_BACKEND: x->backend = val; return 0;
+    case O_PRECISION: x->precision = val; return 0;
+    case O_STEPS: return at_least("steps", val, 1, &x->steps, st);
+    case O_LR: return positive_real("lr", val, &x->lr, st);
+    case O_SEED:
+        if (at_least("seed", val, 0, &iv, st) != 0)
+            return -1;
+        x->seed = (uint64_t)iv;
+        return 0;
+    case O_TIMEOUT: return positive_real("timeout", val, &x->timeout_s, st);
+    case O_CALIBRATE: x->calibrate = 1; return 0;
+    case O_NOWEIGHTS: x->weights = 0; return 0;
+    case O_NOMPI: x->no_mpi = 1; return 0;
+    }
+    return 1;
+}
+
+/* The value-checked flags with a message of their own. */
+static int checked_flag(struct oc_opts *o, int c, const char *name, const char *val,
+                        struct oc_status *st)
+{
+    switch (c) {
+    case O_RECOMPUTE:
+        if (oc_recompute_from_name(val, &o->layout.recompute) != 0)
+            return oc_fail(st, "--%s: unknown mode '%s' (known: none, selective, full)",
+                           name, val);
+        return 0;
+    case O_ATTN:
+        if (strcmp(val, "flash") == 0)
+            o->layout.attention = OC_ATTN_FLASH;
+        else if (strcmp(val, "classic") == 0)
+            o->layout.attention = OC_ATTN_CLASSIC;
+        else
+            return oc_fail(st, "--attention: unknown kernel '%s' (known: flash, classic)",
+                           val);
+        return 0;
+    case O_ORDER:
+        if (oc_order_from_name(val, &o->layout.order) != 0)
+            return oc_fail(st, "--rank-order: unknown order '%s' (known: tp-dp-pp "
+                               "(Megatron's default), tp-pp-dp)", val);
+        return 0;
+    case O_FIDELITY:
+        o->fidelity = val;
+        if (strcmp(val, "fast") && strcmp(val, "full"))
+            return oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)", val);
+        return 0;
+    case O_COLLECTIVE:
+        o->collective = val;
+        if (strcmp(val, "auto") && strcmp(val, "ring") && strcmp(val, "tree") &&
+            strcmp(val, "hier"))
+            return oc_fail(st, "--collective: unknown algorithm '%s' (known: auto, "
+                               "ring, tree, hier)", val);
+        return 0;
+    case O_CFG:
+        if (o->n_cfg == OC_MAX_LIST)
+            return oc_fail(st, "--cfg: at most %d settings", OC_MAX_LIST);
+        o->cfg[o->n_cfg++] = val;
+        return 0;
+    }
+    return 1;
+}
+
+/* One flag of getopt_long (c, its long name, its value) into o or p. */
+static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *name,
+                    const char *val, struct oc_status *st)
+{
+    int rc = exec_flag(&o->exec, c, val, st);
+    if (rc != 1)
+        return rc;
+    if ((rc = checked_flag(o, c, name, val, st)) != 1)
+        return rc;
+    switch (c) {
+    case O_CARDS:
+        o->cards_given = 1;
+        return positive("cards", val, &o->cards, st);
+    case O_MODEL: o->model_name = val; return 0;
+    case O_TOPOLOGY: o->topology_name = val; return 0;
+    case O_CSV: o->csv_path = val; return 0;
+    case O_OUT: o->out_dir = val; return 0;
+    case O_LAYOUT: p->layout_str = val; return 0;
+    case O_TP: return positive(name, val, &p->tp, st);
+    case O_PP: return positive(name, val, &p->pp, st);
+    case O_DP: return positive(name, val, &p->dp, st);
+    case O_MB: return positive(name, val, &p->mb, st);
+    case O_MBS:
+        return int_list("micro-batches", val, o->micro_batches, &o->n_micro_batches, st);
+    case O_GB: return positive(name, val, &o->layout.global_batch, st);
+    case O_SEQ: return positive(name, val, &o->layout.seq_length, st);
+    case O_SCHEDULE: p->sched = val; return 0;
+    case O_VCHUNKS: return positive(name, val, &p->v, st);
+    case O_SP: o->layout.sequence_parallel = 1; return 0;
+    case O_NOSP: o->layout.sequence_parallel = 0; return 0;
+    case O_ZERO: o->layout.shard_optimizer = 1; return 0;
+    case O_NOZERO: o->layout.shard_optimizer = 0; return 0;
+    case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
+    case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
+    case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
+    case O_COARSE: o->coarse = 1; return 0;
+    case O_LOG: o->log = val; return 0;
+    case O_PLATFORM: o->platform_file = val; return 0;
+    case O_JOBS: return positive(name, val, &o->jobs, st);
+    case O_TOP: return positive(name, val, &o->top, st);
+    case O_HELP:
+    case 'h': o->help = 1; return 0;
+    }
+    OC_ASSERT(!"a flag of the table without a case");
+    return -1;
+}
+
+/* The held layout flags, once every flag was read. */
+static int apply_pending(struct oc_opts *o, const struct pending *p, unsigned groups,
+                         struct oc_status *st)
+{
+    if (p->v)
+        o->layout.vchunks = p->v;
+    if (p->sched && schedule_list(o, p->sched, st) != 0)
+        return -1;
+    if (p->sched && (groups & OC_OPT_LAYOUT)) {
+        if (o->n_schedules != 1)
+            return oc_fail(st, "--schedule takes one schedule for a single layout");
+        o->layout.schedule = o->schedules[0];
+        if (!p->v)
+            o->layout.vchunks = o->vchunks[0];
+    } else if (p->v && !p->sched && p->v > 1) {
+        o->layout.schedule = OC_SCHED_INTERLEAVED;
+    }
+    if (p->layout_str) {
+        if (oc_layout_parse(&o->layout, p->layout_str, st) != 0)
+            return -1;
+        o->layout_given = 1;
+    }
+    if (p->tp) o->layout.tp = p->tp, o->layout_given = 1;
+    if (p->pp) o->layout.pp = p->pp, o->layout_given = 1;
+    if (p->dp) o->layout.dp = p->dp, o->layout_given = 1;
+    if (p->mb) o->layout.micro_batch = p->mb;
+    return 0;
+}
+
 int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
                   struct oc_status *st)
 {
@@ -172,96 +367,22 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
             longopts[n++] = flags[i].opt;
     memset(&longopts[n], 0, sizeof longopts[n]);
 
-    const char *layout_str = NULL;
-    int64_t tp = 0, pp = 0, dp = 0, mb = 0, v = 0;
-    const char *sched = NULL;
+    struct pending p = {0};
     opterr = 0;
     optind = 1;
     int c, idx = 0;
     while ((c = getopt_long(argc, argv, "+:h", longopts, &idx)) != -1) {
         const char *name = idx >= 0 && (size_t)idx < n ? longopts[idx].name : "?";
-        int rc = 0;
-        switch (c) {
-        case O_CARDS: rc = positive("cards", optarg, &o->cards, st); break;
-        case O_MODEL: o->model_name = optarg; break;
-        case O_TOPOLOGY: o->topology_name = optarg; break;
-        case O_CSV: o->csv_path = optarg; break;
-        case O_OUT: o->out_dir = optarg; break;
-        case O_LAYOUT: layout_str = optarg; break;
-        case O_TP: rc = positive(name, optarg, &tp, st); break;
-        case O_PP: rc = positive(name, optarg, &pp, st); break;
-        case O_DP: rc = positive(name, optarg, &dp, st); break;
-        case O_MB: rc = positive(name, optarg, &mb, st); break;
-        case O_MBS:
-            rc = int_list("micro-batches", optarg, o->micro_batches,
-                          &o->n_micro_batches, st);
-            break;
-        case O_GB: rc = positive(name, optarg, &o->layout.global_batch, st); break;
-        case O_SEQ: rc = positive(name, optarg, &o->layout.seq_length, st); break;
-        case O_SCHEDULE: sched = optarg; break;
-        case O_VCHUNKS: rc = positive(name, optarg, &v, st); break;
-        case O_RECOMPUTE:
-            if (oc_recompute_from_name(optarg, &o->layout.recompute) != 0)
-                rc = oc_fail(st, "--%s: unknown mode '%s' (known: none, selective, full)",
-                             name, optarg);
-            break;
-        case O_SP: o->layout.sequence_parallel = 1; break;
-        case O_NOSP: o->layout.sequence_parallel = 0; break;
-        case O_ZERO: o->layout.shard_optimizer = 1; break;
-        case O_NOZERO: o->layout.shard_optimizer = 0; break;
-        case O_OVERLAP: o->layout.overlap_grad_reduce = 1; break;
-        case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; break;
-        case O_ATTN:
-            if (strcmp(optarg, "flash") == 0)
-                o->layout.attention = OC_ATTN_FLASH;
-            else if (strcmp(optarg, "classic") == 0)
-                o->layout.attention = OC_ATTN_CLASSIC;
-            else
-                rc = oc_fail(st, "--attention: unknown kernel '%s' (known: flash, classic)",
-                             optarg);
-            break;
-        case O_ORDER:
-            if (oc_order_from_name(optarg, &o->layout.order) != 0)
-                rc = oc_fail(st, "--rank-order: unknown order '%s' (known: tp-dp-pp "
-                                 "(Megatron's default), tp-pp-dp)", optarg);
-            break;
-        case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; break;
-        case O_FIDELITY:
-            if (strcmp(optarg, "fast") && strcmp(optarg, "full"))
-                rc = oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)", optarg);
-            o->fidelity = optarg;
-            break;
-        case O_COLLECTIVE:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "ring") &&
-                strcmp(optarg, "tree") && strcmp(optarg, "hier"))
-                rc = oc_fail(st, "--collective: unknown algorithm '%s' (known: auto, "
-                                 "ring, tree, hier)", optarg);
-            o->collective = optarg;
-            break;
-        case O_COARSE: o->coarse = 1; break;
-        case O_LOG: o->log = optarg; break;
-        case O_PLATFORM: o->platform_file = optarg; break;
-        case O_CFG:
-            if (o->n_cfg == OC_MAX_LIST)
-                rc = oc_fail(st, "--cfg: at most %d settings", OC_MAX_LIST);
-            else
-                o->cfg[o->n_cfg++] = optarg;
-            break;
-        case O_JOBS: rc = positive(name, optarg, &o->jobs, st); break;
-        case O_TOP: rc = positive(name, optarg, &o->top, st); break;
-        case O_HELP:
-        case 'h': o->help = 1; break;
-        case ':':
+        int rc;
+        if (c == ':')
             rc = oc_fail(st, "%s needs a value", argv[optind - 1]);
-            break;
-        default:
-            if (optopt && optopt < 256)
-                rc = oc_fail(st, "unknown option '-%c' (see --help)", optopt);
-            else
-                rc = oc_fail(st, "unknown or misplaced option '%s' for '%s' (see --help)",
-                             argv[optind - 1], argv[0]);
-            break;
-        }
+        else if (c == '?' && optopt && optopt < 256)
+            rc = oc_fail(st, "unknown option '-%c' (see --help)", optopt);
+        else if (c == '?')
+            rc = oc_fail(st, "unknown or misplaced option '%s' for '%s' (see --help)",
+                         argv[optind - 1], argv[0]);
+        else
+            rc = one_flag(o, &p, c, name, optarg, st);
         if (rc != 0)
             return -1;
         idx = -1;
@@ -270,29 +391,8 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
         return oc_fail(st, "unexpected argument '%s' (see --help)", argv[optind]);
     if (o->help)
         return 0;
-
-    if (v)
-        o->layout.vchunks = v;
-    if (sched && schedule_list(o, sched, st) != 0)
+    if (apply_pending(o, &p, groups, st) != 0)
         return -1;
-    if (sched && (groups & OC_OPT_LAYOUT)) {
-        if (o->n_schedules != 1)
-            return oc_fail(st, "--schedule takes one schedule for a single layout");
-        o->layout.schedule = o->schedules[0];
-        if (!v)
-            o->layout.vchunks = o->vchunks[0];
-    } else if (v && !sched && v > 1) {
-        o->layout.schedule = OC_SCHED_INTERLEAVED;
-    }
-    if (layout_str) {
-        if (oc_layout_parse(&o->layout, layout_str, st) != 0)
-            return -1;
-        o->layout_given = 1;
-    }
-    if (tp) o->layout.tp = tp, o->layout_given = 1;
-    if (pp) o->layout.pp = pp, o->layout_given = 1;
-    if (dp) o->layout.dp = dp, o->layout_given = 1;
-    if (mb) o->layout.micro_batch = mb;
     if (o->cards == 0)
         return oc_fail(st, "--cards N is required (the number of GPUs)");
     if ((groups & OC_OPT_LAYOUT) && !o->layout_given)
@@ -309,68 +409,4 @@ int oc_opts_load(struct oc_opts *o, struct oc_status *st)
     if (o->layout.seq_length == 0)
         o->layout.seq_length = o->model.max_position_embeddings;
     return 0;
-}
-
-void oc_opts_print_help(FILE *f, unsigned groups)
-{
-    fputs("Common options:\n"
-          "  --cards N               number of GPUs (required)\n"
-          "  --model M               shipped name or path to a Hugging Face config.json\n"
-          "                          (default llama2-70b)\n"
-          "  --topology T            shipped name or path to a topology .json\n"
-          "                          (default h100-100g: 8 x H100 + NVLink, 100 Gb/s per node)\n"
-          "  --global-batch B        sequences per step (--global-batch-size; default 512)\n"
-          "  --seq S                 sequence length (--seq-length; default the model's\n"
-          "                          max_position_embeddings)\n"
-          "  --recompute MODE        none | selective | full (--recompute-granularity;\n"
-          "                          default selective)\n"
-          "  --[no-]sequence-parallel  (default on)\n"
-          "  --[no-]shard-optimizer  ZeRO-1 / --use-distributed-optimizer (default on)\n"
-          "  --[no-]overlap-grad-reduce  DP reduction in buckets under the backward\n"
-          "                          (default on)\n"
-          "  --attention KERNEL      flash | classic (default flash)\n"
-          "  --rank-order ORDER      tp-dp-pp (Megatron's default: TP fastest, PP\n"
-          "                          outermost) | tp-pp-dp (PP across neighbouring\n"
-          "                          nodes, DP outermost)\n"
-          "  --allow-cross-node-tp   let a TP group span nodes\n", f);
-    if (groups & OC_OPT_LAYOUT)
-        fputs("Layout (one of):\n"
-              "  --layout STR            tp<N>-pp<N>-dp<N>[-mb<N>][-v<N>][-gpipe|-1f1b|\n"
-              "                          -interleaved][-sp|-nosp][-rnone|-rsel|-rfull]\n"
-              "                          [-zero1|-nozero][-flash|-classic]\n"
-              "                          [-order=tp-dp-pp|-order=tp-pp-dp]\n"
-              "  --tp N --pp N --dp N    (--tensor-model-parallel-size,\n"
-              "                          --pipeline-model-parallel-size)\n"
-              "  --micro-batch N         sequences per micro-batch (--micro-batch-size;\n"
-              "                          default 1)\n"
-              "  --schedule S            gpipe | 1f1b | interleaved (default 1f1b)\n"
-              "  --vchunks V             model chunks per stage, interleaved\n"
-              "                          (--num-virtual-stages-per-pipeline-rank)\n", f);
-    if (groups & OC_OPT_SWEEP)
-        fputs("Candidates:\n"
-              "  --micro-batches LIST    micro-batch sizes to try (default 1,2,4)\n"
-              "  --schedule LIST         schedules to try: gpipe, 1f1b, interleaved[:v],\n"
-              "                          all (default 1f1b,interleaved:2)\n", f);
-    if (groups & OC_OPT_SIM)
-        fputs("Simulation:\n"
-              "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"
-              "                          closed form, one op per model chunk (default);\n"
-              "                          full: every rank, layer and message\n"
-              "  --collective ALGO       auto (per collective and size, as NCCL) | ring |\n"
-              "                          tree | hier, for every collective (ZeRO's\n"
-              "                          reduce-scatter and all-gather too) where it\n"
-              "                          applies, else ring\n"
-              "  --coarse                merge the steps of each ring into one message\n"
-              "  --platform FILE         a SimGrid platform XML with hosts gpu0..gpuN-1\n"
-              "                          instead of the one generated from --topology\n"
-              "  --cfg KEY:VALUE         passed to SimGrid (repeatable), e.g.\n"
-              "                          --cfg network/model:LV08\n"
-              "  --log SPEC              SimGrid log settings, e.g. --log\n"
-              "                          ocsim_replay.thres:debug (one line per op)\n"
-              "  --jobs N                simulations at once (default: the cores)\n"
-              "  --top N                 rows of the ranked table (default 10)\n", f);
-    if (groups & OC_OPT_CSV)
-        fputs("  --csv FILE              also write the table as CSV\n", f);
-    if (groups & OC_OPT_OUT)
-        fputs("  --out DIR               output folder\n", f);
 }

@@ -72,21 +72,7 @@
 #include "comm_nccl.h"
 #endif
 
-#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT)
-#define MAX_ARGS 256
-
-/* The flags only ocsim-exec takes; the rest go to oc_opts_parse. */
-struct exec_opts {
-    const char *backend;
-    const char *precision;
-    int64_t steps;
-    double lr;
-    uint64_t seed;
-    double timeout_s;
-    int calibrate;
-    int weights;
-    int cards_given;
-};
+#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_EXEC)
 
 static void help(void)
 {
@@ -102,128 +88,12 @@ static void help(void)
          "the cuda backend without mpirun, one thread per GPU of this node.\n"
          "Writes DIR/loss.csv, DIR/measured.csv (the columns of simulate.csv),\n"
          "DIR/ops.csv, DIR/memory.csv, DIR/timeline.json and DIR/weights.bin\n"
-         "(default DIR: out/exec).\n\n"
-         "Executor options:\n"
-         "  --backend cpu|cuda      cpu: fp32 on OpenBLAS + MPI (default); cuda: cuBLAS,\n"
-         "                          own kernels and NCCL, one GPU per rank\n"
-         "  --precision bf16|fp32   cuda GEMM operands (default bf16: bf16 operands,\n"
-         "                          fp32 accumulation, fp32 master weights)\n"
-         "  --steps K               training steps (default 5)\n"
-         "  --lr X                  AdamW learning rate (default 1e-3; beta2 0.95,\n"
-         "                          weight decay 0.1)\n"
-         "  --seed S                weights and data (default 1234)\n"
-         "  --timeout SECONDS       a rank that waits longer for one message or\n"
-         "                          collective ends the job (default 60)\n"
-         "  --no-weights            do not gather and write weights.bin\n"
-         "  --no-mpi                one process without MPI even in an MPI build: the\n"
-         "                          ranks are its threads (cuda; cpu: one rank only)\n"
-         "  --calibrate             measure this machine (GEMM rate and the rate of\n"
-         "                          each model part, forward and backward, at the\n"
-         "                          layout's shapes; memory bandwidth; MPI or NCCL\n"
-         "                          point-to-point and all-reduce as nccl-tests' busbw)\n"
-         "                          and write DIR/topology-calibrated.json\n"
-         "                          (--topology with the measured fields); no training\n"
-         "Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
+         "(default DIR: out/exec).\n");
+    oc_opts_print_exec_help(stdout);
+    puts("Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
          "--model tiny, --global-batch 8, no sequence parallelism (the executor\n"
          "does not run it). The executor runs GPT-style models only.");
     oc_opts_print_help(stdout, GROUPS);
-}
-
-static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out,
-                     struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno)
-        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
-    if (v < lo)
-        return oc_fail(st, "--%s must be at least %lld (got %lld)", flag, (long long)lo, v);
-    *out = v;
-    return 0;
-}
-
-static int parse_pos(const char *flag, const char *s, double *out, struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v > 0) || v > 1e9)
-        return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
-    *out = v;
-    return 0;
-}
-
-/* Takes the executor's own flags out of argv into eo; the others (with
- * --cards WORLD added when absent) into rest. */
-static int parse_exec(int argc, char **argv, int world, struct exec_opts *eo,
-                      char **rest, int *nrest, char *cards_buf, size_t cards_n,
-                      struct oc_status *st)
-{
-    static const char *const valued[] = {"backend", "steps", "lr",
-                                         "seed",    "timeout", "precision"};
-    int n = 0;
-    rest[n++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            if (n >= MAX_ARGS - 3)
-                return oc_fail(st, "too many arguments");
-            rest[n++] = argv[i];
-            continue;
-        }
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        if (len == 5 && strncmp(name, "cards", 5) == 0)
-            eo->cards_given = 1;
-        if (len == 9 && strncmp(name, "calibrate", 9) == 0 && !eq) {
-            eo->calibrate = 1;
-            continue;
-        }
-        if (len == 10 && strncmp(name, "no-weights", 10) == 0 && !eq) {
-            eo->weights = 0;
-            continue;
-        }
-        if (len == 6 && strncmp(name, "no-mpi", 6) == 0 && !eq)
-            continue; /* main's prescan_backend took it */
-        int k = -1;
-        for (int j = 0; j < (int)(sizeof valued / sizeof valued[0]); j++)
-            if (strlen(valued[j]) == len && strncmp(name, valued[j], len) == 0)
-                k = j;
-        if (k < 0) {
-            if (n >= MAX_ARGS - 3)
-                return oc_fail(st, "too many arguments");
-            rest[n++] = argv[i];
-            continue;
-        }
-        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!val)
-            return oc_fail(st, "--%s needs a value", valued[k]);
-        int64_t iv = 0;
-        int rc = 0;
-        switch (k) {
-        case 0: eo->backend = val; break;
-        case 1: rc = parse_i64("steps", val, 1, &eo->steps, st); break;
-        case 2: rc = parse_pos("lr", val, &eo->lr, st); break;
-        case 3:
-            rc = parse_i64("seed", val, 0, &iv, st);
-            eo->seed = (uint64_t)iv;
-            break;
-        case 4: rc = parse_pos("timeout", val, &eo->timeout_s, st); break;
-        case 5: eo->precision = val; break;
-        }
-        if (rc != 0)
-            return -1;
-    }
-    if (!eo->cards_given) {
-        /* world < 0 (no MPI): a placeholder, the layout's size later */
-        snprintf(cards_buf, cards_n, "%d", world > 0 ? world : 1);
-        rest[n++] = "--cards";
-        rest[n++] = cards_buf;
-    }
-    rest[n] = NULL;
-    *nrest = n;
-    return 0;
 }
 
 /* A library message without its "exec: " module prefix. */
@@ -262,7 +132,6 @@ static int write_memory(const char *path, const struct oc_schedule *s,
  * (the threads of a local run). */
 struct job {
     struct oc_opts o;
-    struct exec_opts eo;
     struct oc_schedule sched;
     const char *out;
     char lname[128];
@@ -283,7 +152,7 @@ static void print_metrics(const struct job *j, const struct oc_metrics *mt,
            oc_fmt_si(b[0], 32, mt->step_time_s, "s"), (long long)steps_used,
            steps_used == 1 ? "" : "s");
     printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
-    if (strcmp(j->eo.backend, "cuda") == 0) /* a CPU's MFU against a GPU's peak: no */
+    if (strcmp(j->o.exec.backend, "cuda") == 0) /* a CPU's MFU against a GPU's peak: no */
         printf("  model TFLOP/s    %.4g per GPU, MFU %.2f%% of the %s's dense bf16 %s "
                "(--topology)\n",
                mt->tflops_per_gpu, 100.0 * mt->mfu, j->o.topo.device.name,
@@ -303,7 +172,7 @@ static int report(struct oc_ctl *c, const struct job *j, struct oc_runner *r,
                   double device_peak, struct oc_status *st)
 {
     const struct oc_schedule *s = &j->sched;
-    const int64_t steps = j->eo.steps;
+    const int64_t steps = j->o.exec.steps;
     const int64_t R = s->nranks, n = r->nops;
     const int64_t per = 3 * steps; /* start, end, inner per op and step */
     const int tag = 11;
@@ -525,7 +394,7 @@ static int gather_weights(struct oc_ctl *c, const struct job *j, const struct oc
     for (int64_t i = 0; i < L; i++)
         layers[i] = i;
     struct oc_params whole;
-    struct oc_params_opts wo = {1, 0, layers, L, 1, 1, j->eo.seed};
+    struct oc_params_opts wo = {1, 0, layers, L, 1, 1, j->o.exec.seed};
     if (oc_params_init(&whole, m, &wo, st) != 0) {
         free(layers);
         return -1;
@@ -538,7 +407,7 @@ static int gather_weights(struct oc_ctl *c, const struct job *j, const struct oc
             int64_t src = oc_layout_rank(l, q);
             struct oc_params sh;
             struct oc_params_opts so;
-            oc_runner_param_opts(l, m, tp, stage, j->eo.seed, layers, &so);
+            oc_runner_param_opts(l, m, tp, stage, j->o.exec.seed, layers, &so);
             if (oc_params_init(&sh, m, &so, st) != 0) {
                 rc = -1;
                 break;
@@ -608,7 +477,7 @@ static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st
     char path[4200];
     snprintf(path, sizeof path, "%s/topology-calibrated.json", j->out);
 #ifdef OC_HAVE_CUDA
-    if (strcmp(j->eo.backend, "cuda") == 0) {
+    if (strcmp(j->o.exec.backend, "cuda") == 0) {
         struct oc_nccl nc;
         if (oc_nccl_init(&nc, c, &j->o.layout, st) != 0)
             return -1;
@@ -618,7 +487,7 @@ static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st
         co.seq = j->o.layout.seq_length;
         co.micro_batch = j->o.layout.micro_batch;
         co.tp = j->o.layout.tp;
-        co.dtype = strcmp(j->eo.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
+        co.dtype = strcmp(j->o.exec.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
         co.out_path = path;
         co.ctl = c;
         co.nccl = &nc;
@@ -660,16 +529,16 @@ static int backend_init(struct oc_ctl *c, const struct job *j, struct oc_backend
 {
     *comm = NULL;
 #ifdef OC_HAVE_CUDA
-    if (strcmp(j->eo.backend, "cuda") == 0) {
+    if (strcmp(j->o.exec.backend, "cuda") == 0) {
         struct oc_backend_cuda_opts co = OC_BACKEND_CUDA_OPTS_DEFAULT;
-        co.dtype = strcmp(j->eo.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
+        co.dtype = strcmp(j->o.exec.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
         return oc_backend_cuda_init(b, c, &j->o.model, &j->o.layout, &co, st);
     }
 #endif
 #ifdef OC_HAVE_MPI
     if (strcmp(c->ops->name, "mpi") == 0) {
         struct oc_comm *cm = oc_xmalloc(sizeof *cm);
-        if (oc_comm_init(cm, &j->o.layout, j->eo.timeout_s, st) != 0) {
+        if (oc_comm_init(cm, &j->o.layout, j->o.exec.timeout_s, st) != 0) {
             free(cm);
             return -1;
         }
@@ -700,7 +569,7 @@ static int rank_main(struct oc_ctl *c, void *arg)
     const struct job *j = arg;
     const int rank = c->rank, world = c->size;
     struct oc_status st = {{0}};
-    if (j->eo.calibrate) {
+    if (j->o.exec.calibrate) {
         int rc = calibrate(c, j, &st);
         if (rc != 0 && rank == 0)
             fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
@@ -712,9 +581,9 @@ static int rank_main(struct oc_ctl *c, void *arg)
         die(c, 1, ": ", &st);
 
     struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
-    ro.steps = j->eo.steps;
-    ro.seed = j->eo.seed;
-    ro.adamw.lr = (float)j->eo.lr;
+    ro.steps = j->o.exec.steps;
+    ro.seed = j->o.exec.seed;
+    ro.adamw.lr = (float)j->o.exec.lr;
     ro.test_hang = env_rank("OCSIM_EXEC_TEST_HANG_RANK") == rank;
     ro.test_die = env_rank("OCSIM_EXEC_TEST_DIE_RANK") == rank;
     struct oc_runner r;
@@ -729,19 +598,19 @@ static int rank_main(struct oc_ctl *c, void *arg)
         die(c, 1, ": ", &st);
     if (rank == 0) {
         char prec[64] = "";
-        if (strcmp(j->eo.backend, "cuda") == 0)
+        if (strcmp(j->o.exec.backend, "cuda") == 0)
             snprintf(prec, sizeof prec, " (%s GEMMs)",
-                     strcmp(j->eo.precision, "fp32") == 0 ? "fp32" : "bf16");
+                     strcmp(j->o.exec.precision, "fp32") == 0 ? "fp32" : "bf16");
         printf("ocsim-exec: %s, %s on %d %s%s, %lld micro-batches of %lld x %lld "
                "tokens, %lld steps\n",
                j->o.model.name, j->lname, world, j->device, prec,
                (long long)j->sched.num_micro_batches, (long long)j->o.layout.micro_batch,
-               (long long)j->o.layout.seq_length, (long long)j->eo.steps);
+               (long long)j->o.layout.seq_length, (long long)j->o.exec.steps);
         fflush(stdout);
     }
     const double tokens = (double)j->o.layout.global_batch * (double)j->o.layout.seq_length;
     double *step_info = rank == 0 ? oc_xmalloc((size_t)world * 2 * sizeof(double)) : NULL;
-    for (int64_t k = 0; k < j->eo.steps; k++) {
+    for (int64_t k = 0; k < j->o.exec.steps; k++) {
         if (oc_runner_step(&r, k, &st) != 0)
             die(c, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
         double mine[2] = {r.loss_sum, r.step_end_s};
@@ -773,7 +642,7 @@ static int rank_main(struct oc_ctl *c, void *arg)
     double rep_maxdiff = 0;
     const float *w = oc_runner_weights(&r);
     if (check_dp_replicas(c, &j->o.layout, &r, w, &dp_differ, &st) != 0 ||
-        (j->eo.weights &&
+        (j->o.exec.weights &&
          gather_weights(c, j, &r, w, &rep_differ, &rep_maxdiff, &st) != 0))
         die(c, c->timed_out ? 3 : 1, ": ", &st);
     if (rank == 0) {
@@ -788,10 +657,10 @@ static int rank_main(struct oc_ctl *c, void *arg)
                     (long long)rep_differ, rep_maxdiff);
         if (dp_differ == 0 && rep_differ == 0)
             printf("replicas: every DP replica%s holds bitwise the same weights\n",
-                   j->eo.weights ? ", TP replica of a replicated tensor and tied embedding copy"
+                   j->o.exec.weights ? ", TP replica of a replicated tensor and tied embedding copy"
                                  : "");
         printf("wrote %s/loss.csv, measured.csv, ops.csv, memory.csv, timeline.json%s\n",
-               j->out, j->eo.weights ? ", weights.bin" : "");
+               j->out, j->o.exec.weights ? ", weights.bin" : "");
         fflush(stdout);
     }
     oc_runner_free(&r);
@@ -800,23 +669,6 @@ static int rank_main(struct oc_ctl *c, void *arg)
 }
 
 /* ------------------------------------------------------------------ */
-
-/* The value of --backend in argv ("cpu" when absent) and whether --no-mpi
- * is there: they decide the launch before the options are parsed. */
-static const char *prescan_backend(int argc, char **argv, int *no_mpi)
-{
-    const char *be = "cpu";
-    *no_mpi = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "--backend=", 10) == 0)
-            be = argv[i] + 10;
-        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
-            be = argv[++i];
-        else if (strcmp(argv[i], "--no-mpi") == 0)
-            *no_mpi = 1;
-    }
-    return be;
-}
 
 #ifdef OC_HAVE_MPI
 /* Started by mpirun (Open MPI), a PMI launcher (MPICH's hydra, srun) or
@@ -846,42 +698,35 @@ static int finish(int code)
 
 int main(int argc, char **argv)
 {
-    int no_mpi = 0;
-    const char *be = prescan_backend(argc, argv, &no_mpi);
-    int rank = 0, world = -1;
-#ifdef OC_HAVE_MPI
-    mpi_on = !no_mpi && (strcmp(be, "cuda") != 0 || under_launcher());
-    if (mpi_on) {
-        MPI_Init(&argc, &argv);
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &world);
-    }
-#else
-    (void)be, (void)no_mpi;
-#endif
-    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
-    openblas_set_num_threads(1);
-
-    struct oc_status st = {{0}};
     static struct job job;
     struct job *j = &job;
-    j->eo = (struct exec_opts){"cpu", "bf16", 5, 1e-3, 1234, 60.0, 0, 1, 0};
     struct oc_opts *o = &j->o;
     oc_opts_default(o);
     o->model_name = "tiny";
     o->layout.global_batch = 8;
     o->layout.sequence_parallel = 0;
-    char *rest[MAX_ARGS];
-    int nrest = 0;
-    char cards_buf[32];
-    if (argc > MAX_ARGS - 3) {
-        if (rank == 0)
-            fprintf(stderr, "ocsim-exec: too many arguments\n");
-        return finish(2);
+    o->cards = 1; /* --cards defaults to the number of ranks, known below */
+    /* Parsed before MPI starts (the backend and --no-mpi decide whether it
+     * does); a bad flag is reported once MPI says which rank is 0. */
+    struct oc_status st = {{0}};
+    const int parsed = oc_opts_parse(o, argc, argv, GROUPS, &st);
+    if (!o->exec.backend)
+        o->exec.backend = "cpu";
+    if (!o->exec.precision)
+        o->exec.precision = "bf16";
+    int rank = 0, world = -1;
+#ifdef OC_HAVE_MPI
+    mpi_on = !o->exec.no_mpi && (strcmp(o->exec.backend, "cuda") != 0 || under_launcher());
+    if (mpi_on) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &world);
     }
-    if (parse_exec(argc, argv, world, &j->eo, rest, &nrest, cards_buf, sizeof cards_buf,
-                   &st) != 0 ||
-        oc_opts_parse(o, nrest, rest, GROUPS, &st) != 0) {
+#endif
+    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
+    openblas_set_num_threads(1);
+
+    if (parsed != 0) {
         if (rank == 0)
             fprintf(stderr, "ocsim-exec: %s\n", st.msg);
         return finish(2);
@@ -891,12 +736,14 @@ int main(int argc, char **argv)
             help();
         return finish(0);
     }
-    const int cuda = strcmp(j->eo.backend, "cuda") == 0;
+    if (mpi_on && !o->cards_given)
+        o->cards = world;
+    const int cuda = strcmp(j->o.exec.backend, "cuda") == 0;
     int64_t need = oc_layout_world(&o->layout);
     if (!mpi_on) {
         /* one process: its threads are the ranks (cuda), or one rank */
         world = cuda ? (int)need : 1;
-        if (!j->eo.cards_given)
+        if (!j->o.cards_given)
             o->cards = need;
     }
     j->device = cuda ? "GPUs" : "CPU processes";
@@ -910,13 +757,13 @@ int main(int argc, char **argv)
         oc_fail(&st, "layout %s needs tp*pp*dp = %lld ranks; without MPI the cpu backend "
                      "runs one (use mpirun -np %lld)", j->lname, (long long)need,
                 (long long)need);
-    else if (j->eo.cards_given && o->cards != world)
+    else if (j->o.cards_given && o->cards != world)
         oc_fail(&st, "--cards %lld does not match the %d ranks", (long long)o->cards, world);
-    else if (strcmp(j->eo.backend, "cpu") != 0 && !cuda)
-        oc_fail(&st, "--backend: unknown backend '%s' (known: cpu, cuda)", j->eo.backend);
-    else if (strcmp(j->eo.precision, "bf16") != 0 && strcmp(j->eo.precision, "fp32") != 0)
+    else if (strcmp(j->o.exec.backend, "cpu") != 0 && !cuda)
+        oc_fail(&st, "--backend: unknown backend '%s' (known: cpu, cuda)", j->o.exec.backend);
+    else if (strcmp(j->o.exec.precision, "bf16") != 0 && strcmp(j->o.exec.precision, "fp32") != 0)
         oc_fail(&st, "--precision: unknown precision '%s' (known: bf16, fp32)",
-                j->eo.precision);
+                j->o.exec.precision);
 #ifndef OC_HAVE_CUDA
     else if (cuda)
         oc_fail(&st, "--backend cuda is not built in this ocsim-exec (nvcc, cuBLAS or NCCL "
@@ -927,16 +774,16 @@ int main(int argc, char **argv)
 #endif
     else if (oc_opts_load(o, &st) == 0 &&
              oc_layout_validate(&o->layout, &o->model, &o->topo, o->cards, &st) == 0 &&
-             (j->eo.calibrate || oc_gpt_check_layout(&o->model, &o->layout, &st) == 0))
+             (j->o.exec.calibrate || oc_gpt_check_layout(&o->model, &o->layout, &st) == 0))
         bad = 0;
     memset(&j->sched, 0, sizeof j->sched);
     struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
-    if (!bad && !j->eo.calibrate &&
+    if (!bad && !j->o.exec.calibrate &&
         oc_schedule_build(&j->sched, &o->model, &o->layout, &so, &st) != 0)
         bad = 1;
 #ifdef OC_HAVE_CUDA
     /* NCCL pairs pipeline messages by order, not by tag */
-    if (!bad && !j->eo.calibrate && cuda &&
+    if (!bad && !j->o.exec.calibrate && cuda &&
         oc_backend_cuda_check_p2p_order(&j->sched, &st) != 0)
         bad = 1;
 #endif
@@ -951,7 +798,7 @@ int main(int argc, char **argv)
 #ifdef OC_HAVE_MPI
     if (mpi_on) {
         struct oc_ctl ctl;
-        if (oc_ctl_init_mpi(&ctl, MPI_COMM_WORLD, j->eo.timeout_s, &st) != 0) {
+        if (oc_ctl_init_mpi(&ctl, MPI_COMM_WORLD, j->o.exec.timeout_s, &st) != 0) {
             fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
@@ -980,7 +827,7 @@ int main(int argc, char **argv)
         oc_schedule_free(&j->sched);
         return 2;
     }
-    rc = oc_ctl_local_run(world, j->eo.timeout_s, rank_main, j);
+    rc = oc_ctl_local_run(world, j->o.exec.timeout_s, rank_main, j);
     oc_schedule_free(&j->sched);
     return rc;
 }
