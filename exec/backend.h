@@ -2,9 +2,9 @@
  * as one table of functions per backend, so that one walk over the
  * schedule's op lists drives both backends:
  *
- *   cpu   (backend_cpu.c) host memory, the cpu kernels (kernels/cpu/: fp32
- *         loops and OpenBLAS), MPI for pipeline messages and TP / DP /
- *         EMBED collectives (comm_mpi.h), a clock around every op.
+ *   cpu   (cpu/backend_cpu.c) host memory, the cpu kernels (kernels/cpu/:
+ *         fp32 loops and OpenBLAS), MPI for pipeline messages and TP / DP /
+ *         EMBED collectives (cpu/comm_mpi.h), a clock around every op.
  *   cuda  (cuda/backend_cuda.c) device memory (stream-ordered allocations),
  *         the cuda kernels (kernels/cuda/: CUDA kernels and cuBLAS), NCCL
  *         on four streams (compute + TP, pipeline up, pipeline down, DP),
@@ -16,7 +16,7 @@
  * its name.
  *
  *   struct oc_backend b;
- *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   or
+ *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   (cpu/backend_cpu.h)   or
  *   oc_backend_cuda_init(&b, &ctl, &model, &layout, &cuda_opts, &st)
  *   ... oc_runner_init(&r, &model, &sched, &b, &ro, &st) ...
  *   b.ops->free_backend(&b);
@@ -169,17 +169,5 @@ struct oc_backend {
      * copy follows the arena of params_adopt. */
     struct oc_kernels kernels;
 };
-
-#ifdef OC_HAVE_MPI
-#include "comm_mpi.h"
-/* cpu: the cpu kernels and MPI (comm: the layout's communicators,
- * oc_comm_init).
- * ctl: the control plane (barriers of the runner). */
-int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl,
-                        struct oc_comm *comm, struct oc_status *st);
-#endif
-/* cpu without MPI: one rank only (TP = PP = DP = 1: no communication). */
-int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
-                             struct oc_status *st);
 
 #endif

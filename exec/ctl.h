@@ -3,7 +3,7 @@
  * each step, gathering op times, losses and memory peaks to rank 0, sending
  * the weights to rank 0, broadcasting the NCCL unique id). The data plane
  * (pipeline messages, TP / DP collectives) is the backend's: MPI for the cpu
- * backend (comm_mpi.h), NCCL for the cuda backend (cuda/comm_nccl.h).
+ * backend (cpu/comm_mpi.h), NCCL for the cuda backend (cuda/comm_nccl.h).
  *
  * Two implementations behind one struct:
  *

@@ -28,7 +28,7 @@
  *   weights.bin   the whole model's fp32 weights after the last step, in the
  *                 arena order of a one-rank run (see weights.txt)
  *
- * With --calibrate it only measures the machine (exec/calibrate.h, or
+ * With --calibrate it only measures the machine (exec/cpu/calibrate_cpu.h, or
  * cuda/calibrate_cuda.h) and writes DIR/topology-calibrated.json.
  *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
@@ -49,6 +49,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "backend_cpu.h"
 #include "ctl.h"
 #include "format.h"
 #include "gpt.h"
@@ -63,7 +64,7 @@
 #ifdef OC_HAVE_MPI
 #include <mpi.h>
 
-#include "calibrate.h"
+#include "calibrate_cpu.h"
 #include "comm_mpi.h"
 #endif
 #ifdef OC_HAVE_CUDA
@@ -469,7 +470,7 @@ static int check_dp_replicas(struct oc_ctl *c, const struct oc_layout *l,
 /* One rank                                                             */
 
 /* --calibrate: this machine's GEMM rate, memory bandwidth and MPI or NCCL
- * times at the layout's shapes (exec/calibrate.h, cuda/calibrate_cuda.h),
+ * times at the layout's shapes (cpu/calibrate_cpu.h, cuda/calibrate_cuda.h),
  * written as DIR/topology-calibrated.json, a copy of --topology with the
  * measured fields replaced; no training. */
 static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st)
@@ -498,7 +499,7 @@ static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st
     }
 #endif
 #ifdef OC_HAVE_MPI
-    struct oc_exec_calib_opts co = OC_EXEC_CALIB_OPTS_DEFAULT;
+    struct oc_cpu_calib_opts co = OC_CPU_CALIB_OPTS_DEFAULT;
     co.model = &j->o.model;
     co.base = &j->o.topo;
     co.seq = j->o.layout.seq_length;
@@ -507,7 +508,7 @@ static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st
     co.out_path = path;
     co.comm = oc_ctl_mpi_comm(c);
     co.log = c->rank == 0 ? stdout : NULL;
-    return oc_exec_calibrate(&co, st);
+    return oc_cpu_calibrate(&co, st);
 #else
     (void)c;
     return oc_fail(st, "--calibrate of the cpu backend needs MPI, which this build lacks");

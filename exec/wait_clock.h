@@ -1,5 +1,5 @@
 /* wait_clock.h: the monotonic clock of the executor and the pacing of
- * every wait loop (MPI requests in comm_mpi.c, CUDA events and NCCL
+ * every wait loop (MPI requests in mpi_wait.c, CUDA events and NCCL
  * communicators in cuda/comm_nccl.c); the cpu backend's op timing reads
  * the same clock. (Named so, not poll.h, so that it does not shadow POSIX
  * <poll.h> on the executor's include path.)

@@ -217,7 +217,7 @@ static int agree(struct oc_nccl *n, struct setup_msg *m, struct oc_status *st)
     return 0;
 }
 
-/* One ncclCommSplit of world for group g (comm_mpi.c's split: colour the
+/* One ncclCommSplit of world for group g (cpu/comm_mpi.c's split: colour the
  * smallest member's world rank, key the position in oc_schedule_group's
  * ring order, NCCL_SPLIT_NOCOLOR where not a member). */
 static int split(struct oc_nccl *n, const struct oc_layout *l, enum oc_group g,

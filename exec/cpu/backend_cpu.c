@@ -13,7 +13,7 @@
  * none).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "backend.h"
+#include "backend_cpu.h"
 #include "ops_cpu.h"
 #include "wait_clock.h"
 
