@@ -12,12 +12,12 @@
  *
  * The model is not the backend's: the runner calls model/gpt.h's parts
  * with the backend's kernel table (b.kernels), so one model runs on every
- * backend, and a backend is chosen by the table its init sets, never by
- * its name.
+ * backend, and a backend is chosen from the registry (backends.h), never
+ * by comparing its name.
  *
  *   struct oc_backend b;
- *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   (cpu/backend_cpu.h)   or
- *   oc_backend_cuda_init(&b, &ctl, &model, &layout, &cuda_opts, &st)
+ *   const struct oc_backend_entry *e = oc_backend_find(name); // backends.h
+ *   e->init(&b, &ctl, &job, &st);
  *   ... oc_runner_init(&r, &model, &sched, &b, &ro, &st) ...
  *   b.ops->free_backend(&b);
  *
@@ -89,9 +89,9 @@ enum oc_mark {
 
 struct oc_backend;
 
+/* A backend's table; which backend it is, is the registry's (backends.h),
+ * not the table's. */
 struct oc_backend_ops {
-    const char *name; /* "cpu" or "cuda" */
-
     /* -- memory ------------------------------------------------------ */
     void *(*alloc)(struct oc_backend *b, int64_t bytes); /* never NULL */
     void (*free)(struct oc_backend *b, void *p);         /* p may be NULL */

@@ -878,7 +878,6 @@ static void be_free_backend(struct oc_backend *b)
 }
 
 static const struct oc_backend_ops cuda_ops = {
-    .name = "cuda",
     .alloc = be_alloc,
     .free = be_free,
     .zero = be_zero,
