@@ -2,9 +2,9 @@
  * as one table of functions per backend, so that one walk over the
  * schedule's op lists drives both backends:
  *
- *   cpu   (backend_cpu.c) host memory, the cpu kernels (kernels/cpu/: fp32
- *         loops and OpenBLAS), MPI for pipeline messages and TP / DP /
- *         EMBED collectives (comm_mpi.h), a clock around every op.
+ *   cpu   (cpu/backend_cpu.c) host memory, the cpu kernels (kernels/cpu/:
+ *         fp32 loops and OpenBLAS), MPI for pipeline messages and TP / DP /
+ *         EMBED collectives (cpu/comm_mpi.h), a clock around every op.
  *   cuda  (cuda/backend_cuda.c) device memory (stream-ordered allocations),
  *         the cuda kernels (kernels/cuda/: CUDA kernels and cuBLAS), NCCL
  *         on four streams (compute + TP, pipeline up, pipeline down, DP),
@@ -12,12 +12,12 @@
  *
  * The model is not the backend's: the runner calls model/gpt.h's parts
  * with the backend's kernel table (b.kernels), so one model runs on every
- * backend, and a backend is chosen by the table its init sets, never by
- * its name.
+ * backend, and a backend is chosen from the registry (backends.h), never
+ * by comparing its name.
  *
  *   struct oc_backend b;
- *   oc_backend_cpu_init(&b, &ctl, &comm, &st)   or
- *   oc_backend_cuda_init(&b, &ctl, &model, &layout, &cuda_opts, &st)
+ *   const struct oc_backend_entry *e = oc_backend_find(name); // backends.h
+ *   e->init(&b, &ctl, &job, &st);
  *   ... oc_runner_init(&r, &model, &sched, &b, &ro, &st) ...
  *   b.ops->free_backend(&b);
  *
@@ -89,9 +89,9 @@ enum oc_mark {
 
 struct oc_backend;
 
+/* A backend's table; which backend it is, is the registry's (backends.h),
+ * not the table's. */
 struct oc_backend_ops {
-    const char *name; /* "cpu" or "cuda" */
-
     /* -- memory ------------------------------------------------------ */
     void *(*alloc)(struct oc_backend *b, int64_t bytes); /* never NULL */
     void (*free)(struct oc_backend *b, void *p);         /* p may be NULL */
@@ -169,17 +169,5 @@ struct oc_backend {
      * copy follows the arena of params_adopt. */
     struct oc_kernels kernels;
 };
-
-#ifdef OC_HAVE_MPI
-#include "comm_mpi.h"
-/* cpu: the cpu kernels and MPI (comm: the layout's communicators,
- * oc_comm_init).
- * ctl: the control plane (barriers of the runner). */
-int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl,
-                        struct oc_comm *comm, struct oc_status *st);
-#endif
-/* cpu without MPI: one rank only (TP = PP = DP = 1: no communication). */
-int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
-                             struct oc_status *st);
 
 #endif

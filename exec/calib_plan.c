@@ -1,4 +1,4 @@
-/* calib_plan.c: the plan of a calibration shared by exec/calibrate.c and
+/* calib_plan.c: the plan of a calibration shared by cpu/calibrate_cpu.c and
  * exec/cuda/calibrate_cuda.c (see calib_plan.h): shapes, the conversion
  * of times into rates, the shared option checks and tables.
  *

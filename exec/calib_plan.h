@@ -1,5 +1,5 @@
 /* calib_plan.h: the plan of a calibration, shared by both backends of
- * `ocsim-exec --calibrate` (exec/calibrate.c: OpenBLAS + MPI;
+ * `ocsim-exec --calibrate` (exec/cpu/calibrate_cpu.c: OpenBLAS + MPI;
  * exec/cuda/calibrate_cuda.c: cuBLAS + NCCL): what is measured at which
  * shapes (the GEMMs of one TP shard, the executor's parts in the runner's
  * order, the message sizes), how a measured time becomes a rate (the FLOPs

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends.h" /* the backends' names */
+
 int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_measured *m,
                       struct oc_topology *out, struct oc_status *st)
 {
@@ -103,93 +105,106 @@ static void set_fmt(json_t *o, const char *k, const char *fmt, ...)
     set_str(o, k, buf);
 }
 
-int oc_calib_write_topology(const char *path, const struct oc_topology *base,
-                            const struct oc_calib_measured *m, struct oc_status *st)
-{
-    struct oc_topology t;
-    if (oc_calib_topology(base, m, &t, st) != 0)
-        return -1;
-    const int gpu = m->backend == OC_CALIB_CUDA;
-    char who[256];
-    snprintf(who, sizeof who, "measured by ocsim-exec %s--calibrate on %s %s, %lld %s%s",
-             gpu ? "--backend cuda " : "", m->host[0] ? m->host : "this machine", m->date,
-             (long long)m->ranks, gpu ? "GPU" : "rank", m->ranks == 1 ? "" : "s");
+/* What measured the figures, in the words of "description" and "sources". */
+struct words {
+    int gpu;             /* the cuda calibration (else the cpu one) */
+    const char *backend; /* its name in the registry (backends.h) */
+    char who[256];       /* "measured by ocsim-exec ... on HOST DATE, N ranks" */
+    char gemm[512];      /* what the GEMM rate is */
+};
 
+static void words_init(struct words *w, const struct oc_calib_measured *m)
+{
+    w->gpu = m->backend == OC_CALIB_CUDA;
+    w->backend = w->gpu ? OC_BACKEND_CUDA_NAME : OC_BACKEND_CPU_NAME;
+    char flag[64] = "";
+    if (w->gpu) /* the cpu backend is the default: no flag */
+        snprintf(flag, sizeof flag, "--backend %s ", w->backend);
+    snprintf(w->who, sizeof w->who, "measured by ocsim-exec %s--calibrate on %s %s, %lld %s%s",
+             flag, m->host[0] ? m->host : "this machine", m->date, (long long)m->ranks,
+             w->gpu ? "GPU" : "rank", m->ranks == 1 ? "" : "s");
+    snprintf(w->gemm, sizeof w->gemm, "%s rate per %s, all %ss running at once (%s)",
+             w->gpu ? "cuBLAS GEMM" : "fp32 cblas_sgemm", w->gpu ? "GPU" : "rank",
+             w->gpu ? "GPU" : "rank",
+             m->gemm_what[0] ? m->gemm_what : "the model's GEMM shapes");
+}
+
+/* The topology's own fields: every field of t, in core/topology.h's layout. */
+static json_t *topology_json(const struct oc_topology *t, const struct oc_topology *base,
+                             const struct oc_calib_measured *m, const struct words *w)
+{
     json_t *root = json_object();
-    set_str(root, "name", t.name);
-    if (gpu)
-        set_fmt(root, "description",
-                "%s, calibrated: %lld GPU%s on %s (one rank per GPU, NCCL, all on one "
-                "node). Fields not measured are those of topology %s.",
-                base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
-                m->host[0] ? m->host : "this machine", base->name);
-    else
-        set_fmt(root, "description",
-                "%s, calibrated: %lld MPI rank%s on %s (one 'GPU' per rank, all on one "
-                "node). Fields not measured are those of topology %s.",
-                base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
-                m->host[0] ? m->host : "this machine", base->name);
-    set_int(root, "gpus_per_node", t.gpus_per_node);
+    set_str(root, "name", t->name);
+    set_fmt(root, "description",
+            w->gpu ? "%s, calibrated: %lld GPU%s on %s (one rank per GPU, NCCL, all on one "
+                     "node). Fields not measured are those of topology %s."
+                   : "%s, calibrated: %lld MPI rank%s on %s (one 'GPU' per rank, all on one "
+                     "node). Fields not measured are those of topology %s.",
+            base->name, (long long)m->ranks, m->ranks == 1 ? "" : "s",
+            m->host[0] ? m->host : "this machine", base->name);
+    set_int(root, "gpus_per_node", t->gpus_per_node);
 
     json_t *dev = json_object();
-    set_str(dev, "name", t.device.name);
-    set_num(dev, "peak_flops_16bit", t.device.peak_flops_16bit);
-    set_num(dev, "memory_bytes", t.device.memory_bytes);
-    set_num(dev, "hbm_bandwidth_Bps", t.device.hbm_bandwidth_Bps);
-    set_int(dev, "sm_count", t.device.sm_count);
-    set_num(dev, "gemm_efficiency", t.device.gemm_efficiency);
+    set_str(dev, "name", t->device.name);
+    set_num(dev, "peak_flops_16bit", t->device.peak_flops_16bit);
+    set_num(dev, "memory_bytes", t->device.memory_bytes);
+    set_num(dev, "hbm_bandwidth_Bps", t->device.hbm_bandwidth_Bps);
+    set_int(dev, "sm_count", t->device.sm_count);
+    set_num(dev, "gemm_efficiency", t->device.gemm_efficiency);
     json_object_set_new(root, "device", dev);
 
     json_t *intra = json_object();
-    set_str(intra, "name", t.intra_name);
-    set_num(intra, "bandwidth_Bps", t.intra_bandwidth_Bps);
-    set_num(intra, "latency_s", t.intra_latency_s);
+    set_str(intra, "name", t->intra_name);
+    set_num(intra, "bandwidth_Bps", t->intra_bandwidth_Bps);
+    set_num(intra, "latency_s", t->intra_latency_s);
     json_object_set_new(root, "intra_node", intra);
 
     json_t *nic = json_object();
-    set_str(nic, "name", t.nic_name);
-    set_int(nic, "count_per_node", t.nics_per_node);
-    set_num(nic, "bandwidth_Bps", t.nic_bandwidth_Bps);
-    set_num(nic, "latency_s", t.nic_latency_s);
+    set_str(nic, "name", t->nic_name);
+    set_int(nic, "count_per_node", t->nics_per_node);
+    set_num(nic, "bandwidth_Bps", t->nic_bandwidth_Bps);
+    set_num(nic, "latency_s", t->nic_latency_s);
     json_object_set_new(root, "nic", nic);
 
     json_t *inter = json_object();
-    set_str(inter, "name", t.inter_name);
-    set_num(inter, "latency_s", t.inter_latency_s);
-    set_int(inter, "switch_levels", t.switch_levels);
-    set_num(inter, "oversubscription", t.oversubscription);
+    set_str(inter, "name", t->inter_name);
+    set_num(inter, "latency_s", t->inter_latency_s);
+    set_int(inter, "switch_levels", t->switch_levels);
+    set_num(inter, "oversubscription", t->oversubscription);
     json_object_set_new(root, "inter_node", inter);
 
     json_t *cal = json_object();
-    set_num(cal, "gemm_flops", t.calib_gemm_flops);
-    set_num(cal, "mem_Bps", t.calib_mem_Bps);
-    set_num(cal, "activation_bytes", t.calib_act_bytes);
+    set_num(cal, "gemm_flops", t->calib_gemm_flops);
+    set_num(cal, "mem_Bps", t->calib_mem_Bps);
+    set_num(cal, "activation_bytes", t->calib_act_bytes);
     if (m->parts_measured) {
-        set_num(cal, "optimizer_s_per_param", t.calib_optimizer_s_per_param);
+        set_num(cal, "optimizer_s_per_param", t->calib_optimizer_s_per_param);
         json_t *rates = json_object();
         for (int k = 0; k < OC_CALIB_PARTS; k++)
-            set_num(rates, oc_calib_part_key((enum oc_calib_part)k), t.calib_part_flops[k]);
+            set_num(rates, oc_calib_part_key((enum oc_calib_part)k), t->calib_part_flops[k]);
         json_object_set_new(cal, "part_flops_per_s", rates);
         json_t *tok = json_object();
-        set_num(tok, "embed_fwd", t.calib_embed_fwd_s_per_token);
-        set_num(tok, "embed_bwd", t.calib_embed_bwd_s_per_token);
+        set_num(tok, "embed_fwd", t->calib_embed_fwd_s_per_token);
+        set_num(tok, "embed_bwd", t->calib_embed_bwd_s_per_token);
         json_object_set_new(cal, "part_s_per_token", tok);
     }
     json_object_set_new(root, "calibration", cal);
+    return root;
+}
 
-    json_t *src = json_object();
-    set_fmt(src, "gpus_per_node", "%s: %s", who,
+/* "sources" of the device's fields. */
+static void sources_device(json_t *src, const struct oc_topology *t,
+                           const struct oc_topology *base, const struct oc_calib_measured *m,
+                           const struct words *w)
+{
+    const int gpu = w->gpu;
+    set_fmt(src, "gpus_per_node", "%s: %s", w->who,
             gpu ? "one rank per GPU of this one machine"
                 : "every rank is one 'GPU' of this one machine");
     if (m->cpu_name[0])
-        set_fmt(src, "device.name", "%s: %s", who,
+        set_fmt(src, "device.name", "%s: %s", w->who,
                 gpu ? "the GPU's name (cudaGetDeviceProperties)"
                     : "the CPU model (/proc/cpuinfo)");
-    /* What the GEMM rate is: the words of the peak's or gemm_flops' source. */
-    char gemm[512];
-    snprintf(gemm, sizeof gemm, "%s rate per %s, all %ss running at once (%s)",
-             gpu ? "cuBLAS GEMM" : "fp32 cblas_sgemm", gpu ? "GPU" : "rank",
-             gpu ? "GPU" : "rank", m->gemm_what[0] ? m->gemm_what : "the model's GEMM shapes");
     if (m->keep_peak) {
         set_fmt(src, "device.peak_flops_16bit",
                 "topology %s's, kept (the datasheet's dense 16-bit rate), so MFU stays "
@@ -197,25 +212,25 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
                 base->name);
         set_fmt(src, "device.gemm_efficiency",
                 "%s: calibration.gemm_flops / device.peak_flops_16bit = %.4g / %.4g",
-                who, m->gemm_flops, t.device.peak_flops_16bit);
+                w->who, m->gemm_flops, t->device.peak_flops_16bit);
     } else {
         set_fmt(src, "device.peak_flops_16bit",
                 "%s: %s. On the %s backend 'peak' is this measured rate, so MFU is "
                 "relative to it.",
-                who, gemm, gpu ? "cuda" : "cpu");
+                w->who, w->gemm, w->backend);
         set_str(src, "device.gemm_efficiency",
                 "1: the peak above is already a measured, sustained rate");
     }
     if (m->cores_per_rank > 0)
-        set_fmt(src, "device.sm_count", "%s: %s", who,
+        set_fmt(src, "device.sm_count", "%s: %s", w->who,
                 gpu ? "the GPU's streaming multiprocessors (cudaGetDeviceProperties)"
                     : "online cores / ranks (not used by the cost model once "
                       "calibration.gemm_flops is set)");
     if (m->memory_bytes > 0)
-        set_fmt(src, "device.memory_bytes", "%s: %s", who,
+        set_fmt(src, "device.memory_bytes", "%s: %s", w->who,
                 gpu ? "the GPU's global memory (cudaGetDeviceProperties)"
                     : "physical RAM (sysconf) / ranks");
-    set_fmt(src, "device.hbm_bandwidth_Bps", "%s: %s", who,
+    set_fmt(src, "device.hbm_bandwidth_Bps", "%s: %s", w->who,
             gpu ? "device-to-device cudaMemcpyAsync of a buffer of at least 4x the L2 "
                   "cache and 256 MiB, counted as 2x its bytes (read + write, as "
                   "nvbandwidth and STREAM's copy count), per GPU with all GPUs running, "
@@ -224,6 +239,14 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
                   "than the caches, 24 bytes per element (2 reads, 1 write; McCalpin's "
                   "STREAM counting), per rank with all ranks running, best of several "
                   "runs");
+}
+
+/* "sources" of the network's and the calibration's fields. */
+static void sources_rest(json_t *src, const struct oc_topology *t,
+                         const struct oc_topology *base, const struct oc_calib_measured *m,
+                         const struct words *w)
+{
+    const int gpu = w->gpu;
     if (m->p2p_Bps > 0) {
         const char *pp = gpu ? "NCCL ping-pong (ncclSend / ncclRecv) between GPUs 0 and 1"
                              : "MPI ping-pong between ranks 0 and 1";
@@ -233,16 +256,16 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
                 "latency) = %.4g B/s, written as %.4g: the schedule counts 2 bytes per "
                 "element, the %s executor sends %.0f, so a simulated message takes the "
                 "measured time (%.4g B/s at the largest message)",
-                who, pp, m->p2p_msg_bytes, m->p2p_msg_s, m->p2p_Bps, t.intra_bandwidth_Bps,
-                gpu ? "cuda" : "cpu", t.calib_act_bytes, m->p2p_large_Bps);
+                w->who, pp, m->p2p_msg_bytes, m->p2p_msg_s, m->p2p_Bps,
+                t->intra_bandwidth_Bps, w->backend, t->calib_act_bytes, m->p2p_large_Bps);
         set_fmt(src, "intra_node.latency_s",
-                "%s: %s, half the round trip of an 8-byte message", who, pp);
+                "%s: %s, half the round trip of an 8-byte message", w->who, pp);
     }
     if (m->keep_peak)
-        set_fmt(src, "calibration.gemm_flops", "%s: %s", who, gemm);
+        set_fmt(src, "calibration.gemm_flops", "%s: %s", w->who, w->gemm);
     else
-        set_fmt(src, "calibration.gemm_flops", "%s: as device.peak_flops_16bit", who);
-    set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", who);
+        set_fmt(src, "calibration.gemm_flops", "%s: as device.peak_flops_16bit", w->who);
+    set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", w->who);
     set_str(src, "calibration.activation_bytes",
             gpu ? "4: the cuda executor keeps and sends activations in fp32, bf16 only "
                   "for GEMM operands (kernels/cuda/ops_cuda.h); the cost model counts an "
@@ -250,30 +273,43 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
                 : "4: the cpu executor computes and sends fp32 (exec/model/gpt.h); the cost "
                   "model counts an activation element as this many bytes instead of 2");
     if (m->parts_measured) {
-        const char *pre = "oc_gpt", *on = gpu ? "cuda" : "cpu";
+        const char *pre = "oc_gpt";
         set_fmt(src, "calibration.part_flops_per_s",
                 "%s: %s. Rate = the FLOPs the schedule gives the op "
                 "(oc_cost_sched_flops) / its measured time; attn_recompute is the "
                 "selective recompute of the scores (%s_attn_scores on the %s kernels)",
-                who, m->parts_what, pre, on);
+                w->who, m->parts_what, pre, w->backend);
         set_fmt(src, "calibration.part_s_per_token",
                 "%s: %s_embed_fwd and _bwd as in calibration.part_flops_per_s, "
                 "seconds / (micro-batch * seq) tokens",
-                who, pre);
+                w->who, pre);
         set_fmt(src, "calibration.optimizer_s_per_param",
                 "%s: %s over the shard's whole arena as in "
                 "calibration.part_flops_per_s, seconds / parameters",
-                who, "oc_params_adamw");
+                w->who, "oc_params_adamw");
     }
     if (m->allreduce_bytes > 0)
         set_fmt(src, "_allreduce",
                 "%s: %s (float sum) of %.0f bytes: busbw %.4g B/s "
                 "(nccl-tests: algbw * 2(n-1)/n); smallest all-reduce %.3g s",
-                who, gpu ? "ncclAllReduce" : "MPI_Allreduce", m->allreduce_bytes,
+                w->who, gpu ? "ncclAllReduce" : "MPI_Allreduce", m->allreduce_bytes,
                 m->allreduce_busbw_Bps, m->allreduce_latency_s);
     set_fmt(src, "_base", "fields not listed here are those of topology %s", base->name);
-    json_object_set_new(root, "sources", src);
+}
 
+int oc_calib_write_topology(const char *path, const struct oc_topology *base,
+                            const struct oc_calib_measured *m, struct oc_status *st)
+{
+    struct oc_topology t;
+    if (oc_calib_topology(base, m, &t, st) != 0)
+        return -1;
+    struct words w;
+    words_init(&w, m);
+    json_t *root = topology_json(&t, base, m, &w);
+    json_t *src = json_object();
+    sources_device(src, &t, base, m, &w);
+    sources_rest(src, &t, base, m, &w);
+    json_object_set_new(root, "sources", src);
     int rc = 0;
     if (json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0)
         rc = oc_fail(st, "%s: cannot write: %s", path, strerror(errno));

@@ -1,6 +1,6 @@
 /* calib_topology.h: the topology file `ocsim-exec --calibrate` writes, built
  * from a base topology and what was measured on this machine. No MPI here
- * (the measuring is exec/calibrate.c), so a test can write and reload one.
+ * (the measuring is exec/cpu/calibrate_cpu.c), so a test can write and reload one.
  *
  *   struct oc_calib_measured m = {.ranks = 4, .gemm_flops = 2.1e10, ...};
  *   if (oc_calib_write_topology("cpu-calibrated.json", &base, &m, &st) != 0) ...
@@ -74,7 +74,7 @@
 
 /* What measured the figures (the words of "sources" and "description"). */
 enum oc_calib_backend {
-    OC_CALIB_CPU = 0, /* exec/calibrate.c: OpenBLAS, MPI, the CPU's RAM */
+    OC_CALIB_CPU = 0, /* exec/cpu/calibrate_cpu.c: OpenBLAS, MPI, the CPU's RAM */
     OC_CALIB_CUDA,    /* exec/cuda/calibrate_cuda.c: cuBLAS, NCCL, the GPU's HBM */
 };
 

@@ -26,6 +26,12 @@ static void check_ready(const struct oc_ctl *c)
     OC_ASSERT(c != NULL && c->ops != NULL);
 }
 
+int oc_ctl_is_mpi(const struct oc_ctl *c)
+{
+    check_ready(c);
+    return strcmp(c->ops->name, "mpi") == 0;
+}
+
 int oc_ctl_barrier(struct oc_ctl *c, struct oc_status *st)
 {
     check_ready(c);

@@ -3,7 +3,7 @@
  * each step, gathering op times, losses and memory peaks to rank 0, sending
  * the weights to rank 0, broadcasting the NCCL unique id). The data plane
  * (pipeline messages, TP / DP collectives) is the backend's: MPI for the cpu
- * backend (comm_mpi.h), NCCL for the cuda backend (cuda/comm_nccl.h).
+ * backend (cpu/comm_mpi.h), NCCL for the cuda backend (cuda/comm_nccl.h).
  *
  * Two implementations behind one struct:
  *
@@ -84,6 +84,9 @@ int oc_ctl_send(struct oc_ctl *c, const void *buf, int64_t bytes, int dest,
                 int tag, struct oc_status *st);
 int oc_ctl_recv(struct oc_ctl *c, void *buf, int64_t bytes, int src, int tag,
                 struct oc_status *st);
+/* 1 when c is the control plane over MPI (ctl_mpi.c: one process per
+ * rank), 0 for the local one (threads of one process). */
+int oc_ctl_is_mpi(const struct oc_ctl *c);
 /* Ends the whole job with exit status code (never returns). */
 void oc_ctl_abort(struct oc_ctl *c, int code) __attribute__((noreturn));
 void oc_ctl_free(struct oc_ctl *c);

@@ -26,7 +26,7 @@
  *
  * Deadlines: each waiting call computes one deadline (now + timeout_s,
  * CLOCK_MONOTONIC) and waits with pthread_cond_timedwait; past it the call
- * returns -1 with "timed out after S s in <what>" (exec/comm_mpi.c's words)
+ * returns -1 with "timed out after S s in <what>" (exec/mpi_wait.c's words)
  * and c->timed_out set. State left by a timed-out call (a record its peers
  * never finish, an eager message never received) is freed when
  * oc_ctl_local_run returns.

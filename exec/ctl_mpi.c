@@ -1,14 +1,13 @@
 /* ctl_mpi.c: the control plane over MPI, one process per rank (see ctl.h).
  * Compiled only where MPI exists (OC_HAVE_MPI). What this file is: each
  * call as a non-blocking MPI call on a duplicate of the given communicator
- * (its own tag space) followed by comm_mpi.h's deadline wait. What it is
- * not: the cpu backend's data plane (comm_mpi.c's communicators).
+ * (its own tag space) followed by mpi_wait.h's deadline wait. What it is
+ * not: the cpu backend's data plane (cpu/comm_mpi.c's communicators).
  *
- * The wait is oc_comm_wait itself (MPI_Test polling, sched_yield then
- * doubling sleeps), handed a struct oc_comm that carries only the ctl's
- * timeout and what; so both say "timed out after S s in <what>" alike.
- * After a timeout the request is left pending, as in comm_mpi.c: the job
- * is expected to end (oc_ctl_abort).
+ * The wait is oc_mpi_wait (MPI_Test polling, sched_yield then doubling
+ * sleeps) with the ctl's timeout and what, the wait of cpu/comm_mpi.c
+ * too; so both say "timed out after S s in <what>" alike. After a timeout
+ * the request is left pending: the job is expected to end (oc_ctl_abort).
  *
  * Sizes are bytes (MPI_BYTE), and MPI counts are ints: bcast, send and recv
  * go in pieces of at most OC_CTL_MPI_CHUNK_BYTES (both sides cut the same
@@ -25,7 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "comm_mpi.h"
+#include "mpi_wait.h"
 
 #ifndef OC_CTL_MPI_CHUNK_BYTES
 #define OC_CTL_MPI_CHUNK_BYTES ((int64_t)1 << 30)
@@ -40,20 +39,10 @@ static MPI_Comm comm_of(const struct oc_ctl *c)
     return ((const struct mpi_state *)c->impl)->comm;
 }
 
-/* oc_comm_wait with the ctl's deadline and what. */
+/* oc_mpi_wait with the ctl's deadline and what. */
 static int wait_req(struct oc_ctl *c, MPI_Request *rq, struct oc_status *st)
 {
-    struct oc_comm w;
-    memset(&w, 0, sizeof w);
-    w.world = w.ctl = w.tp = w.dp = w.embed = MPI_COMM_NULL;
-    w.rank = c->rank;
-    w.size = c->size;
-    w.timeout_s = c->timeout_s;
-    snprintf(w.what, sizeof w.what, "%s", c->what);
-    int rc = oc_comm_wait(&w, rq, st);
-    if (w.timed_out)
-        c->timed_out = 1;
-    return rc;
+    return oc_mpi_wait(rq, c->timeout_s, c->what, &c->timed_out, st);
 }
 
 /* The count of the piece of a buffer of `bytes` that starts at `off`. */

@@ -1,6 +1,7 @@
 /* main.c: `ocsim-exec`, the executor program: every rank of a layout runs
- * its op list of the schedule for real (runner.h) on a backend (backend.h),
- * and rank 0 writes what was measured in the simulator's schemas.
+ * its op list of the schedule for real (runner.h) on a backend (backend.h,
+ * chosen from the registry: backends.h), and rank 0 writes what was
+ * measured in the simulator's schemas.
  *
  *   mpirun -np 8 ocsim-exec --backend cpu --model tiny --layout tp2-pp2-dp2 \
  *          --global-batch 8 --seq 32 --steps 5 --out DIR
@@ -8,28 +9,26 @@
  *   ocsim-exec --backend cuda --layout tp4-pp2-dp1 ...  # one node, no MPI:
  *                                                       # one thread per GPU
  *
- * Launch (ctl.h): under mpirun or srun (Open MPI's, PMI's or Slurm's
- * environment), and always for the cpu backend of an MPI build, one MPI
- * process per rank; otherwise one process whose threads are the ranks of
- * one node (the cuda backend; the cpu backend of a build without MPI runs
- * one rank).
+ * Launch (launch.h, ctl.h): under mpirun or srun (Open MPI's, PMI's or
+ * Slurm's environment), and always for a backend whose registry entry says
+ * mpi_always (cpu) in an MPI build, one MPI process per rank; otherwise one
+ * process whose threads are the ranks of one node (threads_are_ranks:
+ * cuda; else one rank).
  *
- * Takes the model, topology and layout options of `ocsim simulate`
- * (tools/options.c) plus its own: --backend, --precision, --steps, --lr,
- * --seed, --timeout, --calibrate, --no-weights. Writes into DIR, each file as soon
- * as it is complete (so a run that fails later keeps them):
+ * Takes the model, topology and layout options of `ocsim simulate` plus
+ * its own (cli/options.h, OC_OPT_EXEC): --backend, --precision, --steps,
+ * --lr, --seed, --timeout, --calibrate, --no-weights, --no-mpi. Writes into
+ * DIR, each file as soon as it is complete (so a run that fails later keeps
+ * them):
  *   loss.csv      step,loss: the global batch's mean token loss, per step
- *   measured.csv  the columns of simulate.csv (reports/metrics_csv.h), from
- *                 the mean of the steps after the first
- *   ops.csv       every op of every rank in the last step (reports/ops_csv.h)
- *   memory.csv    rank,buf,high_water_bytes: the bytes each rank allocated,
- *                 by buffer kind, at their peak (and the total)
- *   timeline.json the last step as a Chrome trace (reports/timeline_json.h)
+ *   measured.csv, ops.csv, memory.csv, timeline.json   (out_measured.h)
  *   weights.bin   the whole model's fp32 weights after the last step, in the
- *                 arena order of a one-rank run (see weights.txt)
+ *                 arena order of a one-rank run (see weights.txt;
+ *                 out_weights.h)
  *
- * With --calibrate it only measures the machine (exec/calibrate.h, or
- * cuda/calibrate_cuda.h) and writes DIR/topology-calibrated.json.
+ * With --calibrate it only measures the machine (the backend's calibration:
+ * cpu/calibrate_cpu.h, cuda/calibrate_cuda.h) and writes
+ * DIR/topology-calibrated.json.
  *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
  * any work); 1 a failure during the run; 3 a rank timed out (its message
@@ -42,51 +41,24 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
-#include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backends.h"
+#include "csv_table.h"
 #include "ctl.h"
 #include "format.h"
 #include "gpt.h"
-#include "metrics_csv.h"
-#include "metrics_print.h"
-#include "ops_csv.h"
+#include "job.h"
+#include "launch.h"
 #include "options.h"
-#include "params.h"
+#include "out_measured.h"
+#include "out_weights.h"
 #include "paths.h"
 #include "runner.h"
-#include "timeline_json.h"
-#ifdef OC_HAVE_MPI
-#include <mpi.h>
 
-#include "calibrate.h"
-#include "comm_mpi.h"
-#endif
-#ifdef OC_HAVE_CUDA
-#include "backend_cuda.h"
-#include "calibrate_cuda.h"
-#include "comm_nccl.h"
-#endif
-
-#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT)
-#define MAX_ARGS 256
-
-/* The flags only ocsim-exec takes; the rest go to oc_opts_parse. */
-struct exec_opts {
-    const char *backend;
-    const char *precision;
-    int64_t steps;
-    double lr;
-    uint64_t seed;
-    double timeout_s;
-    int calibrate;
-    int weights;
-    int cards_given;
-};
+#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_EXEC)
 
 static void help(void)
 {
@@ -102,128 +74,12 @@ static void help(void)
          "the cuda backend without mpirun, one thread per GPU of this node.\n"
          "Writes DIR/loss.csv, DIR/measured.csv (the columns of simulate.csv),\n"
          "DIR/ops.csv, DIR/memory.csv, DIR/timeline.json and DIR/weights.bin\n"
-         "(default DIR: out/exec).\n\n"
-         "Executor options:\n"
-         "  --backend cpu|cuda      cpu: fp32 on OpenBLAS + MPI (default); cuda: cuBLAS,\n"
-         "                          own kernels and NCCL, one GPU per rank\n"
-         "  --precision bf16|fp32   cuda GEMM operands (default bf16: bf16 operands,\n"
-         "                          fp32 accumulation, fp32 master weights)\n"
-         "  --steps K               training steps (default 5)\n"
-         "  --lr X                  AdamW learning rate (default 1e-3; beta2 0.95,\n"
-         "                          weight decay 0.1)\n"
-         "  --seed S                weights and data (default 1234)\n"
-         "  --timeout SECONDS       a rank that waits longer for one message or\n"
-         "                          collective ends the job (default 60)\n"
-         "  --no-weights            do not gather and write weights.bin\n"
-         "  --no-mpi                one process without MPI even in an MPI build: the\n"
-         "                          ranks are its threads (cuda; cpu: one rank only)\n"
-         "  --calibrate             measure this machine (GEMM rate and the rate of\n"
-         "                          each model part, forward and backward, at the\n"
-         "                          layout's shapes; memory bandwidth; MPI or NCCL\n"
-         "                          point-to-point and all-reduce as nccl-tests' busbw)\n"
-         "                          and write DIR/topology-calibrated.json\n"
-         "                          (--topology with the measured fields); no training\n"
-         "Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
+         "(default DIR: out/exec).\n");
+    oc_opts_print_exec_help(stdout);
+    puts("Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
          "--model tiny, --global-batch 8, no sequence parallelism (the executor\n"
          "does not run it). The executor runs GPT-style models only.");
     oc_opts_print_help(stdout, GROUPS);
-}
-
-static int parse_i64(const char *flag, const char *s, int64_t lo, int64_t *out,
-                     struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno)
-        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
-    if (v < lo)
-        return oc_fail(st, "--%s must be at least %lld (got %lld)", flag, (long long)lo, v);
-    *out = v;
-    return 0;
-}
-
-static int parse_pos(const char *flag, const char *s, double *out, struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v > 0) || v > 1e9)
-        return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
-    *out = v;
-    return 0;
-}
-
-/* Takes the executor's own flags out of argv into eo; the others (with
- * --cards WORLD added when absent) into rest. */
-static int parse_exec(int argc, char **argv, int world, struct exec_opts *eo,
-                      char **rest, int *nrest, char *cards_buf, size_t cards_n,
-                      struct oc_status *st)
-{
-    static const char *const valued[] = {"backend", "steps", "lr",
-                                         "seed",    "timeout", "precision"};
-    int n = 0;
-    rest[n++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0) {
-            if (n >= MAX_ARGS - 3)
-                return oc_fail(st, "too many arguments");
-            rest[n++] = argv[i];
-            continue;
-        }
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        if (len == 5 && strncmp(name, "cards", 5) == 0)
-            eo->cards_given = 1;
-        if (len == 9 && strncmp(name, "calibrate", 9) == 0 && !eq) {
-            eo->calibrate = 1;
-            continue;
-        }
-        if (len == 10 && strncmp(name, "no-weights", 10) == 0 && !eq) {
-            eo->weights = 0;
-            continue;
-        }
-        if (len == 6 && strncmp(name, "no-mpi", 6) == 0 && !eq)
-            continue; /* main's prescan_backend took it */
-        int k = -1;
-        for (int j = 0; j < (int)(sizeof valued / sizeof valued[0]); j++)
-            if (strlen(valued[j]) == len && strncmp(name, valued[j], len) == 0)
-                k = j;
-        if (k < 0) {
-            if (n >= MAX_ARGS - 3)
-                return oc_fail(st, "too many arguments");
-            rest[n++] = argv[i];
-            continue;
-        }
-        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!val)
-            return oc_fail(st, "--%s needs a value", valued[k]);
-        int64_t iv = 0;
-        int rc = 0;
-        switch (k) {
-        case 0: eo->backend = val; break;
-        case 1: rc = parse_i64("steps", val, 1, &eo->steps, st); break;
-        case 2: rc = parse_pos("lr", val, &eo->lr, st); break;
-        case 3:
-            rc = parse_i64("seed", val, 0, &iv, st);
-            eo->seed = (uint64_t)iv;
-            break;
-        case 4: rc = parse_pos("timeout", val, &eo->timeout_s, st); break;
-        case 5: eo->precision = val; break;
-        }
-        if (rc != 0)
-            return -1;
-    }
-    if (!eo->cards_given) {
-        /* world < 0 (no MPI): a placeholder, the layout's size later */
-        snprintf(cards_buf, cards_n, "%d", world > 0 ? world : 1);
-        rest[n++] = "--cards";
-        rest[n++] = cards_buf;
-    }
-    rest[n] = NULL;
-    *nrest = n;
-    return 0;
 }
 
 /* A library message without its "exec: " module prefix. */
@@ -238,413 +94,6 @@ static int env_rank(const char *name)
     return s && *s ? atoi(s) : -1;
 }
 
-/* ------------------------------------------------------------------ */
-/* Outputs (rank 0)                                                     */
-
-static int write_memory(const char *path, const struct oc_schedule *s,
-                        const double *hw, struct oc_status *st)
-{
-    static const char *const cols[] = {"rank", "buf", "high_water_bytes"};
-    struct oc_csv c;
-    if (oc_csv_open(&c, path, cols, 3, st) != 0)
-        return -1;
-    for (int64_t r = 0; r < s->nranks; r++)
-        for (int k = 0; k <= OC_BUF_COUNT; k++) {
-            oc_csv_field_i64(&c, r);
-            oc_csv_field_str(&c, k < OC_BUF_COUNT ? oc_buf_name((enum oc_buf)k) : "total");
-            oc_csv_field_f64(&c, hw[r * (OC_BUF_COUNT + 1) + k]);
-            oc_csv_end_row(&c);
-        }
-    return oc_csv_close(&c, st);
-}
-
-/* Everything one rank needs, shared read-only by the ranks of one process
- * (the threads of a local run). */
-struct job {
-    struct oc_opts o;
-    struct exec_opts eo;
-    struct oc_schedule sched;
-    const char *out;
-    char lname[128];
-    const char *device;   /* "CPU processes", "GPUs" (output wording) */
-};
-
-static void print_metrics(const struct job *j, const struct oc_metrics *mt,
-                          int64_t steps_used, int device_peak)
-{
-    char b[8][32], name[128];
-    oc_layout_format(&mt->layout, name, sizeof name);
-    printf("%s, %s on %lld %s (measured), global batch %lld, seq %lld, "
-           "%lld micro-batches\n",
-           j->o.model.name, name, (long long)j->o.cards, j->device,
-           (long long)mt->layout.global_batch, (long long)mt->layout.seq_length,
-           (long long)mt->num_micro_batches);
-    printf("  step time        %s (mean of %lld step%s)\n",
-           oc_fmt_si(b[0], 32, mt->step_time_s, "s"), (long long)steps_used,
-           steps_used == 1 ? "" : "s");
-    printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
-    if (strcmp(j->eo.backend, "cuda") == 0) /* a CPU's MFU against a GPU's peak: no */
-        printf("  model TFLOP/s    %.4g per GPU, MFU %.2f%% of the %s's dense bf16 %s "
-               "(--topology)\n",
-               mt->tflops_per_gpu, 100.0 * mt->mfu, j->o.topo.device.name,
-               oc_fmt_si(b[2], 32, j->o.topo.device.peak_flops_16bit, "FLOP/s"));
-    oc_metrics_print_time_split(stdout, mt);
-    printf("  peak memory      %s on stage %lld (%s)\n",
-           oc_fmt_si(b[7], 32, mt->peak_mem_bytes, "B"), (long long)mt->peak_mem_stage,
-           device_peak ? "device high-water mark: the stream-ordered pool's used "
-                         "memory and every cudaMalloc"
-                       : "allocated by the executor, fp32");
-    oc_metrics_print_stages(stdout, mt);
-}
-
-/* Gathers every rank's op times of every step to rank 0 and writes
- * measured.csv, ops.csv, memory.csv and timeline.json there. */
-static int report(struct oc_ctl *c, const struct job *j, struct oc_runner *r,
-                  double device_peak, struct oc_status *st)
-{
-    const struct oc_schedule *s = &j->sched;
-    const int64_t steps = j->eo.steps;
-    const int64_t R = s->nranks, n = r->nops;
-    const int64_t per = 3 * steps; /* start, end, inner per op and step */
-    const int tag = 11;
-    double *mine = oc_xmalloc((size_t)(per * n) * sizeof *mine);
-    memcpy(mine, r->start_s, (size_t)(steps * n) * sizeof *mine);
-    memcpy(mine + steps * n, r->end_s, (size_t)(steps * n) * sizeof *mine);
-    memcpy(mine + 2 * steps * n, r->inner_s, (size_t)(steps * n) * sizeof *mine);
-    double *all = NULL;
-    int64_t *displs = NULL;
-    int rc = 0;
-    oc_ctl_set_what(c, "gathering the op times");
-    if (c->rank == 0) {
-        displs = oc_xmalloc((size_t)R * sizeof *displs);
-        int64_t pos = 0;
-        for (int64_t q = 0; q < R; q++) {
-            displs[q] = pos;
-            pos += per * s->ranks[q].n;
-        }
-        all = oc_xmalloc((size_t)pos * sizeof *all);
-        memcpy(all, mine, (size_t)(per * n) * sizeof *all);
-        for (int64_t q = 1; q < R && rc == 0; q++)
-            rc = oc_ctl_recv(c, all + displs[q], per * s->ranks[q].n * (int64_t)sizeof *all,
-                             (int)q, tag, st);
-    } else {
-        rc = oc_ctl_send(c, mine, per * n * (int64_t)sizeof *mine, 0, tag, st);
-    }
-    double hw_mine[OC_BUF_COUNT + 1];
-    memcpy(hw_mine, r->mem_hw_bytes, sizeof r->mem_hw_bytes);
-    hw_mine[OC_BUF_COUNT] = device_peak > 0 ? device_peak : r->mem_hw_total_bytes;
-    double *hw = c->rank == 0 ? oc_xmalloc((size_t)R * sizeof hw_mine) : NULL;
-    oc_ctl_set_what(c, "gathering the memory peaks");
-    if (rc == 0)
-        rc = oc_ctl_gather(c, hw_mine, hw, (int64_t)sizeof hw_mine, 0, st);
-    free(mine);
-    if (rc != 0 || c->rank != 0) {
-        free(hw);
-        free(all);
-        free(displs);
-        return rc;
-    }
-
-    /* rank 0: per step metrics, averaged over the steps after the first */
-    double **S = oc_xmalloc((size_t)R * sizeof *S), **E = oc_xmalloc((size_t)R * sizeof *E);
-    double **In = oc_xmalloc((size_t)R * sizeof *In);
-    double *peak = oc_xmalloc((size_t)R * sizeof *peak);
-    for (int64_t q = 0; q < R; q++)
-        peak[q] = hw[q * (OC_BUF_COUNT + 1) + OC_BUF_COUNT];
-    struct oc_metrics *mt = oc_xmalloc(sizeof *mt), *one = oc_xmalloc(sizeof *one);
-    oc_metrics_init(mt, &s->layout);
-    const int64_t first = steps > 1 ? 1 : 0, used = steps - first;
-    for (int64_t k = first; k < steps; k++) {
-        for (int64_t q = 0; q < R; q++) {
-            const int64_t nq = s->ranks[q].n;
-            double *base = all + displs[q];
-            S[q] = base + k * nq;
-            E[q] = base + steps * nq + k * nq;
-            In[q] = base + 2 * steps * nq + k * nq;
-        }
-        oc_metrics_init(one, &s->layout);
-        oc_runner_step_metrics(s, S, E, In, peak, one);
-        mt->step_time_s += one->step_time_s / (double)used;
-        for (int64_t g = 0; g < mt->nstages; g++) {
-            struct oc_stage_metrics *a = &mt->stage[g];
-            const struct oc_stage_metrics *b = &one->stage[g];
-            a->compute_s += b->compute_s / (double)used;
-            a->bubble_s += b->bubble_s / (double)used;
-            a->tp_comm_s += b->tp_comm_s / (double)used;
-            a->pp_comm_s += b->pp_comm_s / (double)used;
-            a->dp_comm_s += b->dp_comm_s / (double)used;
-            a->exposed_comm_s += b->exposed_comm_s / (double)used;
-            a->peak_mem_bytes = b->peak_mem_bytes;
-        }
-    }
-    oc_metrics_finish(mt, &j->o.model, &j->o.topo);
-    char path[4200];
-    struct oc_csv csv;
-    snprintf(path, sizeof path, "%s/measured.csv", j->out);
-    rc = oc_metrics_csv_open(&csv, path, st);
-    if (rc == 0) {
-        oc_metrics_csv_row(&csv, mt, "");
-        rc = oc_csv_close(&csv, st);
-    }
-    /* The last step's times (S, E point at it; its SEND ends are now the
-     * arrivals) for ops.csv and the trace. */
-    struct oc_timeline tl;
-    oc_timeline_init(&tl, s, NULL);
-    for (int64_t q = 0; q < R; q++)
-        for (int64_t i = 0; i < s->ranks[q].n; i++) {
-            tl.start_s[q][i] = S[q][i];
-            tl.end_s[q][i] = E[q][i];
-        }
-    snprintf(path, sizeof path, "%s/ops.csv", j->out);
-    if (rc == 0)
-        rc = oc_ops_csv_write(path, &tl, st);
-    snprintf(path, sizeof path, "%s/memory.csv", j->out);
-    if (rc == 0)
-        rc = write_memory(path, s, hw, st);
-    char title[512], name[128];
-    oc_layout_format(&s->layout, name, sizeof name);
-    snprintf(title, sizeof title, "%s, %s on %lld %s, step %lld (measured)",
-             j->o.model.name, name, (long long)R, j->device, (long long)steps);
-    struct oc_trace_opts to = OC_TRACE_OPTS_DEFAULT;
-    to.title = title;
-    to.source = "measured";
-    to.gpus_per_node = j->o.topo.gpus_per_node;
-    snprintf(path, sizeof path, "%s/timeline.json", j->out);
-    if (rc == 0)
-        rc = oc_timeline_json_write(path, &tl, &s->layout, &to, NULL, st);
-    if (rc == 0)
-        print_metrics(j, mt, used, device_peak > 0);
-    oc_timeline_free(&tl);
-    free(one);
-    free(mt);
-    free(peak);
-    free(In);
-    free(E);
-    free(S);
-    free(hw);
-    free(all);
-    free(displs);
-    return rc;
-}
-
-/* weights.bin: "OCSIMWT1", int64 tensor count, per tensor {char name[16];
- * int64 layer, rows, cols}, then every tensor's fp32 values in that order
- * (the arena of a one-rank run: wte, wpe, layer 0..L-1, lnf, lmw if
- * untied). Host byte order. */
-static int write_weights(const char *dir, const struct oc_params *w, struct oc_status *st)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/weights.bin", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
-    int64_t nt = w->nt;
-    int ok = fwrite("OCSIMWT1", 1, 8, f) == 8 && fwrite(&nt, sizeof nt, 1, f) == 1;
-    for (int64_t i = 0; ok && i < nt; i++) {
-        const struct oc_param_tensor *t = &w->t[i];
-        char name[16] = {0};
-        snprintf(name, sizeof name, "%s", oc_param_name(t->kind));
-        int64_t meta[3] = {t->layer, t->rows, t->cols};
-        ok = fwrite(name, 1, 16, f) == 16 && fwrite(meta, sizeof meta[0], 3, f) == 3;
-    }
-    ok = ok && fwrite(w->w, sizeof *w->w, (size_t)w->n, f) == (size_t)w->n;
-    if (fclose(f) != 0 || !ok)
-        return oc_fail(st, "%s: write failed", path);
-    snprintf(path, sizeof path, "%s/weights.txt", dir);
-    f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
-    fprintf(f, "# weights.bin: 8 bytes \"OCSIMWT1\", int64 tensor count, per tensor\n"
-               "# {char name[16]; int64 layer, rows, cols}, then the fp32 values of\n"
-               "# every tensor in this order (row-major, host byte order).\n"
-               "# name layer rows cols first_float\n");
-    for (int64_t i = 0; i < nt; i++) {
-        const struct oc_param_tensor *t = &w->t[i];
-        fprintf(f, "%s %lld %lld %lld %lld\n", oc_param_name(t->kind), (long long)t->layer,
-                (long long)t->rows, (long long)t->cols, (long long)t->offset);
-    }
-    if (fclose(f) != 0)
-        return oc_fail(st, "%s: write failed", path);
-    return 0;
-}
-
-/* Writes shard tensor t (values src) into whole's tensor of the same name
- * (a tied lmw copy into wte), comparing bitwise with the values an earlier
- * shard already put there (a TP replica of a replicated tensor, the other
- * stage's copy of a tied embedding); written[] marks the floats put so far.
- * Returns the floats that differed; *maxdiff their largest difference. */
-static int64_t put_checked(const struct oc_params *shard, const struct oc_param_tensor *t,
-                           const float *src, const struct oc_params *whole,
-                           unsigned char *written, double *maxdiff)
-{
-    enum oc_param_kind k = t->kind;
-    if (k == OC_P_LMW && shard->model.tie_word_embeddings)
-        k = OC_P_WTE;
-    const struct oc_param_tensor *w = oc_params_tensor(whole, k, t->layer);
-    OC_ASSERT(w->rows == t->grows && w->cols == t->gcols);
-    int64_t differ = 0;
-    for (int64_t r = 0; r < t->rows; r++)
-        for (int64_t c = 0; c < t->cols; c++) {
-            int64_t at = w->offset + (t->row0 + r) * t->gcols + t->col0 + c;
-            float v = src[t->offset + r * t->cols + c];
-            if (written[at] && memcmp(&whole->w[at], &v, sizeof v) != 0) {
-                differ++;
-                double d = fabs((double)whole->w[at] - (double)v);
-                if (d > *maxdiff)
-                    *maxdiff = d;
-            }
-            whole->w[at] = v;
-            written[at] = 1;
-        }
-    return differ;
-}
-
-/* Rank 0 collects the weights of the DP-rank-0 replica, stage by stage
- * from the last to the first, so that a tied embedding ends up as the
- * first stage's copy. Copies that should be equal (TP replicas of
- * replicated tensors, the tied embedding on the first and last stage) are
- * compared on the way; *differ counts the floats that were not bitwise
- * equal. w: this rank's weights (host). */
-static int gather_weights(struct oc_ctl *c, const struct job *j, const struct oc_runner *r,
-                          const float *w, int64_t *differ, double *maxdiff,
-                          struct oc_status *st)
-{
-    const struct oc_model *m = &j->o.model;
-    const struct oc_layout *l = &j->o.layout;
-    const int tag = 7;
-    *differ = 0;
-    *maxdiff = 0;
-    oc_ctl_set_what(c, "gathering the weights");
-    if (c->rank != 0) {
-        if (r->me.dp != 0)
-            return 0;
-        return oc_ctl_send(c, w, r->p.n * (int64_t)sizeof *w, 0, tag, st);
-    }
-    const int64_t L = m->num_hidden_layers;
-    int64_t *layers = oc_xmalloc((size_t)L * sizeof *layers);
-    for (int64_t i = 0; i < L; i++)
-        layers[i] = i;
-    struct oc_params whole;
-    struct oc_params_opts wo = {1, 0, layers, L, 1, 1, j->eo.seed};
-    if (oc_params_init(&whole, m, &wo, st) != 0) {
-        free(layers);
-        return -1;
-    }
-    unsigned char *written = oc_xcalloc((size_t)whole.n, 1);
-    int rc = 0;
-    for (int64_t stage = l->pp - 1; stage >= 0 && rc == 0; stage--)
-        for (int64_t tp = 0; tp < l->tp && rc == 0; tp++) {
-            struct oc_coord q = {tp, stage, 0};
-            int64_t src = oc_layout_rank(l, q);
-            struct oc_params sh;
-            struct oc_params_opts so;
-            oc_runner_param_opts(l, m, tp, stage, j->eo.seed, layers, &so);
-            if (oc_params_init(&sh, m, &so, st) != 0) {
-                rc = -1;
-                break;
-            }
-            if (src == 0)
-                memcpy(sh.w, w, (size_t)sh.n * sizeof *sh.w);
-            else
-                rc = oc_ctl_recv(c, sh.w, sh.n * (int64_t)sizeof *sh.w, (int)src, tag, st);
-            for (int64_t i = 0; rc == 0 && i < sh.nt; i++)
-                *differ += put_checked(&sh, &sh.t[i], sh.w, &whole, written, maxdiff);
-            oc_params_free(&sh);
-        }
-    for (int64_t i = 0; rc == 0 && i < whole.n; i++)
-        OC_ASSERT(written[i]); /* every float of the model came from a rank */
-    if (rc == 0)
-        rc = write_weights(j->out, &whole, st);
-    free(written);
-    oc_params_free(&whole);
-    free(layers);
-    return rc;
-}
-
-/* FNV-1a over the weight arena (Fowler, Noll, Vo): DP replicas must hold
- * bitwise the same weights after every step. */
-static uint64_t arena_hash(const float *w, int64_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    const unsigned char *b = (const unsigned char *)w;
-    for (size_t i = 0; i < (size_t)n * sizeof *w; i++) {
-        h ^= b[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-/* Rank 0: the number of ranks whose weights differ from their DP rank 0
- * replica's. */
-static int check_dp_replicas(struct oc_ctl *c, const struct oc_layout *l,
-                             const struct oc_runner *r, const float *w, int64_t *differ,
-                             struct oc_status *st)
-{
-    uint64_t h = arena_hash(w, r->p.n);
-    uint64_t *all = c->rank == 0 ? oc_xmalloc((size_t)c->size * sizeof *all) : NULL;
-    oc_ctl_set_what(c, "comparing the DP replicas");
-    int rc = oc_ctl_gather(c, &h, all, (int64_t)sizeof h, 0, st);
-    *differ = 0;
-    if (rc == 0 && c->rank == 0)
-        for (int64_t q = 0; q < c->size; q++) {
-            struct oc_coord k = oc_layout_coord(l, q);
-            k.dp = 0;
-            if (all[q] != all[oc_layout_rank(l, k)])
-                (*differ)++;
-        }
-    free(all);
-    return rc;
-}
-
-/* ------------------------------------------------------------------ */
-/* One rank                                                             */
-
-/* --calibrate: this machine's GEMM rate, memory bandwidth and MPI or NCCL
- * times at the layout's shapes (exec/calibrate.h, cuda/calibrate_cuda.h),
- * written as DIR/topology-calibrated.json, a copy of --topology with the
- * measured fields replaced; no training. */
-static int calibrate(struct oc_ctl *c, const struct job *j, struct oc_status *st)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/topology-calibrated.json", j->out);
-#ifdef OC_HAVE_CUDA
-    if (strcmp(j->eo.backend, "cuda") == 0) {
-        struct oc_nccl nc;
-        if (oc_nccl_init(&nc, c, &j->o.layout, st) != 0)
-            return -1;
-        struct oc_cuda_calib_opts co = OC_CUDA_CALIB_OPTS_DEFAULT;
-        co.model = &j->o.model;
-        co.base = &j->o.topo;
-        co.seq = j->o.layout.seq_length;
-        co.micro_batch = j->o.layout.micro_batch;
-        co.tp = j->o.layout.tp;
-        co.dtype = strcmp(j->eo.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
-        co.out_path = path;
-        co.ctl = c;
-        co.nccl = &nc;
-        co.log = c->rank == 0 ? stdout : NULL;
-        int rc = oc_cuda_calibrate(&co, st);
-        oc_nccl_free(&nc);
-        return rc;
-    }
-#endif
-#ifdef OC_HAVE_MPI
-    struct oc_exec_calib_opts co = OC_EXEC_CALIB_OPTS_DEFAULT;
-    co.model = &j->o.model;
-    co.base = &j->o.topo;
-    co.seq = j->o.layout.seq_length;
-    co.micro_batch = j->o.layout.micro_batch;
-    co.tp = j->o.layout.tp;
-    co.out_path = path;
-    co.comm = oc_ctl_mpi_comm(c);
-    co.log = c->rank == 0 ? stdout : NULL;
-    return oc_exec_calibrate(&co, st);
-#else
-    (void)c;
-    return oc_fail(st, "--calibrate of the cpu backend needs MPI, which this build lacks");
-#endif
-}
-
 /* Ends the job from a rank: one line, then every rank goes (exit code). */
 static void die(struct oc_ctl *c, int code, const char *how, const struct oc_status *st)
 {
@@ -653,98 +102,42 @@ static void die(struct oc_ctl *c, int code, const char *how, const struct oc_sta
     oc_ctl_abort(c, code);
 }
 
-/* The backend of this rank (and, for the cpu backend, its MPI
- * communicators in *comm). */
-static int backend_init(struct oc_ctl *c, const struct job *j, struct oc_backend *b,
-                        void **comm, struct oc_status *st)
+/* ------------------------------------------------------------------ */
+/* One rank                                                             */
+
+/* The first line of a run (rank 0). */
+static void print_start(const struct oc_exec_job *j, int world)
 {
-    *comm = NULL;
-#ifdef OC_HAVE_CUDA
-    if (strcmp(j->eo.backend, "cuda") == 0) {
-        struct oc_backend_cuda_opts co = OC_BACKEND_CUDA_OPTS_DEFAULT;
-        co.dtype = strcmp(j->eo.precision, "fp32") == 0 ? OC_CUDA_F32 : OC_CUDA_BF16;
-        return oc_backend_cuda_init(b, c, &j->o.model, &j->o.layout, &co, st);
-    }
-#endif
-#ifdef OC_HAVE_MPI
-    if (strcmp(c->ops->name, "mpi") == 0) {
-        struct oc_comm *cm = oc_xmalloc(sizeof *cm);
-        if (oc_comm_init(cm, &j->o.layout, j->eo.timeout_s, st) != 0) {
-            free(cm);
-            return -1;
-        }
-        *comm = cm;
-        return oc_backend_cpu_init(b, c, cm, st);
-    }
-#endif
-    return oc_backend_cpu_solo_init(b, c, st);
+    char prec[64] = "";
+    if (j->backend->precision_choice)
+        snprintf(prec, sizeof prec, " (%s GEMMs)", j->bjob.precision);
+    printf("ocsim-exec: %s, %s on %d %s%s, %lld micro-batches of %lld x %lld "
+           "tokens, %lld steps\n",
+           j->o.model.name, j->lname, world, j->backend->device_words, prec,
+           (long long)j->sched.num_micro_batches, (long long)j->o.layout.micro_batch,
+           (long long)j->o.layout.seq_length, (long long)j->o.exec.steps);
+    fflush(stdout);
 }
 
-static void backend_free(struct oc_backend *b, void *comm)
+/* The training steps; rank 0 writes loss.csv and prints a line per step. */
+static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r)
 {
-    b->ops->free_backend(b);
-#ifdef OC_HAVE_MPI
-    if (comm) {
-        oc_comm_free(comm);
-        free(comm);
-    }
-#else
-    (void)comm;
-#endif
-}
-
-/* A rank's whole run: backend, runner, the steps, the reports. Returns the
- * exit code (failures during the run end the job through die()). */
-static int rank_main(struct oc_ctl *c, void *arg)
-{
-    const struct job *j = arg;
     const int rank = c->rank, world = c->size;
     struct oc_status st = {{0}};
-    if (j->eo.calibrate) {
-        int rc = calibrate(c, j, &st);
-        if (rc != 0 && rank == 0)
-            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
-        return rc != 0 ? 1 : 0;
-    }
-    struct oc_backend b;
-    void *comm = NULL;
-    if (backend_init(c, j, &b, &comm, &st) != 0)
-        die(c, 1, ": ", &st);
-
-    struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
-    ro.steps = j->eo.steps;
-    ro.seed = j->eo.seed;
-    ro.adamw.lr = (float)j->eo.lr;
-    ro.test_hang = env_rank("OCSIM_EXEC_TEST_HANG_RANK") == rank;
-    ro.test_die = env_rank("OCSIM_EXEC_TEST_DIE_RANK") == rank;
-    struct oc_runner r;
-    if (oc_runner_init(&r, &j->o.model, &j->sched, &b, &ro, &st) != 0)
-        die(c, 1, ": ", &st);
-
     char path[4200];
     struct oc_csv loss;
     static const char *const loss_cols[] = {"step", "loss"};
     snprintf(path, sizeof path, "%s/loss.csv", j->out);
     if (rank == 0 && oc_csv_open(&loss, path, loss_cols, 2, &st) != 0)
         die(c, 1, ": ", &st);
-    if (rank == 0) {
-        char prec[64] = "";
-        if (strcmp(j->eo.backend, "cuda") == 0)
-            snprintf(prec, sizeof prec, " (%s GEMMs)",
-                     strcmp(j->eo.precision, "fp32") == 0 ? "fp32" : "bf16");
-        printf("ocsim-exec: %s, %s on %d %s%s, %lld micro-batches of %lld x %lld "
-               "tokens, %lld steps\n",
-               j->o.model.name, j->lname, world, j->device, prec,
-               (long long)j->sched.num_micro_batches, (long long)j->o.layout.micro_batch,
-               (long long)j->o.layout.seq_length, (long long)j->eo.steps);
-        fflush(stdout);
-    }
+    if (rank == 0)
+        print_start(j, world);
     const double tokens = (double)j->o.layout.global_batch * (double)j->o.layout.seq_length;
     double *step_info = rank == 0 ? oc_xmalloc((size_t)world * 2 * sizeof(double)) : NULL;
-    for (int64_t k = 0; k < j->eo.steps; k++) {
-        if (oc_runner_step(&r, k, &st) != 0)
+    for (int64_t k = 0; k < j->o.exec.steps; k++) {
+        if (oc_runner_step(r, k, &st) != 0)
             die(c, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
-        double mine[2] = {r.loss_sum, r.step_end_s};
+        double mine[2] = {r->loss_sum, r->step_end_s};
         oc_ctl_set_what(c, "gathering the loss of step %lld", (long long)k + 1);
         if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0)
             die(c, 3, " ", &st);
@@ -767,220 +160,225 @@ static int rank_main(struct oc_ctl *c, void *arg)
     free(step_info);
     if (rank == 0 && oc_csv_close(&loss, &st) != 0)
         die(c, 1, ": ", &st);
-    if (report(c, j, &r, b.ops->mem_peak_bytes(&b), &st) != 0)
+}
+
+/* After the last step: the measured files, the replica checks, weights.bin. */
+static void write_outputs(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
+                          struct oc_backend *b)
+{
+    struct oc_status st = {{0}};
+    if (oc_out_measured(c, j, r, b->ops->mem_peak_bytes(b), &st) != 0)
         die(c, c->timed_out ? 3 : 1, ": ", &st);
     int64_t dp_differ = 0, rep_differ = 0;
     double rep_maxdiff = 0;
-    const float *w = oc_runner_weights(&r);
-    if (check_dp_replicas(c, &j->o.layout, &r, w, &dp_differ, &st) != 0 ||
-        (j->eo.weights &&
-         gather_weights(c, j, &r, w, &rep_differ, &rep_maxdiff, &st) != 0))
+    const float *w = oc_runner_weights(r);
+    if (oc_out_dp_replicas(c, &j->o.layout, r, w, &dp_differ, &st) != 0 ||
+        (j->o.exec.weights &&
+         oc_out_weights(c, j, r, w, &rep_differ, &rep_maxdiff, &st) != 0))
         die(c, c->timed_out ? 3 : 1, ": ", &st);
-    if (rank == 0) {
-        /* Replicas that drift apart would mean a non-deterministic
-         * reduction or a runner bug; the run itself is complete. */
-        if (dp_differ > 0)
-            fprintf(stderr, "ocsim-exec: warning: %lld ranks hold weights that differ from "
-                            "their DP replica on DP rank 0\n", (long long)dp_differ);
-        if (rep_differ > 0)
-            fprintf(stderr, "ocsim-exec: warning: %lld weights differ between copies that "
-                            "should be equal (TP replicas, tied embedding), by up to %g\n",
-                    (long long)rep_differ, rep_maxdiff);
-        if (dp_differ == 0 && rep_differ == 0)
-            printf("replicas: every DP replica%s holds bitwise the same weights\n",
-                   j->eo.weights ? ", TP replica of a replicated tensor and tied embedding copy"
+    if (c->rank != 0)
+        return;
+    /* Replicas that drift apart would mean a non-deterministic reduction or
+     * a runner bug; the run itself is complete. */
+    if (dp_differ > 0)
+        fprintf(stderr, "ocsim-exec: warning: %lld ranks hold weights that differ from "
+                        "their DP replica on DP rank 0\n", (long long)dp_differ);
+    if (rep_differ > 0)
+        fprintf(stderr, "ocsim-exec: warning: %lld weights differ between copies that "
+                        "should be equal (TP replicas, tied embedding), by up to %g\n",
+                (long long)rep_differ, rep_maxdiff);
+    if (dp_differ == 0 && rep_differ == 0)
+        printf("replicas: every DP replica%s holds bitwise the same weights\n",
+               j->o.exec.weights ? ", TP replica of a replicated tensor and tied embedding copy"
                                  : "");
-        printf("wrote %s/loss.csv, measured.csv, ops.csv, memory.csv, timeline.json%s\n",
-               j->out, j->eo.weights ? ", weights.bin" : "");
-        fflush(stdout);
-    }
+    printf("wrote %s/loss.csv, measured.csv, ops.csv, memory.csv, timeline.json%s\n",
+           j->out, j->o.exec.weights ? ", weights.bin" : "");
+    fflush(stdout);
+}
+
+/* --calibrate: the backend's measurement of this machine at the layout's
+ * shapes, written as DIR/topology-calibrated.json (a copy of --topology
+ * with the measured fields replaced); no training. */
+static int calibrate(struct oc_ctl *c, const struct oc_exec_job *j)
+{
+    struct oc_status st = {{0}};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/topology-calibrated.json", j->out);
+    int rc = j->backend->calibrate(c, &j->bjob, path, &st);
+    if (rc != 0 && c->rank == 0)
+        fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+    return rc != 0 ? 1 : 0;
+}
+
+/* A rank's whole run: backend, runner, the steps, the outputs. Returns the
+ * exit code (failures during the run end the job through die()). */
+static int rank_main(struct oc_ctl *c, void *arg)
+{
+    const struct oc_exec_job *j = arg;
+    if (j->o.exec.calibrate)
+        return calibrate(c, j);
+    struct oc_status st = {{0}};
+    struct oc_backend b;
+    if (j->backend->init(&b, c, &j->bjob, &st) != 0)
+        die(c, 1, ": ", &st);
+    struct oc_runner_opts ro = OC_RUNNER_OPTS_DEFAULT;
+    ro.steps = j->o.exec.steps;
+    ro.seed = j->o.exec.seed;
+    ro.adamw.lr = (float)j->o.exec.lr;
+    ro.test_hang = env_rank("OCSIM_EXEC_TEST_HANG_RANK") == c->rank;
+    ro.test_die = env_rank("OCSIM_EXEC_TEST_DIE_RANK") == c->rank;
+    struct oc_runner r;
+    if (oc_runner_init(&r, &j->o.model, &j->sched, &b, &ro, &st) != 0)
+        die(c, 1, ": ", &st);
+    train(c, j, &r);
+    write_outputs(c, j, &r, &b);
     oc_runner_free(&r);
-    backend_free(&b, comm);
+    b.ops->free_backend(&b);
     return 0;
 }
 
 /* ------------------------------------------------------------------ */
+/* The job                                                              */
 
-/* The value of --backend in argv ("cpu" when absent) and whether --no-mpi
- * is there: they decide the launch before the options are parsed. */
-static const char *prescan_backend(int argc, char **argv, int *no_mpi)
+/* The backend's own checks, in the order of their messages: known, this
+ * build has it, this machine can run it; then the precision. */
+static int check_backend(struct oc_exec_job *j, const char *name, struct oc_status *st)
 {
-    const char *be = "cpu";
-    *no_mpi = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strncmp(argv[i], "--backend=", 10) == 0)
-            be = argv[i] + 10;
-        else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
-            be = argv[++i];
-        else if (strcmp(argv[i], "--no-mpi") == 0)
-            *no_mpi = 1;
+    const struct oc_backend_entry *e = j->backend;
+    if (!e) {
+        char known[128];
+        oc_backend_names(known, sizeof known);
+        return oc_fail(st, "--backend: unknown backend '%s' (known: %s)", name, known);
     }
-    return be;
-}
-
-#ifdef OC_HAVE_MPI
-/* Started by mpirun (Open MPI), a PMI launcher (MPICH's hydra, srun) or
- * srun with PMIx. */
-static int under_launcher(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
-                                       "SLURM_STEP_ID"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
-        if (getenv(vars[i]))
-            return 1;
+    const char *prec = j->o.exec.precision ? j->o.exec.precision : e->precision_default;
+    if (strcmp(prec, "bf16") != 0 && strcmp(prec, "fp32") != 0)
+        return oc_fail(st, "--precision: unknown precision '%s' (known: bf16, fp32)", prec);
+    if (!e->built)
+        return oc_fail(st, "--backend %s is not built in this ocsim-exec (%s were missing "
+                           "when it was configured)", e->name, e->needs);
+    if (e->available && !e->available())
+        return oc_fail(st, "--backend %s: %s", e->name, e->unavailable);
+    j->bjob.precision = prec;
     return 0;
 }
-#endif
 
-static int mpi_on;
-
-/* Every rank ends the same way on bad input: rank 0 has printed the line. */
-static int finish(int code)
+/* Everything checked before any work (one line and exit 2 on failure), and
+ * the schedule built: ranks against the layout, the backend, the model and
+ * topology files, the layout, what the executor and the backend run. */
+static int check_job(struct oc_exec_job *j, const char *name, const struct oc_launch *L,
+                     int world, const struct oc_backend_entry *launch, struct oc_status *st)
 {
-#ifdef OC_HAVE_MPI
-    if (mpi_on)
-        MPI_Finalize();
-#endif
-    return code;
+    struct oc_opts *o = &j->o;
+    const int64_t need = oc_layout_world(&o->layout);
+    if (L->mpi && need != world)
+        return oc_fail(st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "
+                           "(use mpirun -np %lld)", j->lname, (long long)need, world,
+                       (long long)need);
+    if (!L->mpi && need != world)
+        return oc_fail(st, "layout %s needs tp*pp*dp = %lld ranks; without MPI the %s "
+                           "backend runs one (use mpirun -np %lld)", j->lname,
+                       (long long)need, launch->name, (long long)need);
+    if (o->cards_given && o->cards != world)
+        return oc_fail(st, "--cards %lld does not match the %d ranks", (long long)o->cards,
+                       world);
+    if (check_backend(j, name, st) != 0 || oc_opts_load(o, st) != 0 ||
+        oc_layout_validate(&o->layout, &o->model, &o->topo, o->cards, st) != 0)
+        return -1;
+    if (o->exec.calibrate)
+        return 0;
+    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
+    if (oc_gpt_check_layout(&o->model, &o->layout, st) != 0 ||
+        oc_schedule_build(&j->sched, &o->model, &o->layout, &so, st) != 0)
+        return -1;
+    if (j->backend->check_schedule && j->backend->check_schedule(&j->sched, st) != 0)
+        return -1;
+    return 0;
+}
+
+/* MPI: this process is one rank; rank 0 makes the output folder first and
+ * every rank learns the verdict. */
+static int run_mpi(const struct oc_launch *L, struct oc_exec_job *j)
+{
+    struct oc_status st = {{0}};
+    struct oc_ctl ctl;
+    if (oc_launch_ctl(L, &ctl, j->o.exec.timeout_s, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: rank %d: %s\n", L->rank, msg_of(&st));
+        oc_launch_abort(L, 1);
+    }
+    int dir_ok = 1;
+    if (L->rank == 0 && oc_mkdir_p(j->out, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        dir_ok = 0;
+    }
+    oc_ctl_set_what(&ctl, "the start");
+    if (oc_ctl_bcast(&ctl, &dir_ok, (int64_t)sizeof dir_ok, 0, &st) != 0)
+        die(&ctl, 3, " ", &st);
+    int rc = dir_ok ? rank_main(&ctl, j) : 2;
+    oc_ctl_free(&ctl);
+    return rc;
+}
+
+/* One process: its threads are the ranks (or it runs one). */
+static int run_local(struct oc_exec_job *j, int world)
+{
+    struct oc_status st = {{0}};
+    if (oc_mkdir_p(j->out, &st) != 0) {
+        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
+        return 2;
+    }
+    return oc_ctl_local_run(world, j->o.exec.timeout_s, rank_main, j);
 }
 
 int main(int argc, char **argv)
 {
-    int no_mpi = 0;
-    const char *be = prescan_backend(argc, argv, &no_mpi);
-    int rank = 0, world = -1;
-#ifdef OC_HAVE_MPI
-    mpi_on = !no_mpi && (strcmp(be, "cuda") != 0 || under_launcher());
-    if (mpi_on) {
-        MPI_Init(&argc, &argv);
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        MPI_Comm_size(MPI_COMM_WORLD, &world);
-    }
-#else
-    (void)be, (void)no_mpi;
-#endif
-    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
-    openblas_set_num_threads(1);
-
-    struct oc_status st = {{0}};
-    static struct job job;
-    struct job *j = &job;
-    j->eo = (struct exec_opts){"cpu", "bf16", 5, 1e-3, 1234, 60.0, 0, 1, 0};
+    static struct oc_exec_job job;
+    struct oc_exec_job *j = &job;
     struct oc_opts *o = &j->o;
     oc_opts_default(o);
     o->model_name = "tiny";
     o->layout.global_batch = 8;
     o->layout.sequence_parallel = 0;
-    char *rest[MAX_ARGS];
-    int nrest = 0;
-    char cards_buf[32];
-    if (argc > MAX_ARGS - 3) {
-        if (rank == 0)
-            fprintf(stderr, "ocsim-exec: too many arguments\n");
-        return finish(2);
-    }
-    if (parse_exec(argc, argv, world, &j->eo, rest, &nrest, cards_buf, sizeof cards_buf,
-                   &st) != 0 ||
-        oc_opts_parse(o, nrest, rest, GROUPS, &st) != 0) {
-        if (rank == 0)
+    o->cards = 1; /* --cards defaults to the number of ranks, known below */
+    /* Parsed before MPI starts (the backend and --no-mpi decide whether it
+     * does); a bad flag is reported once MPI says which rank is 0. */
+    struct oc_status st = {{0}};
+    const int parsed = oc_opts_parse(o, argc, argv, GROUPS, &st);
+    const char *name = o->exec.backend ? o->exec.backend : oc_backend_default()->name;
+    j->backend = oc_backend_find(name);
+    /* an unknown backend launches as the default, to say so from rank 0 */
+    const struct oc_backend_entry *launch = j->backend ? j->backend : oc_backend_default();
+    struct oc_launch L;
+    oc_launch_start(&L, &argc, &argv, o->exec.no_mpi, launch->mpi_always);
+    /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
+    openblas_set_num_threads(1);
+    if (parsed != 0 || o->help) {
+        if (L.rank == 0 && parsed != 0)
             fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-        return finish(2);
-    }
-    if (o->help) {
-        if (rank == 0)
+        else if (L.rank == 0)
             help();
-        return finish(0);
+        return oc_launch_finish(&L, parsed != 0 ? 2 : 0);
     }
-    const int cuda = strcmp(j->eo.backend, "cuda") == 0;
-    int64_t need = oc_layout_world(&o->layout);
-    if (!mpi_on) {
-        /* one process: its threads are the ranks (cuda), or one rank */
-        world = cuda ? (int)need : 1;
-        if (!j->eo.cards_given)
+    int world = L.world;
+    const int64_t need = oc_layout_world(&o->layout);
+    if (L.mpi && !o->cards_given)
+        o->cards = world;
+    if (!L.mpi) {
+        world = launch->threads_are_ranks ? (int)need : 1;
+        if (!o->cards_given)
             o->cards = need;
     }
-    j->device = cuda ? "GPUs" : "CPU processes";
     oc_layout_format(&o->layout, j->lname, sizeof j->lname);
-    int bad = 1;
-    if (mpi_on && need != world)
-        oc_fail(&st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "
-                     "(use mpirun -np %lld)", j->lname, (long long)need, world,
-                (long long)need);
-    else if (!mpi_on && need != world)
-        oc_fail(&st, "layout %s needs tp*pp*dp = %lld ranks; without MPI the cpu backend "
-                     "runs one (use mpirun -np %lld)", j->lname, (long long)need,
-                (long long)need);
-    else if (j->eo.cards_given && o->cards != world)
-        oc_fail(&st, "--cards %lld does not match the %d ranks", (long long)o->cards, world);
-    else if (strcmp(j->eo.backend, "cpu") != 0 && !cuda)
-        oc_fail(&st, "--backend: unknown backend '%s' (known: cpu, cuda)", j->eo.backend);
-    else if (strcmp(j->eo.precision, "bf16") != 0 && strcmp(j->eo.precision, "fp32") != 0)
-        oc_fail(&st, "--precision: unknown precision '%s' (known: bf16, fp32)",
-                j->eo.precision);
-#ifndef OC_HAVE_CUDA
-    else if (cuda)
-        oc_fail(&st, "--backend cuda is not built in this ocsim-exec (nvcc, cuBLAS or NCCL "
-                     "were missing when it was configured)");
-#else
-    else if (cuda && !oc_backend_cuda_available())
-        oc_fail(&st, "--backend cuda: no CUDA device is visible on this machine");
-#endif
-    else if (oc_opts_load(o, &st) == 0 &&
-             oc_layout_validate(&o->layout, &o->model, &o->topo, o->cards, &st) == 0 &&
-             (j->eo.calibrate || oc_gpt_check_layout(&o->model, &o->layout, &st) == 0))
-        bad = 0;
-    memset(&j->sched, 0, sizeof j->sched);
-    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
-    if (!bad && !j->eo.calibrate &&
-        oc_schedule_build(&j->sched, &o->model, &o->layout, &so, &st) != 0)
-        bad = 1;
-#ifdef OC_HAVE_CUDA
-    /* NCCL pairs pipeline messages by order, not by tag */
-    if (!bad && !j->eo.calibrate && cuda &&
-        oc_backend_cuda_check_p2p_order(&j->sched, &st) != 0)
-        bad = 1;
-#endif
     j->out = o->out_dir ? o->out_dir : "out/exec";
-    if (bad) {
-        if (rank == 0)
-            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
-        return finish(2);
-    }
-
-    int rc = 0;
-#ifdef OC_HAVE_MPI
-    if (mpi_on) {
-        struct oc_ctl ctl;
-        if (oc_ctl_init_mpi(&ctl, MPI_COMM_WORLD, j->eo.timeout_s, &st) != 0) {
-            fprintf(stderr, "ocsim-exec: rank %d: %s\n", rank, msg_of(&st));
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
-        /* The output folder, before any work; every rank learns the verdict. */
-        int dir_ok = 1;
-        if (rank == 0 && oc_mkdir_p(j->out, &st) != 0) {
-            fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-            dir_ok = 0;
-        }
-        oc_ctl_set_what(&ctl, "the start");
-        if (oc_ctl_bcast(&ctl, &dir_ok, (int64_t)sizeof dir_ok, 0, &st) != 0)
-            die(&ctl, 3, " ", &st);
-        if (!dir_ok) {
-            oc_ctl_free(&ctl);
-            oc_schedule_free(&j->sched);
-            return finish(2);
-        }
-        rc = rank_main(&ctl, j);
-        oc_ctl_free(&ctl);
-        oc_schedule_free(&j->sched);
-        return finish(rc);
-    }
-#endif
-    if (oc_mkdir_p(j->out, &st) != 0) {
-        fprintf(stderr, "ocsim-exec: %s\n", st.msg);
-        oc_schedule_free(&j->sched);
-        return 2;
-    }
-    rc = oc_ctl_local_run(world, j->eo.timeout_s, rank_main, j);
+    j->bjob = (struct oc_backend_job){&o->model, &o->layout, &o->topo, NULL,
+                                      o->exec.timeout_s};
+    memset(&j->sched, 0, sizeof j->sched);
+    int rc = check_job(j, name, &L, world, launch, &st);
+    if (rc != 0 && L.rank == 0)
+        fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+    if (rc == 0)
+        rc = L.mpi ? run_mpi(&L, j) : run_local(j, world);
+    else
+        rc = 2;
     oc_schedule_free(&j->sched);
-    return rc;
+    return oc_launch_finish(&L, rc);
 }

@@ -1,7 +1,7 @@
 /* test_exec_calibrate.c: the topology file of `ocsim-exec --calibrate`
  * (exec/calib_topology.h), without MPI: a measured struct filled by hand,
  * written, read back with oc_topology_load, and used by the cost model.
- * (The MPI measurement itself, exec/calibrate.c, runs under mpirun; it is
+ * (The MPI measurement itself, exec/cpu/calibrate_cpu.c, runs under mpirun; it is
  * not part of this test binary.)
  *
  * Base: the shipped h200-node topology. Measured, by hand: 4 ranks, a

@@ -1,5 +1,5 @@
 /* ocsim.c: the command line. Dispatches to tools/cmd_<name>.c; each command
- * parses its own flags with tools/options.c. */
+ * parses its own flags with cli/options.c. */
 #include <stdio.h>
 #include <string.h>
 

@@ -151,7 +151,6 @@ static void be_free_backend(struct oc_backend *b)
 }
 
 static const struct oc_backend_ops cuda_ops = {
-    .name = "cuda",
     .alloc = oc_cuda_be_alloc,
     .free = oc_cuda_be_free,
     .zero = oc_cuda_be_zero,

@@ -2,7 +2,7 @@
  * HBM bandwidth, the cuda executor's parts, and NCCL point-to-point and
  * all-reduce measured on this node's GPUs, written as a topology file (see
  * calibrate_cuda.h; the file itself is calib_topology.c). The GPU twin of
- * exec/calibrate.c: the same shapes, the same parts in the same order, the
+ * exec/cpu/calibrate_cpu.c: the same shapes, the same parts in the same order, the
  * same rate definitions and the same tables.
  *
  * What it is not: a benchmark suite, nor nccl-tests. Each figure is what
@@ -32,7 +32,7 @@
  * too little GPU memory, an NCCL error or timeout, a control-plane
  * timeout) come back as st->msg. A failure on some ranks only is agreed
  * on (the lowest failing rank's message on every rank) before the next
- * collective step, as calibrate.c does.
+ * collective step, as cpu/calibrate_cpu.c does.
  */
 #include "calibrate_cuda_priv.h"
 
@@ -72,7 +72,7 @@ int oc_ccal_dev_alloc(void **p, double bytes, const char *what, struct oc_status
 /* The control plane: the same verdict, and statistics over the ranks  */
 
 /* 0 when every rank's rc is 0; else -1 on every rank, with the message of
- * the lowest failing rank in st->msg (calibrate.c's agree). A control-
+ * the lowest failing rank in st->msg (cpu/calibrate_cpu.c's agree). A control-
  * plane failure (a rank gone: timeout) is this rank's -1 with its message. */
 int oc_ccal_together(struct cal *c, int rc, struct oc_status *st)
 {

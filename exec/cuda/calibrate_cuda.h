@@ -1,7 +1,7 @@
 /* calibrate_cuda.h: `ocsim-exec --backend cuda --calibrate` measures this
  * node's GPUs and NCCL and writes a topology file that `ocsim` reads, so
  * that a prediction for the cuda backend is a prediction of this machine
- * (the GPU twin of exec/calibrate.h, which does the same with OpenBLAS and
+ * (the GPU twin of exec/cpu/calibrate_cpu.h, which does the same with OpenBLAS and
  * MPI).
  *
  *   struct oc_cuda_calib_opts o = OC_CUDA_CALIB_OPTS_DEFAULT;
@@ -14,7 +14,7 @@
  * Collective over the ctl's ranks (one GPU each), all measuring at once:
  *   GEMM     cuBLAS / cublasLt in o->dtype (bf16 operands, fp32
  *            accumulation by default) at one TP shard's shapes (the same
- *            list as calibrate.h: QKV, attention projection, MLP up and
+ *            list as calibrate_cpu.h: QKV, attention projection, MLP up and
  *            down, each as forward, input-gradient and weight-gradient
  *            calls, T = micro_batch * seq rows), timed with CUDA events
  *            after a warm-up; per shape the rate is printed (nccl-tests'
@@ -24,7 +24,7 @@
  *            cache and >= 256 MiB, counted as 2x bytes (read + write, as
  *            nvbandwidth and STREAM's copy count), best of `repeats`.
  *   parts    the model's parts (exec/model/gpt.h) on the cuda kernels at
- *            these shapes, as calibrate.h's parts (oc_calib_parts_run:
+ *            these shapes, as calibrate_cpu.h's parts (oc_calib_parts_run:
  *            same order, same rates: schedule FLOPs of
  *            the op, oc_cost_sched_flops, over its median time; embedding
  *            in s per token, AdamW in s per parameter), timed with events.

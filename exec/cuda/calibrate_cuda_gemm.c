@@ -1,7 +1,7 @@
 /* calibrate_cuda_gemm.c: the GEMM rate of the cuda calibration
  * (calibrate_cuda.c runs it; calibrate_cuda_priv.h lists the files): the
  * three products of each linear layer of one TP shard of the model
- * (calib_plan.h's shapes, calibrate.c's list) on cuBLAS in the GEMM dtype,
+ * (calib_plan.h's shapes, cpu/calibrate_cpu.c's list) on cuBLAS in the GEMM dtype,
  * timed as batches of back-to-back calls, best of the repeats; the rate
  * over all calls, the mean over the GPUs, and the per-call table.
  *
@@ -16,9 +16,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "poll.h"
+#include "wait_clock.h"
 
-/* dev (n floats) = calibrate.c's values 0.001 * (i % 13 + 1): small and
+/* dev (n floats) = cpu/calibrate_cpu.c's values 0.001 * (i % 13 + 1): small and
  * not denormal, so that the rates do not depend on the data. Copied in
  * chunks of a multiple of 13 floats, so the pattern runs on. */
 static void fill_pattern(float *dev, int64_t n)
@@ -154,7 +154,7 @@ static void gemm_table(struct cal *c, const struct oc_calib_lin *lins, int nl,
             c->size, "gemm", "call", "M", "N", "K", "calls", "time_us", "GFLOP/s");
     for (int i = 0; i < nl; i++)
         for (int cl = 0; cl < ng; cl++) {
-            /* (M, N, K) of the call as cblas would see it (calibrate.c). */
+            /* (M, N, K) of the call as cblas would see it (cpu/calibrate_cpu.c). */
             const struct oc_calib_lin *l = &lins[i];
             int64_t M, N, K;
             oc_calib_gemm_mnk(l, cl, &M, &N, &K);
@@ -175,7 +175,7 @@ int oc_ccal_measure_gemm(struct cal *c, struct oc_calib_measured *m, struct oc_s
     const struct oc_cuda_calib_opts *o = c->o;
     const struct oc_model *md = o->model;
     const int64_t t = o->tp, T = o->micro_batch * o->seq;
-    /* One TP shard (calib_plan.h, calibrate.c's list). */
+    /* One TP shard (calib_plan.h, cpu/calibrate_cpu.c's list). */
     struct oc_calib_lin lins[OC_CALIB_NLINS];
     oc_calib_gemm_shapes(md, t, T, lins);
     const int nl = OC_CALIB_NLINS;

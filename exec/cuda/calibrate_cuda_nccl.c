@@ -86,7 +86,7 @@ int oc_ccal_measure_p2p(struct cal *c, struct oc_calib_measured *m, struct oc_st
     double t_act = 0;
     int i = 0;
     /* The activation first: a ping-pong of that size runs slower after the
-     * largest ones (calibrate.c). */
+     * largest ones (cpu/calibrate_cpu.c). */
     rc = pingpong(c, buf, act, &t_act, st);
     for (int64_t s = 8; s <= o->max_msg_bytes && rc == 0; s *= 2, i++)
         rc = pingpong(c, buf, s, &t[i], st);
@@ -96,7 +96,7 @@ int oc_ccal_measure_p2p(struct cal *c, struct oc_calib_measured *m, struct oc_st
         return -1;
     }
     /* The model t(S) = latency + S / B (core/closed_form.h's per-message
-     * cost), fitted as calibrate.c does (calib_plan.h). */
+     * cost), fitted as cpu/calibrate_cpu.c does (calib_plan.h). */
     const double smax = oc_calib_msg_largest(nsizes);
     oc_calib_p2p_fit(t, nsizes, act, t_act, m);
     if (c->rank == 0 && o->log) {

@@ -6,7 +6,7 @@
  * the rates of each part (calib_plan.h's definitions) and their table.
  *
  * What it is not: the parts (exec/model/gpt.h), their order and FLOPs
- * (calib_plan.h), or the cpu calibration's twin of this (calibrate.c).
+ * (calib_plan.h), or the cpu calibration's twin of this (cpu/calibrate_cpu.c).
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 #include "calibrate_cuda_priv.h"
@@ -21,13 +21,13 @@
 #include "data.h"
 #include "gpt.h"
 #include "params.h"
-#include "poll.h"
+#include "wait_clock.h"
 
 /* ------------------------------------------------------------------ */
 /* The cuda executor's parts at the model's shapes                      */
 
 /* One shard's parameters and every layer's activations on the GPU, run on
- * the cuda kernels by calib_plan.h's oc_calib_parts_run (calibrate.c's
+ * the cuda kernels by calib_plan.h's oc_calib_parts_run (cpu/calibrate_cpu.c's
  * order and parts); a part's TP all-reduces are left out. */
 #define RUN_PART(expr) OC_CALIB_RUN_PART(call, expr)
 
@@ -63,7 +63,7 @@ static void pt_free(struct pt_bufs *b)
  * bytes per parameter, and the activations) would take more than half of
  * the GPU's free memory (the rest for the kernels' scratch and cuBLAS), or
  * the host's transient arena (oc_params_init: 16 bytes per parameter)
- * more than a quarter of this rank's share of RAM (calibrate.c's budget).
+ * more than a quarter of this rank's share of RAM (cpu/calibrate_cpu.c's budget).
  * The rates are per layer, so fewer layers measure the same thing. 0 with
  * why->msg: the executor does not run this model at these shapes, or one
  * layer does not fit. */

@@ -7,7 +7,7 @@
  * control plane (ctl.h).
  *
  * Waiting: every wait polls (ncclCommGetAsyncError, cudaEventQuery) with
- * exec/poll.h's pacing (sched_yield for the first millisecond, then
+ * exec/wait_clock.h's pacing (sched_yield for the first millisecond, then
  * sleeps doubling from 10 us to 1 ms) until done, an error, or ctl's
  * timeout_s from the start of the wait. An error or the deadline aborts
  * every communicator: ncclCommAbort also ends NCCL kernels stuck on the
@@ -22,7 +22,7 @@
 
 #include "check.h"
 #include "p2p_order.h"
-#include "poll.h"
+#include "wait_clock.h"
 
 
 /* The most communicators a rank holds: world and its five splits. */
@@ -109,7 +109,7 @@ static int settle(struct oc_nccl *n, const ncclComm_t *comms, int k,
         double waited = oc_now_s() - t0;
         if (waited > n->ctl->timeout_s)
             return nccl_timed_out(n, call, st);
-        oc_poll_pace(waited, &sleep_ns);
+        oc_wait_pace(waited, &sleep_ns);
     }
 }
 
@@ -150,7 +150,7 @@ int oc_nccl_wait_event(struct oc_nccl *n, cudaEvent_t ev, struct oc_status *st)
         double waited = oc_now_s() - t0;
         if (waited > n->ctl->timeout_s)
             return nccl_timed_out(n, NULL, st);
-        oc_poll_pace(waited, &sleep_ns);
+        oc_wait_pace(waited, &sleep_ns);
     }
 }
 
@@ -217,7 +217,7 @@ static int agree(struct oc_nccl *n, struct setup_msg *m, struct oc_status *st)
     return 0;
 }
 
-/* One ncclCommSplit of world for group g (comm_mpi.c's split: colour the
+/* One ncclCommSplit of world for group g (cpu/comm_mpi.c's split: colour the
  * smallest member's world rank, key the position in oc_schedule_group's
  * ring order, NCCL_SPLIT_NOCOLOR where not a member). */
 static int split(struct oc_nccl *n, const struct oc_layout *l, enum oc_group g,

@@ -1,14 +1,15 @@
-/* calibrate.h: `ocsim-exec --calibrate` measures this machine with MPI and
- * OpenBLAS and writes a topology file that `ocsim` reads, so that a
- * prediction for the cpu backend is a prediction of this machine.
+/* calibrate_cpu.h: `ocsim-exec --calibrate` on the cpu backend measures
+ * this machine with MPI and OpenBLAS and writes a topology file that
+ * `ocsim` reads, so that a prediction for the cpu backend is a prediction
+ * of this machine.
  *
- *   struct oc_exec_calib_opts o = OC_EXEC_CALIB_OPTS_DEFAULT;
+ *   struct oc_cpu_calib_opts o = OC_CPU_CALIB_OPTS_DEFAULT;
  *   o.model = &model;  o.base = &topo;          // e.g. the cpu topology
  *   o.seq = 128;  o.micro_batch = 1;  o.tp = 2;
  *   o.out_path = "cpu-calibrated.json";
  *   o.comm = MPI_COMM_WORLD;
  *   o.log = stdout;                              // rank 0 prints its tables
- *   if (oc_exec_calibrate(&o, &st) != 0) ...st.msg (on every rank)...
+ *   if (oc_cpu_calibrate(&o, &st) != 0) ...st.msg (on every rank)...
  *
  * Collective over o->comm: every rank calls it. What it measures, all
  * ranks running at once (as they do in a training step):
@@ -57,8 +58,8 @@
  * run on one host (gpus_per_node becomes the number of ranks); OpenBLAS's
  * thread count is left as the caller set it.
  */
-#ifndef OC_CALIBRATE_H
-#define OC_CALIBRATE_H
+#ifndef OC_CALIBRATE_CPU_H
+#define OC_CALIBRATE_CPU_H
 
 #include <mpi.h>
 #include <stdint.h>
@@ -69,7 +70,7 @@
 #include "status.h"
 #include "topology.h"
 
-struct oc_exec_calib_opts {
+struct oc_cpu_calib_opts {
     const struct oc_model *model;
     const struct oc_topology *base; /* copied; its measured fields replaced */
     int64_t seq, micro_batch, tp;   /* the GEMM shapes of one TP shard */
@@ -80,17 +81,17 @@ struct oc_exec_calib_opts {
     int64_t max_msg_bytes;          /* largest p2p / all-reduce message */
     struct oc_calib_measured *result; /* optional: filled on every rank */
 };
-#define OC_EXEC_CALIB_OPTS_DEFAULT                                             \
-    ((struct oc_exec_calib_opts){.model = NULL, .base = NULL, .seq = 0,         \
-                                 .micro_batch = 1, .tp = 1, .out_path = NULL,   \
-                                 .comm = MPI_COMM_WORLD, .log = NULL,           \
-                                 .repeats = 5, .max_msg_bytes = 64 << 20,       \
-                                 .result = NULL})
+#define OC_CPU_CALIB_OPTS_DEFAULT                                              \
+    ((struct oc_cpu_calib_opts){.model = NULL, .base = NULL, .seq = 0,          \
+                                .micro_batch = 1, .tp = 1, .out_path = NULL,    \
+                                .comm = MPI_COMM_WORLD, .log = NULL,            \
+                                .repeats = 5, .max_msg_bytes = 64 << 20,        \
+                                .result = NULL})
 
 /* 0, or -1 with st->msg on every rank (bad options, ranks on several
  * hosts, an MPI error, the file not written). An MPI error that strikes
  * some ranks inside a collective can leave the others waiting there: the
  * caller's timeout (or mpirun) ends such a job. */
-int oc_exec_calibrate(const struct oc_exec_calib_opts *o, struct oc_status *st);
+int oc_cpu_calibrate(const struct oc_cpu_calib_opts *o, struct oc_status *st);
 
 #endif

@@ -1,6 +1,6 @@
-/* poll.c: see poll.h. */
+/* wait_clock.c: see wait_clock.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "poll.h"
+#include "wait_clock.h"
 
 #include <sched.h>
 #include <time.h>
@@ -12,7 +12,7 @@ double oc_now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-void oc_poll_pace(double waited_s, long *sleep_ns)
+void oc_wait_pace(double waited_s, long *sleep_ns)
 {
     if (waited_s < 1e-3) {
         sched_yield();

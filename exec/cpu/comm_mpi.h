@@ -23,7 +23,8 @@
  * split); everything after init that waits goes through oc_comm_wait.
  *
  * Failures of MPI itself (an error code from a call) are environment
- * failures: mpiCheck prints the call, file and line and aborts the job.
+ * failures: mpiCheck (exec/mpi_wait.h) prints the call, file and line and
+ * aborts the job.
  */
 #ifndef OC_EXEC_COMM_MPI_H
 #define OC_EXEC_COMM_MPI_H
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "mpi_wait.h"
 #include "schedule.h"
 #include "status.h"
 
@@ -61,11 +63,9 @@ MPI_Comm oc_comm_of(const struct oc_comm *c, enum oc_group g);
 void oc_comm_set_what(struct oc_comm *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Polls *req with MPI_Test until it completes (0) or timeout_s passes
- * (-1, c->timed_out = 1, st->msg "timed out after S s in <what>"). Spins
- * with sched_yield for the first millisecond, then sleeps with a doubling
- * nanosleep up to 1 ms, so that oversubscribed ranks leave the cores to
- * the ranks that compute. */
+/* oc_mpi_wait (exec/mpi_wait.h) with c's deadline and what: 0 when *req
+ * completed, -1 past c->timeout_s (c->timed_out = 1, st->msg "timed out
+ * after S s in <what>"). */
 int oc_comm_wait(struct oc_comm *c, MPI_Request *req, struct oc_status *st);
 /* One MPI_Test: 1 when done. */
 int oc_comm_test(MPI_Request *req);
@@ -85,13 +85,5 @@ int oc_comm_recv(struct oc_comm *c, MPI_Comm comm, void *buf, int64_t n,
 int oc_comm_gather(struct oc_comm *c, MPI_Comm comm, const void *send,
                    void *recv, int64_t n, MPI_Datatype type, int root,
                    struct oc_status *st);
-
-/* An MPI count: asserts that n fits an int. */
-int oc_mpi_count(int64_t n);
-
-/* Aborts the job (MPI_Abort) naming the failing call, file and line when
- * rc is not MPI_SUCCESS. */
-void oc_mpi_check_(int rc, const char *call, const char *file, int line);
-#define mpiCheck(call) oc_mpi_check_((call), #call, __FILE__, __LINE__)
 
 #endif

@@ -1,6 +1,6 @@
-/* calibrate.c: `ocsim-exec --calibrate`: GEMM rate, memory bandwidth, MPI
+/* calibrate_cpu.c: `ocsim-exec --calibrate`: GEMM rate, memory bandwidth, MPI
  * point-to-point and all-reduce measured on this machine, written as a
- * topology file (see calibrate.h; the file itself is calib_topology.c).
+ * topology file (see calibrate_cpu.h; the file itself is ../calib_topology.c).
  *
  * What it is not: a benchmark suite. Each figure is what the cost model
  * needs (core/cost.h: calib_gemm_flops, calib_mem_Bps, the rate of each of
@@ -14,7 +14,7 @@
  * line instead of an abort.
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES, _SC_LEVEL3_CACHE_SIZE) */
-#include "calibrate.h"
+#include "calibrate_cpu.h"
 
 #include "calib_plan.h"
 
@@ -153,7 +153,7 @@ static float *filled(int64_t n)
     return p;
 }
 
-static int measure_gemm(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank,
+static int measure_gemm(const struct oc_cpu_calib_opts *o, MPI_Comm comm, int rank,
                         int nranks, struct oc_calib_measured *m, struct oc_status *st)
 {
     const struct oc_model *md = o->model;
@@ -251,7 +251,7 @@ static void triad(double *restrict a, const double *restrict b,
         a[i] = b[i] + s * c[i];
 }
 
-static int measure_memory(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank,
+static int measure_memory(const struct oc_cpu_calib_opts *o, MPI_Comm comm, int rank,
                           int nranks, struct oc_calib_measured *m, struct oc_status *st)
 {
     /* STREAM's rule: the arrays at least 4x the caches. The ranks run at
@@ -330,7 +330,7 @@ static void pt_free(struct pt_bufs *b)
  * and activations would take more than budget_bytes; then as many as fit.
  * The rates are per layer, so fewer layers measure the same thing with
  * less memory. */
-static int pt_init(struct pt_bufs *b, const struct oc_exec_calib_opts *o, int rank,
+static int pt_init(struct pt_bufs *b, const struct oc_cpu_calib_opts *o, int rank,
                    double budget_bytes, struct oc_status *st)
 {
     memset(b, 0, sizeof *b);
@@ -414,7 +414,7 @@ static void pt_repeat(struct pt_bufs *b, int64_t step, double sec[OC_PT_COUNT])
     oc_calib_parts_run(&b->pt, step, pt_mark, &c);
 }
 
-static int measure_parts(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank,
+static int measure_parts(const struct oc_cpu_calib_opts *o, MPI_Comm comm, int rank,
                          int nranks, struct oc_calib_measured *m, struct oc_status *st)
 {
     /* Can every rank run the executor's parts here? (The same answer on
@@ -515,7 +515,7 @@ static int pingpong(MPI_Comm comm, int rank, char *buf, int64_t bytes, double *t
     return 0;
 }
 
-static int measure_p2p(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank,
+static int measure_p2p(const struct oc_cpu_calib_opts *o, MPI_Comm comm, int rank,
                        struct oc_calib_measured *m, struct oc_status *st)
 {
     /* The message a pipeline stage sends: one micro-batch's activation,
@@ -551,7 +551,7 @@ static int measure_p2p(const struct oc_exec_calib_opts *o, MPI_Comm comm, int ra
     return 0;
 }
 
-static int measure_allreduce(const struct oc_exec_calib_opts *o, MPI_Comm comm,
+static int measure_allreduce(const struct oc_cpu_calib_opts *o, MPI_Comm comm,
                              int rank, int nranks, struct oc_calib_measured *m,
                              struct oc_status *st)
 {
@@ -600,7 +600,7 @@ static int measure_allreduce(const struct oc_exec_calib_opts *o, MPI_Comm comm,
 
 /* ------------------------------------------------------------------ */
 
-static int check_opts(const struct oc_exec_calib_opts *o, struct oc_status *st)
+static int check_opts(const struct oc_cpu_calib_opts *o, struct oc_status *st)
 {
     if (!o->model || !o->base || !o->out_path)
         return oc_fail(st, "calibrate: model, base topology and output path are needed");
@@ -617,7 +617,7 @@ static int check_opts(const struct oc_exec_calib_opts *o, struct oc_status *st)
     return 0;
 }
 
-static int run(const struct oc_exec_calib_opts *o, MPI_Comm comm, int rank, int nranks,
+static int run(const struct oc_cpu_calib_opts *o, MPI_Comm comm, int rank, int nranks,
                struct oc_calib_measured *m, struct oc_status *st)
 {
     if (one_host(comm, nranks, st) != 0)
@@ -663,7 +663,7 @@ static int agree(MPI_Comm comm, int rank, int nranks, int rc, struct oc_status *
     return -1;
 }
 
-int oc_exec_calibrate(const struct oc_exec_calib_opts *o, struct oc_status *st)
+int oc_cpu_calibrate(const struct oc_cpu_calib_opts *o, struct oc_status *st)
 {
     if (check_opts(o, st) != 0)
         return -1;

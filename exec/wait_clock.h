@@ -1,18 +1,20 @@
-/* poll.h: the clock and the pacing of every wait loop of the executor (MPI
- * requests in comm_mpi.c, CUDA events and NCCL communicators in
- * cuda/comm_nccl.c), and the clock its cpu timing reads.
+/* wait_clock.h: the monotonic clock of the executor and the pacing of
+ * every wait loop (MPI requests in mpi_wait.c, CUDA events and NCCL
+ * communicators in cuda/comm_nccl.c); the cpu backend's op timing reads
+ * the same clock. (Named so, not poll.h, so that it does not shadow POSIX
+ * <poll.h> on the executor's include path.)
  *
  *   const double t0 = oc_now_s();
  *   long sleep_ns = 0;
  *   while (!done()) {
  *       if (oc_now_s() - t0 > timeout_s) ...fail...
- *       oc_poll_pace(oc_now_s() - t0, &sleep_ns);
+ *       oc_wait_pace(oc_now_s() - t0, &sleep_ns);
  *   }
  *
  * What it is not: a deadline or a message (each caller says what timed out).
  */
-#ifndef OC_EXEC_POLL_H
-#define OC_EXEC_POLL_H
+#ifndef OC_EXEC_WAIT_CLOCK_H
+#define OC_EXEC_WAIT_CLOCK_H
 
 /* Seconds of CLOCK_MONOTONIC (never jumps with the wall clock). */
 double oc_now_s(void);
@@ -22,6 +24,6 @@ double oc_now_s(void);
  * sleeps doubling from 10 us to 1 ms (*sleep_ns, 0 at the start), so that
  * a rank that waits long (a pipeline bubble) leaves the cores to the ranks
  * that compute. */
-void oc_poll_pace(double waited_s, long *sleep_ns);
+void oc_wait_pace(double waited_s, long *sleep_ns);
 
 #endif

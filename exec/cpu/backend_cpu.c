@@ -13,16 +13,22 @@
  * none).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "backend.h"
+#include "backend_cpu.h"
 #include "ops_cpu.h"
-#include "poll.h"
+#include "wait_clock.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef OC_HAVE_MPI
+#include "calibrate_cpu.h"
+#endif
 
 struct cpu {
 #ifdef OC_HAVE_MPI
     struct oc_comm *comm; /* NULL: solo */
+    int own_comm;         /* comm is freed with the backend (open) */
     int tag_ub;           /* MPI's largest tag */
 #endif
     double t0;            /* step_begin */
@@ -325,12 +331,17 @@ static void cpu_free_backend(struct oc_backend *b)
     free(k->E);
     free(k->I);
     free(k->in_t);
+#ifdef OC_HAVE_MPI
+    if (k->own_comm) {
+        oc_comm_free(k->comm);
+        free(k->comm);
+    }
+#endif
     free(k);
     b->impl = NULL;
 }
 
 static const struct oc_backend_ops cpu_ops = {
-    .name = "cpu",
     .alloc = cpu_alloc,
     .free = cpu_free,
     .zero = cpu_zero,
@@ -386,4 +397,54 @@ int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
     b->ctl = ctl;
     b->kernels = oc_kernels_cpu();
     return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The registry's hooks (backends.h)                                    */
+
+int oc_backend_cpu_open(struct oc_backend *b, struct oc_ctl *ctl,
+                        const struct oc_backend_job *job, struct oc_status *st)
+{
+#ifdef OC_HAVE_MPI
+    if (oc_ctl_is_mpi(ctl)) {
+        struct oc_comm *cm = oc_xmalloc(sizeof *cm);
+        if (oc_comm_init(cm, job->layout, job->timeout_s, st) != 0) {
+            free(cm);
+            return -1;
+        }
+        if (oc_backend_cpu_init(b, ctl, cm, st) != 0) {
+            oc_comm_free(cm);
+            free(cm);
+            return -1;
+        }
+        cpu_of(b)->own_comm = 1;
+        return 0;
+    }
+#else
+    (void)job;
+#endif
+    return oc_backend_cpu_solo_init(b, ctl, st);
+}
+
+int oc_backend_cpu_calibrate(struct oc_ctl *ctl, const struct oc_backend_job *job,
+                             const char *out_path, struct oc_status *st)
+{
+#ifdef OC_HAVE_MPI
+    if (!oc_ctl_is_mpi(ctl))
+        return oc_fail(st, "--calibrate of the cpu backend needs MPI (one process per "
+                           "rank): run it without --no-mpi");
+    struct oc_cpu_calib_opts co = OC_CPU_CALIB_OPTS_DEFAULT;
+    co.model = job->model;
+    co.base = job->topo;
+    co.seq = job->layout->seq_length;
+    co.micro_batch = job->layout->micro_batch;
+    co.tp = job->layout->tp;
+    co.out_path = out_path;
+    co.comm = oc_ctl_mpi_comm(ctl);
+    co.log = ctl->rank == 0 ? stdout : NULL;
+    return oc_cpu_calibrate(&co, st);
+#else
+    (void)ctl, (void)job, (void)out_path;
+    return oc_fail(st, "--calibrate of the cpu backend needs MPI, which this build lacks");
+#endif
 }

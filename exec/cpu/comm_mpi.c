@@ -1,33 +1,10 @@
-/* comm_mpi.c: communicators of a layout and the deadline wait loop (see
- * comm_mpi.h). */
+/* comm_mpi.c: communicators of a layout and their deadline waits (see
+ * comm_mpi.h; the wait loop itself is exec/mpi_wait.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "comm_mpi.h"
 
-#include "poll.h"
-
-#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
-
-void oc_mpi_check_(int rc, const char *call, const char *file, int line)
-{
-    if (rc == MPI_SUCCESS)
-        return;
-    char msg[MPI_MAX_ERROR_STRING] = "";
-    int len = 0, rank = -1;
-    MPI_Error_string(rc, msg, &len);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    fprintf(stderr, "ocsim-exec: rank %d: MPI error at %s:%d: %s: %s\n", rank,
-            file, line, call, msg);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    abort(); /* not reached */
-}
-
-int oc_mpi_count(int64_t n)
-{
-    OC_ASSERT(n >= 0 && n <= INT_MAX);
-    return (int)n;
-}
 
 /* One MPI_Comm_split for group g: colour the smallest member, key the
  * position in oc_schedule_group's ring order. */
@@ -109,28 +86,12 @@ void oc_comm_set_what(struct oc_comm *c, const char *fmt, ...)
     va_end(ap);
 }
 
-int oc_comm_test(MPI_Request *req)
-{
-    int flag = 0;
-    mpiCheck(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
-    return flag;
-}
+int oc_comm_test(MPI_Request *req) { return oc_mpi_test(req); }
 
 int oc_comm_wait(struct oc_comm *c, MPI_Request *req, struct oc_status *st)
 {
-    const double t0 = oc_now_s();
-    long sleep_ns = 0;
     c->waits++;
-    for (;;) {
-        if (oc_comm_test(req))
-            return 0;
-        double waited = oc_now_s() - t0;
-        if (waited > c->timeout_s) {
-            c->timed_out = 1;
-            return oc_fail(st, "timed out after %g s in %s", c->timeout_s, c->what);
-        }
-        oc_poll_pace(waited, &sleep_ns);
-    }
+    return oc_mpi_wait(req, c->timeout_s, c->what, &c->timed_out, st);
 }
 
 int oc_comm_allreduce(struct oc_comm *c, MPI_Comm comm, void *buf, int64_t n,

@@ -1,4 +1,12 @@
-/* options.h: the flags every `ocsim` command shares, parsed into one struct.
+/* options.h: the command-line flags of `ocsim` (tools/) and `ocsim-exec`
+ * (exec/main.c), parsed into one struct by one table (options.c): the
+ * flags every command shares, the groups a command adds (a layout, a CSV
+ * file, an output folder, sweep candidates, simulation settings) and the
+ * executor's own flags (OC_OPT_EXEC). The library both programs link
+ * (ocsim_cli), so that the executor does not reach up into tools/.
+ *
+ * What it is not: the meaning of the values beyond their syntax (which
+ * backend exists is exec/backends.h's; which precision, the executor's).
  *
  *   struct oc_opts o;
  *   oc_opts_default(&o);
@@ -14,6 +22,7 @@
 #define OC_OPTIONS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "layout.h"
 #include "model.h"
@@ -27,12 +36,29 @@ enum {
     OC_OPT_OUT = 1 << 2,    /* --out DIR */
     OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST */
     OC_OPT_SIM = 1 << 4,    /* --fidelity, --collective, --platform, --cfg, --jobs */
+    OC_OPT_EXEC = 1 << 5,   /* ocsim-exec's own: --backend, --precision, --steps,
+                               --lr, --seed, --timeout, --calibrate,
+                               --no-weights, --no-mpi */
 };
 
 #define OC_MAX_LIST 16
 
+/* OC_OPT_EXEC: the executor's own flags (oc_opts_default's defaults). */
+struct oc_exec_flags {
+    const char *backend;   /* --backend NAME; NULL: the registry's default */
+    const char *precision; /* --precision NAME; NULL: the backend's default */
+    int64_t steps;         /* training steps, >= 1 (5) */
+    double lr;             /* AdamW learning rate, > 0 (1e-3) */
+    uint64_t seed;         /* weights and data (1234) */
+    double timeout_s;      /* the deadline of one wait, > 0 (60) */
+    int calibrate;         /* --calibrate: measure, no training */
+    int weights;           /* 0: --no-weights */
+    int no_mpi;            /* --no-mpi: one process even in an MPI build */
+};
+
 struct oc_opts {
     int64_t cards;
+    int cards_given;         /* --cards was on the command line */
     const char *model_name;
     const char *topology_name;
     const char *csv_path;
@@ -54,6 +80,7 @@ struct oc_opts {
     const char *log;          /* SimGrid --log settings, or NULL */
     int64_t jobs;             /* parallel simulations (sweep); 0: cores */
     int64_t top;              /* rows of the ranked table */
+    struct oc_exec_flags exec; /* OC_OPT_EXEC */
     int help;
     struct oc_model model;
     struct oc_topology topo;
@@ -67,7 +94,10 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
 /* Loads the model and topology and applies model-dependent defaults (the
  * sequence length defaults to max_position_embeddings). */
 int oc_opts_load(struct oc_opts *o, struct oc_status *st);
-/* Help text for the shared options of `groups`. */
+/* Help text for the shared options of `groups` (OC_OPT_EXEC's flags are
+ * oc_opts_print_exec_help's). */
 void oc_opts_print_help(FILE *f, unsigned groups);
+/* Help text for OC_OPT_EXEC's flags ("Executor options:"). */
+void oc_opts_print_exec_help(FILE *f);
 
 #endif

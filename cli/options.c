@@ -1,0 +1,412 @@
+/* options.c: the one flag table of `ocsim` and `ocsim-exec` and its parser
+ * (see options.h); the help texts are options_help.c. */
+#define _POSIX_C_SOURCE 200809L
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    O_CARDS = 256, O_MODEL, O_TOPOLOGY, O_CSV, O_OUT, O_LAYOUT, O_TP, O_PP,
+    O_DP, O_MB, O_GB, O_SEQ, O_SCHEDULE, O_VCHUNKS, O_RECOMPUTE, O_SP, O_NOSP,
+    O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_ATTN, O_ORDER, O_CROSS_TP,
+    O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
+    O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
+    O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI,
+};
+
+struct flag {
+    struct option opt;
+    unsigned group; /* 0: every command */
+};
+
+static const struct flag flags[] = {
+    {{"cards", required_argument, 0, O_CARDS}, 0},
+    {{"model", required_argument, 0, O_MODEL}, 0},
+    {{"topology", required_argument, 0, O_TOPOLOGY}, 0},
+    {{"csv", required_argument, 0, O_CSV}, OC_OPT_CSV},
+    {{"out", required_argument, 0, O_OUT}, OC_OPT_OUT},
+    {{"layout", required_argument, 0, O_LAYOUT}, OC_OPT_LAYOUT},
+    {{"tp", required_argument, 0, O_TP}, OC_OPT_LAYOUT},
+    {{"tensor-model-parallel-size", required_argument, 0, O_TP}, OC_OPT_LAYOUT},
+    {{"pp", required_argument, 0, O_PP}, OC_OPT_LAYOUT},
+    {{"pipeline-model-parallel-size", required_argument, 0, O_PP}, OC_OPT_LAYOUT},
+    {{"dp", required_argument, 0, O_DP}, OC_OPT_LAYOUT},
+    {{"micro-batch", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
+    {{"micro-batch-size", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
+    {{"micro-batches", required_argument, 0, O_MBS}, OC_OPT_SWEEP},
+    {{"global-batch", required_argument, 0, O_GB}, 0},
+    {{"global-batch-size", required_argument, 0, O_GB}, 0},
+    {{"seq", required_argument, 0, O_SEQ}, 0},
+    {{"seq-length", required_argument, 0, O_SEQ}, 0},
+    {{"schedule", required_argument, 0, O_SCHEDULE}, 0},
+    {{"vchunks", required_argument, 0, O_VCHUNKS}, 0},
+    {{"num-virtual-stages-per-pipeline-rank", required_argument, 0, O_VCHUNKS}, 0},
+    {{"recompute", required_argument, 0, O_RECOMPUTE}, 0},
+    {{"recompute-granularity", required_argument, 0, O_RECOMPUTE}, 0},
+    {{"sequence-parallel", no_argument, 0, O_SP}, 0},
+    {{"no-sequence-parallel", no_argument, 0, O_NOSP}, 0},
+    {{"shard-optimizer", no_argument, 0, O_ZERO}, 0},
+    {{"use-distributed-optimizer", no_argument, 0, O_ZERO}, 0},
+    {{"no-shard-optimizer", no_argument, 0, O_NOZERO}, 0},
+    {{"overlap-grad-reduce", no_argument, 0, O_OVERLAP}, 0},
+    {{"no-overlap-grad-reduce", no_argument, 0, O_NOOVERLAP}, 0},
+    {{"attention", required_argument, 0, O_ATTN}, 0},
+    {{"rank-order", required_argument, 0, O_ORDER}, 0},
+    {{"allow-cross-node-tp", no_argument, 0, O_CROSS_TP}, 0},
+    {{"fidelity", required_argument, 0, O_FIDELITY}, OC_OPT_SIM},
+    {{"collective", required_argument, 0, O_COLLECTIVE}, OC_OPT_SIM},
+    {{"coarse", no_argument, 0, O_COARSE}, OC_OPT_SIM},
+    {{"platform", required_argument, 0, O_PLATFORM}, OC_OPT_SIM},
+    {{"cfg", required_argument, 0, O_CFG}, OC_OPT_SIM},
+    {{"log", required_argument, 0, O_LOG}, OC_OPT_SIM},
+    {{"jobs", required_argument, 0, O_JOBS}, OC_OPT_SIM},
+    {{"top", required_argument, 0, O_TOP}, OC_OPT_SIM},
+    {{"backend", required_argument, 0, O_BACKEND}, OC_OPT_EXEC},
+    {{"precision", required_argument, 0, O_PRECISION}, OC_OPT_EXEC},
+    {{"steps", required_argument, 0, O_STEPS}, OC_OPT_EXEC},
+    {{"lr", required_argument, 0, O_LR}, OC_OPT_EXEC},
+    {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC},
+    {{"timeout", required_argument, 0, O_TIMEOUT}, OC_OPT_EXEC},
+    {{"calibrate", no_argument, 0, O_CALIBRATE}, OC_OPT_EXEC},
+    {{"no-weights", no_argument, 0, O_NOWEIGHTS}, OC_OPT_EXEC},
+    {{"no-mpi", no_argument, 0, O_NOMPI}, OC_OPT_EXEC},
+    {{"help", no_argument, 0, O_HELP}, 0},
+};
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+void oc_opts_default(struct oc_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->model_name = "llama2-70b";
+    o->topology_name = "h100-100g";
+    oc_layout_default(&o->layout);
+    o->layout.seq_length = 0; /* 0: the model's max_position_embeddings */
+    static const int64_t mbs[] = {1, 2, 4};
+    memcpy(o->micro_batches, mbs, sizeof mbs);
+    o->n_micro_batches = 3;
+    o->schedules[0] = OC_SCHED_1F1B;
+    o->vchunks[0] = 1;
+    o->schedules[1] = OC_SCHED_INTERLEAVED;
+    o->vchunks[1] = 2;
+    o->n_schedules = 2;
+    o->fidelity = "fast";
+    o->collective = "auto";
+    o->top = 10;
+    o->exec.steps = 5;
+    o->exec.lr = 1e-3;
+    o->exec.seed = 1234;
+    o->exec.timeout_s = 60.0;
+    o->exec.weights = 1;
+}
+
+/* A positive integer option value, no junk, no overflow. */
+static int positive(const char *flag, const char *s, int64_t *out,
+                    struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
+    if (v <= 0)
+        return oc_fail(st, "--%s must be positive (got %lld)", flag, v);
+    if (v > 1000000000LL)
+        return oc_fail(st, "--%s %lld is absurdly large", flag, v);
+    *out = v;
+    return 0;
+}
+
+/* An integer option value of at least lo, no junk, no overflow (no upper
+ * bound: --steps, --seed). */
+static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
+                    struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
+    if (v < lo)
+        return oc_fail(st, "--%s must be at least %lld (got %lld)", flag, (long long)lo, v);
+    *out = v;
+    return 0;
+}
+
+/* A positive real option value up to 1e9 (--lr, --timeout). */
+static int positive_real(const char *flag, const char *s, double *out,
+                         struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !(v > 0) || v > 1e9)
+        return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
+    *out = v;
+    return 0;
+}
+
+/* "1,2,4" -> list of positive integers. */
+static int int_list(const char *flag, const char *s, int64_t *out, int *n,
+                    struct oc_status *st)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    *n = 0;
+    char *save = NULL;
+    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (*n == OC_MAX_LIST)
+            return oc_fail(st, "--%s: at most %d values", flag, OC_MAX_LIST);
+        if (positive(flag, p, &out[*n], st) != 0)
+            return -1;
+        (*n)++;
+    }
+    if (*n == 0)
+        return oc_fail(st, "--%s: empty list", flag);
+    return 0;
+}
+
+/* "1f1b,interleaved:2,gpipe" -> schedules with their v. */
+static int schedule_list(struct oc_opts *o, const char *s, struct oc_status *st)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    char *save = NULL;
+    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (n == OC_MAX_LIST)
+            return oc_fail(st, "--schedule: at most %d values", OC_MAX_LIST);
+        int64_t v = 1;
+        char *colon = strchr(p, ':');
+        if (colon) {
+            *colon = '\0';
+            if (positive("schedule", colon + 1, &v, st) != 0)
+                return -1;
+        }
+        if (strcmp(p, "all") == 0) {
+            o->schedules[n] = OC_SCHED_GPIPE, o->vchunks[n++] = 1;
+            o->schedules[n] = OC_SCHED_1F1B, o->vchunks[n++] = 1;
+            o->schedules[n] = OC_SCHED_INTERLEAVED, o->vchunks[n++] = 2;
+            continue;
+        }
+        if (oc_schedule_from_name(p, &o->schedules[n]) != 0)
+            return oc_fail(st, "--schedule: unknown schedule '%s' (known: gpipe, "
+                               "1f1b, interleaved[:v], all)", p);
+        if (o->schedules[n] == OC_SCHED_INTERLEAVED && !colon)
+            v = o->layout.vchunks > 1 ? o->layout.vchunks : 2;
+        if (o->schedules[n] != OC_SCHED_INTERLEAVED && colon)
+            return oc_fail(st, "--schedule: only interleaved takes ':v' (got '%s:%lld')",
+                           p, (long long)v);
+        o->vchunks[n++] = v;
+    }
+    if (n == 0)
+        return oc_fail(st, "--schedule: empty list");
+    o->n_schedules = n;
+    return 0;
+}
+
+/* Layout flags whose effect depends on others (--schedule with --vchunks,
+ * --layout under --tp): held until every flag was read. */
+struct pending {
+    const char *layout_str, *sched;
+    int64_t tp, pp, dp, mb, v;
+};
+
+/* OC_OPT_EXEC's flags: 1 when c is not one of them. */
+static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_status *st)
+{
+    int64_t iv = 0;
+    switch (c) {
+    case O_BACKEND: x->backend = val; return 0;
+    case O_PRECISION: x->precision = val; return 0;
+    case O_STEPS: return at_least("steps", val, 1, &x->steps, st);
+    case O_LR: return positive_real("lr", val, &x->lr, st);
+    case O_SEED:
+        if (at_least("seed", val, 0, &iv, st) != 0)
+            return -1;
+        x->seed = (uint64_t)iv;
+        return 0;
+    case O_TIMEOUT: return positive_real("timeout", val, &x->timeout_s, st);
+    case O_CALIBRATE: x->calibrate = 1; return 0;
+    case O_NOWEIGHTS: x->weights = 0; return 0;
+    case O_NOMPI: x->no_mpi = 1; return 0;
+    }
+    return 1;
+}
+
+/* The value-checked flags with a message of their own. */
+static int checked_flag(struct oc_opts *o, int c, const char *name, const char *val,
+                        struct oc_status *st)
+{
+    switch (c) {
+    case O_RECOMPUTE:
+        if (oc_recompute_from_name(val, &o->layout.recompute) != 0)
+            return oc_fail(st, "--%s: unknown mode '%s' (known: none, selective, full)",
+                           name, val);
+        return 0;
+    case O_ATTN:
+        if (strcmp(val, "flash") == 0)
+            o->layout.attention = OC_ATTN_FLASH;
+        else if (strcmp(val, "classic") == 0)
+            o->layout.attention = OC_ATTN_CLASSIC;
+        else
+            return oc_fail(st, "--attention: unknown kernel '%s' (known: flash, classic)",
+                           val);
+        return 0;
+    case O_ORDER:
+        if (oc_order_from_name(val, &o->layout.order) != 0)
+            return oc_fail(st, "--rank-order: unknown order '%s' (known: tp-dp-pp "
+                               "(Megatron's default), tp-pp-dp)", val);
+        return 0;
+    case O_FIDELITY:
+        o->fidelity = val;
+        if (strcmp(val, "fast") && strcmp(val, "full"))
+            return oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)", val);
+        return 0;
+    case O_COLLECTIVE:
+        o->collective = val;
+        if (strcmp(val, "auto") && strcmp(val, "ring") && strcmp(val, "tree") &&
+            strcmp(val, "hier"))
+            return oc_fail(st, "--collective: unknown algorithm '%s' (known: auto, "
+                               "ring, tree, hier)", val);
+        return 0;
+    case O_CFG:
+        if (o->n_cfg == OC_MAX_LIST)
+            return oc_fail(st, "--cfg: at most %d settings", OC_MAX_LIST);
+        o->cfg[o->n_cfg++] = val;
+        return 0;
+    }
+    return 1;
+}
+
+/* One flag of getopt_long (c, its long name, its value) into o or p. */
+static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *name,
+                    const char *val, struct oc_status *st)
+{
+    int rc = exec_flag(&o->exec, c, val, st);
+    if (rc != 1)
+        return rc;
+    if ((rc = checked_flag(o, c, name, val, st)) != 1)
+        return rc;
+    switch (c) {
+    case O_CARDS:
+        o->cards_given = 1;
+        return positive("cards", val, &o->cards, st);
+    case O_MODEL: o->model_name = val; return 0;
+    case O_TOPOLOGY: o->topology_name = val; return 0;
+    case O_CSV: o->csv_path = val; return 0;
+    case O_OUT: o->out_dir = val; return 0;
+    case O_LAYOUT: p->layout_str = val; return 0;
+    case O_TP: return positive(name, val, &p->tp, st);
+    case O_PP: return positive(name, val, &p->pp, st);
+    case O_DP: return positive(name, val, &p->dp, st);
+    case O_MB: return positive(name, val, &p->mb, st);
+    case O_MBS:
+        return int_list("micro-batches", val, o->micro_batches, &o->n_micro_batches, st);
+    case O_GB: return positive(name, val, &o->layout.global_batch, st);
+    case O_SEQ: return positive(name, val, &o->layout.seq_length, st);
+    case O_SCHEDULE: p->sched = val; return 0;
+    case O_VCHUNKS: return positive(name, val, &p->v, st);
+    case O_SP: o->layout.sequence_parallel = 1; return 0;
+    case O_NOSP: o->layout.sequence_parallel = 0; return 0;
+    case O_ZERO: o->layout.shard_optimizer = 1; return 0;
+    case O_NOZERO: o->layout.shard_optimizer = 0; return 0;
+    case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
+    case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
+    case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
+    case O_COARSE: o->coarse = 1; return 0;
+    case O_LOG: o->log = val; return 0;
+    case O_PLATFORM: o->platform_file = val; return 0;
+    case O_JOBS: return positive(name, val, &o->jobs, st);
+    case O_TOP: return positive(name, val, &o->top, st);
+    case O_HELP:
+    case 'h': o->help = 1; return 0;
+    }
+    OC_ASSERT(!"a flag of the table without a case");
+    return -1;
+}
+
+/* The held layout flags, once every flag was read. */
+static int apply_pending(struct oc_opts *o, const struct pending *p, unsigned groups,
+                         struct oc_status *st)
+{
+    if (p->v)
+        o->layout.vchunks = p->v;
+    if (p->sched && schedule_list(o, p->sched, st) != 0)
+        return -1;
+    if (p->sched && (groups & OC_OPT_LAYOUT)) {
+        if (o->n_schedules != 1)
+            return oc_fail(st, "--schedule takes one schedule for a single layout");
+        o->layout.schedule = o->schedules[0];
+        if (!p->v)
+            o->layout.vchunks = o->vchunks[0];
+    } else if (p->v && !p->sched && p->v > 1) {
+        o->layout.schedule = OC_SCHED_INTERLEAVED;
+    }
+    if (p->layout_str) {
+        if (oc_layout_parse(&o->layout, p->layout_str, st) != 0)
+            return -1;
+        o->layout_given = 1;
+    }
+    if (p->tp) o->layout.tp = p->tp, o->layout_given = 1;
+    if (p->pp) o->layout.pp = p->pp, o->layout_given = 1;
+    if (p->dp) o->layout.dp = p->dp, o->layout_given = 1;
+    if (p->mb) o->layout.micro_batch = p->mb;
+    return 0;
+}
+
+int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
+                  struct oc_status *st)
+{
+    struct option longopts[NFLAGS + 1];
+    size_t n = 0;
+    for (size_t i = 0; i < NFLAGS; i++)
+        if (flags[i].group == 0 || (flags[i].group & groups))
+            longopts[n++] = flags[i].opt;
+    memset(&longopts[n], 0, sizeof longopts[n]);
+
+    struct pending p = {0};
+    opterr = 0;
+    optind = 1;
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "+:h", longopts, &idx)) != -1) {
+        const char *name = idx >= 0 && (size_t)idx < n ? longopts[idx].name : "?";
+        int rc;
+        if (c == ':')
+            rc = oc_fail(st, "%s needs a value", argv[optind - 1]);
+        else if (c == '?' && optopt && optopt < 256)
+            rc = oc_fail(st, "unknown option '-%c' (see --help)", optopt);
+        else if (c == '?')
+            rc = oc_fail(st, "unknown or misplaced option '%s' for '%s' (see --help)",
+                         argv[optind - 1], argv[0]);
+        else
+            rc = one_flag(o, &p, c, name, optarg, st);
+        if (rc != 0)
+            return -1;
+        idx = -1;
+    }
+    if (optind < argc)
+        return oc_fail(st, "unexpected argument '%s' (see --help)", argv[optind]);
+    if (o->help)
+        return 0;
+    if (apply_pending(o, &p, groups, st) != 0)
+        return -1;
+    if (o->cards == 0)
+        return oc_fail(st, "--cards N is required (the number of GPUs)");
+    if ((groups & OC_OPT_LAYOUT) && !o->layout_given)
+        return oc_fail(st, "a layout is required: --layout tp8-pp8-dp1 or --tp/--pp/--dp");
+    return 0;
+}
+
+int oc_opts_load(struct oc_opts *o, struct oc_status *st)
+{
+    if (oc_model_load(o->model_name, &o->model, st) != 0)
+        return -1;
+    if (oc_topology_load(o->topology_name, &o->topo, st) != 0)
+        return -1;
+    if (o->layout.seq_length == 0)
+        o->layout.seq_length = o->model.max_position_embeddings;
+    return 0;
+}

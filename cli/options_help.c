@@ -1,0 +1,93 @@
+/* options_help.c: the help texts of the flags of options.c's table (see
+ * options.h), next to each other so that a new flag's help is not
+ * forgotten in one program. */
+#include "options.h"
+
+void oc_opts_print_help(FILE *f, unsigned groups)
+{
+    fputs("Common options:\n"
+          "  --cards N               number of GPUs (required)\n"
+          "  --model M               shipped name or path to a Hugging Face config.json\n"
+          "                          (default llama2-70b)\n"
+          "  --topology T            shipped name or path to a topology .json\n"
+          "                          (default h100-100g: 8 x H100 + NVLink, 100 Gb/s per node)\n"
+          "  --global-batch B        sequences per step (--global-batch-size; default 512)\n"
+          "  --seq S                 sequence length (--seq-length; default the model's\n"
+          "                          max_position_embeddings)\n"
+          "  --recompute MODE        none | selective | full (--recompute-granularity;\n"
+          "                          default selective)\n"
+          "  --[no-]sequence-parallel  (default on)\n"
+          "  --[no-]shard-optimizer  ZeRO-1 / --use-distributed-optimizer (default on)\n"
+          "  --[no-]overlap-grad-reduce  DP reduction in buckets under the backward\n"
+          "                          (default on)\n"
+          "  --attention KERNEL      flash | classic (default flash)\n"
+          "  --rank-order ORDER      tp-dp-pp (Megatron's default: TP fastest, PP\n"
+          "                          outermost) | tp-pp-dp (PP across neighbouring\n"
+          "                          nodes, DP outermost)\n"
+          "  --allow-cross-node-tp   let a TP group span nodes\n", f);
+    if (groups & OC_OPT_LAYOUT)
+        fputs("Layout (one of):\n"
+              "  --layout STR            tp<N>-pp<N>-dp<N>[-mb<N>][-v<N>][-gpipe|-1f1b|\n"
+              "                          -interleaved][-sp|-nosp][-rnone|-rsel|-rfull]\n"
+              "                          [-zero1|-nozero][-flash|-classic]\n"
+              "                          [-order=tp-dp-pp|-order=tp-pp-dp]\n"
+              "  --tp N --pp N --dp N    (--tensor-model-parallel-size,\n"
+              "                          --pipeline-model-parallel-size)\n"
+              "  --micro-batch N         sequences per micro-batch (--micro-batch-size;\n"
+              "                          default 1)\n"
+              "  --schedule S            gpipe | 1f1b | interleaved (default 1f1b)\n"
+              "  --vchunks V             model chunks per stage, interleaved\n"
+              "                          (--num-virtual-stages-per-pipeline-rank)\n", f);
+    if (groups & OC_OPT_SWEEP)
+        fputs("Candidates:\n"
+              "  --micro-batches LIST    micro-batch sizes to try (default 1,2,4)\n"
+              "  --schedule LIST         schedules to try: gpipe, 1f1b, interleaved[:v],\n"
+              "                          all (default 1f1b,interleaved:2)\n", f);
+    if (groups & OC_OPT_SIM)
+        fputs("Simulation:\n"
+              "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"
+              "                          closed form, one op per model chunk (default);\n"
+              "                          full: every rank, layer and message\n"
+              "  --collective ALGO       auto (per collective and size, as NCCL) | ring |\n"
+              "                          tree | hier, for every collective (ZeRO's\n"
+              "                          reduce-scatter and all-gather too) where it\n"
+              "                          applies, else ring\n"
+              "  --coarse                merge the steps of each ring into one message\n"
+              "  --platform FILE         a SimGrid platform XML with hosts gpu0..gpuN-1\n"
+              "                          instead of the one generated from --topology\n"
+              "  --cfg KEY:VALUE         passed to SimGrid (repeatable), e.g.\n"
+              "                          --cfg network/model:LV08\n"
+              "  --log SPEC              SimGrid log settings, e.g. --log\n"
+              "                          ocsim_replay.thres:debug (one line per op)\n"
+              "  --jobs N                simulations at once (default: the cores)\n"
+              "  --top N                 rows of the ranked table (default 10)\n", f);
+    if (groups & OC_OPT_CSV)
+        fputs("  --csv FILE              also write the table as CSV\n", f);
+    if (groups & OC_OPT_OUT)
+        fputs("  --out DIR               output folder\n", f);
+}
+
+void oc_opts_print_exec_help(FILE *f)
+{
+    fputs("Executor options:\n"
+          "  --backend cpu|cuda      cpu: fp32 on OpenBLAS + MPI (default); cuda: cuBLAS,\n"
+          "                          own kernels and NCCL, one GPU per rank\n"
+          "  --precision bf16|fp32   cuda GEMM operands (default bf16: bf16 operands,\n"
+          "                          fp32 accumulation, fp32 master weights)\n"
+          "  --steps K               training steps (default 5)\n"
+          "  --lr X                  AdamW learning rate (default 1e-3; beta2 0.95,\n"
+          "                          weight decay 0.1)\n"
+          "  --seed S                weights and data (default 1234)\n"
+          "  --timeout SECONDS       a rank that waits longer for one message or\n"
+          "                          collective ends the job (default 60)\n"
+          "  --no-weights            do not gather and write weights.bin\n"
+          "  --no-mpi                one process without MPI even in an MPI build: the\n"
+          "                          ranks are its threads (cuda; cpu: one rank only)\n"
+          "  --calibrate             measure this machine (GEMM rate and the rate of\n"
+          "                          each model part, forward and backward, at the\n"
+          "                          layout's shapes; memory bandwidth; MPI or NCCL\n"
+          "                          point-to-point and all-reduce as nccl-tests' busbw)\n"
+          "                          and write DIR/topology-calibrated.json\n"
+          "                          (--topology with the measured fields); no training\n",
+          f);
+}

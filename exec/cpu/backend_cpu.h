@@ -1,0 +1,43 @@
+/* backend_cpu.h: the cpu backend of the executor (backend.h): host memory,
+ * the cpu kernels (kernels/cpu/ops_cpu.h: fp32 loops and OpenBLAS), MPI for
+ * the pipeline messages and the TP / DP / EMBED collectives (comm_mpi.h),
+ * a monotonic clock around every op. Without MPI it runs one rank. Its
+ * entry in the registry (exec/backends.c) calls oc_backend_cpu_open and
+ * oc_backend_cpu_calibrate.
+ *
+ *   struct oc_backend b;
+ *   if (oc_backend_cpu_open(&b, &ctl, &job, &st) != 0) ...
+ *   ... oc_runner_init(&r, &model, &sched, &b, &ro, &st) ...
+ *   b.ops->free_backend(&b);
+ */
+#ifndef OC_EXEC_BACKEND_CPU_H
+#define OC_EXEC_BACKEND_CPU_H
+
+#include "backend.h"
+#include "backends.h"
+#include "ctl.h"
+#include "status.h"
+
+/* The registry's init: over an MPI control plane, the layout's MPI
+ * communicators (oc_comm_init, freed with the backend) and
+ * oc_backend_cpu_init; over the local one, oc_backend_cpu_solo_init. */
+int oc_backend_cpu_open(struct oc_backend *b, struct oc_ctl *ctl,
+                        const struct oc_backend_job *job, struct oc_status *st);
+/* The registry's calibration: oc_cpu_calibrate (calibrate_cpu.h) over the
+ * ctl's MPI communicator; fails with one line without MPI. */
+int oc_backend_cpu_calibrate(struct oc_ctl *ctl, const struct oc_backend_job *job,
+                             const char *out_path, struct oc_status *st);
+
+#ifdef OC_HAVE_MPI
+#include "comm_mpi.h"
+/* cpu: the cpu kernels and MPI (comm: the layout's communicators,
+ * oc_comm_init, kept by the caller until after free_backend).
+ * ctl: the control plane (barriers of the runner). */
+int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl,
+                        struct oc_comm *comm, struct oc_status *st);
+#endif
+/* cpu without MPI: one rank only (TP = PP = DP = 1: no communication). */
+int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
+                             struct oc_status *st);
+
+#endif

@@ -1,0 +1,129 @@
+/* test_cli_options.c: the one flag table of `ocsim` and `ocsim-exec`
+ * (cli/options.h): ocsim-exec's own flags (OC_OPT_EXEC) parsed by the same
+ * table as the shared ones, with their defaults, their bounds and the
+ * messages ocsim-exec printed before they moved here (tests/exec_equivalence.sh
+ * runs the program itself); a command without OC_OPT_EXEC refuses them as
+ * before; the layout flags that wait for each other (--schedule,
+ * --vchunks, --layout under --tp) resolve as before.
+ */
+#include <string.h>
+
+#include "options.h"
+#include "test_util.h"
+
+#define ARGC(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const unsigned EXEC = OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_EXEC;
+
+static void test_exec_defaults(void)
+{
+    struct oc_opts o;
+    oc_opts_default(&o);
+    CU_ASSERT_PTR_NULL(o.exec.backend);   /* the registry's default */
+    CU_ASSERT_PTR_NULL(o.exec.precision); /* the backend's default */
+    CU_ASSERT_EQUAL(o.exec.steps, 5);
+    CU_ASSERT_EQUAL(o.exec.lr, 1e-3);
+    CU_ASSERT_EQUAL(o.exec.seed, 1234);
+    CU_ASSERT_EQUAL(o.exec.timeout_s, 60.0);
+    CU_ASSERT_EQUAL(o.exec.weights, 1);
+    CU_ASSERT_EQUAL(o.exec.calibrate, 0);
+    CU_ASSERT_EQUAL(o.exec.no_mpi, 0);
+    CU_ASSERT_EQUAL(o.cards_given, 0);
+}
+
+static void test_exec_flags(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    /* both spellings of a value, every flag once */
+    char *argv[] = {"ocsim-exec", "--layout", "tp2-pp1-dp1", "--cards=2", "--steps", "7",
+                    "--lr=2e-3", "--seed", "5000000000", "--timeout", "0.5",
+                    "--backend", "cuda", "--precision=fp32", "--no-weights", "--no-mpi",
+                    "--calibrate"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(argv), argv, EXEC, &st), 0);
+    CU_ASSERT_EQUAL(o.cards, 2);
+    CU_ASSERT_EQUAL(o.cards_given, 1);
+    CU_ASSERT_EQUAL(o.layout.tp, 2);
+    CU_ASSERT_EQUAL(o.exec.steps, 7);
+    CU_ASSERT_EQUAL(o.exec.lr, 2e-3);
+    CU_ASSERT_EQUAL(o.exec.seed, 5000000000ULL); /* no upper bound, unlike --cards */
+    CU_ASSERT_EQUAL(o.exec.timeout_s, 0.5);
+    CU_ASSERT_STRING_EQUAL(o.exec.backend, "cuda");
+    CU_ASSERT_STRING_EQUAL(o.exec.precision, "fp32");
+    CU_ASSERT_EQUAL(o.exec.weights, 0);
+    CU_ASSERT_EQUAL(o.exec.no_mpi, 1);
+    CU_ASSERT_EQUAL(o.exec.calibrate, 1);
+}
+
+/* One bad command line: -1 and st.msg == want. */
+static void refused(unsigned groups, int argc, char **argv, const char *want)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL(oc_opts_parse(&o, argc, argv, groups, &st), -1);
+    CU_ASSERT_STRING_EQUAL(st.msg, want);
+}
+
+static void test_exec_refusals(void)
+{
+    char *a[] = {"x", "--cards", "1", "--layout", "tp1-pp1-dp1", "--steps", "0"};
+    refused(EXEC, ARGC(a), a, "--steps must be at least 1 (got 0)");
+    char *b[] = {"x", "--cards", "1", "--steps", "2x"};
+    refused(EXEC, ARGC(b), b, "--steps: '2x' is not an integer");
+    char *c[] = {"x", "--seed", "-1"};
+    refused(EXEC, ARGC(c), c, "--seed must be at least 0 (got -1)");
+    char *d[] = {"x", "--lr", "0"};
+    refused(EXEC, ARGC(d), d, "--lr: '0' is not a positive number");
+    char *e[] = {"x", "--timeout=2e9"}; /* above 1e9 s */
+    refused(EXEC, ARGC(e), e, "--timeout: '2e9' is not a positive number");
+    char *f[] = {"x", "--cards", "1", "--backend"};
+    refused(EXEC, ARGC(f), f, "--backend needs a value");
+    char *g[] = {"x", "--calibrate=yes"};
+    refused(EXEC, ARGC(g), g, "unknown or misplaced option '--calibrate=yes' for 'x' "
+                              "(see --help)");
+    /* `ocsim simulate` does not take the executor's flags */
+    char *h[] = {"simulate", "--cards", "8", "--layout", "tp2-pp2-dp2", "--steps", "3"};
+    refused(OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM, ARGC(h), h,
+            "unknown or misplaced option '--steps' for 'simulate' (see --help)");
+}
+
+static void test_layout_flags(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    /* --vchunks alone makes the schedule interleaved */
+    oc_opts_default(&o);
+    char *a[] = {"x", "--cards", "8", "--tp", "2", "--pp", "2", "--dp", "2", "--vchunks", "2"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(a), a, OC_OPT_LAYOUT, &st), 0);
+    CU_ASSERT_EQUAL(o.layout.schedule, OC_SCHED_INTERLEAVED);
+    CU_ASSERT_EQUAL(o.layout.vchunks, 2);
+    CU_ASSERT_EQUAL(o.layout_given, 1);
+    /* --tp after --layout wins, whatever their order */
+    oc_opts_default(&o);
+    char *b[] = {"x", "--cards", "8", "--tp", "4", "--layout", "tp2-pp2-dp2"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(b), b, OC_OPT_LAYOUT, &st), 0);
+    CU_ASSERT_EQUAL(o.layout.tp, 4);
+    CU_ASSERT_EQUAL(o.layout.pp, 2);
+    /* a list of schedules is a sweep's, not a layout's */
+    char *c[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--schedule", "1f1b,gpipe"};
+    refused(OC_OPT_LAYOUT, ARGC(c), c, "--schedule takes one schedule for a single layout");
+    char *d[] = {"x", "--cards", "8"};
+    refused(OC_OPT_LAYOUT, ARGC(d), d,
+            "a layout is required: --layout tp8-pp8-dp1 or --tp/--pp/--dp");
+}
+
+static CU_TestInfo tests[] = {
+    {"exec defaults", test_exec_defaults},
+    {"exec flags", test_exec_flags},
+    {"exec refusals", test_exec_refusals},
+    {"layout flags", test_layout_flags},
+    CU_TEST_INFO_NULL,
+};
+static CU_SuiteInfo suites[] = {
+    {"cli_options", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) { return oc_test_run(suites); }
