@@ -49,7 +49,7 @@ int oc_sim_algo_from_name(const char *s, enum oc_sim_algo *a, struct oc_status *
         size_t used = strlen(known);
         snprintf(known + used, sizeof known - used, ", %s", t[i]->name);
     }
-    return oc_fail(st, "--collective %s: expected one of %s", s, known);
+    return oc_fail(st, "--collective: unknown algorithm '%s' (known: %s)", s, known);
 }
 
 /* ---- groups ------------------------------------------------------------ */
