@@ -1,7 +1,8 @@
 /* backend_cpu.h: the cpu backend of the executor (backend.h): host memory,
  * the cpu kernels (kernels/cpu/ops_cpu.h: fp32 loops and OpenBLAS), MPI for
  * the pipeline messages and the TP / DP / EMBED collectives (comm_mpi.h),
- * a monotonic clock around every op. Without MPI it runs one rank. Its
+ * a monotonic clock around every op. Without MPI it runs one rank (how the
+ * build chooses: backend_cpu_priv.h). Its
  * entry in the registry (exec/backends.c) calls oc_backend_cpu_open and
  * oc_backend_cpu_calibrate.
  *
@@ -19,25 +20,14 @@
 #include "status.h"
 
 /* The registry's init: over an MPI control plane, the layout's MPI
- * communicators (oc_comm_init, freed with the backend) and
- * oc_backend_cpu_init; over the local one, oc_backend_cpu_solo_init. */
+ * communicators (oc_comm_init, freed with the backend); over the local one,
+ * one rank without communication (a layout that needs any fails at its
+ * first message with one line). */
 int oc_backend_cpu_open(struct oc_backend *b, struct oc_ctl *ctl,
                         const struct oc_backend_job *job, struct oc_status *st);
 /* The registry's calibration: oc_cpu_calibrate (calibrate_cpu.h) over the
  * ctl's MPI communicator; fails with one line without MPI. */
 int oc_backend_cpu_calibrate(struct oc_ctl *ctl, const struct oc_backend_job *job,
                              const char *out_path, struct oc_status *st);
-
-#ifdef OC_HAVE_MPI
-#include "comm_mpi.h"
-/* cpu: the cpu kernels and MPI (comm: the layout's communicators,
- * oc_comm_init, kept by the caller until after free_backend).
- * ctl: the control plane (barriers of the runner). */
-int oc_backend_cpu_init(struct oc_backend *b, struct oc_ctl *ctl,
-                        struct oc_comm *comm, struct oc_status *st);
-#endif
-/* cpu without MPI: one rank only (TP = PP = DP = 1: no communication). */
-int oc_backend_cpu_solo_init(struct oc_backend *b, struct oc_ctl *ctl,
-                             struct oc_status *st);
 
 #endif
