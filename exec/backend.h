@@ -39,7 +39,7 @@
  * send_forward_recv_backward) are under way together and two neighbours
  * that send to each other do not wait for each other. cpu: no-ops. cuda:
  * not an NCCL group (one would deadlock the interleaved schedule,
- * cuda/backend_cuda.c says how): each message is enqueued on its own on
+ * cuda/backend_cuda_comm.c says how): each message is enqueued on its own on
  * the stream of its direction (to a higher or a lower world rank), and
  * p2p_end makes the compute stream wait for the streams that received
  * something in the run. So on cuda a send's request may complete, and a

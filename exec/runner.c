@@ -6,9 +6,9 @@
  * (runner_dp.c).
  *
  * What the runner is not: model math (model/gpt.c), numerics (the
- * kernels), communication or timing (the backends: backend_cpu.c,
+ * kernels), communication or timing (the backends: cpu/backend_cpu.c,
  * cuda/backend_cuda.c), the parameter arena (params.c), the program around
- * it (main.c: options, outputs, gathering), the definitions of the step's
+ * it (main.c, launch.c, out_*.c; options: cli/), the definitions of the step's
  * figures (core/step_metrics.h).
  */
 #include "runner_priv.h"

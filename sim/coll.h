@@ -3,7 +3,7 @@
  * transport their messages go through. Internal to sim/: collective.c runs
  * a call in full fidelity, replay.c in fast fidelity; both pick the
  * algorithm here. It does not build groups (collective.c does) or know of
- * schedules and NIC sharing (replay.c computes the factors it passes in).
+ * schedules and NIC sharing (replay_setup.c computes the factors it passes in).
  *
  *   struct oc_coll_tx tx;                 // once per group (and options)
  *   oc_coll_tx_init(&tx, &g, NULL, &opts);      // full: messages as they are

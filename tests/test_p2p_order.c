@@ -308,7 +308,7 @@ static void test_grouped_rules_deadlock_interleaved(void)
         CU_ASSERT_EQUAL(oc_p2p_check_deadlock(&s, OC_P2P_RULES_DIRECTION, &st), 0);
         oc_schedule_free(&s);
     }
-    /* The cycle of the file comment of backend_cuda.c (tp1-pp2-dp1-v2, 8
+    /* The cycle of the file comment of backend_cuda_comm.c (tp1-pp2-dp1-v2, 8
      * micro-batches): rank 0's send of message 5 (op 45) heads its stream,
      * rank 1's group {send 3 (op 51), receive 4 (op 53)} heads its own. */
     struct oc_schedule s;

@@ -7,7 +7,7 @@
  *
  * What this file is: the parts of the table every cpu backend has, each
  * call done before it returns, and the registry's hooks. What it is not:
- * the model (model/gpt.h), the walk over the op lists (runner.c) or
+ * the model (model/gpt.h), the walk over the op lists (runner_step.c) or
  * communication.
  */
 #define _POSIX_C_SOURCE 200809L

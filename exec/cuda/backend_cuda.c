@@ -15,7 +15,7 @@
  * and their reading at the end of a step); backend_cuda_priv.h is what
  * they share. What it is not: the model (model/gpt.c) or its numerics
  * (kernels/cuda/), communicator set-up and deadlines (comm_nccl.c), the
- * walk over the op list (runner.c), or the simulation of the rules
+ * walk over the op list (runner_step.c), or the simulation of the rules
  * (core/p2p_order.c).
  *
  * Streams (all cudaStreamNonBlocking, so that none of them serialises with

@@ -283,7 +283,7 @@ static int split(struct oc_nccl *n, const struct oc_layout *l, enum oc_group g,
  * direction and not world itself, so that the two directions share no
  * NCCL state: a communicator's operations are taken in the order they were
  * issued, whatever their streams, which would bring back the one queue
- * that deadlocked (backend_cuda.c). PyTorch's ProcessGroupNCCL does the
+ * that deadlocked (backend_cuda_comm.c). PyTorch's ProcessGroupNCCL does the
  * like for send / recv (a communicator per pair of ranks). The NCCL user
  * guide ("Using multiple NCCL communicators concurrently") warns that
  * operations of several communicators in flight at once rely on their

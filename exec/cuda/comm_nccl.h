@@ -23,7 +23,7 @@
  * `up` for a message to a higher world rank, `down` to a lower one
  * (oc_nccl_p2p_of); the cuda backend gives each its own stream, so that
  * messages of one direction never queue behind those of the other
- * (backend_cuda.c's file comment says why that matters).
+ * (backend_cuda_comm.c's file comment says why that matters).
  *
  * Non-blocking communicators: every NCCL call may return ncclInProgress;
  * the calls here poll ncclCommGetAsyncError until ncclSuccess, an error,
