@@ -325,9 +325,26 @@ void oc_calib_allreduce_fit(const double *t, int nsizes, int64_t nranks,
 
 void oc_calib_net_table_head(FILE *f, const char *what)
 {
-    fprintf(f, "# %s\n#%11s %10s %10s %11s %11s\n#%11s %10s %10s %11s %11s\n", what,
-            "size", "count", "time", "algbw", "busbw", "(B)", "(elements)", "(us)",
-            "(GB/s)", "(GB/s)");
+    /* nccl-tests' column heads and units (src/common.cu). */
+    fprintf(f, "# %s\n#%11s %13s %8s %6s %6s %10s %9s %9s %6s\n"
+               "#%11s %13s %8s %6s %6s %10s %9s %9s %6s\n",
+            what, "size", "count", "type", "redop", "root", "time", "algbw", "busbw",
+            "#wrong", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+void oc_calib_net_row(FILE *f, const struct oc_calib_net_row *r)
+{
+    /* nccl-tests: algbw = bytes / time; busbw as the caller's collective
+     * defines it (closed_form.h); root -1: a collective without one. */
+    char wrong[32] = "N/A";
+    if (r->wrong >= 0)
+        snprintf(wrong, sizeof wrong, "%lld", (long long)r->wrong);
+    fprintf(f, " %11lld %13lld %8s %6s %6d %10.2f %9.3f %9.3f %6s", (long long)r->bytes,
+            (long long)r->count, r->type, r->redop, -1, r->time_s * 1e6,
+            (double)r->bytes / r->time_s / 1e9, r->busbw_Bps / 1e9, wrong);
+    if (r->note)
+        fprintf(f, "   %s", r->note);
+    fputc('\n', f);
 }
 
 void oc_calib_p2p_rows(FILE *f, int64_t max_msg_bytes, const double *t, int64_t act,
@@ -336,11 +353,11 @@ void oc_calib_p2p_rows(FILE *f, int64_t max_msg_bytes, const double *t, int64_t 
     /* nccl-tests, sendrecv: busbw = algbw = bytes / time. */
     int i = 0;
     for (int64_t s = 8; s <= max_msg_bytes; s *= 2, i++)
-        fprintf(f, " %11lld %10lld %10.2f %11.3f %11.3f\n", (long long)s, (long long)s,
-                t[i] * 1e6, (double)s / t[i] / 1e9, (double)s / t[i] / 1e9);
-    fprintf(f, " %11lld %10lld %10.2f %11.3f %11.3f   <- one activation (T x h fp32)\n",
-            (long long)act, (long long)act, t_act * 1e6, (double)act / t_act / 1e9,
-            (double)act / t_act / 1e9);
+        oc_calib_net_row(f, &(struct oc_calib_net_row){s, s, "int8", "none", t[i],
+                                                        (double)s / t[i], -1, NULL});
+    oc_calib_net_row(f, &(struct oc_calib_net_row){act, act, "int8", "none", t_act,
+                                                    (double)act / t_act, -1,
+                                                    "<- one activation (T x h fp32)"});
 }
 
 void oc_calib_allreduce_rows(FILE *f, int64_t max_msg_bytes, const double *t,
@@ -349,7 +366,7 @@ void oc_calib_allreduce_rows(FILE *f, int64_t max_msg_bytes, const double *t,
     /* nccl-tests, all_reduce: busbw = algbw * 2(n-1)/n (closed_form.h). */
     int i = 0;
     for (int64_t s = 8; s <= max_msg_bytes; s *= 2, i++)
-        fprintf(f, " %11lld %10lld %10.2f %11.3f %11.3f\n", (long long)s,
-                (long long)(s / 4), t[i] * 1e6, (double)s / t[i] / 1e9,
-                oc_busbw_allreduce(nranks, (double)s, t[i]) / 1e9);
+        oc_calib_net_row(f, &(struct oc_calib_net_row){
+                                s, s / 4, "float", "sum", t[i],
+                                oc_busbw_allreduce(nranks, (double)s, t[i]), -1, NULL});
 }

@@ -196,10 +196,25 @@ void oc_calib_p2p_fit(const double *t, int nsizes, int64_t act, double t_act,
 void oc_calib_allreduce_fit(const double *t, int nsizes, int64_t nranks,
                             struct oc_calib_measured *m);
 
-/* nccl-tests' table: the head (what, then the columns), and the
- * point-to-point rows (busbw = algbw) with the activation's row last, or
- * the all-reduce rows (count in floats, busbw = algbw * 2(n-1)/n). */
+/* nccl-tests' table (its columns, units and the meaning of algbw and
+ * busbw, doc/PERFORMANCE.md): the head (what, then the columns size,
+ * count, type, redop, root, time, algbw, busbw, #wrong), one row, and the
+ * calibration's point-to-point rows (busbw = algbw) with the activation's
+ * row last, or its all-reduce rows (count in floats, busbw = algbw *
+ * 2(n-1)/n). One placement (nccl-tests prints out-of-place, then
+ * in-place); #wrong is "N/A" where the data were not checked, as
+ * nccl-tests prints it with checking off. `ocsim-exec --netbw`
+ * (netbw.h) prints the same rows. */
+struct oc_calib_net_row {
+    int64_t bytes, count;     /* message size and elements of `type` */
+    const char *type, *redop; /* "float", "sum"; "int8", "none" */
+    double time_s;            /* one call (point-to-point: one way) */
+    double busbw_Bps;         /* nccl-tests' bus bandwidth of the call */
+    int64_t wrong;            /* elements not as expected; -1: not checked */
+    const char *note;         /* printed after the row; NULL: none */
+};
 void oc_calib_net_table_head(FILE *f, const char *what);
+void oc_calib_net_row(FILE *f, const struct oc_calib_net_row *r);
 void oc_calib_p2p_rows(FILE *f, int64_t max_msg_bytes, const double *t, int64_t act,
                        double t_act);
 void oc_calib_allreduce_rows(FILE *f, int64_t max_msg_bytes, const double *t,
