@@ -14,7 +14,7 @@ enum {
     O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_ATTN, O_ORDER, O_CROSS_TP,
     O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
-    O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI,
+    O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
 };
 
 struct flag {
@@ -71,6 +71,9 @@ static const struct flag flags[] = {
     {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC},
     {{"timeout", required_argument, 0, O_TIMEOUT}, OC_OPT_EXEC},
     {{"calibrate", no_argument, 0, O_CALIBRATE}, OC_OPT_EXEC},
+    {{"netbw", no_argument, 0, O_NETBW}, OC_OPT_EXEC},
+    {{"ranks-per-node", required_argument, 0, O_RPN}, OC_OPT_EXEC},
+    {{"max-msg", required_argument, 0, O_MAXMSG}, OC_OPT_EXEC},
     {{"no-weights", no_argument, 0, O_NOWEIGHTS}, OC_OPT_EXEC},
     {{"no-mpi", no_argument, 0, O_NOMPI}, OC_OPT_EXEC},
     {{"help", no_argument, 0, O_HELP}, 0},
@@ -100,6 +103,7 @@ void oc_opts_default(struct oc_opts *o)
     o->exec.seed = 1234;
     o->exec.timeout_s = 60.0;
     o->exec.weights = 1;
+    o->exec.max_msg_bytes = 64 << 20;
 }
 
 /* A positive integer option value, no junk, no overflow. */
@@ -144,6 +148,29 @@ static int positive_real(const char *flag, const char *s, double *out,
     double v = strtod(s, &end);
     if (end == s || *end || errno || !(v > 0) || v > 1e9)
         return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
+    *out = v;
+    return 0;
+}
+
+/* A message size: an integer with an optional binary suffix (K, M, G, as
+ * nccl-tests' -e 64M), from 8 B to 1 GiB. */
+static int byte_size(const char *flag, const char *s, int64_t *out, struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    int shift = 0;
+    if (end != s && (*end == 'K' || *end == 'k'))
+        shift = 10, end++;
+    else if (end != s && *end == 'M')
+        shift = 20, end++;
+    else if (end != s && *end == 'G')
+        shift = 30, end++;
+    if (end == s || *end || errno || v < 0 || v > (1LL << 30))
+        return oc_fail(st, "--%s: '%s' is not a size (bytes, or with K, M or G)", flag, s);
+    v <<= shift;
+    if (v < 8 || v > (1LL << 30))
+        return oc_fail(st, "--%s %s: the largest message must be in [8 B, 1 GiB]", flag, s);
     *out = v;
     return 0;
 }
@@ -230,6 +257,9 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
         return 0;
     case O_TIMEOUT: return positive_real("timeout", val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;
+    case O_NETBW: x->netbw = 1; return 0;
+    case O_RPN: return positive("ranks-per-node", val, &x->ranks_per_node, st);
+    case O_MAXMSG: return byte_size("max-msg", val, &x->max_msg_bytes, st);
     case O_NOWEIGHTS: x->weights = 0; return 0;
     case O_NOMPI: x->no_mpi = 1; return 0;
     }
@@ -393,7 +423,8 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
         return -1;
     if (o->cards == 0)
         return oc_fail(st, "--cards N is required (the number of GPUs)");
-    if ((groups & OC_OPT_LAYOUT) && !o->layout_given)
+    /* --netbw measures the network, not a layout */
+    if ((groups & OC_OPT_LAYOUT) && !o->layout_given && !o->exec.netbw)
         return oc_fail(st, "a layout is required: --layout tp8-pp8-dp1 or --tp/--pp/--dp");
     return 0;
 }

@@ -38,6 +38,7 @@ enum {
     OC_OPT_SIM = 1 << 4,    /* --fidelity, --collective, --platform, --cfg, --jobs */
     OC_OPT_EXEC = 1 << 5,   /* ocsim-exec's own: --backend, --precision, --steps,
                                --lr, --seed, --timeout, --calibrate,
+                               --netbw, --ranks-per-node, --max-msg,
                                --no-weights, --no-mpi */
 };
 
@@ -52,6 +53,11 @@ struct oc_exec_flags {
     uint64_t seed;         /* weights and data (1234) */
     double timeout_s;      /* the deadline of one wait, > 0 (60) */
     int calibrate;         /* --calibrate: measure, no training */
+    int netbw;             /* --netbw: measure the network between nodes */
+    int64_t ranks_per_node; /* --ranks-per-node K: groups of K ranks as
+                              nodes (--netbw); 0: by host name */
+    int64_t max_msg_bytes; /* --max-msg: largest message of --netbw
+                              (64 MiB) */
     int weights;           /* 0: --no-weights */
     int no_mpi;            /* --no-mpi: one process even in an MPI build */
 };

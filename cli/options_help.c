@@ -88,6 +88,15 @@ void oc_opts_print_exec_help(FILE *f)
           "                          layout's shapes; memory bandwidth; MPI or NCCL\n"
           "                          point-to-point and all-reduce as nccl-tests' busbw)\n"
           "                          and write DIR/topology-calibrated.json\n"
-          "                          (--topology with the measured fields); no training\n",
+          "                          (--topology with the measured fields); no training\n"
+          "  --netbw                 measure the network between nodes (run one rank per\n"
+          "                          node, or one per NIC): ping-pong latency, streaming\n"
+          "                          bandwidth, all-reduce busbw across nodes by size\n"
+          "                          (nccl-tests' tables), and write\n"
+          "                          DIR/topology-netbw.json (--topology with the NIC\n"
+          "                          bandwidth and latency measured); no training\n"
+          "  --ranks-per-node K      --netbw: each K consecutive ranks form a node (tests\n"
+          "                          on one machine; default: ranks sharing a host name)\n"
+          "  --max-msg BYTES         --netbw: the largest message (default 64M; K, M, G)\n",
           f);
 }

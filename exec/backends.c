@@ -26,6 +26,7 @@ static const struct oc_backend_entry table[] = {
         .mfu_against_peak = 0,
         .init = oc_backend_cpu_open,
         .calibrate = oc_backend_cpu_calibrate,
+        .netbw = oc_backend_cpu_netbw,
     },
     {
         .name = OC_BACKEND_CUDA_NAME,
@@ -43,6 +44,7 @@ static const struct oc_backend_entry table[] = {
         .available = oc_backend_cuda_available,
         .init = oc_backend_cuda_open,
         .calibrate = oc_backend_cuda_calibrate_run,
+        .netbw = oc_backend_cuda_netbw,
         /* NCCL pairs pipeline messages by order, not by tag */
         .check_schedule = oc_backend_cuda_check_p2p_order,
 #endif

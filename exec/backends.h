@@ -4,7 +4,7 @@
  * differs between backends: whether this build has it and this machine
  * can run it, how its ranks are launched, its default precision, its
  * words, whether an MFU against the topology's GPU peak means anything,
- * and its init, calibration and schedule check. So nothing else compares
+ * and its init, calibration, network measurement and schedule check. So nothing else compares
  * a backend's name, and a new backend is one entry here plus its folder
  * (exec/cpu/, exec/cuda/).
  *
@@ -29,6 +29,7 @@
 #include "ctl.h"
 #include "layout.h"
 #include "model.h"
+#include "netbw.h"
 #include "schedule.h"
 #include "status.h"
 #include "topology.h"
@@ -76,6 +77,12 @@ struct oc_backend_entry {
      * calibrated topology, calib_topology.h) and prints its tables. */
     int (*calibrate)(struct oc_ctl *c, const struct oc_backend_job *job,
                      const char *out_path, struct oc_status *st);
+    /* Collective: measures the network between the map's nodes over the
+     * backend's transport (netbw.h: MPI, NCCL); rank 0 prints the tables
+     * and writes o->out_path; r (may be NULL) filled on every rank. */
+    int (*netbw)(struct oc_ctl *c, const struct oc_netbw_opts *o,
+                 const struct oc_net_map *map, struct oc_netbw_result *r,
+                 struct oc_status *st);
     /* Refuses a schedule this backend cannot run (NULL: any), before any
      * work; pure (no device). */
     int (*check_schedule)(const struct oc_schedule *s, struct oc_status *st);

@@ -28,7 +28,10 @@
  *
  * With --calibrate it only measures the machine (the backend's calibration:
  * cpu/calibrate_cpu.h, cuda/calibrate_cuda.h) and writes
- * DIR/topology-calibrated.json.
+ * DIR/topology-calibrated.json. With --netbw it only measures the network
+ * between the nodes its ranks run on (netbw.h: one rank per node, or
+ * --ranks-per-node K on one machine; the layout is not used; without MPI
+ * the cuda backend runs --cards threads) and writes DIR/topology-netbw.json.
  *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
  * any work); 1 a failure during the run; 3 a rank timed out (its message
@@ -210,6 +213,38 @@ static int calibrate(struct oc_ctl *c, const struct oc_exec_job *j)
     return rc != 0 ? 1 : 0;
 }
 
+/* --netbw: the backend's measurement of the network between the nodes of
+ * this job (netbw.h), written as DIR/topology-netbw.json (a copy of the
+ * --topology file with the NIC figures measured); no training. */
+static int netbw(struct oc_ctl *c, const struct oc_exec_job *j)
+{
+    struct oc_status st = {{0}};
+    char path[4200], base[4096];
+    snprintf(path, sizeof path, "%s/topology-netbw.json", j->out);
+    struct oc_net_map map;
+    /* Bad input (the topology's file, one node): exit 2, from rank 0. */
+    if (oc_data_path("topologies", j->o.topology_name, base, sizeof base, &st) != 0 ||
+        oc_net_map_init(&map, c, j->o.exec.ranks_per_node, &st) != 0) {
+        if (c->rank == 0)
+            fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+        return 2;
+    }
+    const struct oc_netbw_opts no = {
+        .base = &j->o.topo,
+        .base_path = base,
+        .out_path = path,
+        .ranks_per_node = j->o.exec.ranks_per_node,
+        .max_msg_bytes = j->o.exec.max_msg_bytes,
+        .backend = j->backend->name,
+        .log = c->rank == 0 ? stdout : NULL,
+    };
+    int rc = j->backend->netbw(c, &no, &map, NULL, &st);
+    oc_net_map_free(&map);
+    if (rc != 0 && c->rank == 0)
+        fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+    return rc != 0 ? 1 : 0;
+}
+
 /* A rank's whole run: backend, runner, the steps, the outputs. Returns the
  * exit code (failures during the run end the job through die()). */
 static int rank_main(struct oc_ctl *c, void *arg)
@@ -217,6 +252,8 @@ static int rank_main(struct oc_ctl *c, void *arg)
     const struct oc_exec_job *j = arg;
     if (j->o.exec.calibrate)
         return calibrate(c, j);
+    if (j->o.exec.netbw)
+        return netbw(c, j);
     struct oc_status st = {{0}};
     struct oc_backend b;
     if (j->backend->init(&b, c, &j->bjob, &st) != 0)
@@ -262,6 +299,28 @@ static int check_backend(struct oc_exec_job *j, const char *name, struct oc_stat
     return 0;
 }
 
+/* --netbw: the backend and the topology file; the layout is not used (the
+ * ranks are the job's, whatever it started). */
+static int check_netbw(struct oc_exec_job *j, const char *name, int world,
+                       struct oc_status *st)
+{
+    struct oc_opts *o = &j->o;
+    if (o->exec.calibrate)
+        return oc_fail(st, "--netbw and --calibrate measure different things: run them "
+                           "one after the other (--netbw --topology "
+                           "DIR/topology-calibrated.json)");
+    if (o->cards_given && o->cards != world)
+        return oc_fail(st, "--cards %lld does not match the %d ranks", (long long)o->cards,
+                       world);
+    if (world > 4096) /* without MPI: threads of this process */
+        return oc_fail(st, "--netbw: %d ranks in one process is absurd", world);
+    if (check_backend(j, name, st) != 0 || oc_opts_load(o, st) != 0)
+        return -1;
+    if (!j->backend->netbw)
+        return oc_fail(st, "--netbw: the %s backend has no network measurement", name);
+    return 0;
+}
+
 /* Everything checked before any work (one line and exit 2 on failure), and
  * the schedule built: ranks against the layout, the backend, the model and
  * topology files, the layout, what the executor and the backend run. */
@@ -269,6 +328,8 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
                      int world, const struct oc_backend_entry *launch, struct oc_status *st)
 {
     struct oc_opts *o = &j->o;
+    if (o->exec.netbw)
+        return check_netbw(j, name, world, st);
     const int64_t need = oc_layout_world(&o->layout);
     if (L->mpi && need != world)
         return oc_fail(st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "
@@ -363,7 +424,9 @@ int main(int argc, char **argv)
     if (L.mpi && !o->cards_given)
         o->cards = world;
     if (!L.mpi) {
-        world = launch->threads_are_ranks ? (int)need : 1;
+        /* --netbw has no layout: --cards threads (one per GPU) */
+        const int64_t threads = o->exec.netbw && o->cards_given ? o->cards : need;
+        world = launch->threads_are_ranks ? (int)threads : 1;
         if (!o->cards_given)
             o->cards = need;
     }

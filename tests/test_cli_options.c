@@ -28,6 +28,9 @@ static void test_exec_defaults(void)
     CU_ASSERT_EQUAL(o.exec.weights, 1);
     CU_ASSERT_EQUAL(o.exec.calibrate, 0);
     CU_ASSERT_EQUAL(o.exec.no_mpi, 0);
+    CU_ASSERT_EQUAL(o.exec.netbw, 0);
+    CU_ASSERT_EQUAL(o.exec.ranks_per_node, 0);      /* nodes by host name */
+    CU_ASSERT_EQUAL(o.exec.max_msg_bytes, 64 << 20); /* 64 MiB */
     CU_ASSERT_EQUAL(o.cards_given, 0);
 }
 
@@ -89,6 +92,37 @@ static void test_exec_refusals(void)
             "unknown or misplaced option '--steps' for 'simulate' (see --help)");
 }
 
+static void test_netbw_flags(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    /* --netbw needs no layout; sizes take nccl-tests' binary suffixes */
+    char *a[] = {"ocsim-exec", "--cards", "4", "--netbw", "--ranks-per-node", "2",
+                 "--max-msg", "4M"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(a), a, EXEC, &st), 0);
+    CU_ASSERT_EQUAL(o.exec.netbw, 1);
+    CU_ASSERT_EQUAL(o.exec.ranks_per_node, 2);
+    CU_ASSERT_EQUAL(o.exec.max_msg_bytes, 4 << 20);
+    CU_ASSERT_EQUAL(o.layout_given, 0);
+    const char *sizes[] = {"8", "64K", "1G", "300000"};
+    const int64_t want[] = {8, 65536, 1 << 30, 300000};
+    for (int i = 0; i < 4; i++) {
+        oc_opts_default(&o);
+        char *b[] = {"x", "--cards", "2", "--netbw", "--max-msg", (char *)sizes[i]};
+        CU_ASSERT_EQUAL(oc_opts_parse(&o, ARGC(b), b, EXEC, &st), 0);
+        CU_ASSERT_EQUAL(o.exec.max_msg_bytes, want[i]);
+    }
+    char *c[] = {"x", "--cards", "2", "--netbw", "--max-msg", "4"};
+    refused(EXEC, ARGC(c), c, "--max-msg 4: the largest message must be in [8 B, 1 GiB]");
+    char *d[] = {"x", "--cards", "2", "--netbw", "--max-msg", "2G"};
+    refused(EXEC, ARGC(d), d, "--max-msg 2G: the largest message must be in [8 B, 1 GiB]");
+    char *e[] = {"x", "--cards", "2", "--netbw", "--max-msg", "4MB"};
+    refused(EXEC, ARGC(e), e, "--max-msg: '4MB' is not a size (bytes, or with K, M or G)");
+    char *f[] = {"x", "--cards", "2", "--netbw", "--ranks-per-node", "0"};
+    refused(EXEC, ARGC(f), f, "--ranks-per-node must be positive (got 0)");
+}
+
 static void test_layout_flags(void)
 {
     struct oc_opts o;
@@ -118,6 +152,7 @@ static CU_TestInfo tests[] = {
     {"exec defaults", test_exec_defaults},
     {"exec flags", test_exec_flags},
     {"exec refusals", test_exec_refusals},
+    {"netbw flags", test_netbw_flags},
     {"layout flags", test_layout_flags},
     CU_TEST_INFO_NULL,
 };

@@ -198,3 +198,10 @@ int oc_backend_cpu_calibrate(struct oc_ctl *ctl, const struct oc_backend_job *jo
 {
     return oc_cpu_calibrate_mpi(ctl, job, out_path, st);
 }
+
+int oc_backend_cpu_netbw(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
+                         const struct oc_net_map *map, struct oc_netbw_result *r,
+                         struct oc_status *st)
+{
+    return oc_cpu_netbw_mpi(ctl, o, map, r, st);
+}

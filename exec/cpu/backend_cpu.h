@@ -3,8 +3,8 @@
  * the pipeline messages and the TP / DP / EMBED collectives (comm_mpi.h),
  * a monotonic clock around every op. Without MPI it runs one rank (how the
  * build chooses: backend_cpu_priv.h). Its
- * entry in the registry (exec/backends.c) calls oc_backend_cpu_open and
- * oc_backend_cpu_calibrate.
+ * entry in the registry (exec/backends.c) calls oc_backend_cpu_open,
+ * oc_backend_cpu_calibrate and oc_backend_cpu_netbw.
  *
  *   struct oc_backend b;
  *   if (oc_backend_cpu_open(&b, &ctl, &job, &st) != 0) ...
@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "backends.h"
 #include "ctl.h"
+#include "netbw.h"
 #include "status.h"
 
 /* The registry's init: over an MPI control plane, the layout's MPI
@@ -29,5 +30,11 @@ int oc_backend_cpu_open(struct oc_backend *b, struct oc_ctl *ctl,
  * ctl's MPI communicator; fails with one line without MPI. */
 int oc_backend_cpu_calibrate(struct oc_ctl *ctl, const struct oc_backend_job *job,
                              const char *out_path, struct oc_status *st);
+
+/* The registry's network measurement: netbw.h's over MPI (netbw_mpi.c);
+ * fails with one line without MPI. */
+int oc_backend_cpu_netbw(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
+                         const struct oc_net_map *map, struct oc_netbw_result *r,
+                         struct oc_status *st);
 
 #endif

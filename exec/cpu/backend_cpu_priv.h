@@ -21,6 +21,7 @@
 #include "backend.h"
 #include "backends.h"
 #include "ctl.h"
+#include "netbw.h"
 #include "status.h"
 
 struct oc_comm; /* comm_mpi.h, MPI builds only */
@@ -61,11 +62,15 @@ int oc_cpu_wait(struct oc_backend *b, void *req, struct oc_status *st);
 /* Frees what the communication part of k owns (its communicators). */
 void oc_cpu_comm_release(struct oc_cpu_be *k);
 /* The registry's hooks over an MPI control plane (ctl is MPI): the
- * layout's communicators, or the calibration. */
+ * layout's communicators, the calibration, or the network between nodes
+ * (netbw_mpi.c). */
 int oc_cpu_open_mpi(struct oc_backend *b, struct oc_ctl *ctl,
                     const struct oc_backend_job *job, struct oc_status *st);
 int oc_cpu_calibrate_mpi(struct oc_ctl *ctl, const struct oc_backend_job *job,
                          const char *out_path, struct oc_status *st);
+int oc_cpu_netbw_mpi(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
+                     const struct oc_net_map *map, struct oc_netbw_result *r,
+                     struct oc_status *st);
 
 /* The message of a communication call on one rank. */
 int oc_cpu_solo_fail(struct oc_status *st);

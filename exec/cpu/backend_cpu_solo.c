@@ -88,3 +88,11 @@ int oc_cpu_calibrate_mpi(struct oc_ctl *ctl, const struct oc_backend_job *job,
     (void)ctl, (void)job, (void)out_path;
     return oc_fail(st, "--calibrate of the cpu backend needs MPI, which this build lacks");
 }
+
+int oc_cpu_netbw_mpi(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
+                     const struct oc_net_map *map, struct oc_netbw_result *r,
+                     struct oc_status *st)
+{
+    (void)ctl, (void)o, (void)map, (void)r;
+    return oc_fail(st, "--netbw of the cpu backend needs MPI, which this build lacks");
+}
