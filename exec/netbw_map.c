@@ -75,11 +75,14 @@ int oc_net_map_build(struct oc_net_map *m, int rank, int size, const char *hosts
     memset(m, 0, sizeof *m);
     int rc = ranks_per_node > 0 ? map_groups(m, size, hosts, ranks_per_node, st)
                                 : map_hosts(m, size, hosts, st);
+    char who[32] = "the job's one rank runs";
+    if (size > 1)
+        snprintf(who, sizeof who, "all %d ranks run", size);
     if (rc == 0 && m->nodes < 2)
-        rc = oc_fail(st, "--netbw: all %d rank%s run on one node (%s): start ranks on two "
-                         "nodes or more (mpirun --map-by ppr:1:node), or on one machine "
-                         "name groups of ranks as nodes with --ranks-per-node K",
-                     size, size == 1 ? "" : "s", m->host[0]);
+        rc = oc_fail(st, "--netbw: %s on one node (%s): start ranks on two nodes or more "
+                         "(mpirun --map-by ppr:1:node), or on one machine name groups of "
+                         "ranks as nodes with --ranks-per-node K",
+                     who, m->host[0]);
     if (rc != 0) {
         oc_net_map_free(m);
         return -1;

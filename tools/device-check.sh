@@ -31,6 +31,13 @@
 #               shape, HBM bandwidth, each model part's rate, written as
 #               topology-calibrated.json (device-report.sh then predicts the
 #               mfu run with `ocsim simulate` on it and runs `ocsim compare`)
+#   netbw       ocsim-exec --backend cuda --netbw over NCCL (exec/netbw.h), one
+#               thread per GPU, each GPU named a node (--ranks-per-node 1):
+#               with two GPUs or more, the tables and topology-netbw.json of
+#               NVLink / PCIe between the GPUs of this machine (intra-node:
+#               one machine has no network between nodes to measure); with
+#               one GPU NCCL cannot run two ranks, so the step checks that
+#               the cuda backend refuses with one line (exit 2) and says so
 #
 # Environment: OUT=dir (the device tool's output folder: results there),
 #   OC_SANITIZE=0 skips compute-sanitizer, OC_RACECHECK=1 adds racecheck of
@@ -76,7 +83,7 @@ finish() {
         cp "$log" "$OUT/" 2>/dev/null
         (cd "$work" && tar czf "$OUT/device-results.tar.gz" \
             --exclude='*.bin' --exclude='timeline.json' \
-            device-check.log run-* calib 2>/dev/null)
+            device-check.log run-* calib netbw 2>/dev/null)
     fi
     if [ "$failed" -eq 0 ]; then
         say "device-check: all steps passed"
@@ -185,5 +192,24 @@ if [ "${OC_QUICK:-0}" != 1 ]; then
     step mfu "$exe" --backend cuda "${big[@]}" --steps 4 --no-weights --out "$work/run-mfu" &&
         say "$(grep -E 'step time|TFLOP/s|peak memory' "$log" | tail -n 3)"
     step calibrate "$exe" --backend cuda --calibrate "${big[@]}" --out "$work/calib"
+fi
+
+# -- netbw ----------------------------------------------------------------
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$gpus" -ge 2 ]; then
+    step netbw "$exe" --backend cuda --netbw --cards "$gpus" --ranks-per-node 1 \
+        --max-msg 64M --topology h200-node --timeout 120 --out "$work/netbw" &&
+        say "$(grep -E '^# (median|all-reduce across)' "$log" | tail -n 2)"
+else
+    # netbw_one_gpu: exit 2 and the one-node line, nothing else
+    netbw_one_gpu() {
+        local out rc=0
+        out=$("$exe" --backend cuda --netbw --cards 1 --ranks-per-node 1 \
+            --topology h200-node --out "$work/netbw" 2>&1) || rc=$?
+        printf '%s\n' "$out"
+        [ "$rc" -eq 2 ] && grep -q 'one rank runs on one node' <<<"$out"
+    }
+    say "== netbw: $gpus GPU: NCCL needs a GPU per rank, so the NCCL path cannot measure here"
+    step netbw-one-gpu netbw_one_gpu
 fi
 finish
