@@ -347,26 +347,34 @@ void oc_calib_net_row(FILE *f, const struct oc_calib_net_row *r)
     fputc('\n', f);
 }
 
-void oc_calib_p2p_rows(FILE *f, int64_t max_msg_bytes, const double *t, int64_t act,
-                       double t_act)
+void oc_calib_sendrecv_rows(FILE *f, int64_t max_msg_bytes, const double *t,
+                            const int64_t *wrong)
 {
     /* nccl-tests, sendrecv: busbw = algbw = bytes / time. */
     int i = 0;
     for (int64_t s = 8; s <= max_msg_bytes; s *= 2, i++)
         oc_calib_net_row(f, &(struct oc_calib_net_row){s, s, "int8", "none", t[i],
-                                                        (double)s / t[i], -1, NULL});
+                                                        (double)s / t[i],
+                                                        wrong ? wrong[i] : -1, NULL});
+}
+
+void oc_calib_p2p_rows(FILE *f, int64_t max_msg_bytes, const double *t, int64_t act,
+                       double t_act)
+{
+    oc_calib_sendrecv_rows(f, max_msg_bytes, t, NULL);
     oc_calib_net_row(f, &(struct oc_calib_net_row){act, act, "int8", "none", t_act,
                                                     (double)act / t_act, -1,
                                                     "<- one activation (T x h fp32)"});
 }
 
 void oc_calib_allreduce_rows(FILE *f, int64_t max_msg_bytes, const double *t,
-                             int64_t nranks)
+                             int64_t nranks, const int64_t *wrong)
 {
     /* nccl-tests, all_reduce: busbw = algbw * 2(n-1)/n (closed_form.h). */
     int i = 0;
     for (int64_t s = 8; s <= max_msg_bytes; s *= 2, i++)
         oc_calib_net_row(f, &(struct oc_calib_net_row){
                                 s, s / 4, "float", "sum", t[i],
-                                oc_busbw_allreduce(nranks, (double)s, t[i]), -1, NULL});
+                                oc_busbw_allreduce(nranks, (double)s, t[i]),
+                                wrong ? wrong[i] : -1, NULL});
 }

@@ -198,10 +198,11 @@ void oc_calib_allreduce_fit(const double *t, int nsizes, int64_t nranks,
 
 /* nccl-tests' table (its columns, units and the meaning of algbw and
  * busbw, doc/PERFORMANCE.md): the head (what, then the columns size,
- * count, type, redop, root, time, algbw, busbw, #wrong), one row, and the
- * calibration's point-to-point rows (busbw = algbw) with the activation's
- * row last, or its all-reduce rows (count in floats, busbw = algbw *
- * 2(n-1)/n). One placement (nccl-tests prints out-of-place, then
+ * count, type, redop, root, time, algbw, busbw, #wrong), one row, the
+ * point-to-point rows over the sizes (busbw = algbw), the calibration's
+ * with the activation's row last, and the all-reduce rows (count in
+ * floats, busbw = algbw * 2(n-1)/n); wrong[i] per size, NULL where the
+ * data were not checked. One placement (nccl-tests prints out-of-place, then
  * in-place); #wrong is "N/A" where the data were not checked, as
  * nccl-tests prints it with checking off. `ocsim-exec --netbw`
  * (netbw.h) prints the same rows. */
@@ -215,9 +216,11 @@ struct oc_calib_net_row {
 };
 void oc_calib_net_table_head(FILE *f, const char *what);
 void oc_calib_net_row(FILE *f, const struct oc_calib_net_row *r);
+void oc_calib_sendrecv_rows(FILE *f, int64_t max_msg_bytes, const double *t,
+                            const int64_t *wrong);
 void oc_calib_p2p_rows(FILE *f, int64_t max_msg_bytes, const double *t, int64_t act,
                        double t_act);
 void oc_calib_allreduce_rows(FILE *f, int64_t max_msg_bytes, const double *t,
-                             int64_t nranks);
+                             int64_t nranks, const int64_t *wrong);
 
 #endif

@@ -97,11 +97,11 @@ static int check_msg(struct run *R, int a, int b, int64_t bytes, int64_t *wrong,
     if (rank == a) {
         for (int64_t i = 0; i < bytes; i++)
             R->chk[i] = oc_netbw_byte(i);
-        return R->tx->send_host(R->tx->ctx, b, R->chk, bytes, st);
+        return R->tx->ops->send_host(R->tx->ctx, b, R->chk, bytes, st);
     }
     if (rank == b) {
         memset(R->chk, 0, (size_t)bytes);
-        if (R->tx->recv_host(R->tx->ctx, a, R->chk, bytes, st) != 0)
+        if (R->tx->ops->recv_host(R->tx->ctx, a, R->chk, bytes, st) != 0)
             return -1;
         for (int64_t i = 0; i < bytes; i++)
             *wrong += R->chk[i] != oc_netbw_byte(i);
@@ -123,7 +123,7 @@ static int pingpong(struct run *R, int na, int nb, int l, int64_t bytes, double 
     struct rec x = {0}, y = {0};
     struct oc_status ls = {{0}};
     if ((rank == a || rank == b) &&
-        (R->tx->pingpong(R->tx->ctx, rank == a ? b : a, rank == a, bytes, iters, &x.s,
+        (R->tx->ops->pingpong(R->tx->ctx, rank == a ? b : a, rank == a, bytes, iters, &x.s,
                          &ls) != 0 ||
          check_msg(R, a, b, bytes, &y.wrong, &ls) != 0))
         rec_fail(rank == a ? &x : &y, &ls);
@@ -161,7 +161,7 @@ static int streams(struct run *R, int na, int nb, const int *on, int64_t bytes, 
         if (!on[l] || (rank != a && rank != b))
             continue;
         double s = 0;
-        if (R->tx->stream(R->tx->ctx, rank == a ? b : a, rank == a, bytes, iters,
+        if (R->tx->ops->stream(R->tx->ctx, rank == a ? b : a, rank == a, bytes, iters,
                           window_for(bytes), &s, &ls) != 0 ||
             check_msg(R, a, b, bytes, &x.wrong, &ls) != 0)
             rec_fail(&x, &ls);
@@ -189,8 +189,8 @@ static int allreduce(struct run *R, int64_t bytes, double *t, int64_t *wrong,
     struct oc_status ls = {{0}};
     for (int64_t i = 0; i < count; i++)
         R->in[i] = oc_netbw_pattern(R->m->node, i);
-    if (R->tx->allreduce(R->tx->ctx, bytes, iters, &x.s, &ls) != 0 ||
-        R->tx->allreduce_host(R->tx->ctx, R->in, R->out, count, &ls) != 0) {
+    if (R->tx->ops->allreduce(R->tx->ctx, bytes, iters, &x.s, &ls) != 0 ||
+        R->tx->ops->allreduce_host(R->tx->ctx, R->in, R->out, count, &ls) != 0) {
         rec_fail(&x, &ls);
     } else {
         x.s /= iters;
@@ -225,13 +225,30 @@ static double median(const double *v, int n)
 
 static FILE *log_of(const struct run *R) { return R->c->rank == 0 ? R->o->log : NULL; }
 
+/* One of nccl-tests' tables over the sizes (t[i] seconds, w[i] #wrong,
+ * counted into r): point-to-point (n = 0: busbw = algbw) or the
+ * all-reduce over n members (busbw = algbw * 2(n-1)/n), calib_plan.h's. */
+static void table(struct run *R, const char *what, const double *t, const int64_t *w,
+                  int n, struct oc_netbw_result *r)
+{
+    for (int i = 0; i < R->nsizes; i++)
+        r->wrong += w[i];
+    FILE *f = log_of(R);
+    if (!f)
+        return;
+    oc_calib_net_table_head(f, what);
+    if (n)
+        oc_calib_allreduce_rows(f, R->o->max_msg_bytes, t, n, w);
+    else
+        oc_calib_sendrecv_rows(f, R->o->max_msg_bytes, t, w);
+}
+
 /* The sweeps between node 0 and node 1 (local rank 0): ping-pong, then
  * streaming, each size's row of nccl-tests' table. pp[i], str[i]: one-way
  * and per-message seconds. */
 static int sweeps(struct run *R, double *pp, double *str, struct oc_netbw_result *r,
                   struct oc_status *st)
 {
-    FILE *f = log_of(R);
     int *on = oc_xcalloc((size_t)R->m->per_node, sizeof *on);
     on[0] = 1; /* local rank 0 only */
     int64_t wp[64], ws[64];
@@ -246,36 +263,23 @@ static int sweeps(struct run *R, double *pp, double *str, struct oc_netbw_result
         return -1;
     const char *h0 = R->m->host[0], *h1 = R->m->host[1];
     char what[256];
-    if (f) {
-        snprintf(what, sizeof what, "%s ping-pong between nodes %.60s and %.60s (rank %d and "
-                 "%d), one-way time; busbw = algbw (nccl-tests, sendrecv)",
-                 R->tx->name, h0, h1, rank_at(R, 0, 0), rank_at(R, 1, 0));
-        oc_calib_net_table_head(f, what);
-    }
-    i = 0;
-    for (int64_t s = 8; s <= R->o->max_msg_bytes; s *= 2, i++) {
-        r->wrong += wp[i];
-        if (f)
-            oc_calib_net_row(f, &(struct oc_calib_net_row){s, s, "int8", "none", pp[i],
-                                                            (double)s / pp[i], wp[i], NULL});
-    }
-    if (f) {
-        snprintf(what, sizeof what, "%s streaming from node %.60s to %.60s, a window of "
-                 "messages in flight (osu_bw), time per message; busbw = algbw",
-                 R->tx->name, h0, h1);
-        oc_calib_net_table_head(f, what);
-    }
-    i = 0;
-    for (int64_t s = 8; s <= R->o->max_msg_bytes; s *= 2, i++) {
-        r->wrong += ws[i];
-        if (f)
-            oc_calib_net_row(f, &(struct oc_calib_net_row){s, s, "int8", "none", str[i],
-                                                            (double)s / str[i], ws[i], NULL});
-    }
-    /* The model t(S) = latency + S / B at the largest ping-pong. */
+    snprintf(what, sizeof what, "%s ping-pong between nodes %.60s and %.60s (rank %d and "
+             "%d), one-way time; busbw = algbw (nccl-tests, sendrecv)",
+             R->tx->ops->name, h0, h1, rank_at(R, 0, 0), rank_at(R, 1, 0));
+    table(R, what, pp, wp, 0, r);
+    snprintf(what, sizeof what, "%s streaming from node %.60s to %.60s, a window of "
+             "messages in flight (osu_bw), time per message; busbw = algbw",
+             R->tx->ops->name, h0, h1);
+    table(R, what, str, ws, 0, r);
+    /* The model t(S) = latency + S / B at the largest ping-pong, as the
+     * calibration fits it (calib_plan.h). */
     const int n = R->nsizes;
-    const double smax = oc_calib_msg_largest(n), dt = pp[n - 1] - pp[0];
-    r->pingpong_Bps = dt > 0 ? smax / dt : smax / pp[n - 1];
+    const double smax = oc_calib_msg_largest(n);
+    struct oc_calib_measured fit;
+    memset(&fit, 0, sizeof fit);
+    oc_calib_p2p_fit(pp, n, (int64_t)smax, pp[n - 1], &fit);
+    r->pingpong_Bps = fit.p2p_large_Bps;
+    FILE *f = log_of(R);
     if (f)
         fprintf(f, "# nodes 0-1: latency %.2f us (8 B one way); streaming %.3f GB/s, "
                    "ping-pong fit S / (t(S) - latency) %.3f GB/s at %.0f B\n#\n",
@@ -309,7 +313,7 @@ static int node_pairs(struct run *R, const double *pp, const double *str,
     if (rc == 0 && f) {
         fprintf(f, "# %s node pairs: node 0 (%s) with each node, local rank 0\n"
                    "#%5s %-40s %12s %14s\n#%5s %-40s %12s %14s\n",
-                R->tx->name, R->m->host[0], "node", "host", "latency", "streaming", "", "",
+                R->tx->ops->name, R->m->host[0], "node", "host", "latency", "streaming", "", "",
                 "(us, 8 B)", "(GB/s)");
         for (int j = 1; j < n; j++)
             fprintf(f, " %5d %-40.40s %12.2f %14.3f\n", j, R->m->host[j], lat[j] * 1e6,
@@ -362,7 +366,7 @@ static int flows(struct run *R, struct oc_netbw_result *r, struct oc_status *st)
             fprintf(f, "# %s flows from node 0 to node 1, local rank l to local rank l, "
                        "%lld B streamed: each alone, then all %d at once\n"
                        "#%5s %8s %8s %14s\n#%5s %8s %8s %14s\n",
-                    R->tx->name, (long long)smax, k, "l", "from", "to", "streaming", "",
+                    R->tx->ops->name, (long long)smax, k, "l", "from", "to", "streaming", "",
                     "(rank)", "(rank)", "(GB/s)");
             for (int l = 0; l < k; l++)
                 fprintf(f, " %5d %8d %8d %14.3f\n", l, rank_at(R, 0, l), rank_at(R, 1, l),
@@ -387,22 +391,12 @@ static int allreduces(struct run *R, struct oc_netbw_result *r, struct oc_status
         return -1;
     const int n = R->m->nodes, k = R->m->per_node;
     FILE *f = log_of(R);
-    if (f) {
-        char what[256];
-        snprintf(what, sizeof what, "%s all-reduce across %d nodes, float sum, %s%d "
-                 "group%s of %d ranks at once; busbw = algbw * 2(n-1)/n (nccl-tests), "
-                 "time = the slowest rank's", R->tx->name, n,
-                 k > 1 ? "local rank l of every node: " : "", k, k == 1 ? "" : "s", n);
-        oc_calib_net_table_head(f, what);
-    }
-    i = 0;
-    for (int64_t s = 8; s <= R->o->max_msg_bytes; s *= 2, i++) {
-        r->wrong += w[i];
-        if (f)
-            oc_calib_net_row(f, &(struct oc_calib_net_row){
-                                    s, s / 4, "float", "sum", t[i],
-                                    oc_busbw_allreduce(n, (double)s, t[i]), w[i], NULL});
-    }
+    char what[256];
+    snprintf(what, sizeof what, "%s all-reduce across %d nodes, float sum, %s%d group%s "
+             "of %d ranks at once; busbw = algbw * 2(n-1)/n (nccl-tests), time = the "
+             "slowest rank's", R->tx->ops->name, n, k > 1 ? "local rank l of every node: " : "",
+             k, k == 1 ? "" : "s", n);
+    table(R, what, t, w, n, r);
     const int last = R->nsizes - 1;
     r->allreduce_bytes = oc_calib_msg_largest(R->nsizes);
     r->allreduce_busbw_Bps = oc_busbw_allreduce(n, r->allreduce_bytes, t[last]);
@@ -422,7 +416,7 @@ static void result_init(struct oc_netbw_result *r, const struct run *R)
     r->nodes = m->nodes;
     r->per_node = m->per_node;
     r->by_group = m->by_group;
-    r->transport = R->tx->name;
+    r->transport = R->tx->ops->name;
     r->max_msg_bytes = (int64_t)oc_calib_msg_largest(R->nsizes);
     size_t at = 0;
     for (int j = 0; j < m->nodes && at < sizeof r->hosts; j++)
@@ -471,7 +465,7 @@ int oc_netbw_run(struct oc_ctl *c, const struct oc_netbw_opts *o,
     FILE *f = log_of(&R);
     if (f) {
         fprintf(f, "# ocsim-exec --netbw over %s (%s), %s: %d %s of %d rank%s each (%s)\n#\n",
-                tx->name, tx->detail, mine.date, map->nodes,
+                tx->ops->name, tx->ops->detail, mine.date, map->nodes,
                 map->by_group ? "rank groups named as nodes (--ranks-per-node)" : "nodes",
                 map->per_node, map->per_node == 1 ? "" : "s", mine.hosts);
         fflush(f);

@@ -16,9 +16,10 @@
  *
  *   struct oc_net_map map;
  *   if (oc_net_map_init(&map, ctl, o->ranks_per_node, &st) != 0) ...
- *   struct oc_net_tx tx;   ...the backend's transport over map...
- *   int rc = oc_netbw_run(ctl, o, &map, &tx, &st);
- *   ...close tx...; oc_net_map_free(&map);
+ *   struct my_tx x;   ...the backend's transport over the map's nodes...
+ *   struct oc_net_tx tx = {&my_tx_ops, &x};
+ *   int rc = oc_netbw_run(ctl, o, &map, &tx, NULL, &st);
+ *   ...close x...; oc_net_map_free(&map);
  *
  * Nodes: the ranks that share a host name (gethostname, gathered over the
  * control plane; MPI_Get_processor_name is the same name under Open MPI),
@@ -117,9 +118,9 @@ void oc_net_map_free(struct oc_net_map *m);
 
 /* Every call names world ranks (the ctl's). Seconds are this rank's clock
  * (MPI_Wtime; CUDA events on the transport's stream); a call that waits
- * past the deadline fails with st->msg. */
-struct oc_net_tx {
-    void *ctx;
+ * past the deadline fails with st->msg. A backend's table is static; its
+ * state is the ctx of struct oc_net_tx. */
+struct oc_net_tx_ops {
     const char *name;   /* "MPI" or "NCCL": the tables' and files' words */
     const char *detail; /* how, one phrase: "MPI_Isend / MPI_Irecv" */
     /* `iters` round trips of `bytes` with peer (`first`: this rank sends
@@ -143,6 +144,11 @@ struct oc_net_tx {
     int (*recv_host)(void *ctx, int peer, void *buf, int64_t bytes, struct oc_status *st);
     int (*allreduce_host)(void *ctx, const float *in, float *out, int64_t count,
                           struct oc_status *st);
+};
+
+struct oc_net_tx {
+    const struct oc_net_tx_ops *ops;
+    void *ctx;
 };
 
 /* ------------------------------------------------------------------ */

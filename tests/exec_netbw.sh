@@ -23,10 +23,7 @@ ocsim=$2
 mpirun=${3:-mpirun}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+. "$(dirname "$0")/harness.sh"
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -146,7 +143,8 @@ else
   bad "two nodes of two ranks: exit code $?: $(tail -5 "$tmp/pairs.log")"
 fi
 
-# -- refusals: one line from rank 0, exit 2
+# -- refusals: one line from rank 0, exit 2 (harness.sh's expect would count
+#    mpirun's own lines about the exit code)
 refused() { # NAME WANT NP ARGS...
   local name=$1 want=$2 np=$3 rc
   shift 3
@@ -164,5 +162,4 @@ refused one-node "run on one node" 2
 refused groups "--ranks-per-node 3 does not divide the 4 ranks" 4 --ranks-per-node 3
 refused both "--netbw and --calibrate measure different things" 2 --calibrate
 
-echo "exec_netbw: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+summary exec_netbw

@@ -99,7 +99,8 @@ static int one_host(MPI_Comm comm, int nranks, struct oc_status *st)
         if (strncmp(all, all + (size_t)r * MPI_MAX_PROCESSOR_NAME,
                     MPI_MAX_PROCESSOR_NAME) != 0) {
             oc_fail(st, "calibrate: rank %d runs on %.64s, rank 0 on %.64s: run every "
-                        "rank on one machine (the file describes one node)",
+                        "rank on one machine (the file describes one node; --netbw "
+                        "measures the network between nodes)",
                     r, all + (size_t)r * MPI_MAX_PROCESSOR_NAME, all);
             free(all);
             return -1;
@@ -590,7 +591,7 @@ static int measure_allreduce(const struct oc_cpu_calib_opts *o, MPI_Comm comm,
                  "MPI_Allreduce, float sum, %d ranks; busbw = algbw * 2(n-1)/n (nccl-tests)",
                  nranks);
         oc_calib_net_table_head(o->log, what);
-        oc_calib_allreduce_rows(o->log, o->max_msg_bytes, t, nranks);
+        oc_calib_allreduce_rows(o->log, o->max_msg_bytes, t, nranks, NULL);
         fprintf(o->log, "# all-reduce latency %.2f us (8 B), busbw %.3f GB/s (%.0f MiB)\n#\n",
                 m->allreduce_latency_s * 1e6, m->allreduce_busbw_Bps / 1e9, smax / MIB);
     }

@@ -212,6 +212,17 @@ static void tx_close(struct mpi_tx *x)
     free(x->ar);
 }
 
+static const struct oc_net_tx_ops mpi_ops = {
+    .name = "MPI",
+    .detail = "MPI_Isend / MPI_Irecv, MPI_Iallreduce",
+    .pingpong = tx_pingpong,
+    .stream = tx_stream,
+    .allreduce = tx_allreduce,
+    .send_host = tx_send_host,
+    .recv_host = tx_recv_host,
+    .allreduce_host = tx_allreduce_host,
+};
+
 int oc_cpu_netbw_mpi(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
                      const struct oc_net_map *map, struct oc_netbw_result *r,
                      struct oc_status *st)
@@ -225,17 +236,7 @@ int oc_cpu_netbw_mpi(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
         tx_close(&x);
         return -1;
     }
-    const struct oc_net_tx tx = {
-        .ctx = &x,
-        .name = "MPI",
-        .detail = "MPI_Isend / MPI_Irecv, MPI_Iallreduce",
-        .pingpong = tx_pingpong,
-        .stream = tx_stream,
-        .allreduce = tx_allreduce,
-        .send_host = tx_send_host,
-        .recv_host = tx_recv_host,
-        .allreduce_host = tx_allreduce_host,
-    };
+    const struct oc_net_tx tx = {&mpi_ops, &x};
     const int rc = oc_netbw_run(ctl, o, map, &tx, r, st);
     tx_close(&x);
     return rc;

@@ -171,7 +171,7 @@ int oc_ccal_measure_allreduce(struct cal *c, struct oc_calib_measured *m, struct
                  "ncclAllReduce, float sum, %d GPUs; busbw = algbw * 2(n-1)/n (nccl-tests)",
                  c->size);
         oc_calib_net_table_head(o->log, what);
-        oc_calib_allreduce_rows(o->log, o->max_msg_bytes, t_max, c->size);
+        oc_calib_allreduce_rows(o->log, o->max_msg_bytes, t_max, c->size, NULL);
         fprintf(o->log, "# all-reduce latency %.2f us (8 B), busbw %.3f GB/s (%.0f B)\n#\n",
                 m->allreduce_latency_s * 1e6, m->allreduce_busbw_Bps / 1e9, smax);
     }

@@ -223,6 +223,17 @@ static void tx_close(struct nccl_tx *x)
     cudaCheck(cudaFree(x->ack));
 }
 
+static const struct oc_net_tx_ops nccl_ops = {
+    .name = "NCCL",
+    .detail = "ncclSend / ncclRecv, ncclAllReduce, timed with CUDA events",
+    .pingpong = tx_pingpong,
+    .stream = tx_stream,
+    .allreduce = tx_allreduce,
+    .send_host = tx_send_host,
+    .recv_host = tx_recv_host,
+    .allreduce_host = tx_allreduce_host,
+};
+
 int oc_backend_cuda_netbw(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
                           const struct oc_net_map *map, struct oc_netbw_result *r,
                           struct oc_status *st)
@@ -233,17 +244,7 @@ int oc_backend_cuda_netbw(struct oc_ctl *ctl, const struct oc_netbw_opts *o,
         tx_close(&x);
         return -1;
     }
-    const struct oc_net_tx tx = {
-        .ctx = &x,
-        .name = "NCCL",
-        .detail = "ncclSend / ncclRecv, ncclAllReduce, timed with CUDA events",
-        .pingpong = tx_pingpong,
-        .stream = tx_stream,
-        .allreduce = tx_allreduce,
-        .send_host = tx_send_host,
-        .recv_host = tx_recv_host,
-        .allreduce_host = tx_allreduce_host,
-    };
+    const struct oc_net_tx tx = {&nccl_ops, &x};
     const int rc = oc_netbw_run(ctl, o, map, &tx, r, st);
     tx_close(&x);
     return rc;
