@@ -130,6 +130,32 @@ struct oc_kernel_ops {
                      const float *dy, int64_t B, int64_t T, int64_t nh,
                      int64_t HS);
 
+    /* -- fused causal attention (FlashAttention-2: Dao 2023; Dao et al.
+     * 2022), scale 1/sqrt(HS): the same y as attn_fwd, but no (T,T)
+     * matrix is stored; the backward recomputes the probabilities from
+     * the log-sum-exp. qkv (B,T,nkv,g+2,HS) is the GQA layout (Megatron-
+     * LM's): per token and KV group, its g = nh/nkv query heads, then its
+     * key, then its value; query head h reads KV group h/g. With nkv = nh
+     * (g = 1) it is attn_fwd's (B,T,nh,3,HS). lse is (B,nh,T). An
+     * implementation may multiply bf16 roundings of q, k, v and dy (the
+     * cuda kernels in bf16) with fp32 sums; y, lse and dqkv are fp32. */
+    /* s[t,t2] = scale * q[t] . k[t2] for t2 <= t; lse[t] = max_t2 s +
+     * log(sum_t2 exp(s - max)), written; y (B,T,nh,HS) = sum_t2
+     * exp(s - lse[t]) v[t2], written. */
+    void (*flash_attn_fwd)(void *ctx, float *y, float *lse, const float *qkv,
+                           int64_t B, int64_t T, int64_t nh, int64_t nkv,
+                           int64_t HS);
+    /* dqkv (B,T,nkv,g+2,HS), written, from dy (B,T,nh,HS) and the
+     * forward's qkv, y and lse (Dao 2023, algorithm 2): p = exp(s - lse),
+     * D[t] = dy[t] . y[t], ds = p * (dy[t] . v[t2] - D[t]); dq = scale *
+     * sum ds k, dk = scale * sum ds q, dv = sum p dy, dk and dv summed
+     * over the g query heads of their group. Scratch: B*nh*T floats at
+     * most (reserve's att_B, att_T, att_nh). */
+    void (*flash_attn_bwd)(void *ctx, float *dqkv, const float *qkv,
+                           const float *y, const float *lse, const float *dy,
+                           int64_t B, int64_t T, int64_t nh, int64_t nkv,
+                           int64_t HS);
+
     /* -- adds -------------------------------------------------------- */
     /* out (N,C) = out + bias[col] + res, in that order; bias or res may
      * be NULL (the row-parallel bias and the residual after an all-reduce). */

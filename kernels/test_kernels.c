@@ -2,7 +2,9 @@
  * cpu kernel table (kernels/cpu/ops_cpu.h, the reference), entry by entry on
  * small random inputs, and the launchers below the table that it does not
  * reach one by one (the general GEMM, cublasLt's path and its fallback, the
- * bf16 casts, the bf16 bias gradient); ctest's kernels_gpu.
+ * bf16 casts, the bf16 bias gradient); ctest's kernels_gpu. The fused
+ * attention entries are checked in test_kernels_flash.c, which shares the
+ * helpers and tolerances below through test_kernels.h.
  *
  * Without a usable GPU (cudaGetDeviceCount fails, e.g. error 35, "driver
  * insufficient", on a CI machine; no devices; or none of compute
@@ -44,17 +46,14 @@
 #include "check.h"
 #include "ops_cpu.h"
 #include "ops_cuda.h"
+#include "test_kernels.h"
 
 #define SKIP_CODE 77
-#define TOL_EXACT 0.0
-#define TOL_F32 1e-5
-#define TOL_BF16_OPERANDS 1e-4
-#define TOL_BF16 1e-2
 
 static int g_checks, g_failed;
-static cudaStream_t g_stream;
+cudaStream_t g_stream;
 static uint64_t g_rng = 0x5eed1234abcdULL;
-static struct oc_kernels CPU, GPU, GPU16; /* cpu; cuda fp32; cuda bf16 */
+struct oc_kernels CPU, GPU, GPU16;
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
@@ -98,7 +97,7 @@ static void *dup_bytes(const void *h, size_t bytes)
 }
 
 /* device -> host, after the stream's work */
-static void down(void *h, const void *d, size_t bytes)
+void down(void *h, const void *d, size_t bytes)
 {
     cudaCheck(cudaStreamSynchronize(g_stream));
     cudaCheck(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
@@ -106,7 +105,7 @@ static void down(void *h, const void *d, size_t bytes)
 
 /* bfloat16 (the top 16 bits of an IEEE binary32) rounded to nearest even,
  * as __float2bfloat16_rn; NaN stays a quiet NaN. */
-static oc_bf16 bf16_of(float x)
+oc_bf16 bf16_of(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
@@ -116,7 +115,7 @@ static oc_bf16 bf16_of(float x)
     return (oc_bf16)(u >> 16);
 }
 
-static float f32_of(oc_bf16 h)
+float f32_of(oc_bf16 h)
 {
     uint32_t u = (uint32_t)h << 16;
     float x;
@@ -124,14 +123,8 @@ static float f32_of(oc_bf16 h)
     return x;
 }
 
-/* A host tensor and its device copy: the two tables' inputs or outputs. */
-struct pair {
-    float *h, *d;
-    int64_t n;
-};
-
 /* uniform on offset + scale * [-1, 1), on both sides */
-static struct pair prand(int64_t n, float scale, float offset)
+struct pair prand(int64_t n, float scale, float offset)
 {
     struct pair p = {xmalloc((size_t)n * sizeof(float)), NULL, n};
     for (int64_t i = 0; i < n; i++)
@@ -141,7 +134,7 @@ static struct pair prand(int64_t n, float scale, float offset)
 }
 
 /* an output: host zero, device NaN */
-static struct pair pout(int64_t n)
+struct pair pout(int64_t n)
 {
     struct pair p = {xmalloc((size_t)n * sizeof(float)), dalloc((size_t)n * sizeof(float)), n};
     memset(p.h, 0, (size_t)n * sizeof(float));
@@ -149,7 +142,7 @@ static struct pair pout(int64_t n)
 }
 
 /* the host values to the device (a cpu output as the next input of both) */
-static void psync(struct pair *p)
+void psync(struct pair *p)
 {
     cudaCheck(cudaMemcpy(p->d, p->h, (size_t)p->n * sizeof(float), cudaMemcpyHostToDevice));
 }
@@ -162,7 +155,7 @@ static void pround(struct pair *p)
     psync(p);
 }
 
-static void pfree(struct pair *p)
+void pfree(struct pair *p)
 {
     free(p->h);
     cudaCheck(cudaFree(p->d));
@@ -216,7 +209,7 @@ static void check_dev(const char *name, const float *d, const float *ref, int64_
 }
 
 /* the gpu table's output against the cpu table's */
-static void pcheck(const char *name, const struct pair *p, double tol)
+void pcheck(const char *name, const struct pair *p, double tol)
 {
     check_dev(name, p->d, p->h, p->n, tol);
 }
@@ -744,6 +737,7 @@ int main(void)
     test_gelu();
     test_adds_memory();
     test_attention();
+    test_flash_attention();
     test_embedding();
     test_cross_entropy();
     test_adamw();

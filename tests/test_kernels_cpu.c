@@ -12,7 +12,11 @@
  *   dot product with the normalised row is only eps's share: a scaled row
  *   has the same output but for eps);
  * - the vocab-parallel cross-entropy over two shards with the all-reduces
- *   done here equals -log softmax over the whole row.
+ *   done here equals -log softmax over the whole row;
+ * - the fused (flash) attention entries: lse and y by hand with two query
+ *   heads on one KV group, against the classic entries with g = 1,
+ *   against replicated key-value heads, and their backward against finite
+ *   differences.
  * The whole model is tested through these kernels in test_exec_gpt.c
  * (tensor-parallel equivalence, finite differences of every part); the
  * cuda kernels against this table in kernels/test_kernels.c.
@@ -289,6 +293,145 @@ static void test_attention(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* Fused (flash) attention, GQA layout (B,T,nkv,g+2,HS)                 */
+
+struct flash_ctx {
+    float *lse;
+    int64_t B, T, nh, nkv, HS;
+};
+
+static void flash_fwd(void *c, const float *qkv, float *y)
+{
+    struct flash_ctx *a = c;
+    K.ops->flash_attn_fwd(K.ctx, y, a->lse, qkv, a->B, a->T, a->nh, a->nkv, a->HS);
+}
+
+/* Two query heads of size 1 on one KV group (g = 2), two tokens; per
+ * token (q0, q1, k, v) = (1, -1, 2, 3) and (1, 2, 0, 5). Head 0 is the
+ * classic test's case: token 0 sees key 2 alone (s = 2, lse = 2 + log 1 =
+ * 2, y = 3); token 1 has scores [2, 0]: lse = log(e^2 + 1) = 2.1269280,
+ * y = (3 e^2 + 5) / (e^2 + 1) = 3.2384058. Head 1 (q = -1, then 2) reads
+ * the same keys and values: s = -2, lse = -2, y = 3; then scores [4, 0]:
+ * lse = log(e^4 + 1) = 4.0181499, y = 3 + 2 / (e^4 + 1) = 3.0359724.
+ * y is (B,T,nh,HS) = [t0h0, t0h1, t1h0, t1h1], lse (B,nh,T) = [h0t0,
+ * h0t1, h1t0, h1t1]. */
+static void test_flash_by_hand(void)
+{
+    const float qkv[8] = {1, -1, 2, 3, 1, 2, 0, 5};
+    float y[4], lse[4];
+    K.ops->flash_attn_fwd(K.ctx, y, lse, qkv, 1, 2, 2, 1, 1);
+    CU_ASSERT(y[0] == 3.0f && y[1] == 3.0f);
+    CU_ASSERT(lse[0] == 2.0f && lse[2] == -2.0f);
+    OC_ASSERT_REL(lse[1], log(exp(2.0) + 1.0), TOL);
+    OC_ASSERT_REL(lse[3], log(exp(4.0) + 1.0), TOL);
+    OC_ASSERT_REL(y[2], (3 * exp(2.0) + 5) / (exp(2.0) + 1), TOL);
+    OC_ASSERT_REL(y[3], 3 + 2 / (exp(4.0) + 1), TOL);
+}
+
+/* With g = 1 (qkv (B,T,nh,3,HS)) the flash entries agree with the classic
+ * ones: y within 1e-6 (the same loop); lse is the log of the row's sum of
+ * exp(scores), here in double; the backward from lse (D = dy . y) is the
+ * classic backward from att within 1e-5 (D is the same sum in another
+ * order). Scores of a few units, so the row max matters. */
+static void test_flash_vs_classic(void)
+{
+    enum { B = 2, T = 7, nh = 3, HS = 5 };
+    const int64_t nq = B * T * nh * 3 * HS, ny = B * T * nh * HS, nl = B * nh * T;
+    const double scale = 1.0 / sqrt((double)HS);
+    float *qkv = frand(nq), *dy = frand(ny), *att = fzero(B * nh * T * T);
+    float *y0 = fzero(ny), *y = fzero(ny), *lse = fzero(nl);
+    float *dq0 = fzero(nq), *dq = frand(nq); /* dq is written, not added to */
+    double *want = calloc((size_t)nq, sizeof *want);
+    OC_ASSERT(want);
+    for (int64_t i = 0; i < nq; i++)
+        qkv[i] *= 2.0f;
+    K.ops->attn_fwd(K.ctx, att, y0, qkv, B, T, nh, HS);
+    K.ops->flash_attn_fwd(K.ctx, y, lse, qkv, B, T, nh, nh, HS);
+    for (int64_t i = 0; i < ny; i++)
+        want[i] = y0[i];
+    CU_ASSERT(scaled_err(y, want, ny) < TOL);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < nh; h++)
+            for (int64_t t = 0; t < T; t++) {
+                const float *q = qkv + ((b * T + t) * nh + h) * 3 * HS;
+                double sum = 0;
+                for (int64_t t2 = 0; t2 <= t; t2++) {
+                    const float *k = qkv + ((b * T + t2) * nh + h) * 3 * HS + HS;
+                    double s = 0;
+                    for (int64_t i = 0; i < HS; i++)
+                        s += (double)q[i] * k[i];
+                    sum += exp(s * scale);
+                }
+                want[(b * nh + h) * T + t] = log(sum);
+            }
+    CU_ASSERT(scaled_err(lse, want, nl) < TOL);
+    K.ops->attn_bwd(K.ctx, dq0, att, qkv, dy, B, T, nh, HS);
+    K.ops->flash_attn_bwd(K.ctx, dq, qkv, y, lse, dy, B, T, nh, nh, HS);
+    for (int64_t i = 0; i < nq; i++)
+        want[i] = dq0[i];
+    CU_ASSERT(scaled_err(dq, want, nq) < 1e-5);
+    free(want), free(dq), free(dq0), free(lse), free(y), free(y0);
+    free(att), free(dy), free(qkv);
+}
+
+/* A KV group serving g = 2 query heads is g = 1 attention with its key
+ * and value copied to both heads: y and lse are bitwise equal (the same
+ * float operations), dq too, and the group's dk and dv are the sums of
+ * the two copies' (within 1e-6: the same terms in another order). */
+static void test_flash_gqa_replicated(void)
+{
+    enum { B = 2, T = 6, nkv = 2, g = 2, nh = nkv * g, HS = 4 };
+    const int64_t ng = B * T * nkv * (g + 2) * HS, nr = B * T * nh * 3 * HS;
+    const int64_t ny = B * T * nh * HS, nl = B * nh * T;
+    float *qg = frand(ng), *qr = fzero(nr), *dy = frand(ny);
+    float *yg = fzero(ny), *yr = fzero(ny), *lg = fzero(nl), *lr = fzero(nl);
+    float *dg = fzero(ng), *dr = fzero(nr);
+    double *want = calloc((size_t)ng, sizeof *want);
+    OC_ASSERT(want);
+    for (int64_t bt = 0; bt < B * T; bt++)
+        for (int64_t h = 0; h < nh; h++) {
+            const float *grp = qg + (bt * nkv + h / g) * (g + 2) * HS;
+            float *rep = qr + (bt * nh + h) * 3 * HS;
+            memcpy(rep, grp + (h % g) * HS, HS * sizeof *rep);        /* q */
+            memcpy(rep + HS, grp + g * HS, 2 * HS * sizeof *rep);     /* k, v */
+        }
+    K.ops->flash_attn_fwd(K.ctx, yg, lg, qg, B, T, nh, nkv, HS);
+    K.ops->flash_attn_fwd(K.ctx, yr, lr, qr, B, T, nh, nh, HS);
+    CU_ASSERT(memcmp(yg, yr, (size_t)ny * sizeof *yg) == 0);
+    CU_ASSERT(memcmp(lg, lr, (size_t)nl * sizeof *lg) == 0);
+    K.ops->flash_attn_bwd(K.ctx, dg, qg, yg, lg, dy, B, T, nh, nkv, HS);
+    K.ops->flash_attn_bwd(K.ctx, dr, qr, yr, lr, dy, B, T, nh, nh, HS);
+    for (int64_t bt = 0; bt < B * T; bt++)
+        for (int64_t h = 0; h < nh; h++) {
+            double *grp = want + (bt * nkv + h / g) * (g + 2) * HS;
+            const float *rep = dr + (bt * nh + h) * 3 * HS;
+            for (int64_t i = 0; i < HS; i++)
+                grp[(h % g) * HS + i] = rep[i];
+            for (int64_t i = 0; i < 2 * HS; i++)
+                grp[g * HS + i] += rep[HS + i];
+        }
+    CU_ASSERT(scaled_err(dg, want, ng) < TOL);
+    free(want), free(dr), free(dg), free(lr), free(lg), free(yr), free(yg);
+    free(dy), free(qr), free(qg);
+}
+
+/* The backward against central differences of sum(y * G), on GQA: B 2,
+ * T 5, two KV groups of two query heads of 3. */
+static void test_flash_backward(void)
+{
+    enum { B = 2, T = 5, nh = 4, nkv = 2, HS = 3 };
+    const int64_t nq = B * T * nkv * (nh / nkv + 2) * HS, ny = B * T * nh * HS;
+    float *q = frand(nq), *G = frand(ny), *lse = fzero(B * nh * T);
+    float *yy = fzero(ny), *dq = frand(nq); /* dq is written, not added to */
+    struct flash_ctx c = {lse, B, T, nh, nkv, HS};
+    double *want = fd_grad(flash_fwd, &c, q, nq, ny, G, 1e-2f);
+    flash_fwd(&c, q, yy); /* y and lse of the unmoved q, for the backward */
+    K.ops->flash_attn_bwd(K.ctx, dq, q, yy, lse, G, B, T, nh, nkv, HS);
+    CU_ASSERT(scaled_err(dq, want, nq) < TOL_FD);
+    free(want), free(dq), free(yy), free(lse), free(G), free(q);
+}
+
+/* ------------------------------------------------------------------ */
 /* Adds, copy, zero                                                     */
 
 static void test_adds(void)
@@ -406,6 +549,10 @@ static CU_TestInfo tests[] = {
     {"layernorm", test_layernorm},
     {"gelu", test_gelu},
     {"attention", test_attention},
+    {"flash_by_hand", test_flash_by_hand},
+    {"flash_vs_classic", test_flash_vs_classic},
+    {"flash_gqa_replicated", test_flash_gqa_replicated},
+    {"flash_backward_fd", test_flash_backward},
     {"adds", test_adds},
     {"embedding", test_embedding},
     {"cross_entropy_tp2", test_cross_entropy},

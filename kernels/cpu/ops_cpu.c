@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attention_flash_cpu.h" /* the fused-attention entries */
+
 #define LN_EPS 1e-5f /* GPT-2's layer_norm_epsilon */
 
 /* ------------------------------------------------------------------ */
@@ -485,6 +487,8 @@ const struct oc_kernel_ops oc_kernel_ops_cpu = {
     .gelu_bwd = cpu_gelu_bwd,
     .attn_fwd = cpu_attn_fwd,
     .attn_bwd = cpu_attn_bwd,
+    .flash_attn_fwd = oc_cpu_flash_attn_fwd,
+    .flash_attn_bwd = oc_cpu_flash_attn_bwd,
     .add_bias_residual = cpu_add_bias_residual,
     .embed_fwd = cpu_embed_fwd,
     .pos_fwd = cpu_pos_fwd,

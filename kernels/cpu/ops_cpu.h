@@ -14,8 +14,8 @@
  *
  * Stateless: ctx is NULL, reserve does nothing, any number of threads may
  * call the table at once (the attention backward allocates its 2*T floats
- * of row scratch per call). align_floats is 1: a caller's work buffer is
- * packed.
+ * of row scratch per call, the flash forward its T: attention_flash_cpu.c).
+ * align_floats is 1: a caller's work buffer is packed.
  */
 #ifndef OC_KERNELS_OPS_CPU_H
 #define OC_KERNELS_OPS_CPU_H

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "flash_attention.h"
 
 #define ALIGN_FLOATS 64 /* 256 bytes, cudaMalloc's alignment */
 
@@ -101,6 +102,7 @@ static int cu_reserve(void *ctx, const struct oc_kernel_sizes *s,
     z.att_nh = max2(z.att_nh, s->att_nh);
     int64_t k = oc_cuda_layernorm_bwd_scratch_floats(z.norm);
     k = max2(k, oc_cuda_attn_bwd_scratch_floats(z.att_B, z.att_T, z.att_nh));
+    k = max2(k, oc_cuda_flash_attn_bwd_scratch_floats(z.att_B, z.att_T, z.att_nh));
     k = max2(k, oc_cuda_colsum_scratch_floats(z.bias_out));
     k = round_up(k);
     int64_t act = 0, grad = 0;
@@ -312,6 +314,26 @@ static void cu_attn_bwd(void *ctx, float *dqkv, const float *att, const float *q
                      kscratch(x, oc_cuda_attn_bwd_scratch_floats(B, T, nh)), x->stream);
 }
 
+/* Fused attention: bf16 operands when the table runs in bf16 (ops_cuda.h). */
+static void cu_flash_attn_fwd(void *ctx, float *y, float *lse, const float *qkv,
+                              int64_t B, int64_t T, int64_t nh, int64_t nkv,
+                              int64_t HS)
+{
+    struct oc_cuda_kernels *x = of(ctx);
+    oc_cuda_flash_attn_fwd(y, lse, qkv, B, T, nh, nkv, HS, x->dtype, x->stream);
+}
+
+static void cu_flash_attn_bwd(void *ctx, float *dqkv, const float *qkv,
+                              const float *y, const float *lse, const float *dy,
+                              int64_t B, int64_t T, int64_t nh, int64_t nkv,
+                              int64_t HS)
+{
+    struct oc_cuda_kernels *x = of(ctx);
+    oc_cuda_flash_attn_bwd(dqkv, qkv, y, lse, dy, B, T, nh, nkv, HS, x->dtype,
+                           kscratch(x, oc_cuda_flash_attn_bwd_scratch_floats(B, T, nh)),
+                           x->stream);
+}
+
 static void cu_add_bias_residual(void *ctx, float *out, const float *bias,
                                  const float *res, int64_t N, int64_t C)
 {
@@ -390,6 +412,8 @@ const struct oc_kernel_ops oc_kernel_ops_cuda = {
     .gelu_bwd = cu_gelu_bwd,
     .attn_fwd = cu_attn_fwd,
     .attn_bwd = cu_attn_bwd,
+    .flash_attn_fwd = cu_flash_attn_fwd,
+    .flash_attn_bwd = cu_flash_attn_bwd,
     .add_bias_residual = cu_add_bias_residual,
     .embed_fwd = cu_embed_fwd,
     .pos_fwd = cu_pos_fwd,

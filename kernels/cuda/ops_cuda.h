@@ -32,12 +32,16 @@
  *                 of the fp32 output gradient (not of its bf16 cast).
  *                 Everything that is not a GEMM stays fp32: LayerNorm,
  *                 attention (scores and att @ v), softmax, cross-entropy,
- *                 GELU, the adds, gradients and AdamW.
+ *                 GELU, the adds, gradients and AdamW. The fused attention
+ *                 (flash_attn_fwd / _bwd) multiplies the bf16 roundings
+ *                 of q, k, v and dy, with fp32 sums and outputs
+ *                 (flash_attention.h).
  *
  * Scratch (reserve, offsets 256-byte aligned), sized from struct
  * oc_kernel_sizes:
  *   k     kernel scratch: the largest of oc_cuda_layernorm_bwd_scratch_
- *         floats(norm), oc_cuda_attn_bwd_scratch_floats(B, T, nh) and
+ *         floats(norm), oc_cuda_attn_bwd_scratch_floats(B, T, nh),
+ *         oc_cuda_flash_attn_bwd_scratch_floats(B, T, nh) and
  *         oc_cuda_colsum_scratch_floats(bias_out)
  *   act   BF16 only: the bf16 cast of a linear layer's input, rows *
  *         lin_in values
