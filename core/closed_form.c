@@ -346,7 +346,8 @@ static int64_t largest_stage_params(const struct oc_model *m,
     return params;
 }
 
-/* DP: a ring all-reduce of the 16-bit gradients of `params` parameters
+/* DP: a ring all-reduce of the gradients of `params` parameters (memory.h's
+ * bytes per gradient, the run's precision)
  * (reduce-scatter plus all-gather when the optimizer is sharded: the same
  * bytes) into out->dp_comm_s; returns the part of it the step waits for.
  * Needs out->bwd_chunk_s. */
@@ -358,7 +359,8 @@ static double dp_exposed_time_s(const struct oc_layout *l,
         return 0;
     double bw, lat;
     group_link(l, t, CF_DP, &bw, &lat);
-    out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, 2.0 * (double)params, bw, lat);
+    out->dp_comm_s =
+        oc_cf_ring_allreduce_s(l->dp, oc_mem_param_bytes(l).grad * (double)params, bw, lat);
     double dp_exposed_s = out->dp_comm_s;
     /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
      * last micro-batch's backward (earlier micro-batches only
@@ -380,8 +382,10 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t mb = oc_layout_num_micro_batches(l);
     const double lpc = (double)oc_layout_layers_per_chunk(l, m);
+    /* an s*b*h activation, e bytes per element (the run's precision) */
     const double sbh = (double)l->seq_length * (double)l->micro_batch *
                        (double)m->hidden_size;
+    const double e = oc_layout_act_bytes(l);
 
     /* Compute per chunk from the cost model (a middle stage: no embedding,
      * no head). */
@@ -394,7 +398,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                               c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                               c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]);
 
-    /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h 16-bit
+    /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h
      * values per layer forward and two backward; with sequence parallelism
      * each becomes an all-gather plus a reduce-scatter, the same bytes on a
      * ring (Korthikanti section 4.2.2). Full recompute reruns the forward's
@@ -406,17 +410,17 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
         const double per_layer =
             l->recompute == OC_RECOMPUTE_FULL ? 6.0 : 4.0;
         tp_chunk_s = per_layer * lpc *
-                     oc_cf_ring_allreduce_s(tp, 2.0 * sbh, bw, lat);
+                     oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat);
     }
 
     /* PP: per chunk and micro-batch one send of the activations forward and
-     * one of their gradient backward, s*b*h 16-bit values (/t with
+     * one of their gradient backward, s*b*h values (/t with
      * sequence parallelism), at the slowest stage-to-stage hop. */
     double pp_chunk_s = 0;
     if (p > 1) {
         double bw, lat;
         group_link(l, t, CF_PP, &bw, &lat);
-        const double bytes = 2.0 * sbh / (l->sequence_parallel ? (double)tp : 1.0);
+        const double bytes = e * sbh / (l->sequence_parallel ? (double)tp : 1.0);
         pp_chunk_s = 2.0 * (lat + bytes / bw);
     }
 
