@@ -15,6 +15,7 @@ enum {
     O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
+    O_BF16, O_FP16, O_FP32,
 };
 
 struct flag {
@@ -56,6 +57,9 @@ static const struct flag flags[] = {
     {{"attention", required_argument, 0, O_ATTN}, 0},
     {{"rank-order", required_argument, 0, O_ORDER}, 0},
     {{"allow-cross-node-tp", no_argument, 0, O_CROSS_TP}, 0},
+    {{"bf16", no_argument, 0, O_BF16}, 0},
+    {{"fp16", no_argument, 0, O_FP16}, 0},
+    {{"fp32", no_argument, 0, O_FP32}, 0},
     {{"fidelity", required_argument, 0, O_FIDELITY}, OC_OPT_SIM},
     {{"collective", required_argument, 0, O_COLLECTIVE}, OC_OPT_SIM},
     {{"coarse", no_argument, 0, O_COARSE}, OC_OPT_SIM},
@@ -344,6 +348,9 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
     case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
     case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
+    case O_BF16: o->layout.precision = OC_PREC_BF16; return 0;
+    case O_FP16: o->layout.precision = OC_PREC_FP16; return 0;
+    case O_FP32: o->layout.precision = OC_PREC_FP32; return 0;
     case O_COARSE: o->coarse = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;

@@ -26,8 +26,28 @@ double oc_cf_bubble_fraction(int64_t p, int64_t m, int64_t v)
     return (double)(p - 1) / ((double)(v * m) + (double)(p - 1));
 }
 
+double oc_cf_reduce_exposed_s(double bytes, int64_t reads, double mem_Bps,
+                              double hidden_s)
+{
+    OC_ASSERT(bytes >= 0 && reads >= 1);
+    if (!(mem_Bps > 0))
+        return 0;
+    /* reads chunks in, one out, through memory (closed_form.h) */
+    const double reduce_s = (double)(reads + 1) * bytes / mem_Bps;
+    return reduce_s > hidden_s ? reduce_s - hidden_s : 0;
+}
+
+/* What the reductions of a ring's N-1 reduce-scatter steps add: each step
+ * reduces a chunk of S/N that took l + S/(N*B) to arrive (closed_form.h). */
+static double ring_reduce_exposed_s(int64_t n, double bytes, double bw_Bps,
+                                    double lat_s, double mem_Bps)
+{
+    const double c = bytes / (double)n;
+    return (double)(n - 1) * oc_cf_reduce_exposed_s(c, 2, mem_Bps, lat_s + c / bw_Bps);
+}
+
 double oc_cf_ring_allreduce_s(int64_t n, double bytes, double bw_Bps,
-                              double lat_s)
+                              double lat_s, double mem_Bps)
 {
     OC_ASSERT(n >= 1);
     if (n == 1)
@@ -36,7 +56,8 @@ double oc_cf_ring_allreduce_s(int64_t n, double bytes, double bw_Bps,
     /* Patarasuk and Yuan 2009: reduce-scatter then all-gather, each
      * N-1 steps of S/N bytes. */
     const double f = (double)(n - 1) / (double)n;
-    return 2.0 * f * bytes / bw_Bps + 2.0 * (double)(n - 1) * lat_s;
+    return 2.0 * f * bytes / bw_Bps + 2.0 * (double)(n - 1) * lat_s +
+           ring_reduce_exposed_s(n, bytes, bw_Bps, lat_s, mem_Bps);
 }
 
 double oc_cf_ring_allgather_s(int64_t n, double bytes, double bw_Bps,
@@ -52,10 +73,14 @@ double oc_cf_ring_allgather_s(int64_t n, double bytes, double bw_Bps,
 }
 
 double oc_cf_ring_reducescatter_s(int64_t n, double bytes, double bw_Bps,
-                                  double lat_s)
+                                  double lat_s, double mem_Bps)
 {
-    /* The mirror of the all-gather: same steps, same bytes. */
-    return oc_cf_ring_allgather_s(n, bytes, bw_Bps, lat_s);
+    /* The mirror of the all-gather: same steps, same bytes; and the
+     * reductions. */
+    if (n == 1)
+        return 0;
+    return oc_cf_ring_allgather_s(n, bytes, bw_Bps, lat_s) +
+           ring_reduce_exposed_s(n, bytes, bw_Bps, lat_s, mem_Bps);
 }
 
 double oc_cf_hier_allreduce_s(const struct oc_cf_levels *v, double bytes)
@@ -63,14 +88,15 @@ double oc_cf_hier_allreduce_s(const struct oc_cf_levels *v, double bytes)
     OC_ASSERT(v && v->per_node >= 1 && v->nodes >= 1);
     /* Mikami et al. 2018: reduce-scatter in the node, all-reduce of the
      * S/L shard across nodes, all-gather in the node (the mirror of the
-     * reduce-scatter: same steps, same bytes). */
+     * reduce-scatter: same steps, same bytes, no reduction). */
     double t = 0;
     if (v->per_node > 1)
-        t += 2 * oc_cf_ring_reducescatter_s(v->per_node, bytes, v->intra_bw_Bps,
-                                            v->intra_lat_s);
+        t += oc_cf_ring_reducescatter_s(v->per_node, bytes, v->intra_bw_Bps,
+                                        v->intra_lat_s, v->mem_Bps) +
+             oc_cf_ring_allgather_s(v->per_node, bytes, v->intra_bw_Bps, v->intra_lat_s);
     if (v->nodes > 1)
         t += oc_cf_ring_allreduce_s(v->nodes, bytes / (double)v->per_node,
-                                    v->inter_bw_Bps, v->inter_lat_s);
+                                    v->inter_bw_Bps, v->inter_lat_s, v->mem_Bps);
     return t;
 }
 
@@ -82,18 +108,20 @@ double oc_cf_hier_reducescatter_s(const struct oc_cf_levels *v, double bytes)
     double t = 0;
     if (v->per_node > 1)
         t += oc_cf_ring_reducescatter_s(v->per_node, bytes, v->intra_bw_Bps,
-                                        v->intra_lat_s);
+                                        v->intra_lat_s, v->mem_Bps);
     if (v->nodes > 1)
         t += oc_cf_ring_reducescatter_s(v->nodes, bytes / (double)v->per_node,
-                                        v->inter_bw_Bps, v->inter_lat_s);
+                                        v->inter_bw_Bps, v->inter_lat_s, v->mem_Bps);
     return t;
 }
 
 double oc_cf_hier_allgather_s(const struct oc_cf_levels *v, double bytes)
 {
     /* The second half in reverse: the S/L shard across nodes, then S in
-     * the node; the same sums as the reduce-scatter. */
-    return oc_cf_hier_reducescatter_s(v, bytes);
+     * the node; the same sums as the reduce-scatter without reductions. */
+    struct oc_cf_levels free_reduce = *v;
+    free_reduce.mem_Bps = 0;
+    return oc_cf_hier_reducescatter_s(&free_reduce, bytes);
 }
 
 double oc_cf_pipeline_s(int64_t chunks, int64_t hops_a, double step_a_s,
@@ -151,19 +179,27 @@ static double tree_fan_in(const struct oc_cf_levels *v)
     return v->nodes > 2 ? 2 : 1;
 }
 
+/* The time of one chunk of c bytes over a chain hop and over a tree hop
+ * (0 where the group has none). */
+static void tree_steps(const struct oc_cf_levels *v, double c, double *step_chain,
+                       double *step_tree)
+{
+    *step_chain = *step_tree = 0;
+    if (v->per_node > 1)
+        *step_chain = v->intra_lat_s + c / v->intra_bw_Bps;
+    if (v->nodes > 1)
+        *step_tree = v->inter_lat_s + tree_fan_in(v) * c / v->inter_bw_Bps;
+}
+
 /* One pipelined phase (reduce up or broadcast down) over the deepest
  * path: L-1 chain hops and floor(log2 M) tree hops, chunks of S/C. */
 static double tree_pipeline_s(const struct oc_cf_levels *v, double bytes,
                               int64_t chunks)
 {
-    const int64_t L = v->per_node, M = v->nodes;
-    const double c = bytes / (double)chunks;
-    double step_chain = 0, step_tree = 0;
-    if (L > 1)
-        step_chain = v->intra_lat_s + c / v->intra_bw_Bps;
-    if (M > 1)
-        step_tree = v->inter_lat_s + tree_fan_in(v) * c / v->inter_bw_Bps;
-    return oc_cf_pipeline_s(chunks, L - 1, step_chain, floor_log2(M), step_tree);
+    double step_chain, step_tree;
+    tree_steps(v, bytes / (double)chunks, &step_chain, &step_tree);
+    return oc_cf_pipeline_s(chunks, v->per_node - 1, step_chain, floor_log2(v->nodes),
+                            step_tree);
 }
 
 /* One store-and-forward phase (scatter down or gather up): every node's
@@ -188,6 +224,44 @@ static double tree_store_forward_s(const struct oc_cf_levels *v, double bytes)
     return (L > 1 ? chain : 0) + worst;
 }
 
+/* Child nodes of node y in a binary heap of m nodes. */
+static int64_t heap_children(int64_t m, int64_t y)
+{
+    return (2 * y + 1 < m) + (2 * y + 2 < m);
+}
+
+/* The reduce up the tree, pipelined in chunks of S/C, with the reductions
+ * (closed_form.h): along the deepest path (to the last node's last member)
+ * each chain hop is received by a member with one child, each tree hop by
+ * a leader with its chain child and its child nodes; the chunks are paced
+ * by the slowest stage, a chain member's or the root's. Without exposed
+ * reductions it is the broadcast's pipeline, to the bit. */
+static double tree_reduce_s(const struct oc_cf_levels *v, double bytes, int64_t chunks)
+{
+    const int64_t L = v->per_node, M = v->nodes;
+    const double c = bytes / (double)chunks;
+    double step_chain, step_tree;
+    tree_steps(v, c, &step_chain, &step_tree);
+    /* a leader's incoming hops arrive together: the slowest hides */
+    const double leader_in = fmax(step_chain, step_tree);
+    const double x_chain = L > 1 ? oc_cf_reduce_exposed_s(c, 2, v->mem_Bps, step_chain) : 0;
+    const int64_t k_root = (L > 1) + heap_children(M, 0);
+    const double x_root =
+        M > 1 ? oc_cf_reduce_exposed_s(c, k_root + 1, v->mem_Bps, leader_in) : 0;
+    double first = (double)(L - 1) * (step_chain + x_chain), x_path = 0;
+    for (int64_t y = (M - 2) / 2; M > 1 && y >= 0; y = y > 0 ? (y - 1) / 2 : -1) {
+        const int64_t k = (L > 1) + heap_children(M, y);
+        const double x = oc_cf_reduce_exposed_s(c, k + 1, v->mem_Bps, leader_in);
+        first += step_tree + x;
+        x_path += x;
+    }
+    if (x_chain == 0 && x_root == 0 && x_path == 0)
+        return tree_pipeline_s(v, bytes, chunks);
+    const double pace = fmax(L > 1 ? step_chain + x_chain : 0,
+                             M > 1 ? leader_in + x_root : 0);
+    return first + (double)(chunks - 1) * pace;
+}
+
 static void tree_check(const struct oc_cf_levels *v, int64_t chunks)
 {
     OC_ASSERT(v && v->per_node >= 1 && v->nodes >= 1 && chunks >= 1);
@@ -199,15 +273,16 @@ double oc_cf_tree_allreduce_s(const struct oc_cf_levels *v, double bytes,
                               int64_t chunks)
 {
     tree_check(v, chunks);
-    /* Reduce up, then broadcast down: two equal pipelined phases. */
-    return 2 * tree_pipeline_s(v, bytes, chunks);
+    /* Reduce up, then broadcast down: two pipelined phases, equal but for
+     * the reductions. */
+    return tree_reduce_s(v, bytes, chunks) + tree_pipeline_s(v, bytes, chunks);
 }
 
 double oc_cf_tree_reducescatter_s(const struct oc_cf_levels *v, double bytes,
                                   int64_t chunks)
 {
     tree_check(v, chunks);
-    return tree_pipeline_s(v, bytes, chunks) + tree_store_forward_s(v, bytes);
+    return tree_reduce_s(v, bytes, chunks) + tree_store_forward_s(v, bytes);
 }
 
 double oc_cf_tree_allgather_s(const struct oc_cf_levels *v, double bytes,
@@ -346,7 +421,8 @@ static int64_t largest_stage_params(const struct oc_model *m,
     return params;
 }
 
-/* DP: a ring all-reduce of the 16-bit gradients of `params` parameters
+/* DP: a ring all-reduce of the gradients of `params` parameters (memory.h's
+ * bytes per gradient, the run's precision)
  * (reduce-scatter plus all-gather when the optimizer is sharded: the same
  * bytes) into out->dp_comm_s; returns the part of it the step waits for.
  * Needs out->bwd_chunk_s. */
@@ -358,7 +434,8 @@ static double dp_exposed_time_s(const struct oc_layout *l,
         return 0;
     double bw, lat;
     group_link(l, t, CF_DP, &bw, &lat);
-    out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, 2.0 * (double)params, bw, lat);
+    out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, oc_mem_param_bytes(l).grad * (double)params,
+                                            bw, lat, oc_cost_mem_Bps(t));
     double dp_exposed_s = out->dp_comm_s;
     /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
      * last micro-batch's backward (earlier micro-batches only
@@ -380,8 +457,10 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t mb = oc_layout_num_micro_batches(l);
     const double lpc = (double)oc_layout_layers_per_chunk(l, m);
+    /* an s*b*h activation, e bytes per element (the run's precision) */
     const double sbh = (double)l->seq_length * (double)l->micro_batch *
                        (double)m->hidden_size;
+    const double e = oc_layout_act_bytes(l);
 
     /* Compute per chunk from the cost model (a middle stage: no embedding,
      * no head). */
@@ -394,7 +473,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                               c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                               c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]);
 
-    /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h 16-bit
+    /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h
      * values per layer forward and two backward; with sequence parallelism
      * each becomes an all-gather plus a reduce-scatter, the same bytes on a
      * ring (Korthikanti section 4.2.2). Full recompute reruns the forward's
@@ -406,17 +485,17 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
         const double per_layer =
             l->recompute == OC_RECOMPUTE_FULL ? 6.0 : 4.0;
         tp_chunk_s = per_layer * lpc *
-                     oc_cf_ring_allreduce_s(tp, 2.0 * sbh, bw, lat);
+                     oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
     }
 
     /* PP: per chunk and micro-batch one send of the activations forward and
-     * one of their gradient backward, s*b*h 16-bit values (/t with
+     * one of their gradient backward, s*b*h values (/t with
      * sequence parallelism), at the slowest stage-to-stage hop. */
     double pp_chunk_s = 0;
     if (p > 1) {
         double bw, lat;
         group_link(l, t, CF_PP, &bw, &lat);
-        const double bytes = 2.0 * sbh / (l->sequence_parallel ? (double)tp : 1.0);
+        const double bytes = e * sbh / (l->sequence_parallel ? (double)tp : 1.0);
         pp_chunk_s = 2.0 * (lat + bytes / bw);
     }
 

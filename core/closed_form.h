@@ -3,7 +3,7 @@
  * explain its numbers.
  *
  *   double f = oc_cf_bubble_fraction(8, 32, 1);          // 7/39
- *   double t = oc_cf_ring_allreduce_s(8, 1e9, 100e9, 1e-6);
+ *   double t = oc_cf_ring_allreduce_s(8, 1e9, 100e9, 1e-6, 3e12); // 3 TB/s HBM
  *   struct oc_cf_step e;
  *   oc_cf_step(&model, &layout, &topo, &e);              // step-time estimate
  */
@@ -20,25 +20,53 @@
  * (p-1)/(m+p-1) for GPipe and 1F1B; (p-1)/(v*m + p-1) interleaved. */
 double oc_cf_bubble_fraction(int64_t p, int64_t m, int64_t v);
 
+/* The reduction's compute. A reduce step that has received a chunk of c
+ * bytes sums it into this rank's own: `reads` chunks read (the ring's 2:
+ * the received one and the local one; a tree node's k children's and its
+ * own, k + 1) and one written, (reads + 1) * c bytes through memory, a
+ * memory-bound kernel at mem_Bps (the device's HBM bandwidth, or the
+ * calibrated memory bandwidth: oc_cost_mem_Bps). NCCL's kernels reduce
+ * each slice as it arrives and pass it on from the same loop (the
+ * recvReduceSend primitive of src/device/prims_simple.h: the reduction is
+ * fused into the copy, pipelined over slices), so the reduction overlaps
+ * the transfer: what it adds to a step is the part that the step's
+ * transfer time (hidden_s: latency + c/B of the hop it came over) does not
+ * hide,
+ *   exposed = max(0, (reads + 1) * c / mem_Bps - hidden_s),
+ * and a step costs max(transfer, reduction). On a GPU the transfer hides
+ * it (H100: a ring step's 3c at 3.35 TB/s is 40 % of c on 450 GB/s of
+ * NVLink); on a CPU, where memory is no faster than the link, it shows.
+ * The assumption: the reduction streams as the data arrives, as NCCL's
+ * does; MPI on a CPU reduces after the receive with the same cores, which
+ * this undercounts by up to the transfer time. mem_Bps <= 0: free. */
+double oc_cf_reduce_exposed_s(double bytes, int64_t reads, double mem_Bps,
+                              double hidden_s);
+
 /* Ring collectives of S bytes over N ranks, per-hop bandwidth B (bytes/s)
  * and latency l (Patarasuk and Yuan 2009; Thakur et al. 2005):
- *   all-reduce 2(N-1)/N * S/B + 2(N-1)*l
+ *   all-reduce 2(N-1)/N * S/B + 2(N-1)*l   (+ the reduction's)
  *   all-gather and reduce-scatter (N-1)/N * S/B + (N-1)*l
+ * The reduce-scatter's N-1 steps (the all-reduce's first N-1) each reduce
+ * a chunk of S/N: with memory bandwidth M each step costs
+ *   l + S/(N*B) + oc_cf_reduce_exposed_s(S/N, 2, M, l + S/(N*B))
+ *   = max(l + S/(N*B), 3*S/(N*M)).
  * S is the full buffer (all-reduce input, all-gather output). N = 1 costs 0. */
 double oc_cf_ring_allreduce_s(int64_t n, double bytes, double bw_Bps,
-                              double lat_s);
+                              double lat_s, double mem_Bps);
 double oc_cf_ring_allgather_s(int64_t n, double bytes, double bw_Bps,
                               double lat_s);
 double oc_cf_ring_reducescatter_s(int64_t n, double bytes, double bw_Bps,
-                                  double lat_s);
+                                  double lat_s, double mem_Bps);
 
 /* A communication group of `nodes` nodes holding `per_node` members each
  * (N = per_node * nodes), with the figures of one hop inside a node and one
- * hop between nodes (route bandwidth in bytes/s and latency). */
+ * hop between nodes (route bandwidth in bytes/s and latency), and the
+ * members' memory bandwidth for the reduction (0: free). */
 struct oc_cf_levels {
     int64_t per_node, nodes;
     double intra_bw_Bps, intra_lat_s;
     double inter_bw_Bps, inter_lat_s;
+    double mem_Bps;
 };
 
 /* Two-level ("hierarchical") rings (L = per_node, M = nodes): the 2D
@@ -48,11 +76,12 @@ struct oc_cf_levels {
  * all-reduce of Jia et al. 2018, with the node as the first dimension. Reduce-scatter is its first half (ring reduce-scatter of S
  * in the node, then of the S/L shard across nodes among the members with
  * the same local index), all-gather its second half in reverse order:
- *   all-reduce      2*RS(L, S, intra) + AR(M, S/L, inter)
+ *   all-reduce      RS(L, S, intra) + AR(M, S/L, inter) + AG(L, S, intra)
  *   reduce-scatter  RS(L, S, intra) + RS(M, S/L, inter)
  *   all-gather      AG(M, S/L, inter) + AG(L, S, intra)
- * with the ring forms above; a level of one member costs 0. Exact on
- * uncontended hops (the L rings across nodes on NICs of their own). */
+ * with the ring forms above (their reductions at the levels' mem_Bps); a
+ * level of one member costs 0. Exact on uncontended hops (the L rings
+ * across nodes on NICs of their own). */
 double oc_cf_hier_allreduce_s(const struct oc_cf_levels *v, double bytes);
 double oc_cf_hier_reducescatter_s(const struct oc_cf_levels *v, double bytes);
 double oc_cf_hier_allgather_s(const struct oc_cf_levels *v, double bytes);
@@ -83,6 +112,13 @@ double oc_cf_chain_broadcast_s(int64_t n, double bytes, int64_t chunks,
  *       path: sum over its hops of l + (members below)*(S/N)/B)
  *   all-reduce      reduce + broadcast (NCCL's tree, after Sanders et al.
  *                   2009, with one tree instead of two)
+ * The reduce's pipeline charges at every node that receives a chunk the
+ * exposed reduction (oc_cf_reduce_exposed_s) of its k children's chunks
+ * and its own (k + 1 reads), hidden by its slowest incoming hop: a chain
+ * member's stage is max(chain hop, 3c/M); a leader's the slowest of its
+ * incoming hops plus what of (k + 2)c/M that hides not, k = its chain
+ * child and its child nodes. The chunks are paced by the slowest stage,
+ * the chain's or the root's (the node with the most children).
  *   reduce-scatter  reduce + scatter    (the short-vector compositions of
  *   all-gather      gather + broadcast   Chan et al. 2007)
  * Exact when no two flows share a link: M <= 2 (the chain and the tree
@@ -125,7 +161,8 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
  * sits in one node under the layout's rank order, otherwise
  * oc_topology_inter_Bps with one flow per group crossing the node. DP
  * reduces the larger of the first and last stage's gradients; with
- * overlap_grad_reduce the last micro-batch's backward hides part of it. */
+ * overlap_grad_reduce the last micro-batch's backward hides part of it.
+ * The all-reduces charge their reductions at oc_cost_mem_Bps. */
 struct oc_cf_step {
     double fwd_chunk_s;     /* one chunk forward, one micro-batch (middle stage) */
     double bwd_chunk_s;     /* one chunk backward incl. recompute */

@@ -29,17 +29,15 @@
  * and v (8), write the 16-bit weight (2) = 28 bytes. */
 #define OC_ADAM_BYTES_PER_PARAM 28.0
 
-static double hbm_Bps(const struct oc_topology *t)
+double oc_cost_mem_Bps(const struct oc_topology *t)
 {
     return t->calib_mem_Bps > 0 ? t->calib_mem_Bps : t->device.hbm_bandwidth_Bps;
 }
 
-/* Bytes of one activation (and GEMM operand) element: 16-bit unless a
- * calibration says the device computes in another precision (the cpu
- * executor runs fp32: 4). */
-static double elem_bytes(const struct oc_topology *t)
+/* Bytes of one GEMM operand element: the gemm's, 16-bit when not given. */
+static double operand_bytes(struct oc_gemm g)
 {
-    return t->calib_act_bytes > 0 ? t->calib_act_bytes : 2.0;
+    return g.elem_bytes > 0 ? g.elem_bytes : 2.0;
 }
 
 static double gemm_flops(struct oc_gemm g)
@@ -82,20 +80,20 @@ double oc_cost_gemm_s(const struct oc_topology *t, struct oc_gemm g)
     if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
         return 0;
     /* Roofline: the slower of the arithmetic and reading A and B and
-     * writing C once, one activation element (16-bit) each. */
-    const double bytes = elem_bytes(t) *
+     * writing C once, one operand element each. */
+    const double bytes = operand_bytes(g) *
                          ((double)g.m * (double)g.k + (double)g.k * (double)g.n +
                           (double)g.m * (double)g.n) *
                          (double)g.batch;
     const double compute_s = gemm_compute_s(t, g);
-    const double memory_s = bytes / hbm_Bps(t);
+    const double memory_s = bytes / oc_cost_mem_Bps(t);
     return compute_s > memory_s ? compute_s : memory_s;
 }
 
 double oc_cost_membound_s(const struct oc_topology *t, double bytes)
 {
-    OC_ASSERT(hbm_Bps(t) > 0);
-    return bytes / hbm_Bps(t);
+    OC_ASSERT(oc_cost_mem_Bps(t) > 0);
+    return bytes / oc_cost_mem_Bps(t);
 }
 
 /* Shapes of one layer on one TP rank for one micro-batch. */
@@ -105,7 +103,7 @@ struct dims {
     int64_t s, b, h, hd;
     int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
     int dropout, gated, flash, rope, learned_pos;
-    double e;              /* bytes per activation element (2: 16-bit) */
+    double e;              /* bytes per activation element (layout.h) */
 };
 
 static void dims_init(struct dims *d, const struct oc_model *m,
@@ -131,7 +129,7 @@ static void dims_init(struct dims *d, const struct oc_model *m,
     d->flash = l->attention == OC_ATTN_FLASH;
     d->rope = !m->learned_pos_emb;
     d->learned_pos = m->learned_pos_emb != 0;
-    d->e = elem_bytes(t);
+    d->e = oc_layout_act_bytes(l);
 }
 
 /* Time and GEMM FLOPs accumulated over a part's kernels. */
@@ -156,11 +154,13 @@ static void add_mem(struct acc *c, const struct oc_topology *t, double bytes)
  * (k x n, inner m), each as many FLOPs as the forward. */
 static struct oc_gemm dgrad(struct oc_gemm g)
 {
-    return (struct oc_gemm){.m = g.m, .n = g.k, .k = g.n, .batch = g.batch};
+    return (struct oc_gemm){.m = g.m, .n = g.k, .k = g.n, .batch = g.batch,
+                            .elem_bytes = g.elem_bytes};
 }
 static struct oc_gemm wgrad(struct oc_gemm g)
 {
-    return (struct oc_gemm){.m = g.k, .n = g.n, .k = g.m, .batch = g.batch};
+    return (struct oc_gemm){.m = g.k, .n = g.n, .k = g.m, .batch = g.batch,
+                            .elem_bytes = g.elem_bytes};
 }
 
 /* The two GEMMs of core attention, batched over heads and sequences:
@@ -168,11 +168,13 @@ static struct oc_gemm wgrad(struct oc_gemm g)
  * (s x hd, inner s). */
 static struct oc_gemm scores_gemm(const struct dims *d)
 {
-    return (struct oc_gemm){.m = d->s, .n = d->s, .k = d->hd, .batch = d->a * d->b};
+    return (struct oc_gemm){.m = d->s, .n = d->s, .k = d->hd, .batch = d->a * d->b,
+                            .elem_bytes = d->e};
 }
 static struct oc_gemm values_gemm(const struct dims *d)
 {
-    return (struct oc_gemm){.m = d->s, .n = d->hd, .k = d->s, .batch = d->a * d->b};
+    return (struct oc_gemm){.m = d->s, .n = d->hd, .k = d->s, .batch = d->a * d->b,
+                            .elem_bytes = d->e};
 }
 
 /* Core attention: scores, softmax (and its dropout), weighted values. */
@@ -238,19 +240,19 @@ static int part_gemms(const struct dims *d, enum oc_part part, struct oc_gemm *g
     case OC_PART_ATTN:
         /* Column-parallel QKV (h -> (a + 2k) * hd per rank) and
          * row-parallel output projection (a * hd per rank -> h). */
-        g[0] = (struct oc_gemm){d->rows, (d->a + 2 * d->k) * d->hd, d->h, 1};
-        g[1] = (struct oc_gemm){d->rows, d->h, d->a * d->hd, 1};
+        g[0] = (struct oc_gemm){d->rows, (d->a + 2 * d->k) * d->hd, d->h, 1, d->e};
+        g[1] = (struct oc_gemm){d->rows, d->h, d->a * d->hd, 1, d->e};
         return 2;
     case OC_PART_MLP:
         /* Up projection h -> f per rank (gate and up fused into one GEMM of
          * width 2f, as Megatron-LM's linear_fc1 does for SwiGLU), down
          * projection f -> h. */
-        g[0] = (struct oc_gemm){d->rows, (d->gated ? 2 : 1) * d->f, d->h, 1};
-        g[1] = (struct oc_gemm){d->rows, d->h, d->f, 1};
+        g[0] = (struct oc_gemm){d->rows, (d->gated ? 2 : 1) * d->f, d->h, 1, d->e};
+        g[1] = (struct oc_gemm){d->rows, d->h, d->f, 1, d->e};
         return 2;
     case OC_PART_HEAD:
         /* Vocab-parallel logits: h -> V/t (Shoeybi et al. 2019, section 3). */
-        g[0] = (struct oc_gemm){d->rows, d->V, d->h, 1};
+        g[0] = (struct oc_gemm){d->rows, d->V, d->h, 1, d->e};
         return 1;
     default:
         return 0;

@@ -11,9 +11,10 @@
  * sustained fraction of peak (gemm_efficiency). Memory-bound kernels (norms,
  * activations, softmax, residual adds, dropout, optimizer) by bytes over HBM
  * bandwidth. A calibrated topology (calib_gemm_flops, calib_mem_Bps) replaces
- * the peak-based rates with measured ones, and calib_act_bytes the 2 bytes
- * of a 16-bit activation element in every byte count (4: the fp32 cpu
- * executor).
+ * the peak-based rates with measured ones. Every byte count takes the
+ * layout's element size (oc_layout_act_bytes: 2 for a bf16 or fp16 run, 4
+ * for fp32, which is what the cpu executor runs); the topology's
+ * calib_act_bytes only records what the calibration ran in.
  *
  * Measured per-part rates (ocsim-exec --calibrate runs the executor's own
  * part functions at the layout's shapes; topology.h, "calibration") replace
@@ -41,8 +42,9 @@
  * GEMMs, memory-bound work doubled (flash: 5 GEMMs, recomputing S).
  * Recompute: full reruns ATTN and MLP forward; selective reruns core
  * attention only. Optimizer ops are timed from their hbm_bytes.
- * Byte counts above and in cost.c are written for 2-byte elements; fp32
- * logits and 1-byte dropout masks stay as they are whatever the element.
+ * Byte counts above and in cost.c are written for 2-byte elements; e bytes
+ * in general, and fp32 logits and 1-byte dropout masks stay as they are
+ * whatever the element.
  */
 #ifndef OC_COST_H
 #define OC_COST_H
@@ -57,10 +59,14 @@
 struct oc_gemm {
     int64_t m, n, k; /* C (m x n) = A (m x k) * B (k x n) */
     int64_t batch;   /* independent GEMMs of that shape (attention heads) */
+    double elem_bytes; /* bytes of an operand element; 0: 2 (16-bit) */
 };
 
 double oc_cost_gemm_s(const struct oc_topology *t, struct oc_gemm g);
 double oc_cost_membound_s(const struct oc_topology *t, double bytes);
+/* The memory bandwidth memory-bound kernels run at: the calibrated one
+ * (calib_mem_Bps) where measured, else the device's HBM bandwidth. */
+double oc_cost_mem_Bps(const struct oc_topology *t);
 
 /* The time table: seconds for one layer's (or one embedding's, one head's)
  * part in each phase, one micro-batch, one TP rank. */

@@ -25,6 +25,7 @@ void oc_layout_default(struct oc_layout *l)
     l->overlap_grad_reduce = 1;
     l->attention = OC_ATTN_FLASH;
     l->order = OC_ORDER_TP_DP_PP;
+    l->precision = OC_PREC_BF16;
 }
 
 static const char *const schedule_names[] = {
@@ -41,6 +42,11 @@ static const char *const order_names[] = {
     [OC_ORDER_TP_DP_PP] = "tp-dp-pp",
     [OC_ORDER_TP_PP_DP] = "tp-pp-dp",
 };
+static const char *const precision_names[] = {
+    [OC_PREC_BF16] = "bf16",
+    [OC_PREC_FP16] = "fp16",
+    [OC_PREC_FP32] = "fp32",
+};
 
 #define NAME_OF(table, i)                                                      \
     ((size_t)(i) < sizeof table / sizeof table[0] ? table[i] : "?")
@@ -48,6 +54,7 @@ static const char *const order_names[] = {
 const char *oc_schedule_name(enum oc_schedule_kind k) { return NAME_OF(schedule_names, k); }
 const char *oc_recompute_name(enum oc_recompute r) { return NAME_OF(recompute_names, r); }
 const char *oc_order_name(enum oc_rank_order o) { return NAME_OF(order_names, o); }
+const char *oc_precision_name(enum oc_precision p) { return NAME_OF(precision_names, p); }
 
 static int index_of(const char *const *table, int n, const char *s)
 {
@@ -88,6 +95,25 @@ int oc_order_from_name(const char *s, enum oc_rank_order *o)
     return 0;
 }
 
+int oc_precision_from_name(const char *s, enum oc_precision *p)
+{
+    int i = index_of(precision_names, 3, s);
+    if (i < 0)
+        return -1;
+    *p = (enum oc_precision)i;
+    return 0;
+}
+
+double oc_precision_bytes(enum oc_precision p)
+{
+    OC_ASSERT(p == OC_PREC_BF16 || p == OC_PREC_FP16 || p == OC_PREC_FP32);
+    /* bf16 and fp16 are 16-bit formats (Micikevicius et al. 2018 for fp16
+     * mixed precision; bf16 keeps fp32's exponent in 16 bits). */
+    return p == OC_PREC_FP32 ? 4.0 : 2.0;
+}
+
+double oc_layout_act_bytes(const struct oc_layout *l) { return oc_precision_bytes(l->precision); }
+
 /* "tp8" with prefix "tp" -> 8; -1 when s is not prefix followed by a
  * positive decimal number that fits. */
 static int64_t prefixed_number(const char *s, const char *prefix)
@@ -127,6 +153,7 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *seen)
     }
     enum oc_schedule_kind k;
     enum oc_rank_order o;
+    enum oc_precision pr;
     if (oc_schedule_from_name(part, &k) == 0) {
         l->schedule = k;
         *seen |= 32;
@@ -148,6 +175,8 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *seen)
         l->attention = OC_ATTN_FLASH;
     } else if (strcmp(part, "classic") == 0) {
         l->attention = OC_ATTN_CLASSIC;
+    } else if (oc_precision_from_name(part, &pr) == 0) {
+        l->precision = pr;
     } else if (strncmp(part, "order=", 6) == 0 &&
                oc_order_from_name(part + 6, &o) == 0) {
         l->order = o;
@@ -196,7 +225,8 @@ int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st)
                            "layout '%s': part '%s' not understood (expected "
                            "tp<N>-pp<N>-dp<N>, then optional mb<N>, v<N>, "
                            "gpipe|1f1b|interleaved, sp|nosp, rnone|rsel|rfull, "
-                           "zero1|nozero, flash|classic, order=tp-dp-pp|tp-pp-dp)",
+                           "zero1|nozero, flash|classic, bf16|fp16|fp32, "
+                           "order=tp-dp-pp|tp-pp-dp)",
                            s, part);
     }
     if ((seen & 7) != 7)

@@ -12,13 +12,16 @@
  * Knob names follow Megatron-LM: tensor-model-parallel-size (t),
  * pipeline-model-parallel-size (p), data parallel (d), micro-batch-size (b),
  * global-batch-size (G), virtual pipeline chunks (v), recompute-granularity,
- * sequence-parallel, use-distributed-optimizer, overlap-grad-reduce.
+ * sequence-parallel, use-distributed-optimizer, overlap-grad-reduce, and
+ * the run's precision (--bf16, --fp16; fp32 when neither is given, where
+ * ocsim's default is bf16).
  *
  * The compact string is "tp<t>-pp<p>-dp<d>" followed by optional parts in
  * any order: mb<b> (micro-batch size), v<v> (interleaved 1F1B with v chunks
  * per stage), gpipe | 1f1b | interleaved, sp | nosp, rnone | rsel | rfull
  * (recompute), zero1 | nozero (optimizer-state sharding), flash | classic
- * (attention kernel), order=tp-dp-pp | order=tp-pp-dp (rank order).
+ * (attention kernel), order=tp-dp-pp | order=tp-pp-dp (rank order),
+ * bf16 | fp16 | fp32 (the run's precision).
  */
 #ifndef OC_LAYOUT_H
 #define OC_LAYOUT_H
@@ -43,6 +46,18 @@ enum oc_recompute {
 
 enum oc_attention { OC_ATTN_CLASSIC, OC_ATTN_FLASH };
 
+/* The run's precision: the element size of the activations (and so of the
+ * pipeline messages and TP collectives that carry them) and of the
+ * gradients the DP and embedding collectives reduce, 2 bytes in bf16 and
+ * fp16, 4 in fp32 (oc_layout_act_bytes); memory.h gives the bytes per
+ * parameter of weights, gradients and optimizer states that follow from
+ * it. Megatron-LM trains in fp32 unless --bf16 or --fp16 is given; ocsim
+ * predicts a bf16 run unless told otherwise (the enum's zero). The cpu and
+ * cuda executors keep activations and gradients in fp32 (only the cuda
+ * backend's --precision bf16 GEMM operands are 16-bit), so their runs are
+ * fp32 runs here. */
+enum oc_precision { OC_PREC_BF16, OC_PREC_FP16, OC_PREC_FP32 };
+
 /* Which index varies fastest when ranks are numbered. Megatron-LM's default
  * order "tp-cp-ep-dp-pp" is OC_ORDER_TP_DP_PP: TP fastest, then DP, then PP.
  * OC_ORDER_TP_PP_DP keeps TP inside a node, runs PP across neighbouring
@@ -63,6 +78,7 @@ struct oc_layout {
     enum oc_attention attention;
     enum oc_rank_order order;
     int allow_cross_node_tp; /* let a TP group span nodes */
+    enum oc_precision precision;
 };
 
 /* Where one rank sits in the layout. */
@@ -82,9 +98,17 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n);
 const char *oc_schedule_name(enum oc_schedule_kind k);   /* gpipe, 1f1b, interleaved */
 const char *oc_recompute_name(enum oc_recompute r);      /* none, selective, full */
 const char *oc_order_name(enum oc_rank_order o);         /* tp-dp-pp, tp-pp-dp */
+const char *oc_precision_name(enum oc_precision p);      /* bf16, fp16, fp32 */
 int oc_schedule_from_name(const char *s, enum oc_schedule_kind *k);
 int oc_recompute_from_name(const char *s, enum oc_recompute *r);
 int oc_order_from_name(const char *s, enum oc_rank_order *o);
+int oc_precision_from_name(const char *s, enum oc_precision *p);
+
+/* Bytes of one activation element, and of one gradient element in the DP
+ * and embedding collectives, of a run in precision p: 2 (bf16, fp16) or 4
+ * (fp32). */
+double oc_precision_bytes(enum oc_precision p);
+double oc_layout_act_bytes(const struct oc_layout *l); /* of l->precision */
 
 /* Check every rule; the first broken one becomes st->msg, for example
  * "TP*PP*DP = 32 (tp4 x pp4 x dp2) does not match 64 cards". Memory is not

@@ -8,8 +8,9 @@
  *
  * Letters: s sequence, b micro-batch, h hidden, a heads, k KV heads,
  * f intermediate, V vocabulary, P positions, L layers, t TP, p PP, d DP,
- * v chunks per stage, m micro-batches per step. Activations are 16-bit
- * (2 bytes per element), dropout masks 1 byte, softmax statistics fp32.
+ * v chunks per stage, m micro-batches per step, e the bytes of an
+ * activation element (2: bf16 or fp16, 4: fp32; oc_layout_act_bytes).
+ * Dropout masks are 1 byte, softmax statistics fp32, whatever e is.
  * What is not counted: transient buffers of the op running at the peak
  * (for example the full activations of the one layer being recomputed),
  * communication staging and allocator fragmentation.
@@ -20,9 +21,8 @@
 #include "schedule.h"
 #include "status.h"
 
-/* Bytes per element (Korthikanti et al. 2022, section 4.1: 16-bit
- * activations, 1-byte dropout masks). */
-#define ACT_BYTES 2.0
+/* Bytes per element that do not follow the run's precision (Korthikanti
+ * et al. 2022, section 4.1: 1-byte dropout masks). */
 #define MASK_BYTES 1.0
 #define FP32_BYTES 4.0
 
@@ -49,11 +49,12 @@ double oc_mem_layer_activation_bytes(const struct oc_model *m,
     const double h = (double)m->hidden_size;
     const double sb = s * b;
     const double sb_rep = replicated_tokens(l);
+    const double e = oc_layout_act_bytes(l);
 
     /* Full recompute keeps only the layer input (Korthikanti section 5,
      * "2sbh"), split over t by sequence parallelism. */
     if (l->recompute == OC_RECOMPUTE_FULL)
-        return ACT_BYTES * sb_rep * h;
+        return e * sb_rep * h;
 
     /* Per-rank widths: heads, KV heads (GQA replicates a KV head when
      * k < t, as Megatron-LM does) and the MLP's intermediate size. */
@@ -67,10 +68,10 @@ double oc_mem_layer_activation_bytes(const struct oc_model *m,
     double bytes = 0;
 
     /* Attention block (Korthikanti section 4.1, "11sbh + 5as^2b"). */
-    bytes += ACT_BYTES * sb_rep * h;        /* QKV input (norm output): 2sbh */
-    bytes += ACT_BYTES * sb * q_width;      /* Q: 2sbh/t */
-    bytes += ACT_BYTES * sb * kv_width;     /* K: 2sbh/t, times k/a with GQA */
-    bytes += ACT_BYTES * sb * kv_width;     /* V: 2sbh/t, times k/a with GQA */
+    bytes += e * sb_rep * h;        /* QKV input (norm output): 2sbh */
+    bytes += e * sb * q_width;      /* Q: 2sbh/t */
+    bytes += e * sb * kv_width;     /* K: 2sbh/t, times k/a with GQA */
+    bytes += e * sb * kv_width;     /* V: 2sbh/t, times k/a with GQA */
     if (l->recompute != OC_RECOMPUTE_SELECTIVE) {
         /* Core-attention internals; selective recompute recomputes them
          * (Korthikanti section 5) so they are not kept. */
@@ -79,27 +80,27 @@ double oc_mem_layer_activation_bytes(const struct oc_model *m,
              * log-sum-exp per row and head (Dao et al. 2022, algorithm 2). */
             bytes += FP32_BYTES * a_rank * sb;
         } else {
-            bytes += ACT_BYTES * a_rank * s * sb; /* softmax out: 2as^2b/t */
+            bytes += e * a_rank * s * sb; /* softmax out: 2as^2b/t */
             if (dropout) {
                 bytes += MASK_BYTES * a_rank * s * sb; /* mask: as^2b/t */
-                bytes += ACT_BYTES * a_rank * s * sb;  /* dropout out: 2as^2b/t */
+                bytes += e * a_rank * s * sb;  /* dropout out: 2as^2b/t */
             }
         }
     }
-    bytes += ACT_BYTES * sb * q_width;      /* output-projection input: 2sbh/t */
+    bytes += e * sb * q_width;      /* output-projection input: 2sbh/t */
     if (dropout)
         bytes += MASK_BYTES * sb_rep * h;   /* dropout mask: sbh */
 
     /* MLP block ("19sbh" for f = 4h). The f-wide tensors kept: GELU keeps
      * the first GEMM output and the GELU output (8sbh + 8sbh for f = 4h);
      * SwiGLU keeps gate output, up output and their product. */
-    bytes += ACT_BYTES * sb_rep * h;        /* MLP input (norm output): 2sbh */
-    bytes += (m->gated_mlp ? 3.0 : 2.0) * ACT_BYTES * sb * f_rank;
+    bytes += e * sb_rep * h;        /* MLP input (norm output): 2sbh */
+    bytes += (m->gated_mlp ? 3.0 : 2.0) * e * sb * f_rank;
     if (dropout)
         bytes += MASK_BYTES * sb_rep * h;   /* dropout mask: sbh */
 
     /* The two norms' inputs: 4sbh. */
-    bytes += 2.0 * ACT_BYTES * sb_rep * h;
+    bytes += 2.0 * e * sb_rep * h;
     return bytes;
 }
 
@@ -124,7 +125,7 @@ double oc_mem_head_activation_bytes(const struct oc_model *m,
      * head input by t under SP as the paper does: Megatron-LM's
      * column-parallel linear keeps its input before the sequence all-gather
      * and gathers it again in backward. Without SP both are whole (4sbh). */
-    return 2.0 * ACT_BYTES * replicated_tokens(l) * (double)m->hidden_size;
+    return 2.0 * oc_layout_act_bytes(l) * replicated_tokens(l) * (double)m->hidden_size;
 }
 
 double oc_mem_logits_bytes(const struct oc_model *m, const struct oc_layout *l)
@@ -177,6 +178,15 @@ int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
             n += vocab_rows * h;
     }
     return n;
+}
+
+struct oc_mem_param_bytes oc_mem_param_bytes(const struct oc_layout *l)
+{
+    /* memory.h, "Sources": ZeRO section 3.1 for mixed precision; in fp32 the
+     * weights are Adam's master copy. */
+    if (l->precision == OC_PREC_FP32)
+        return (struct oc_mem_param_bytes){4.0, 4.0, 8.0};
+    return (struct oc_mem_param_bytes){2.0, 2.0, 12.0};
 }
 
 int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage)
@@ -287,11 +297,13 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
     out->stage = stage;
     out->params = oc_mem_stage_params(m, l, stage);
     /* ZeRO (Rajbhandari et al. 2020) section 3.1: 2 + 2 + 12 bytes per
-     * parameter, the 12 sharded over d by ZeRO-1. */
+     * parameter in mixed precision (4 + 4 + 8 in fp32), the optimizer's
+     * sharded over d by ZeRO-1. */
     const double np = (double)out->params;
-    out->weights_bytes = 2.0 * np;
-    out->grads_bytes = 2.0 * np;
-    out->optimizer_bytes = 12.0 * np;
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    out->weights_bytes = pb.weight * np;
+    out->grads_bytes = pb.grad * np;
+    out->optimizer_bytes = pb.optimizer * np;
     if (l->shard_optimizer)
         out->optimizer_bytes /= (double)l->dp;
     out->inflight = oc_mem_inflight(l, stage);

@@ -7,14 +7,20 @@
  *   oc_memory_stage(&model, &layout, 0, &b);
  *   printf("%.1f GiB\n", b.total_bytes / 1073741824.0);
  *
- * Sources:
- * - Weights, gradients, optimizer states in mixed-precision Adam: 2 + 2 + 12
- *   bytes per parameter (Rajbhandari et al. 2020, "ZeRO", section 3.1); the
- *   12 divided by d when optimizer states are sharded (ZeRO stage 1, Megatron
+ * Sources (the run's precision is the layout's, layout.h):
+ * - Weights, gradients, optimizer states (oc_mem_param_bytes). Mixed
+ *   precision (bf16, fp16) with Adam: 2 + 2 + 12 bytes per parameter, the
+ *   16-bit weights and gradients and the fp32 master weights, momentum and
+ *   variance (Rajbhandari et al. 2020, "ZeRO", section 3.1). fp32: 4 + 4 + 8,
+ *   the weights are the master weights and Adam adds its two fp32 moments
+ *   (Kingma and Ba 2015, algorithm 1). The optimizer bytes are divided by d
+ *   when optimizer states are sharded (ZeRO stage 1, Megatron
  *   --use-distributed-optimizer).
  * - Activations per layer (Korthikanti et al. 2022, "Reducing Activation
  *   Recomputation in Large Transformer Models", section 4 and table 2), in
- *   bytes for 16-bit activations and 1-byte dropout masks:
+ *   bytes for 16-bit activations and 1-byte dropout masks (the paper's
+ *   assumption; in fp32 every 2-byte term doubles, masks and the fp32
+ *   softmax statistics stay as they are):
  *     no parallelism            s*b*h*(34 + 5*a*s/h)
  *     tensor parallel           s*b*h*(10 + 24/t + 5*a*s/(h*t))
  *     + sequence parallel       s*b*h*(34/t + 5*a*s/(h*t))
@@ -71,15 +77,23 @@ double oc_mem_chunk_activation_bytes(const struct oc_model *m,
 int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
                             int64_t stage);
 
+/* Bytes per parameter of a run in l->precision (the sources above). */
+struct oc_mem_param_bytes {
+    double weight;    /* 2 (bf16, fp16) or 4 (fp32) */
+    double grad;      /* as the weights: what the DP collectives reduce */
+    double optimizer; /* 12 (fp32 master, m, v) or 8 (fp32: m, v), unsharded */
+};
+struct oc_mem_param_bytes oc_mem_param_bytes(const struct oc_layout *l);
+
 /* Chunk-micro-batches whose activations a stage holds at its peak. */
 int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage);
 
 struct oc_mem_breakdown {
     int64_t stage;
     int64_t params;            /* parameters on one rank of this stage */
-    double weights_bytes;      /* 2 per parameter */
-    double grads_bytes;        /* 2 per parameter */
-    double optimizer_bytes;    /* 12 per parameter, /d if sharded */
+    double weights_bytes;      /* oc_mem_param_bytes per parameter */
+    double grads_bytes;
+    double optimizer_bytes;    /* /d if sharded */
     double activations_bytes;  /* in-flight layer + embedding + head activations */
     double logits_bytes;       /* in-flight fp32 softmax (last stage) */
     double total_bytes;

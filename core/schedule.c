@@ -164,6 +164,7 @@ struct ctx {
     /* forward FLOPs per TP rank, one micro-batch */
     double attn_flops, mlp_flops, head_flops, embed_flops, sel_flops;
     double tp_bytes, ce_bytes, p2p_bytes, embed_grad_bytes;
+    struct oc_mem_param_bytes pb; /* per parameter, the run's precision */
 };
 
 /* Per-stage data shared by every rank of the stage. */
@@ -212,7 +213,7 @@ static void put(struct sink *k, const struct oc_op *op)
     r->n++;
 }
 
-/* One of the equal-size (s*b*h*2 bytes) TP collectives. */
+/* One of the equal-size (s*b*h*e bytes) TP collectives. */
 static void put_tp(const struct ctx *x, struct sink *k, enum oc_coll_kind c,
                    enum oc_phase ph, enum oc_part part, int64_t mb,
                    int64_t stage, int64_t chunk, int64_t layer)
@@ -572,14 +573,14 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
     double opt_params =
         x->l->shard_optimizer ? (double)params / (double)x->d : (double)params;
 
-    /* Mixed-precision Adam: 2 + 2 + 12 bytes per parameter (Rajbhandari et
-     * al. 2020, section 3.1), the 12 sharded over DP under ZeRO-1. */
+    /* memory.h's bytes per parameter (mixed precision 2 + 2 + 12, fp32
+     * 4 + 4 + 8), the optimizer's sharded over DP under ZeRO-1. */
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_WEIGHTS, OC_PHASE_FWD, -1, stage, 0,
-            -1, 0, 2.0 * (double)params);
+            -1, 0, x->pb.weight * (double)params);
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_GRADS, OC_PHASE_FWD, -1, stage, 0, -1,
-            0, 2.0 * (double)params);
+            0, x->pb.grad * (double)params);
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_OPTIMIZER, OC_PHASE_FWD, -1, stage, 0,
-            -1, 0, 12.0 * opt_params);
+            -1, 0, x->pb.optimizer * opt_params);
 
     int dp_async = x->d > 1 && x->l->overlap_grad_reduce;
     enum oc_coll_kind dp_coll =
@@ -603,7 +604,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
             o.coll = (uint8_t)dp_coll;
             o.group = OC_GROUP_DP;
             o.async = 1;
-            o.bytes = 2.0 * chunk_params(x, stage, a.u.chunk, params);
+            o.bytes = x->pb.grad * chunk_params(x, stage, a.u.chunk, params);
             o.layer_first = (int32_t)a.layers.first;
             o.layer_count = (int32_t)a.layers.count;
             put(&k, &o);
@@ -617,7 +618,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
             op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, 0);
         o.coll = (uint8_t)dp_coll;
         o.group = OC_GROUP_DP;
-        o.bytes = 2.0 * (double)params;
+        o.bytes = x->pb.grad * (double)params;
         put(&k, &o);
     }
     if (oc_place_tied_allreduce(x->l, x->model, stage)) {
@@ -631,20 +632,20 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
     struct oc_op w = op_new(OC_OP_WAIT, OC_PHASE_OPTIMIZER, OC_PART_ALL, -1,
                             stage, 0);
     put(&k, &w);
-    /* AdamW step, memory-bound: per parameter of the shard, read fp32
-     * master, m, v (12) and the 16-bit gradient (2), write master, m, v (12)
-     * and the 16-bit weight (2) = 28 bytes. */
+    /* AdamW, memory-bound, 28 bytes per parameter of the shard: read fp32
+     * master, m, v and the 16-bit gradient, write master, m, v and the 16-bit
+     * weight (12+2+12+2); in fp32 read w, g, m, v and write w, m, v (16+12). */
     struct oc_op opt = op_new(OC_OP_COMPUTE, OC_PHASE_OPTIMIZER, OC_PART_ALL,
                               -1, stage, 0);
     opt.hbm_bytes = 28.0 * opt_params;
     put(&k, &opt);
     if (x->d > 1 && x->l->shard_optimizer) {
-        /* distributed optimizer: gather the updated 16-bit weights */
+        /* distributed optimizer: gather the updated compute weights */
         struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
                                 OC_PART_ALL, -1, stage, 0);
         o.coll = OC_COLL_ALLGATHER;
         o.group = OC_GROUP_DP;
-        o.bytes = 2.0 * (double)params;
+        o.bytes = x->pb.weight * (double)params;
         put(&k, &o);
     }
 }
@@ -752,13 +753,14 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     /* Selective recompute re-runs QK^T and softmax*V: 4*b*s^2*h
      * (Korthikanti et al. 2022, section 5). */
     x.sel_flops = 4.0 * bd * sd * sd * hd / td;
-    /* TP collectives move the full s*b*h 16-bit activation (Korthikanti et
-     * al. 2022, section 4.2.2); pipeline messages the s*b*h activation, a
-     * 1/t sequence shard of it under SP (Megatron-LM p2p tensor shape). */
-    x.tp_bytes = 2.0 * sd * bd * hd;
+    /* TP collectives move the s*b*h activation (Korthikanti et al. 2022,
+     * section 4.2.2) at the run's element size; pipeline messages too, a 1/t
+     * sequence shard under SP (Megatron-LM p2p tensor shape). */
+    x.pb = oc_mem_param_bytes(l);
+    x.tp_bytes = oc_layout_act_bytes(l) * sd * bd * hd;
     x.ce_bytes = 4.0 * sd * bd;
     x.p2p_bytes = x.sp ? x.tp_bytes / td : x.tp_bytes;
-    x.embed_grad_bytes = 2.0 * (double)m->vocab_size * hd / td;
+    x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
 
     struct stage_info *si = oc_xcalloc((size_t)x.p, sizeof *si);
     for (int64_t i = 0; i < x.p; i++)

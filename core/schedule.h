@@ -102,9 +102,9 @@ enum oc_group {
 
 /* Named buffers for ALLOC/FREE and memory reports. */
 enum oc_buf {
-    OC_BUF_WEIGHTS,     /* 16-bit parameters */
-    OC_BUF_GRADS,       /* 16-bit gradients */
-    OC_BUF_OPTIMIZER,   /* fp32 master weights + Adam m and v */
+    OC_BUF_WEIGHTS,     /* compute weights (16-bit, or fp32 in fp32) */
+    OC_BUF_GRADS,       /* gradients, as the weights */
+    OC_BUF_OPTIMIZER,   /* fp32 master weights (not in fp32) + Adam m and v */
     OC_BUF_ACTIVATIONS, /* kept for backward, per micro-batch and chunk */
     OC_BUF_LOGITS,      /* fp32 logits for the loss, last stage */
     OC_BUF_COMM,        /* send/receive staging */

@@ -27,7 +27,8 @@
  *     "gemm_flops": 1.3e11,          // sustained GEMM rate, FLOP/s
  *     "mem_Bps": 1.4e10,             // sustained memory bandwidth
  *     "activation_bytes": 4,         // bytes per activation element the
- *                                    // device computes in (absent: 2, 16-bit)
+ *                                    // calibration ran in (a record: the
+ *                                    // predictions take the layout's, layout.h)
  *     "optimizer_s_per_param": 3e-9, // AdamW step, seconds per parameter
  *     "part_flops_per_s": {          // measured rate of each part and phase,
  *       "attn_fwd": 3e9, "attn_bwd": 2e9, "attn_recompute": 1e9,
@@ -89,7 +90,9 @@ struct oc_topology {
     /* Measured rates from a calibration, 0 where absent. */
     double calib_gemm_flops;     /* sustained GEMM rate at the model's shapes */
     double calib_mem_Bps;        /* sustained memory bandwidth */
-    double calib_act_bytes;      /* bytes per activation element; 0: 2 */
+    double calib_act_bytes;      /* bytes per activation element the
+                                    calibration ran in (a record; the
+                                    predictions take the layout's precision) */
     double calib_optimizer_s_per_param; /* AdamW, seconds per parameter */
     double calib_part_flops[OC_CALIB_PARTS]; /* FLOP/s of each part, phase */
     double calib_embed_fwd_s_per_token;      /* embedding, seconds per token */

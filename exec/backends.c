@@ -23,6 +23,7 @@ static const struct oc_backend_entry table[] = {
         .device_words = "CPU processes",
         .precision_default = "fp32",
         .precision_choice = 0,
+        .run_precision = OC_PREC_FP32,
         .mfu_against_peak = 0,
         .init = oc_backend_cpu_open,
         .calibrate = oc_backend_cpu_calibrate,
@@ -38,6 +39,9 @@ static const struct oc_backend_entry table[] = {
         .device_words = "GPUs",
         .precision_default = "bf16",
         .precision_choice = 1,
+        /* bf16 GEMM operands only: activations, gradients, weights stay
+         * fp32 (kernels/cuda/ops_cuda.h, "Precision") */
+        .run_precision = OC_PREC_FP32,
         .mfu_against_peak = 1,
 #ifdef OC_HAVE_CUDA
         .built = 1,

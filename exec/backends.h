@@ -2,7 +2,8 @@
  * (backends.c), one entry per backend, and the only place that names them.
  * ocsim-exec looks --backend up here and asks the entry everything that
  * differs between backends: whether this build has it and this machine
- * can run it, how its ranks are launched, its default precision, its
+ * can run it, how its ranks are launched, its default precision and the
+ * layout precision of its runs, its
  * words, whether an MFU against the topology's GPU peak means anything,
  * and its init, calibration, network measurement and schedule check. So nothing else compares
  * a backend's name, and a new backend is one entry here plus its folder
@@ -67,6 +68,10 @@ struct oc_backend_entry {
     const char *device_words;      /* "GPUs": the ranks in output lines */
     const char *precision_default; /* when --precision is not given */
     int precision_choice;          /* --precision changes its GEMMs */
+    /* The layout precision of its runs (layout.h): the element size of the
+     * activations it keeps and sends and of the gradients it reduces,
+     * whatever --precision says of its GEMM operands. */
+    enum oc_precision run_precision;
     int mfu_against_peak;          /* its MFU against the topology's GPU
                                       peak means something (a CPU's does not) */
     /* Collective over the ctl's ranks: the backend of this rank for

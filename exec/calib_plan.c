@@ -170,7 +170,7 @@ void oc_calib_parts_run(struct oc_calib_parts *b, int64_t step,
     }
     RUN_PART(oc_gpt_embed_bwd(k, &call, d, p, b->tok, b->gs));
     mark(ctx, OC_PT_EMBED_BWD);
-    oc_params_adamw(k, p, &hyper, step, 0, p->n);
+    oc_params_adamw(k, p, &hyper, step);
     mark(ctx, OC_PT_ADAMW);
 }
 #undef RUN_PART

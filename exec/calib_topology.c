@@ -61,9 +61,9 @@ int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_meas
     if (m->p2p_Bps > 0) {
         snprintf(out->intra_name, sizeof out->intra_name, "%s point-to-point (measured)",
                  gpu ? "NCCL" : "MPI");
-        /* In the schedule's bytes (calib_topology.h): 2-byte elements on
-         * the simulated wire, 4-byte ones on the real one. */
-        out->intra_bandwidth_Bps = m->p2p_Bps * 2.0 / act_bytes;
+        /* As measured: the schedule counts the run's element size (the
+         * layout's precision, fp32 for the executor's runs). */
+        out->intra_bandwidth_Bps = m->p2p_Bps;
         out->intra_latency_s = m->p2p_latency_s;
     }
     out->calib_gemm_flops = m->gemm_flops;
@@ -253,11 +253,11 @@ static void sources_rest(json_t *src, const struct oc_topology *t,
         set_fmt(src, "intra_node.bandwidth_Bps",
                 "%s: %s at the pipeline's message (one "
                 "activation, %.0f bytes of fp32, %.4g s one way): B = S / (t(S) - "
-                "latency) = %.4g B/s, written as %.4g: the schedule counts 2 bytes per "
-                "element, the %s executor sends %.0f, so a simulated message takes the "
-                "measured time (%.4g B/s at the largest message)",
-                w->who, pp, m->p2p_msg_bytes, m->p2p_msg_s, m->p2p_Bps,
-                t->intra_bandwidth_Bps, w->backend, t->calib_act_bytes, m->p2p_large_Bps);
+                "latency) = %.4g B/s, written as measured: the schedule counts the "
+                "run's element size, %.0f bytes for the %s executor's runs (simulate "
+                "them with --fp32) (%.4g B/s at the largest message)",
+                w->who, pp, m->p2p_msg_bytes, m->p2p_msg_s, t->intra_bandwidth_Bps,
+                t->calib_act_bytes, w->backend, m->p2p_large_Bps);
         set_fmt(src, "intra_node.latency_s",
                 "%s: %s, half the round trip of an 8-byte message", w->who, pp);
     }
@@ -268,10 +268,11 @@ static void sources_rest(json_t *src, const struct oc_topology *t,
     set_fmt(src, "calibration.mem_Bps", "%s: as device.hbm_bandwidth_Bps", w->who);
     set_str(src, "calibration.activation_bytes",
             gpu ? "4: the cuda executor keeps and sends activations in fp32, bf16 only "
-                  "for GEMM operands (kernels/cuda/ops_cuda.h); the cost model counts an "
-                  "activation element as this many bytes instead of 2"
-                : "4: the cpu executor computes and sends fp32 (exec/model/gpt.h); the cost "
-                  "model counts an activation element as this many bytes instead of 2");
+                  "for GEMM operands (kernels/cuda/ops_cuda.h); a record: predictions "
+                  "take the layout's precision (--fp32 for the executor's runs)"
+                : "4: the cpu executor computes and sends fp32 (exec/model/gpt.h); a "
+                  "record: predictions take the layout's precision (--fp32 for the "
+                  "executor's runs)");
     if (m->parts_measured) {
         const char *pre = "oc_gpt";
         set_fmt(src, "calibration.part_flops_per_s",

@@ -22,17 +22,12 @@
  *   intra_node             = MPI point-to-point latency and bandwidth, the
  *                            bandwidth fitted at the pipeline's message (one
  *                            micro-batch's T x h fp32 activation) and
- *                            written in the schedule's bytes: the schedule
- *                            counts 2 bytes per element (16-bit), the cpu
- *                            executor sends 4 (fp32), so the simulator's
- *                            bytes move at 2/4 of the measured rate and a
+ *                            written as measured: the schedule counts the
+ *                            run's element size (the layout's precision,
+ *                            layout.h), and the executor's runs are fp32
+ *                            runs (simulate them with --fp32), so a
  *                            simulated message takes the measured time.
- *                            Every TP, DP and embedding collective of the
- *                            schedule is counted in 16-bit elements too,
- *                            so the same factor holds for them (not for
- *                            the cross-entropy's fp32 all-reduces, a few
- *                            bytes per token). Kept from the base with one
- *                            rank.
+ *                            Kept from the base with one rank.
  *   calibration            = "gemm_flops", "mem_Bps", "activation_bytes"
  *                            (4: fp32), and when the parts were measured
  *                            "part_flops_per_s", "part_s_per_token" and
@@ -56,9 +51,9 @@
  *   device.sm_count        = the GPU's SMs (cores_per_rank holds them)
  *   device.memory_bytes    = the GPU's memory
  *   device.hbm_bandwidth_Bps = device-to-device copy bandwidth per GPU
- *   intra_node             = NCCL ncclSend / ncclRecv ping-pong, in the
- *                            schedule's bytes as above: the cuda executor
- *                            keeps and sends activations in fp32 too
+ *   intra_node             = NCCL ncclSend / ncclRecv ping-pong, as
+ *                            measured as above: the cuda executor keeps
+ *                            and sends activations in fp32 too
  *   calibration            = as above, gemm_flops the cuBLAS rate
  *   sources                = the same keys, naming cuBLAS, NCCL and the
  *                            parts on the cuda kernels instead of OpenBLAS,
@@ -115,7 +110,8 @@ struct oc_calib_measured {
 };
 
 /* Bytes per activation element of the cpu executor: it computes in fp32
- * (exec/model/gpt.h). The schedule counts 16-bit elements (2 bytes). */
+ * (exec/model/gpt.h). Written as "activation_bytes", a record of what the
+ * calibration ran in; the predictions take the layout's precision. */
 #define OC_CALIB_CPU_ACT_BYTES 4.0
 /* The cuda executor's: bf16 only for GEMM operands; activations are kept
  * and sent in fp32 (kernels/cuda/ops_cuda.h, "Precision"). */

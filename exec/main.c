@@ -290,6 +290,16 @@ static int check_backend(struct oc_exec_job *j, const char *name, struct oc_stat
     const char *prec = j->o.exec.precision ? j->o.exec.precision : e->precision_default;
     if (strcmp(prec, "bf16") != 0 && strcmp(prec, "fp32") != 0)
         return oc_fail(st, "--precision: unknown precision '%s' (known: bf16, fp32)", prec);
+    /* The layout's precision says what the run keeps and sends (layout.h);
+     * ocsim-exec's default is the backends' (main), a layout asking for
+     * another is refused rather than mispredicted. */
+    if (j->o.layout.precision != e->run_precision)
+        return oc_fail(st, "layout precision %s: the %s backend keeps activations and "
+                           "gradients in %s (drop '%s' from the layout and flags; "
+                           "--precision sets the cuda GEMM operands)",
+                       oc_precision_name(j->o.layout.precision), e->name,
+                       oc_precision_name(e->run_precision),
+                       oc_precision_name(j->o.layout.precision));
     if (!e->built)
         return oc_fail(st, "--backend %s is not built in this ocsim-exec (%s were missing "
                            "when it was configured)", e->name, e->needs);
@@ -399,6 +409,7 @@ int main(int argc, char **argv)
     o->model_name = "tiny";
     o->layout.global_batch = 8;
     o->layout.sequence_parallel = 0;
+    o->layout.precision = OC_PREC_FP32; /* both backends' (backends.h) */
     o->cards = 1; /* --cards defaults to the number of ranks, known below */
     /* Parsed before MPI starts (the backend and --no-mpi decide whether it
      * does); a bad flag is reported once MPI says which rank is 0. */

@@ -178,10 +178,48 @@ static void add_tensor(struct oc_params *p, const struct oc_param_info *info,
     p->nt++;
 }
 
+void oc_params_slice(int64_t n, int64_t d, int64_t j, int64_t *lo, int64_t *hi)
+{
+    OC_ASSERT(n >= 0 && d >= 1 && j >= 0 && j < d);
+    *lo = n * j / d;
+    *hi = n * (j + 1) / d;
+}
+
+/* The optimizer states' layout: tensor i's owned slice at opt_off[i] of m
+ * and v, the slices back to back (params.h, "Optimizer states"). */
+static void opt_layout(struct oc_params *p, int64_t d, int64_t j)
+{
+    p->opt_d = d;
+    p->opt_j = j;
+    p->opt_off = oc_xmalloc((size_t)(p->nt > 0 ? p->nt : 1) * sizeof *p->opt_off);
+    p->nopt = 0;
+    for (int64_t i = 0; i < p->nt; i++) {
+        int64_t lo, hi;
+        oc_params_slice(p->t[i].rows * p->t[i].cols, d, j, &lo, &hi);
+        p->opt_off[i] = p->nopt;
+        p->nopt += hi - lo;
+    }
+}
+
+double oc_params_optimizer_bytes(const struct oc_params *p)
+{
+    return 2.0 * (double)p->nopt * (double)sizeof(float);
+}
+
 int oc_params_init(struct oc_params *p, const struct oc_model *m,
                    const struct oc_params_opts *o, struct oc_status *st)
 {
+    return oc_params_init_sharded(p, m, o, 1, 0, st);
+}
+
+int oc_params_init_sharded(struct oc_params *p, const struct oc_model *m,
+                           const struct oc_params_opts *o, int64_t opt_d,
+                           int64_t opt_j, struct oc_status *st)
+{
     memset(p, 0, sizeof *p);
+    if (opt_d < 1 || opt_j < 0 || opt_j >= opt_d)
+        return oc_fail(st, "exec: optimizer slice %lld of %lld",
+                       (long long)opt_j, (long long)opt_d);
     if (oc_params_check_model(m, o->tp, st) != 0)
         return -1;
     if (o->tp_rank < 0 || o->tp_rank >= o->tp)
@@ -230,10 +268,11 @@ int oc_params_init(struct oc_params *p, const struct oc_model *m,
                        m->tie_word_embeddings ? OC_P_WTE : OC_P_LMW);
     }
 
+    opt_layout(p, opt_d, opt_j);
     p->w = oc_xmalloc((size_t)p->n * sizeof *p->w);
     p->g = oc_xcalloc((size_t)p->n, sizeof *p->g);
-    p->m = oc_xcalloc((size_t)p->n, sizeof *p->m);
-    p->v = oc_xcalloc((size_t)p->n, sizeof *p->v);
+    p->m = oc_xcalloc((size_t)(p->nopt > 0 ? p->nopt : 1), sizeof *p->m);
+    p->v = oc_xcalloc((size_t)(p->nopt > 0 ? p->nopt : 1), sizeof *p->v);
     for (int64_t i = 0; i < p->nt; i++) {
         const struct oc_param_tensor *t = &p->t[i];
         float *w = p->w + t->offset;
@@ -254,6 +293,7 @@ void oc_params_free(struct oc_params *p)
     free(p->m);
     free(p->g);
     free(p->w);
+    free(p->opt_off);
     free(p->t);
     free(p->slot);
     memset(p, 0, sizeof *p);
@@ -313,38 +353,40 @@ float *oc_params_tied_grad(const struct oc_params *p, int64_t *n)
 /* ------------------------------------------------------------------ */
 /* AdamW                                                                */
 
-/* Tensors lie back to back in the arena, so the clipped pieces of
- * consecutive tensors that share the decay flag form one contiguous run:
- * one kernel call each (element-wise: the same numbers as one call per
- * tensor). */
+/* The owned slices in tensor order; a slice that follows the previous one
+ * both in the arena and in m, v and shares its decay flag joins its run:
+ * one kernel call per run (element-wise: the same numbers as one call per
+ * tensor). With opt_d = 1 the slices are the tensors, back to back. */
 void oc_params_adamw(const struct oc_kernels *k, struct oc_params *p,
-                     const struct oc_adamw *h, int64_t step, int64_t begin,
-                     int64_t end)
+                     const struct oc_adamw *h, int64_t step)
 {
-    OC_ASSERT(step >= 1 && begin >= 0 && begin <= end && end <= p->n);
-    int64_t run_lo = 0, run_hi = 0;
+    OC_ASSERT(step >= 1);
+    int64_t run_lo = 0, run_hi = 0, run_opt = 0; /* arena range, its m offset */
     int run_decay = 0;
     for (int64_t i = 0; i <= p->nt; i++) {
-        int64_t lo = 0, hi = 0;
+        int64_t lo = 0, hi = 0, opt = 0;
         int decay = 0;
         if (i < p->nt) {
             const struct oc_param_tensor *t = &p->t[i];
-            lo = t->offset > begin ? t->offset : begin;
-            hi = t->offset + t->rows * t->cols;
-            hi = hi < end ? hi : end;
+            oc_params_slice(t->rows * t->cols, p->opt_d, p->opt_j, &lo, &hi);
+            lo += t->offset;
+            hi += t->offset;
+            opt = p->opt_off[i];
             decay = t->decay;
             if (hi <= lo)
                 continue;
-            if (run_hi > run_lo && decay == run_decay && lo == run_hi) {
+            if (run_hi > run_lo && decay == run_decay && lo == run_hi &&
+                opt == run_opt + (run_hi - run_lo)) {
                 run_hi = hi;
                 continue;
             }
         }
         if (run_hi > run_lo)
-            k->ops->adamw(k->ctx, p->w + run_lo, p->g + run_lo, p->m + run_lo,
-                          p->v + run_lo, run_hi - run_lo, h, run_decay, step);
+            k->ops->adamw(k->ctx, p->w + run_lo, p->g + run_lo, p->m + run_opt,
+                          p->v + run_opt, run_hi - run_lo, h, run_decay, step);
         run_lo = lo;
         run_hi = hi;
+        run_opt = opt;
         run_decay = decay;
     }
 }

@@ -1,6 +1,7 @@
 /* params.h: the executor's parameters on one rank: the tensor-parallel shards
  * of the layers (and embedding, LM head) the rank holds, in one arena, with
- * the same layout for weights, gradients and the two AdamW moments.
+ * the same layout for weights and gradients; the two AdamW moments for the
+ * whole arena, or under ZeRO-1 for this DP rank's slice of every tensor.
  *
  *   int64_t layers[] = {2, 3};                    // global layers held
  *   struct oc_params_opts o = { .tp = 2, .tp_rank = 1, .layers = layers,
@@ -12,8 +13,10 @@
  *   float *dqkvw = oc_params_g(&p, OC_P_QKVW, 3); // same shape, grads
  *   oc_params_zero_grad(&p);                      // at the start of a step
  *   ... forward / backward (gpt.h) accumulate into p.g ...
- *   oc_params_adamw(&kernels, &p, &hyper, step, 0, p.n);  // whole arena
+ *   oc_params_adamw(&kernels, &p, &hyper, step);  // the moments' slices
  *   oc_params_free(&p);
+ *   // ZeRO-1 over d = 4, DP rank 1: m and v hold slice 1 of 4 of each tensor
+ *   oc_params_init_sharded(&p, &model, &o, 4, 1, &st);
  *
  * What this file is: the parameter table (names, global shapes, how TP
  * splits them, how they are initialised), the arena, the counter-based
@@ -59,6 +62,21 @@
  *
  * Vectors are (n, 1) tensors, so a column-parallel bias splits its rows
  * like its weight.
+ *
+ * Optimizer states (ZeRO-1, Rajbhandari et al. 2020, "P_os"; Megatron-LM's
+ * distributed optimizer): with d DP ranks, DP rank j owns slice j of d of
+ * every tensor (oc_params_slice: [n*j/d, n*(j+1)/d) of its n floats) and
+ * allocates AdamW's m and v for its slices only, back to back in tensor
+ * order (opt_off), 2*4 bytes per owned parameter; AdamW updates the owned
+ * slices of w and the runner all-gathers them (runner_dp.c). The weights
+ * and gradients stay whole: the weights are the compute weights (fp32
+ * here, so there is no separate master copy to shard; the cuda kernels'
+ * bf16 GEMM copy is made from the whole arena), and the gradients are
+ * accumulated whole over the micro-batches before the reduce-scatter
+ * (sharding them would be ZeRO-2). Slicing each tensor rather than the
+ * arena keeps the tied embedding's slices aligned between the first and
+ * last pipeline stage (runner.h). With d = 1 the slice is the tensor and
+ * m, v have the arena's layout.
  *
  * Initialisation: the value of global element (kind, layer, row, col) is a
  * function of (seed, kind, layer, row*cols + col) only (splitmix64, Steele
@@ -166,15 +184,35 @@ struct oc_params {
     int64_t n;                /* floats per arena */
     float *w;                 /* (n) weights */
     float *g;                 /* (n) gradients, accumulated over micro-batches */
-    float *m;                 /* (n) AdamW first moment */
-    float *v;                 /* (n) AdamW second moment */
+    /* AdamW's moments over the owned slices (see "Optimizer states") */
+    int64_t opt_d, opt_j;     /* slice opt_j of opt_d of every tensor */
+    int64_t *opt_off;         /* (nt) first float of tensor i's slice in m, v */
+    int64_t nopt;             /* floats of m and of v: n when opt_d = 1 */
+    float *m;                 /* (nopt) AdamW first moment */
+    float *v;                 /* (nopt) AdamW second moment */
 };
 
 /* Checks the model (GPT style, no GQA, divisible by t) and the options,
- * lays out the arena, initialises the weights, zeroes g, m and v. */
+ * lays out the arena, initialises the weights, zeroes g, m and v (m and v
+ * for the whole arena). */
 int oc_params_init(struct oc_params *p, const struct oc_model *m,
                    const struct oc_params_opts *o, struct oc_status *st);
+/* The same with the optimizer states of DP rank opt_j of opt_d only
+ * (ZeRO-1; opt_d = 1: oc_params_init). */
+int oc_params_init_sharded(struct oc_params *p, const struct oc_model *m,
+                           const struct oc_params_opts *o, int64_t opt_d,
+                           int64_t opt_j, struct oc_status *st);
 void oc_params_free(struct oc_params *p);
+
+/* Slice j of d of a tensor of n floats: [n*j/d, n*(j+1)/d) (ZeRO-1's
+ * slices, for the optimizer states here and the runner's reduce-scatter
+ * and all-gather). */
+void oc_params_slice(int64_t n, int64_t d, int64_t j, int64_t *lo, int64_t *hi);
+
+/* Bytes of the optimizer states this rank allocated: m and v, 2 * 4 * nopt
+ * (what the runner counts as OC_BUF_OPTIMIZER; core/memory.h's
+ * optimizer_bytes of an fp32 run). */
+double oc_params_optimizer_bytes(const struct oc_params *p);
 
 /* Is the model one the executor runs? GPT style (LayerNorm with bias,
  * learned positions, biased linear layers, two-matrix GELU MLP), heads ==
@@ -211,18 +249,17 @@ float oc_params_init_value(const struct oc_model *m, uint64_t seed,
  *   w -= lr*wd*w  (decay tensors only)
  *   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g^2
  *   w -= lr * (m/(1-b1^k)) / (sqrt(v/(1-b2^k)) + eps)
- * on the arena floats [begin, end) (the whole arena, or a ZeRO-1 DP shard
- * of it); k = step counted from 1; struct oc_adamw is kernels/ops.h's.
- * The arena is in the kernels' memory: each run of consecutive tensors
- * that share the decay flag (clipped to the range) is one call of the
- * kernels' adamw. Element-wise, so deterministic. No gradient clipping
- * (that needs a norm over every rank: the runner's). */
+ * on the slices the moments hold (the whole arena, or this DP rank's
+ * ZeRO-1 slice of every tensor); k = step counted from 1; struct oc_adamw
+ * is kernels/ops.h's. The arena is in the kernels' memory: each run of
+ * slices that lie back to back in w and in m, v and share the decay flag
+ * is one call of the kernels' adamw. Element-wise, so deterministic. No
+ * gradient clipping (that needs a norm over every rank: the runner's). */
 void oc_params_adamw(const struct oc_kernels *k, struct oc_params *p,
-                     const struct oc_adamw *h, int64_t step, int64_t begin,
-                     int64_t end);
+                     const struct oc_adamw *h, int64_t step);
 
-/* Shard <-> whole tensor. `arena` is p->w, p->g, p->m or p->v (or any
- * buffer with the arena's layout); `full` is the whole (grows, gcols)
+/* Shard <-> whole tensor. `arena` is p->w or p->g (or any buffer with the
+ * arena's layout; m and v with opt_d = 1); `full` is the whole (grows, gcols)
  * tensor, row-major. put writes the shard into its global position of full
  * (call it for every TP rank to assemble the tensor); take reads it back. */
 void oc_params_put_full(const struct oc_params *p, const float *arena,

@@ -96,7 +96,9 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     int64_t *layers = oc_xmalloc((size_t)m->num_hidden_layers * sizeof *layers);
     struct oc_params_opts po;
     oc_runner_param_opts(l, m, r->me.tp, r->me.pp, o->seed, layers, &po);
-    int rc = oc_params_init(&r->p, m, &po, st);
+    /* ZeRO-1: AdamW's moments for this DP rank's slices only (params.h) */
+    const int64_t opt_d = l->shard_optimizer ? l->dp : 1;
+    int rc = oc_params_init_sharded(&r->p, m, &po, opt_d, opt_d > 1 ? r->me.dp : 0, st);
     free(layers);
     if (rc != 0)
         return -1;
@@ -104,7 +106,7 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
         return -1;
     oc_rn_account(r, OC_BUF_WEIGHTS, (double)r->p.n * sizeof(float));
     oc_rn_account(r, OC_BUF_GRADS, (double)r->p.n * sizeof(float));
-    oc_rn_account(r, OC_BUF_OPTIMIZER, 2.0 * (double)r->p.n * sizeof(float));
+    oc_rn_account(r, OC_BUF_OPTIMIZER, oc_params_optimizer_bytes(&r->p));
     /* data: its own stream, keyed apart from the weights' */
     if (oc_synth_init(&r->syn, m->vocab_size, o->seed + 1, st) != 0)
         return -1;

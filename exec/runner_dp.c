@@ -3,8 +3,9 @@
  *
  * What this file is: the DP reduction buckets (one per chunk with
  * overlap_grad_reduce, else one), the slices of ZeRO-1 (slice j of d of
- * every tensor), the reduce-scatter's packing and the weights' all-gather,
- * AdamW over the arena or this DP rank's slices, the tied embedding's
+ * every tensor: oc_params_slice), the reduce-scatter's packing and the
+ * weights' all-gather, AdamW over the arena or this DP rank's slices (the
+ * ones its optimizer states were allocated for, params.h), the tied embedding's
  * all-reduce after its bucket, and the outstanding requests (sends' and
  * buckets') with the work done when one completes. What it is not: the
  * collectives themselves (the backends' dp_* and embed_allreduce), AdamW's
@@ -20,13 +21,6 @@
 /* ------------------------------------------------------------------ */
 /* DP buckets and sharding                                              */
 
-/* Slice j of d of a tensor of n floats: [n*j/d, n*(j+1)/d). */
-static void slice(int64_t n, int64_t d, int64_t j, int64_t *lo, int64_t *hi)
-{
-    *lo = n * j / d;
-    *hi = n * (j + 1) / d;
-}
-
 static int64_t tensor_floats(const struct oc_param_tensor *t)
 {
     return t->rows * t->cols;
@@ -39,7 +33,7 @@ static int64_t slices_floats(const struct oc_runner *r, const int64_t *tensors,
     int64_t s = 0;
     for (int64_t k = 0; k < nt; k++) {
         int64_t lo, hi;
-        slice(tensor_floats(&r->p.t[tensors[k]]), r->dp, j, &lo, &hi);
+        oc_params_slice(tensor_floats(&r->p.t[tensors[k]]), r->dp, j, &lo, &hi);
         s += hi - lo;
     }
     return s;
@@ -55,7 +49,7 @@ static int64_t slices_copy(const struct oc_runner *r, const int64_t *tensors,
     for (int64_t k = 0; k < nt; k++) {
         const struct oc_param_tensor *t = &r->p.t[tensors[k]];
         int64_t lo, hi;
-        slice(tensor_floats(t), r->dp, j, &lo, &hi);
+        oc_params_slice(tensor_floats(t), r->dp, j, &lo, &hi);
         float *a = arena + t->offset + lo;
         const int64_t bytes = (hi - lo) * (int64_t)sizeof *a;
         if (bytes > 0) {
@@ -206,19 +200,10 @@ int oc_rn_wait_pending(struct oc_runner *r, int64_t i, struct oc_status *st)
 
 void oc_rn_optimizer(struct oc_runner *r)
 {
-    const int64_t k = r->step + 1; /* AdamW counts steps from 1 */
-    const struct oc_kernels *K = &r->b->kernels;
-    if (r->dp > 1 && r->l->shard_optimizer) {
-        for (int64_t i = 0; i < r->p.nt; i++) {
-            const struct oc_param_tensor *t = &r->p.t[i];
-            int64_t lo, hi;
-            slice(tensor_floats(t), r->dp, r->me.dp, &lo, &hi);
-            if (hi > lo)
-                oc_params_adamw(K, &r->p, &r->o.adamw, k, t->offset + lo, t->offset + hi);
-        }
-    } else {
-        oc_params_adamw(K, &r->p, &r->o.adamw, k, 0, r->p.n);
-    }
+    /* over the slices the moments were allocated for: this DP rank's under
+     * ZeRO-1 (runner.c's oc_params_init_sharded), else the arena */
+    OC_ASSERT(r->p.opt_d == (r->l->shard_optimizer ? r->dp : 1));
+    oc_params_adamw(&r->b->kernels, &r->p, &r->o.adamw, r->step + 1); /* steps from 1 */
 }
 
 /* Starts the DP reduction of bucket b: in-place all-reduce of its

@@ -115,10 +115,11 @@ static int run_tp(struct oc_runner *r, int64_t i, const struct oc_op *op,
                                "the part waiting is %s %s mb %d",
                            oc_phase_name(op->phase), oc_part_name(op->part), op->mb,
                            oc_phase_name(pop->phase), oc_part_name(pop->part), pop->mb);
-        /* The schedule counts 16-bit activations (s*b*h*2 bytes) and, for
-         * the cross-entropy, fp32 values (s*b*4 bytes); schedule.c. */
+        /* The schedule counts activations at the layout's element size
+         * (s*b*h*e bytes) and, for the cross-entropy, fp32 values (s*b*4
+         * bytes); schedule.c. */
         const int ce = pop->part == OC_PART_HEAD && pop->phase == OC_PHASE_FWD;
-        const double want = op->bytes / (ce ? 4.0 : 2.0);
+        const double want = op->bytes / (ce ? 4.0 : oc_layout_act_bytes(r->l));
         if ((double)r->call.n != want)
             return oc_fail(st, "the part asked for an all-reduce of %lld values, "
                                "the schedule lists %g", (long long)r->call.n, want);
@@ -143,8 +144,9 @@ static int run_send(struct oc_runner *r, int64_t i, const struct oc_op *op,
     if (!*slot)
         return oc_fail(st, "nothing to send: no part wrote this %s",
                        op->p2p == OC_P2P_ACT ? "activation" : "gradient");
-    /* 16-bit activations in the schedule (schedule.c), fp32 here */
-    if (op->bytes != 2.0 * (double)(r->N * r->C))
+    /* the layout's element size in the schedule (schedule.c); main.c runs
+     * fp32 layouts, as the runner keeps its activations */
+    if (op->bytes != oc_layout_act_bytes(r->l) * (double)(r->N * r->C))
         return oc_fail(st, "the schedule sends %g bytes, the runner %lld values",
                        op->bytes, (long long)(r->N * r->C));
     struct oc_runner_pending p = {NULL, PEND_SEND, i, slot, -1};

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/comm.h>
+#include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 
 #include "sim_log.h"
@@ -23,7 +25,7 @@ XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
 static char coll_token;
 static void *coll_sink;
 
-static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0};
+static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0};
 
 /* ---- the table --------------------------------------------------------- */
 
@@ -159,7 +161,28 @@ struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_
     int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
                      g->ranks[to]);
     OC_ASSERT(w > 0 && (size_t)w < sizeof name);
-    return (struct oc_coll_hop){sg_mailbox_by_name(name), hop_scale(tx, from, to)};
+    struct oc_coll_hop h = {sg_mailbox_by_name(name), hop_scale(tx, from, to), 0, 0};
+    /* the route is looked up only where a reduction needs it */
+    if (tx->o->reduce_Bps > 0 && from != to) {
+        h.lat_s = sg_host_get_route_latency(g->hosts[from], g->hosts[to]);
+        h.bw_Bps = sg_host_get_route_bandwidth(g->hosts[from], g->hosts[to]);
+    }
+    return h;
+}
+
+double oc_coll_hop_s(const struct oc_coll_hop *h, int64_t bytes)
+{
+    /* no route figures: no reduction to hide (oc_coll_hop) */
+    return h->bw_Bps > 0 ? h->lat_s + (double)(bytes * h->scale) / h->bw_Bps : 0;
+}
+
+double oc_coll_reduce(const struct oc_coll_tx *tx, int64_t bytes, int64_t reads,
+                      double hidden_s, int sleep)
+{
+    const double s = oc_cf_reduce_exposed_s((double)bytes, reads, tx->o->reduce_Bps, hidden_s);
+    if (sleep && s > 0)
+        sg_actor_sleep_for(s);
+    return s;
 }
 
 sg_comm_t oc_coll_put(const struct oc_coll_hop *h, int64_t bytes)
@@ -236,8 +259,10 @@ int64_t oc_coll_node_member(const struct oc_sim_group *g, int64_t k, int64_t j)
 
 struct oc_cf_levels oc_coll_levels(const struct oc_sim_group *g, int64_t per_node,
                                    const struct oc_sim_hops *intra,
-                                   const struct oc_sim_hops *inter)
+                                   const struct oc_sim_hops *inter,
+                                   const struct oc_sim_coll_opts *o)
 {
-    return (struct oc_cf_levels){per_node, g->nodes, intra->bw_Bps, intra->lat_s,
-                                 inter->bw_Bps, inter->lat_s};
+    return (struct oc_cf_levels){per_node,      g->nodes,      intra->bw_Bps,
+                                 intra->lat_s,  inter->bw_Bps, inter->lat_s,
+                                 o ? o->reduce_Bps : 0};
 }

@@ -23,6 +23,9 @@
  * full fidelity; in fast fidelity the NIC-sharing factor of a hop across
  * nodes, replay.h), and the transport says where the coarse ring applies
  * (route figures, and in fast fidelity the scales, equal on every hop).
+ * The transport also charges the reductions (oc_coll_reduce, the closed
+ * forms' oc_cf_reduce_exposed_s), so every algorithm, in both fidelities,
+ * charges them alike.
  *
  * Choosing (oc_coll_pick): a forced algorithm runs where it applies, the
  * ring elsewhere (the ring applies to every kind and group). AUTO takes the
@@ -57,15 +60,26 @@ struct oc_coll_tx {
 void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
                      const int64_t *scale, const struct oc_sim_coll_opts *o);
 
-/* One direction between two members: the mailbox and the scale of what
- * goes over it. */
+/* One direction between two members: the mailbox, the scale of what goes
+ * over it, and its route's latency and bandwidth (which time how much of a
+ * reduction the transfer hides). */
 struct oc_coll_hop {
     sg_mailbox_t mb;
     int64_t scale;
+    double lat_s, bw_Bps;
 };
 
 struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,
                                int64_t to);
+/* Seconds `bytes` (times the hop's scale) take over the hop, uncontended. */
+double oc_coll_hop_s(const struct oc_coll_hop *h, int64_t bytes);
+/* The reduction after a chunk of `bytes` arrived (collective.h): sums
+ * `reads` chunks (the received ones and the member's own) into one, and
+ * waits for what hidden_s (the slowest incoming hop's oc_coll_hop_s) did
+ * not hide (oc_cf_reduce_exposed_s at tx->o->reduce_Bps). Returns those
+ * seconds; sleeps them unless sleep is 0 (the coarse ring adds them up). */
+double oc_coll_reduce(const struct oc_coll_tx *tx, int64_t bytes, int64_t reads,
+                      double hidden_s, int sleep);
 /* Send `bytes` (times the hop's scale) without waiting; receive (blocking
  * or not) the next message of the hop. */
 sg_comm_t oc_coll_put(const struct oc_coll_hop *h, int64_t bytes);
@@ -91,16 +105,19 @@ int64_t oc_coll_node_count(const struct oc_sim_group *g, int64_t k);
 int64_t oc_coll_node_member(const struct oc_sim_group *g, int64_t k, int64_t j);
 
 /* The closed forms' view of a group: `per_node` members on each of its
- * nodes, the given hops inside and between nodes. */
+ * nodes, the given hops inside and between nodes, the reductions at o's
+ * reduce_Bps (o may be NULL: free). */
 struct oc_cf_levels oc_coll_levels(const struct oc_sim_group *g,
                                    int64_t per_node,
                                    const struct oc_sim_hops *intra,
-                                   const struct oc_sim_hops *inter);
+                                   const struct oc_sim_hops *inter,
+                                   const struct oc_sim_coll_opts *o);
 
 /* ---- rings (coll_ring.c; the hierarchical algorithm runs them too) ---- */
 
 /* One ring seen from one member. */
 struct oc_coll_ring {
+    const struct oc_coll_tx *tx;
     int64_t n, pos;
     struct oc_coll_hop next, prev; /* to the next member, from the previous */
     int coarse;   /* merge the steps (asked, and the hops equal) */
@@ -112,7 +129,8 @@ struct oc_coll_ring {
 struct oc_coll_ring oc_coll_ring_flat(const struct oc_coll_tx *tx, int64_t me);
 struct oc_coll_ring oc_coll_ring_intra(const struct oc_coll_tx *tx, int64_t me);
 struct oc_coll_ring oc_coll_ring_inter(const struct oc_coll_tx *tx, int64_t me);
-/* Reduce-scatter steps (rs) then all-gather steps (ag) of S bytes. */
+/* Reduce-scatter steps (rs, each with its reduction) then all-gather steps
+ * (ag) of S bytes. */
 void oc_coll_ring_run(const struct oc_coll_ring *r, int64_t S, int rs, int ag);
 
 /* ---- the table --------------------------------------------------------- */

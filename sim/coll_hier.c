@@ -17,7 +17,8 @@
  * piece than in the flat ring (a permutation of the shards, which a real
  * implementation renumbers); only sizes are simulated. Applies to
  * all-reduce, all-gather and reduce-scatter on groups with the same number
- * of members on every node (with one node it is the flat ring). Closed
+ * of members on every node (with one node it is the flat ring). The rings'
+ * reduce-scatter steps reduce what they receive (coll_ring.c). Closed
  * forms: oc_cf_hier_* (core/closed_form.h). */
 #define _POSIX_C_SOURCE 200809L
 
@@ -38,11 +39,10 @@ static int hier_applies(const struct oc_sim_group *g, enum oc_coll_kind kind)
 static double hier_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,
                               double bytes, const struct oc_sim_coll_opts *o)
 {
-    (void)o;
     OC_ASSERT(hier_applies(g, kind));
     if (g->size < 2)
         return 0;
-    const struct oc_cf_levels v = oc_coll_levels(g, g->per_node, &g->intra, &g->inter);
+    const struct oc_cf_levels v = oc_coll_levels(g, g->per_node, &g->intra, &g->inter, o);
     switch (kind) {
     case OC_COLL_ALLREDUCE: return oc_cf_hier_allreduce_s(&v, bytes);
     case OC_COLL_REDUCESCATTER: return oc_cf_hier_reducescatter_s(&v, bytes);

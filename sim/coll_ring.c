@@ -4,6 +4,7 @@
  * (Patarasuk and Yuan 2009); all-gather and reduce-scatter are N-1 such
  * steps (Thakur et al. 2005); broadcast is a pipelined chain in ring order
  * from the root (NCCL's ring broadcast). Applies to every kind and group.
+ * Each reduce-scatter step reduces the chunk it received (oc_coll_reduce).
  * The coarse mode and its conditions are in collective.h. */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,7 +24,7 @@ static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, int64_t pos, int
                                    int64_t self, int64_t next, int64_t prev, int coarse,
                                    double lat_s)
 {
-    struct oc_coll_ring r = {n, pos, {NULL, 1}, {NULL, 1}, coarse, lat_s};
+    struct oc_coll_ring r = {tx, n, pos, {NULL, 1, 0, 0}, {NULL, 1, 0, 0}, coarse, lat_s};
     if (n > 1) {
         r.next = oc_coll_hop(tx, self, next);
         r.prev = oc_coll_hop(tx, prev, self);
@@ -59,11 +60,15 @@ struct oc_coll_ring oc_coll_ring_inter(const struct oc_coll_tx *tx, int64_t me)
 }
 
 /* One step: send to the next member and receive from the previous one at
- * once; the step ends when both are done. */
-static void exchange(const struct oc_coll_ring *r, int64_t bytes)
+ * once, and reduce what was received (reduce_bytes >= 0: a reduce-scatter
+ * step; the reduction overlaps the send, collective.h); the step ends when
+ * all are done. */
+static void exchange(const struct oc_coll_ring *r, int64_t bytes, int64_t reduce_bytes)
 {
     sg_comm_t c = oc_coll_put(&r->next, bytes);
     oc_coll_get(&r->prev);
+    if (reduce_bytes >= 0)
+        oc_coll_reduce(r->tx, reduce_bytes, 2, oc_coll_hop_s(&r->prev, reduce_bytes), 1);
     sg_comm_wait(c);
 }
 
@@ -76,6 +81,13 @@ static int64_t step_chunk(const struct oc_coll_ring *r, int ph, int64_t k)
     return ((ph == 0 ? p - k : p + 1 - k) % n + n) % n;
 }
 
+/* The bytes a reduce-scatter step k receives to reduce: the previous
+ * member's chunk of that step, (pos-k-1) mod n. */
+static int64_t step_recv_bytes(const struct oc_coll_ring *r, int64_t S, int64_t k)
+{
+    return oc_coll_chunk_bytes(S, r->n, ((r->pos - k - 1) % r->n + r->n) % r->n);
+}
+
 void oc_coll_ring_run(const struct oc_coll_ring *r, int64_t S, int rs, int ag)
 {
     const int64_t n = r->n;
@@ -84,21 +96,29 @@ void oc_coll_ring_run(const struct oc_coll_ring *r, int64_t S, int rs, int ag)
     const int do_phase[2] = {rs, ag};
     if (r->coarse) {
         /* collective.h: one message of everything this member sends, then
-         * the latencies of the steps it replaces. */
+         * the latencies of the steps it replaces and the reductions the
+         * steps' transfers would not have hidden. */
         int64_t total = 0, steps = 0;
+        double reduce_s = 0;
         for (int ph = 0; ph < 2; ph++)
             for (int64_t k = 0; do_phase[ph] && k < n - 1; k++) {
                 total += oc_coll_chunk_bytes(S, n, step_chunk(r, ph, k));
                 steps++;
+                const int64_t c = step_recv_bytes(r, S, k);
+                if (ph == 0)
+                    reduce_s += oc_coll_reduce(r->tx, c, 2, oc_coll_hop_s(&r->prev, c), 0);
             }
-        exchange(r, total);
+        exchange(r, total, -1);
         if (steps > 1 && r->lat_s > 0)
             sg_actor_sleep_for((double)(steps - 1) * r->lat_s);
+        if (reduce_s > 0)
+            sg_actor_sleep_for(reduce_s);
         return;
     }
     for (int ph = 0; ph < 2; ph++)
         for (int64_t k = 0; do_phase[ph] && k < n - 1; k++)
-            exchange(r, oc_coll_chunk_bytes(S, n, step_chunk(r, ph, k)));
+            exchange(r, oc_coll_chunk_bytes(S, n, step_chunk(r, ph, k)),
+                     ph == 0 ? step_recv_bytes(r, S, k) : -1);
 }
 
 /* A chain in ring order from the root; chunk by chunk, each member
@@ -108,7 +128,7 @@ static void chain_broadcast(const struct oc_coll_tx *tx, int64_t me, int64_t roo
     const int64_t N = tx->g->size;
     const int64_t q = (me - root + N) % N;
     const int64_t next = (me + 1) % N, prev = (me + N - 1) % N;
-    struct oc_coll_hop in = {NULL, 1}, out = {NULL, 1};
+    struct oc_coll_hop in = {NULL, 1, 0, 0}, out = {NULL, 1, 0, 0};
     if (q > 0)
         in = oc_coll_hop(tx, prev, me);
     if (q < N - 1)
@@ -140,10 +160,11 @@ static double ring_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind ki
     if (N < 2)
         return 0;
     /* core/closed_form.h, on the ring's slowest hop */
+    const double mem = o ? o->reduce_Bps : 0;
     switch (kind) {
-    case OC_COLL_ALLREDUCE: return oc_cf_ring_allreduce_s(N, bytes, B, l);
+    case OC_COLL_ALLREDUCE: return oc_cf_ring_allreduce_s(N, bytes, B, l, mem);
     case OC_COLL_ALLGATHER: return oc_cf_ring_allgather_s(N, bytes, B, l);
-    case OC_COLL_REDUCESCATTER: return oc_cf_ring_reducescatter_s(N, bytes, B, l);
+    case OC_COLL_REDUCESCATTER: return oc_cf_ring_reducescatter_s(N, bytes, B, l, mem);
     case OC_COLL_BROADCAST:
     default:
         return oc_cf_chain_broadcast_s(N, bytes, oc_coll_pipeline_chunks((int64_t)bytes, o),

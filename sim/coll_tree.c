@@ -6,8 +6,9 @@
  * whole buffer, which matters little for the small messages the tree is
  * chosen for. Four phases over that tree:
  *   reduce     pipelined in C chunks (opts.chunk_bytes): per chunk, take
- *              it from every child at once, then pass the sum up without
- *              waiting (the next chunk's receives go on);
+ *              it from every child at once, reduce (oc_coll_reduce), then
+ *              pass the sum up without waiting (the next chunk's receives
+ *              go on);
  *   broadcast  pipelined: per chunk, receive it from the parent, pass it
  *              to every child;
  *   scatter    store and forward: receive from the parent one message of
@@ -88,14 +89,24 @@ static int64_t subtree_bytes(const struct oc_sim_group *g, int64_t S, int64_t v)
 
 /* One step up: take one message from every child at once, then pass
  * up_bytes to the parent without waiting (the next step's receives go
- * on). A chunk of the reduce, or the whole gather. */
-static void pass_up(const struct tree_pos *t, int64_t up_bytes, struct oc_coll_comms *sends)
+ * on). A chunk of the reduce (reduce: the children's chunks of up_bytes
+ * summed into this member's, oc_coll_reduce, hidden by the slowest
+ * child's hop), or the whole gather (reduce 0). */
+static void pass_up(const struct oc_coll_tx *tx, const struct tree_pos *t, int64_t up_bytes,
+                    int reduce, struct oc_coll_comms *sends)
 {
     sg_comm_t recvs[3];
-    for (int64_t i = 0; i < t->nchild; i++)
+    double hidden_s = 0;
+    for (int64_t i = 0; i < t->nchild; i++) {
         recvs[i] = oc_coll_get_async(&t->up_in[i]);
-    if (t->nchild > 0)
+        if (reduce && oc_coll_hop_s(&t->up_in[i], up_bytes) > hidden_s)
+            hidden_s = oc_coll_hop_s(&t->up_in[i], up_bytes);
+    }
+    if (t->nchild > 0) {
         sg_comm_wait_all(recvs, (size_t)t->nchild);
+        if (reduce)
+            oc_coll_reduce(tx, up_bytes, t->nchild + 1, hidden_s, 1);
+    }
     if (t->parent >= 0)
         oc_coll_comms_push(sends, oc_coll_put(&t->up_out, up_bytes));
 }
@@ -130,7 +141,7 @@ static double tree_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind ki
     for (int64_t k = 0; k < g->nodes; k++)
         if (oc_coll_node_count(g, k) > longest)
             longest = oc_coll_node_count(g, k);
-    const struct oc_cf_levels v = oc_coll_levels(g, longest, &g->intra, &g->tree);
+    const struct oc_cf_levels v = oc_coll_levels(g, longest, &g->intra, &g->tree, o);
     const int64_t C = oc_coll_pipeline_chunks(llround(bytes), o);
     switch (kind) {
     case OC_COLL_ALLREDUCE: return oc_cf_tree_allreduce_s(&v, bytes, C);
@@ -153,10 +164,10 @@ static void tree_run(const struct oc_coll_tx *tx, int64_t me, const struct oc_co
      * on receiving the next. */
     struct oc_coll_comms sends = {0};
     if (c->kind == OC_COLL_ALLGATHER)
-        pass_up(&t, subtree_bytes(g, S, me), &sends); /* gather */
+        pass_up(tx, &t, subtree_bytes(g, S, me), 0, &sends); /* gather */
     else
         for (int64_t ch = 0; ch < C; ch++) /* reduce */
-            pass_up(&t, oc_coll_chunk_bytes(S, C, ch), &sends);
+            pass_up(tx, &t, oc_coll_chunk_bytes(S, C, ch), 1, &sends);
     int64_t down[3];
     if (c->kind == OC_COLL_REDUCESCATTER) { /* scatter */
         for (int64_t i = 0; i < t.nchild; i++)

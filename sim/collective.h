@@ -33,8 +33,17 @@
  * Sizes: `bytes` is the full buffer S of oc_cf_ring_* (core/closed_form.h):
  * the all-reduce input, the all-gather output, the reduce-scatter input,
  * the broadcast buffer. S is rounded to whole bytes; a ring splits it in N
- * chunks of floor(S*(c+1)/N) - floor(S*c/N) bytes. Reductions cost no
- * compute here (they are memory-bound kernels that overlap the transfer).
+ * chunks of floor(S*(c+1)/N) - floor(S*c/N) bytes.
+ *
+ * Reductions: a member that has received a chunk to sum into its own
+ * (a ring's reduce-scatter step, a tree node's chunk from its children)
+ * runs a memory-bound kernel at opts.reduce_Bps, the device's memory
+ * bandwidth (the replay gives oc_cost_mem_Bps of the topology; 0: free),
+ * overlapping the transfer as NCCL's fused kernels do: after the chunk
+ * arrived it waits for what of the reduction the hop's uncontended
+ * transfer time did not hide (oc_cf_reduce_exposed_s, core/closed_form.h,
+ * which says why). The transport (coll.h, oc_coll_reduce) charges it, so
+ * every algorithm and both fidelities do, and the closed forms include it.
  *
  * Algorithms (N members on M nodes, L per node when every node holds the
  * same number), one file each behind the table of coll.h; their closed
@@ -129,6 +138,7 @@ struct oc_sim_coll_opts {
     int coarse;            /* merge ring steps (see above) */
     double chunk_bytes;    /* tree/broadcast pipeline chunk; 0: default */
     int64_t max_chunks;    /* cap on the chunk count; 0: default */
+    double reduce_Bps;     /* memory bandwidth of the reductions; 0: free */
 };
 
 /* Route figures of the hops an algorithm uses: the largest latency, the

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cost.h"
 #include "sim_log.h"
 #include "step_metrics.h"
 
@@ -164,6 +165,8 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
     R.copts.algo = o->algo;
     R.copts.coarse = o->coarse;
+    /* the reductions run at the device's memory bandwidth (collective.h) */
+    R.copts.reduce_Bps = oc_cost_mem_Bps(t);
 
     /* The engine first: a bad platform file or --cfg fails before the
      * schedule is built. network/optim:Full unless the user sets it:

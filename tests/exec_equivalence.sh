@@ -12,7 +12,8 @@
 # all-reduce, with and without overlapped gradient reduction.
 # Also: the same run without MPI (--no-mpi) gives bitwise the same numbers;
 # a process count that does not match the layout is refused before any
-# work with one line naming both numbers; sequence parallelism is refused;
+# work with one line naming both numbers; sequence parallelism and a bf16
+# layout are refused;
 # 20 steps make the loss fall; a rank that hangs or dies ends the job within
 # seconds, a hang with a message naming the rank and the op it waited in.
 # usage: exec_equivalence.sh path/to/ocsim-exec path/to/ocsim-weights-diff [mpirun]
@@ -170,6 +171,9 @@ refused() {
 }
 refused np3 '^ocsim-exec: layout tp2-pp2-dp2.* 8 processes, but MPI started 3' 3 --layout tp2-pp2-dp2
 refused sp '^ocsim-exec: sequence parallelism is not supported' 2 --layout tp2-pp1-dp1-sp
+# the executor's runs are fp32 runs (layout.h): a bf16 layout is refused
+refused bf16 '^ocsim-exec: layout precision bf16: the cpu backend keeps activations' 1 \
+  --layout tp1-pp1-dp1-bf16
 # cuda: not built (no nvcc / NCCL at configure time) or no GPU here
 refused cuda '^ocsim-exec: --backend cuda(: no CUDA device is visible| is not built)' 1 \
   --layout tp1-pp1-dp1 --backend cuda

@@ -148,12 +148,38 @@ static void test_layout_flags(void)
             "a layout is required: --layout tp8-pp8-dp1 or --tp/--pp/--dp");
 }
 
+/* The run's precision: Megatron-LM's --bf16 / --fp16, and --fp32 (ocsim's
+ * default is bf16); a precision part of --layout is applied after the
+ * flags, as every part of it. */
+static void test_precision_flags(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_BF16);
+    char *a[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--fp32"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(a), a, OC_OPT_LAYOUT, &st), 0);
+    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_FP32);
+    oc_opts_default(&o);
+    char *b[] = {"x", "--cards", "8", "--fp16"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(b), b, OC_OPT_SWEEP, &st), 0);
+    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_FP16);
+    oc_opts_default(&o);
+    char *c[] = {"x", "--cards", "8", "--fp32", "--layout", "tp2-pp2-dp2-bf16"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(c), c, OC_OPT_LAYOUT, &st), 0);
+    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_BF16);
+    char *d[] = {"x", "--cards", "8", "--bf16=1"};
+    refused(OC_OPT_SWEEP, ARGC(d), d,
+            "unknown or misplaced option '--bf16=1' for 'x' (see --help)");
+}
+
 static CU_TestInfo tests[] = {
     {"exec defaults", test_exec_defaults},
     {"exec flags", test_exec_flags},
     {"exec refusals", test_exec_refusals},
     {"netbw flags", test_netbw_flags},
     {"layout flags", test_layout_flags},
+    {"precision flags", test_precision_flags},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

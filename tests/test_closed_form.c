@@ -73,12 +73,12 @@ static void test_bubble(void)
  *   N 1: 0. N 2, S 2 GB, B 50 GB/s, l 5 us: 2*1/2*0.04 + 2*5 us = 0.04001. */
 static void test_ring(void)
 {
-    OC_ASSERT_REL(oc_cf_ring_allreduce_s(8, 1e9, 100e9, 1e-6), 0.017514, 1e-12);
+    OC_ASSERT_REL(oc_cf_ring_allreduce_s(8, 1e9, 100e9, 1e-6, 0), 0.017514, 1e-12);
     OC_ASSERT_REL(oc_cf_ring_allgather_s(8, 1e9, 100e9, 1e-6), 0.008757, 1e-12);
-    OC_ASSERT_REL(oc_cf_ring_reducescatter_s(8, 1e9, 100e9, 1e-6), 0.008757, 1e-12);
-    CU_ASSERT_EQUAL(oc_cf_ring_allreduce_s(1, 1e9, 100e9, 1e-6), 0.0);
+    OC_ASSERT_REL(oc_cf_ring_reducescatter_s(8, 1e9, 100e9, 1e-6, 0), 0.008757, 1e-12);
+    CU_ASSERT_EQUAL(oc_cf_ring_allreduce_s(1, 1e9, 100e9, 1e-6, 0), 0.0);
     CU_ASSERT_EQUAL(oc_cf_ring_allgather_s(1, 1e9, 100e9, 1e-6), 0.0);
-    OC_ASSERT_REL(oc_cf_ring_allreduce_s(2, 2e9, 50e9, 5e-6), 0.04001, 1e-12);
+    OC_ASSERT_REL(oc_cf_ring_allreduce_s(2, 2e9, 50e9, 5e-6, 0), 0.04001, 1e-12);
 }
 
 /* nccl-tests busbw: an all-reduce of 1 GB over 8 ranks in 17.5 ms has
@@ -91,7 +91,7 @@ static void test_busbw(void)
     OC_ASSERT_REL(oc_busbw_allgather(8, 1e9, 0.00875), 100e9, 1e-12);
     CU_ASSERT_EQUAL(oc_busbw_allreduce(1, 1e9, 0.01), 0.0);
     /* and the inverse of the ring formula without latency */
-    double t = oc_cf_ring_allreduce_s(16, 4e9, 40e9, 0);
+    double t = oc_cf_ring_allreduce_s(16, 4e9, 40e9, 0, 0);
     OC_ASSERT_REL(oc_busbw_allreduce(16, 4e9, t), 40e9, 1e-12);
 }
 
@@ -169,7 +169,7 @@ static void test_step_gpt3(void)
     oc_cf_step(&m, &l, &t, &e);
     OC_ASSERT_REL(e.bubble_fraction, 7.0 / 39.0, 1e-15);
     OC_ASSERT_REL(e.tp_comm_s,
-                  32.0 * 12 * 4 * oc_cf_ring_allreduce_s(8, 50331648.0, 450e9, 1e-6),
+                  32.0 * 12 * 4 * oc_cf_ring_allreduce_s(8, 50331648.0, 450e9, 1e-6, 3.35e12),
                   1e-12);
     OC_ASSERT_REL(e.pp_comm_s, 8.37306368e-3, 1e-12);
     int64_t p0 = oc_mem_stage_params(&m, &l, 0), p7 = oc_mem_stage_params(&m, &l, 7);
@@ -263,17 +263,17 @@ static void test_dp_link(void)
     struct oc_cf_step e;
     oc_cf_step(&m, &l, &t, &e);
     double P = (double)oc_mem_stage_params(&m, &l, 0);
-    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(8, 2 * P, 450e9, 1e-6), 1e-12);
+    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(8, 2 * P, 450e9, 1e-6, 3.35e12), 1e-12);
 
     l = oc_test_layout(2, 4, 2, 1, 64, 2048);
     l.order = OC_ORDER_TP_PP_DP;
     oc_cf_step(&m, &l, &t, &e);
     int64_t p0 = oc_mem_stage_params(&m, &l, 0), p3 = oc_mem_stage_params(&m, &l, 3);
     P = (double)(p0 > p3 ? p0 : p3);
-    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 50e9, 5e-6), 1e-12);
+    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 50e9, 5e-6, 3.35e12), 1e-12);
     l.order = OC_ORDER_TP_DP_PP;
     oc_cf_step(&m, &l, &t, &e);
-    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 450e9, 1e-6), 1e-12);
+    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 450e9, 1e-6, 3.35e12), 1e-12);
 }
 
 /* Flows per node when the NICs are fewer than the GPUs: the same node
@@ -296,14 +296,14 @@ static void test_link_flows(void)
     struct oc_cf_step e;
     oc_cf_step(&m, &l, &t, &e);
     double P = (double)oc_mem_stage_params(&m, &l, 0);
-    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(16, 2 * P, 50e9, 5e-6), 1e-12);
+    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(16, 2 * P, 50e9, 5e-6, 3.35e12), 1e-12);
 
     l = oc_test_layout(2, 4, 2, 1, 64, 2048);
     l.order = OC_ORDER_TP_PP_DP;
     oc_cf_step(&m, &l, &t, &e);
     int64_t p0 = oc_mem_stage_params(&m, &l, 0), p3 = oc_mem_stage_params(&m, &l, 3);
     P = (double)(p0 > p3 ? p0 : p3);
-    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 12.5e9, 5e-6), 1e-12);
+    OC_ASSERT_REL(e.dp_comm_s, oc_cf_ring_allreduce_s(2, 2 * P, 12.5e9, 5e-6, 3.35e12), 1e-12);
 
     l = oc_test_layout(4, 4, 1, 1, 8, 2048);
     oc_cf_step(&m, &l, &t, &e);
@@ -340,21 +340,60 @@ static void test_levels(void)
     CU_ASSERT_EQUAL(oc_cf_pipeline_s(5, 0, 1, 0, 1), 0);
     OC_ASSERT_REL(oc_cf_chain_broadcast_s(4, 4e6, 4, 100e9, 2e-6), 72e-6, 1e-12);
 
-    const struct oc_cf_levels two = {4, 2, 100e9, 2e-6, 25e9, 4e-6};
+    const struct oc_cf_levels two = {4, 2, 100e9, 2e-6, 25e9, 4e-6, 0};
     OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&two, 1e9), 0.012510, 1e-12);
     OC_ASSERT_REL(oc_cf_hier_allgather_s(&two, 1e9), 0.012510, 1e-12);
     OC_ASSERT_REL(oc_cf_hier_allreduce_s(&two, 1e9), 0.025020, 1e-12);
-    const struct oc_cf_levels spread = {1, 8, 100e9, 2e-6, 25e9, 4e-6};
+    const struct oc_cf_levels spread = {1, 8, 100e9, 2e-6, 25e9, 4e-6, 0};
     OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&spread, 1e9), 0.035028, 1e-12);
     OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&spread, 1e9),
-                  oc_cf_ring_reducescatter_s(8, 1e9, 25e9, 4e-6), 1e-12);
+                  oc_cf_ring_reducescatter_s(8, 1e9, 25e9, 4e-6, 0), 1e-12);
 
     OC_ASSERT_REL(oc_cf_tree_allreduce_s(&spread, 1e3, 1), 24.48e-6, 1e-12);
     OC_ASSERT_REL(oc_cf_tree_reducescatter_s(&spread, 1e3, 1), 24.31e-6, 1e-12);
     OC_ASSERT_REL(oc_cf_tree_allgather_s(&spread, 1e3, 1), 24.31e-6, 1e-12);
-    const struct oc_cf_levels small = {2, 2, 100e9, 2e-6, 25e9, 4e-6};
+    const struct oc_cf_levels small = {2, 2, 100e9, 2e-6, 25e9, 4e-6, 0};
     OC_ASSERT_REL(oc_cf_tree_allreduce_s(&small, 4e6, 4), 376e-6, 1e-12);
     OC_ASSERT_REL(oc_cf_tree_reducescatter_s(&small, 4e6, 4), 284e-6, 1e-12);
+}
+
+/* The reductions (closed_form.h), memory at 20 GB/s:
+ * - one step: 3 * 2e6 bytes / 20e9 = 300e-6 s, 100e-6 s of it hidden by
+ *   the transfer: 200e-6 exposed; hidden 400e-6: none; free memory: none.
+ * - ring of 4 (every step on a 25 GB/s, 4 us hop), S = 4e6: a step moves
+ *   1e6 bytes in 44e-6 s and reduces them in 3e6/20e9 = 150e-6 s, so the
+ *   reduce-scatter takes 3 * 150e-6 = 450e-6 s, the all-gather 3 * 44e-6
+ *   = 132e-6 s, the all-reduce 582e-6 s.
+ * - two levels, 2 nodes x 2 (NVLink 100 GB/s, 2 us): in the node one step
+ *   of 2e6 bytes, 22e-6 s moving, 300e-6 s reducing; across one step of
+ *   the 2e6 shard's halves, 44e-6 and 150e-6: reduce-scatter 450e-6 s,
+ *   all-gather 22e-6 + 44e-6 = 66e-6 s, all-reduce 300e-6 + (150e-6 +
+ *   44e-6) + 22e-6 = 516e-6 s.
+ * - tree, the same group, 4 chunks of 1e6: a chain member reduces one
+ *   child's chunk (max(12e-6, 150e-6) = 150e-6), the root its chain child's
+ *   and node 1's (4e6 bytes: 200e-6 s, 44e-6 hidden by the slower hop).
+ *   Reduce: the first chunk 150e-6 + (44e-6 + 156e-6) = 350e-6, then 3
+ *   more at the root's 200e-6: 950e-6 s; all-reduce + the broadcast's
+ *   188e-6 = 1138e-6 s; reduce-scatter + the scatter's 96e-6 = 1046e-6 s;
+ *   all-gather 284e-6 s as without reductions. */
+static void test_reduction(void)
+{
+    OC_ASSERT_REL(oc_cf_reduce_exposed_s(2e6, 2, 20e9, 100e-6), 200e-6, 1e-12);
+    CU_ASSERT_EQUAL(oc_cf_reduce_exposed_s(2e6, 2, 20e9, 400e-6), 0.0);
+    CU_ASSERT_EQUAL(oc_cf_reduce_exposed_s(2e6, 2, 0, 0), 0.0);
+    OC_ASSERT_REL(oc_cf_ring_reducescatter_s(4, 4e6, 25e9, 4e-6, 20e9), 450e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_ring_allgather_s(4, 4e6, 25e9, 4e-6), 132e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_ring_allreduce_s(4, 4e6, 25e9, 4e-6, 20e9), 582e-6, 1e-12);
+    /* fast memory: the transfers hide it, to the bit */
+    CU_ASSERT_EQUAL(oc_cf_ring_allreduce_s(4, 4e6, 25e9, 4e-6, 3.35e12),
+                    oc_cf_ring_allreduce_s(4, 4e6, 25e9, 4e-6, 0));
+    const struct oc_cf_levels v = {2, 2, 100e9, 2e-6, 25e9, 4e-6, 20e9};
+    OC_ASSERT_REL(oc_cf_hier_reducescatter_s(&v, 4e6), 450e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_hier_allgather_s(&v, 4e6), 66e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_hier_allreduce_s(&v, 4e6), 516e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_tree_allreduce_s(&v, 4e6, 4), 1138e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_tree_reducescatter_s(&v, 4e6, 4), 1046e-6, 1e-12);
+    OC_ASSERT_REL(oc_cf_tree_allgather_s(&v, 4e6, 4), 284e-6, 1e-12);
 }
 
 static CU_TestInfo tests[] = {
@@ -368,6 +407,7 @@ static CU_TestInfo tests[] = {
     {"dp_link", test_dp_link},
     {"link_flows", test_link_flows},
     {"two-level rings, pipeline, tree", test_levels},
+    {"reductions", test_reduction},
     CU_TEST_INFO_NULL,
 };
 

@@ -50,7 +50,7 @@ static struct oc_layout layout(int64_t t, int64_t p, int64_t b, int64_t s)
 static void test_gemm_full_waves(void)
 {
     struct oc_topology t = device(1e15, 0.8, 132, 3e12);
-    struct oc_gemm g = {1536, 1408, 16384, 1};
+    struct oc_gemm g = {1536, 1408, 16384, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 70866960384.0 / 8e14, 1e-12);
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 88.58370048e-6, 1e-12);
     g.batch = 2;
@@ -65,15 +65,15 @@ static void test_gemm_full_waves(void)
 static void test_gemm_wave_loss(void)
 {
     struct oc_topology t = device(1e15, 0.8, 132, 3e12);
-    struct oc_gemm g = {896, 2432, 16384, 1};
+    struct oc_gemm g = {896, 2432, 16384, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 71403831296.0 * 264 / (133 * 8e14), 1e-12);
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 177.16740096e-6, 1e-10);
-    struct oc_gemm full = {1536, 1408, 16384, 1};
+    struct oc_gemm full = {1536, 1408, 16384, 1, 2};
     CU_ASSERT(oc_cost_gemm_s(&t, g) > 1.9 * oc_cost_gemm_s(&t, full));
     /* A partial tile counts as a whole one: 897 rows make 8 row tiles,
      * 152 tiles, still 2 waves: same time per FLOP of the wave count, i.e.
      * flops * 264 / (152 * 8e14). */
-    struct oc_gemm ragged = {897, 2432, 16384, 1};
+    struct oc_gemm ragged = {897, 2432, 16384, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, ragged),
                   2.0 * 897 * 2432 * 16384 * 264 / (152 * 8e14), 1e-12);
 }
@@ -85,10 +85,10 @@ static void test_gemm_wave_loss(void)
 static void test_gemm_memory_bound(void)
 {
     struct oc_topology t = device(1e15, 0.8, 132, 3e12);
-    struct oc_gemm g = {8, 8192, 8192, 1};
+    struct oc_gemm g = {8, 8192, 8192, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 134479872.0 / 3e12, 1e-12);
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 44.826624e-6, 1e-12);
-    struct oc_gemm empty = {0, 8192, 8192, 1};
+    struct oc_gemm empty = {0, 8192, 8192, 1, 2};
     CU_ASSERT_EQUAL(oc_cost_gemm_s(&t, empty), 0.0);
 }
 
@@ -103,9 +103,9 @@ static void test_membound_and_calibration(void)
     t.calib_gemm_flops = 5e14;
     t.calib_mem_Bps = 2e12;
     OC_ASSERT_REL(oc_cost_membound_s(&t, 3e9), 1.5e-3, 1e-12);
-    struct oc_gemm g = {896, 2432, 16384, 1};
+    struct oc_gemm g = {896, 2432, 16384, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 142.807662592e-6, 1e-12);
-    struct oc_gemm skinny = {8, 8192, 8192, 1};
+    struct oc_gemm skinny = {8, 8192, 8192, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, skinny), 134479872.0 / 2e12, 1e-12);
 }
 
@@ -366,8 +366,9 @@ static void test_op_cost(void)
     OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 28e-6, 1e-12);
 }
 
-/* An fp32 device (calib_act_bytes 4, the cpu executor) counts every 16-bit
- * tensor at 4 bytes; fp32 logits and 1-byte dropout masks stay. tiny_gpt,
+/* An fp32 run (the layout's precision; the cpu executor's) counts every
+ * 16-bit tensor at 4 bytes; fp32 logits and 1-byte dropout masks stay. The
+ * topology's calib_act_bytes is a record only: 16 changes nothing. tiny_gpt,
  * t 2, s 32, b 2, bytes at 1e12 B/s (see test_part_bytes for e = 2):
  * MLP forward: up and down GEMMs 20 480 elements each x 4 = 81 920 each,
  *   norm 2*4*64*64 = 32 768, GELU 2*4*64*128 = 65 536, residual 3*4*4096 =
@@ -379,18 +380,24 @@ static void test_op_cost(void)
 static void test_element_bytes(void)
 {
     struct oc_topology t = device(1e30, 1.0, 132, 1e12);
-    t.calib_act_bytes = 4;
+    t.calib_act_bytes = 16;
     struct oc_model m = tiny_gpt();
     struct oc_layout l = layout(2, 1, 2, 32);
     struct oc_cost c;
     oc_cost_init(&c, &m, &l, &t);
+    const double mlp16 = c.part_s[OC_PART_MLP][OC_PHASE_FWD];
+    l.precision = OC_PREC_FP32;
+    oc_cost_init(&c, &m, &l, &t);
+    CU_ASSERT(c.part_s[OC_PART_MLP][OC_PHASE_FWD] > 1.9 * mlp16);
     OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 348160e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_FWD], 1329152e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_BWD], 1122304e-12, 1e-9);
     /* a GEMM's operands: [8 x 8192] x [8192 x 8192] is memory bound,
      * 4*(65 536 + 67 108 864 + 65 536) = 268 959 744 bytes */
-    struct oc_gemm skinny = {8, 8192, 8192, 1};
+    struct oc_gemm skinny = {8, 8192, 8192, 1, 4};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, skinny), 268959744e-12, 1e-9);
+    skinny.elem_bytes = 0; /* not given: 16-bit */
+    OC_ASSERT_REL(oc_cost_gemm_s(&t, skinny), 134479872e-12, 1e-9);
 }
 
 /* The FLOPs oc_cost_sched_flops gives are the ones core/schedule.c puts on

@@ -89,7 +89,8 @@ static void check_sources(const char *path)
     const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
     CU_ASSERT_PTR_NOT_NULL(strstr(bw, "32768 bytes of fp32"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as 3e+09"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "= 6e+09 B/s, written as measured"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "4 bytes for the cpu executor's runs"));
     const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
     CU_ASSERT_PTR_NOT_NULL(strstr(parts, "tiny parts, t=2, b=1, s=128"));
@@ -126,9 +127,9 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(t.device.sm_count, 2);
     OC_ASSERT_REL(t.device.memory_bytes, 8e9, 1e-6);
     OC_ASSERT_REL(t.device.hbm_bandwidth_Bps, 1.2e10, 1e-6);
-    /* In the schedule's 16-bit bytes: the executor sends fp32, so a
-     * simulated message of S/2 bytes must take the measured S / 6e9. */
-    OC_ASSERT_REL(t.intra_bandwidth_Bps, 3e9, 1e-6);
+    /* As measured: the executor's runs are fp32 runs, whose schedule
+     * counts the 4 bytes it sends (layout.h). */
+    OC_ASSERT_REL(t.intra_bandwidth_Bps, 6e9, 1e-6);
     OC_ASSERT_REL(t.intra_latency_s, 4e-7, 1e-6);
     CU_ASSERT_STRING_EQUAL(t.intra_name, "MPI point-to-point (measured)");
     OC_ASSERT_REL(t.calib_gemm_flops, 5.5e10, 1e-6);
@@ -160,7 +161,7 @@ static void test_round_trip(void)
      * compute-bound (2*1024^3 = 2.147e9 FLOP at 5.5e10 FLOP/s = 39.0 ms,
      * against 3*1024^2*2 bytes at 1.2e10 B/s = 0.52 ms), and a
      * memory-bound kernel of 1.2e9 bytes takes 1.2e9 / 1.2e10 = 0.1 s. */
-    struct oc_gemm g = {1024, 1024, 1024, 1};
+    struct oc_gemm g = {1024, 1024, 1024, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 2.0 * 1024 * 1024 * 1024 / 5.5e10, 1e-6);
     OC_ASSERT_REL(oc_cost_membound_s(&t, 1.2e9), 0.1, 1e-6);
 
@@ -314,13 +315,14 @@ static void test_gpu_keep_peak(void)
     OC_ASSERT_REL(t.device.memory_bytes, 150e9, 1e-6);
     OC_ASSERT_REL(t.device.hbm_bandwidth_Bps, 4.2e12, 1e-6);
     CU_ASSERT_EQUAL(t.gpus_per_node, 4);
-    /* fp32 activations on the wire, as the cpu executor: 6e9 * 2/4. */
+    /* fp32 activations on the wire, as the cpu executor; the bandwidth as
+     * measured. */
     CU_ASSERT_EQUAL(t.calib_act_bytes, 4.0);
-    OC_ASSERT_REL(t.intra_bandwidth_Bps, 3e9, 1e-6);
+    OC_ASSERT_REL(t.intra_bandwidth_Bps, 6e9, 1e-6);
     CU_ASSERT_STRING_EQUAL(t.intra_name, "NCCL point-to-point (measured)");
     /* The cost model prices a GEMM at the measured rate (calibration.
      * gemm_flops): 2*1024^3 / 4e14 = 5.36870912 us. */
-    struct oc_gemm g = {1024, 1024, 1024, 1};
+    struct oc_gemm g = {1024, 1024, 1024, 1, 2};
     OC_ASSERT_REL(oc_cost_gemm_s(&t, g), 5.36870912e-6, 1e-6);
 
     json_error_t err;
@@ -346,7 +348,7 @@ static void test_gpu_keep_peak(void)
     const char *bw = json_string_value(json_object_get(src, "intra_node.bandwidth_Bps"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(bw);
     CU_ASSERT_PTR_NOT_NULL(strstr(bw, "NCCL ping-pong"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "the cuda executor sends 4"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(bw, "4 bytes for the cuda executor's runs"));
     const char *parts = json_string_value(json_object_get(src, "calibration.part_flops_per_s"));
     CU_ASSERT_PTR_NOT_NULL_FATAL(parts);
     CU_ASSERT_PTR_NOT_NULL(strstr(parts, "(oc_gpt_attn_scores on the cuda kernels)"));

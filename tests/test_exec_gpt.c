@@ -449,7 +449,7 @@ static void test_training_loss_falls(void)
         if (k == 0)
             first = loss;
         last = loss;
-        oc_params_adamw(&K, &s.p, &h, k + 1, 0, s.p.n);
+        oc_params_adamw(&K, &s.p, &h, k + 1);
     }
     fprintf(stderr, " [loss %.3f -> %.3f] ", first, last);
     CU_ASSERT_DOUBLE_EQUAL(first, 6.25, 0.05);

@@ -186,13 +186,22 @@ static void test_adamw_by_hand(void)
     oc_params_g(&p, OC_P_FCW, 0)[3] = 0.5f;
     oc_params_g(&p, OC_P_FCB, 0)[3] = 0.5f;
     const struct oc_adamw h = {0.1f, 0.9f, 0.999f, 0.0f, 0.01f};
-    oc_params_adamw(&K, &p, &h, 1, 0, p.n);
+    oc_params_adamw(&K, &p, &h, 1);
     CU_ASSERT_DOUBLE_EQUAL(w[3], 0.899, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(b[3], 0.9, 1e-6);
-    /* a range that excludes fcb leaves it alone */
+    oc_params_free(&p);
+    /* ZeRO-1, DP rank 1 of 2: the moments hold the second half of every
+     * tensor, and AdamW leaves the first half alone */
+    CU_ASSERT_EQUAL_FATAL(oc_params_init_sharded(&p, &m, &o, 2, 1, &st), 0);
     const struct oc_param_tensor *tb = oc_params_tensor(&p, OC_P_FCB, 0);
-    oc_params_adamw(&K, &p, &h, 2, 0, tb->offset);
-    CU_ASSERT_EQUAL(b[3], 0.9f);
+    const int64_t n = tb->rows * tb->cols;
+    b = oc_params_w(&p, OC_P_FCB, 0);
+    b[3] = b[n - 1] = 1.0f;
+    oc_params_g(&p, OC_P_FCB, 0)[3] = oc_params_g(&p, OC_P_FCB, 0)[n - 1] = 0.5f;
+    oc_params_adamw(&K, &p, &h, 1);
+    CU_ASSERT_EQUAL(b[3], 1.0f);
+    CU_ASSERT_DOUBLE_EQUAL(b[n - 1], 0.9, 1e-6);
+    CU_ASSERT_EQUAL(p.nopt * 2, p.n); /* every tensor of tiny splits evenly */
     oc_params_free(&p);
 }
 

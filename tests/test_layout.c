@@ -78,6 +78,37 @@ static void test_parse(void)
     CU_ASSERT_STRING_EQUAL(buf, "tp4-pp2-dp8-mb2-v3");
 }
 
+/* The run's precision: bf16 unless a part says otherwise (Megatron-LM's
+ * names), 2 bytes per activation element in bf16 and fp16, 4 in fp32. */
+static void test_parse_precision(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    CU_ASSERT_EQUAL(l.precision, OC_PREC_BF16);
+    CU_ASSERT_EQUAL(oc_layout_act_bytes(&l), 2.0);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp1-dp1-fp32", &st), 0);
+    CU_ASSERT_EQUAL(l.precision, OC_PREC_FP32);
+    CU_ASSERT_EQUAL(oc_layout_act_bytes(&l), 4.0);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "fp16-tp2-pp1-dp1", &st), 0);
+    CU_ASSERT_EQUAL(l.precision, OC_PREC_FP16);
+    CU_ASSERT_EQUAL(oc_layout_act_bytes(&l), 2.0);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp1-dp1-bf16", &st), 0);
+    CU_ASSERT_EQUAL(l.precision, OC_PREC_BF16);
+    const enum oc_precision all[3] = {OC_PREC_BF16, OC_PREC_FP16, OC_PREC_FP32};
+    const char *names[3] = {"bf16", "fp16", "fp32"};
+    for (int i = 0; i < 3; i++) {
+        enum oc_precision p = OC_PREC_BF16;
+        CU_ASSERT_STRING_EQUAL(oc_precision_name(all[i]), names[i]);
+        CU_ASSERT_EQUAL(oc_precision_from_name(names[i], &p), 0);
+        CU_ASSERT_EQUAL(p, all[i]);
+    }
+    enum oc_precision p = OC_PREC_FP16;
+    CU_ASSERT_EQUAL(oc_precision_from_name("fp8", &p), -1);
+    CU_ASSERT_EQUAL(p, OC_PREC_FP16);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp1-dp1-fp64", &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "bf16|fp16|fp32"));
+}
+
 static void test_parse_errors(void)
 {
     struct oc_status st = {{0}};
@@ -245,6 +276,7 @@ int main(void)
     static CU_TestInfo tests[] = {
         {"parse", test_parse},
         {"parse_errors", test_parse_errors},
+        {"parse_precision", test_parse_precision},
         {"validate_rules", test_validate_rules},
         {"rank_order", test_rank_order},
         {"enumerate", test_enumerate},

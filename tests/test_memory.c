@@ -236,6 +236,53 @@ static void test_sixteen_bytes(void)
     OC_ASSERT_REL(b.optimizer_bytes, 3.0 * 150336, 1e-12);
 }
 
+/* An fp32 run: 4 + 4 + 8 = 16 bytes per parameter (the weights are Adam's
+ * master copy; m and v), 4 + 4 + 8/4 = 10 with the optimizer sharded over
+ * d = 4; a bf16 or fp16 run 2 + 2 + 12. */
+static void test_fp32_param_bytes(void)
+{
+    struct oc_model m = tiny_llama();
+    struct oc_layout l = oc_test_layout(1, 2, 4, 1, 16, 32);
+    l.shard_optimizer = 1;
+    l.precision = OC_PREC_FP32;
+    struct oc_mem_breakdown b;
+    oc_memory_stage(&m, &l, 1, &b);
+    OC_ASSERT_REL(b.weights_bytes, 4.0 * 150336, 1e-12);
+    OC_ASSERT_REL(b.grads_bytes, 4.0 * 150336, 1e-12);
+    OC_ASSERT_REL(b.optimizer_bytes, 2.0 * 150336, 1e-12);
+    l.shard_optimizer = 0;
+    oc_memory_stage(&m, &l, 1, &b);
+    OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes,
+                  16.0 * 150336, 1e-12);
+    const struct oc_mem_param_bytes f32 = oc_mem_param_bytes(&l);
+    CU_ASSERT(f32.weight == 4 && f32.grad == 4 && f32.optimizer == 8);
+    l.precision = OC_PREC_FP16;
+    const struct oc_mem_param_bytes f16 = oc_mem_param_bytes(&l);
+    CU_ASSERT(f16.weight == 2 && f16.grad == 2 && f16.optimizer == 12);
+}
+
+/* Korthikanti's terms in fp32: of GPT-3's 34 sbh per layer, 2 sbh are the
+ * 1-byte dropout masks and 32 sbh 2-byte tensors, so 64 + 2 = 66 sbh; of
+ * the 5as/h scores term the mask (1) stays and softmax and dropout outputs
+ * (2 + 2) double: 9as/h = 9*96*2048/12288 = 144. With sbh = 25 165 824:
+ *   t = 1:      210 sbh = 5 284 823 040;  selective: 66 sbh = 1 660 944 384;
+ *   full:       4 sbh   =   100 663 296;
+ *   head input 8 sbh = 201 326 592; embedding mask and logits unchanged. */
+static void test_fp32_activations(void)
+{
+    struct oc_model m = gpt3_175b();
+    struct oc_layout l = oc_test_layout(1, 1, 1, 1, 1, 2048);
+    l.precision = OC_PREC_FP32;
+    OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 5284823040.0, 1e-12);
+    l.recompute = OC_RECOMPUTE_SELECTIVE;
+    OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 1660944384.0, 1e-12);
+    l.recompute = OC_RECOMPUTE_FULL;
+    OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 100663296.0, 1e-12);
+    OC_ASSERT_REL(oc_mem_head_activation_bytes(&m, &l), 201326592.0, 1e-12);
+    OC_ASSERT_REL(oc_mem_embed_activation_bytes(&m, &l), 25165824.0, 1e-12);
+    OC_ASSERT_REL(oc_mem_logits_bytes(&m, &l), 4.0 * 2048 * 50257, 1e-12);
+}
+
 /* GPT-3 175B, t 8, p 4, SP, selective, s 2048, b 1, m 8: 24 layers a stage,
  * layer term 4.25 sbh = 106 954 752 (see above), embedding mask 3 145 728,
  * head 12 582 912, logits 51 463 168.
@@ -351,6 +398,8 @@ static CU_TestInfo tests[] = {
     {"stage_params_hand", test_stage_params_hand},
     {"stage_params_sum", test_stage_params_sum},
     {"sixteen_bytes", test_sixteen_bytes},
+    {"fp32_param_bytes", test_fp32_param_bytes},
+    {"fp32_activations", test_fp32_activations},
     {"stage_activations", test_stage_activations},
     {"interleaved_activations", test_interleaved_activations},
     {"chunk_bytes", test_chunk_bytes},

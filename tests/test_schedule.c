@@ -506,6 +506,54 @@ static void test_dp_reduction(void)
     oc_schedule_free(&s);
 }
 
+/* An fp32 run against the same layout in bf16: the same ops in the same
+ * order; every pipeline message, TP, DP and embedding collective twice the
+ * bytes (the cross-entropy's fp32 all-reduces stay s*b*4 = 128); weights and
+ * gradients 4 bytes per parameter, optimizer states 8 (12 in bf16), /d
+ * under ZeRO-1; the optimizer's 28 HBM bytes per parameter either way. */
+static void test_fp32_bytes(void)
+{
+    struct oc_model m;
+    oc_test_tiny_model(&m);
+    struct cfg zero = {2, 2, 2, 4, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 1, 1,
+                       OC_ORDER_TP_DP_PP};
+    const struct cfg *cs[2] = {&configs[1], &zero};
+    for (int i = 0; i < 2; i++) {
+        struct oc_layout l16 = make_layout(cs[i]), l32 = l16;
+        l32.precision = OC_PREC_FP32;
+        struct oc_schedule a, b;
+        build(&a, &m, &l16, OC_GRAIN_LAYER);
+        build(&b, &m, &l32, OC_GRAIN_LAYER);
+        int64_t n_ce = 0, n_doubled = 0;
+        for (int64_t r = 0; r < a.nranks; r++) {
+            const struct oc_rank_ops *x = &a.ranks[r], *y = &b.ranks[r];
+            CU_ASSERT_EQUAL_FATAL(x->n, y->n);
+            for (int64_t k = 0; k < x->n; k++) {
+                const struct oc_op *o = &x->ops[k], *q = &y->ops[k];
+                CU_ASSERT_EQUAL(o->kind, q->kind);
+                CU_ASSERT_EQUAL(o->hbm_bytes, q->hbm_bytes);
+                const int msg = o->kind == OC_OP_SEND || o->kind == OC_OP_RECV ||
+                                o->kind == OC_OP_COLLECTIVE;
+                if (msg && o->bytes == 128.0) {
+                    CU_ASSERT_EQUAL(q->bytes, 128.0);
+                    n_ce++;
+                } else if (msg || (o->kind == OC_OP_ALLOC && o->buf <= OC_BUF_GRADS)) {
+                    CU_ASSERT_EQUAL(q->bytes, 2.0 * o->bytes);
+                    n_doubled++;
+                } else if (o->kind == OC_OP_ALLOC && o->buf == OC_BUF_OPTIMIZER) {
+                    OC_ASSERT_REL(q->bytes, o->bytes * 8.0 / 12.0, 1e-12);
+                    const double p = (double)oc_mem_stage_params(
+                        &m, &l32, oc_layout_coord(&l32, r).pp);
+                    OC_ASSERT_REL(q->bytes, 8.0 * p / (i == 1 ? 2.0 : 1.0), 1e-12);
+                }
+            }
+        }
+        CU_ASSERT(n_ce > 0 && n_doubled > 0);
+        oc_schedule_free(&a);
+        oc_schedule_free(&b);
+    }
+}
+
 /* ------------------------------------------------------------------ */
 /* Groups, names, errors, speed                                          */
 
@@ -651,6 +699,7 @@ static CU_TestInfo tests[] = {
     {"chunk_grain_totals", test_chunk_grain_totals},
     {"op_fields", test_op_fields},
     {"dp_reduction", test_dp_reduction},
+    {"fp32 bytes", test_fp32_bytes},
     {"groups", test_groups},
     {"names", test_names},
     {"errors", test_errors},

@@ -37,12 +37,12 @@ static void test_ring_allreduce(void)
     for (int i = 0; i < 2; i++) {
         struct job j = {.topo = &one, .cards = 8, .kind = JOB_ALLREDUCE, .n = 8,
                         .bytes = sizes[i], .opts = {.algo = OC_SIM_ALGO_RING}};
-        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_allreduce_s(8, sizes[i], BI, LI), REL);
+        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_allreduce_s(8, sizes[i], BI, LI, 0), REL);
         j.topo = &spread;
-        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_allreduce_s(8, sizes[i], BN, LN), REL);
+        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_allreduce_s(8, sizes[i], BN, LN, 0), REL);
     }
-    OC_ASSERT_REL(oc_cf_ring_allreduce_s(8, 1e6, BI, LI), 45.5e-6, 1e-9);
-    OC_ASSERT_REL(oc_cf_ring_allreduce_s(8, 1e9, BN, LN), 0.070056, 1e-9);
+    OC_ASSERT_REL(oc_cf_ring_allreduce_s(8, 1e6, BI, LI, 0), 45.5e-6, 1e-9);
+    OC_ASSERT_REL(oc_cf_ring_allreduce_s(8, 1e9, BN, LN, 0), 0.070056, 1e-9);
 }
 
 /* All-gather and reduce-scatter, N = 8: (N-1)/N*S/B + (N-1)*l. By hand on
@@ -56,9 +56,9 @@ static void test_ring_allgather_reducescatter(void)
                         .bytes = sizes[i]};
         OC_ASSERT_REL(sim_time(&j), oc_cf_ring_allgather_s(8, sizes[i], BN, LN), REL);
         j.kind = JOB_REDUCESCATTER;
-        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_reducescatter_s(8, sizes[i], BN, LN), REL);
+        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_reducescatter_s(8, sizes[i], BN, LN, 0), REL);
         j.topo = &one;
-        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_reducescatter_s(8, sizes[i], BI, LI), REL);
+        OC_ASSERT_REL(sim_time(&j), oc_cf_ring_reducescatter_s(8, sizes[i], BI, LI, 0), REL);
     }
     OC_ASSERT_REL(oc_cf_ring_allgather_s(8, 1e6, BN, LN), 63e-6, 1e-9);
 }
@@ -117,8 +117,8 @@ static void test_hier_allreduce(void)
     j.bytes = 1e6;
     OC_ASSERT_REL(sim_time(&j), 45e-6, REL);
     /* The same sums from the closed-form functions. */
-    OC_ASSERT_REL(2 * oc_cf_ring_reducescatter_s(4, 1e9, BI, LI) +
-                      oc_cf_ring_allreduce_s(2, 1e9 / 4, BN, LN),
+    OC_ASSERT_REL(2 * oc_cf_ring_reducescatter_s(4, 1e9, BI, LI, 0) +
+                      oc_cf_ring_allreduce_s(2, 1e9 / 4, BN, LN, 0),
                   0.025020, 1e-9);
     /* The flat ring on the same GPUs is slower: every step waits on a NIC
      * hop, 14*(ln + 1.25e8/25e9) = 0.070056 s. */
@@ -141,6 +141,49 @@ static void test_tree_allreduce(void)
                     .bytes = 1e6,
                     .opts = {.algo = OC_SIM_ALGO_TREE, .chunk_bytes = 1e6}};
     OC_ASSERT_REL(sim_time(&j), 216e-6, REL);
+}
+
+/* The nine (algorithm, kind) pairs of the closed-form tests. */
+static const struct {
+    enum oc_sim_algo algo;
+    enum oc_coll_kind coll;
+    enum job_kind job;
+} pairs[9] = {
+    {OC_SIM_ALGO_RING, OC_COLL_ALLREDUCE, JOB_ALLREDUCE},
+    {OC_SIM_ALGO_RING, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER},
+    {OC_SIM_ALGO_RING, OC_COLL_ALLGATHER, JOB_ALLGATHER},
+    {OC_SIM_ALGO_HIER, OC_COLL_ALLREDUCE, JOB_ALLREDUCE},
+    {OC_SIM_ALGO_HIER, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER},
+    {OC_SIM_ALGO_HIER, OC_COLL_ALLGATHER, JOB_ALLGATHER},
+    {OC_SIM_ALGO_TREE, OC_COLL_ALLREDUCE, JOB_ALLREDUCE},
+    {OC_SIM_ALGO_TREE, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER},
+    {OC_SIM_ALGO_TREE, OC_COLL_ALLGATHER, JOB_ALLGATHER},
+};
+
+/* Every pair on 2 nodes x 2 GPUs, 2 NICs a node, S = 4e6 in chunks of 1e6,
+ * reductions at mem_Bps: the simulation, the estimate from the group's
+ * measured hops and, for the rings, the coarse mode all give want_s[i]. */
+static void check_pairs(double mem_Bps, const double want_s[9])
+{
+    struct oc_topology t = topo(2, 2, 1, 1);
+    for (size_t i = 0; i < 9; i++) {
+        struct job j = {.topo = &t, .cards = 4, .kind = pairs[i].job, .n = 4, .bytes = 4e6,
+                        .opts = {.algo = pairs[i].algo, .chunk_bytes = 1e6,
+                                 .reduce_Bps = mem_Bps}};
+        OC_ASSERT_REL(sim_time(&j), want_s[i], REL);
+        j.kind = JOB_ESTIMATE;
+        j.coll = pairs[i].coll;
+        struct job_result r;
+        struct oc_status st = {{0}};
+        CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
+        OC_ASSERT_REL(r.estimate_s, want_s[i], REL);
+        /* the coarse rings give the same on these equal hops */
+        if (pairs[i].algo != OC_SIM_ALGO_TREE) {
+            j.kind = pairs[i].job;
+            j.opts.coarse = 1;
+            OC_ASSERT_REL(sim_time(&j), want_s[i], REL);
+        }
+    }
 }
 
 /* Every algorithm and collective kind against its closed form
@@ -167,52 +210,57 @@ static void test_tree_allreduce(void)
  * group's measured hops all give these; the three algorithms differ. */
 static void test_closed_forms(void)
 {
-    struct oc_topology t = topo(2, 2, 1, 1);
-    const struct oc_cf_levels v = {2, 2, BI, LI, BN, LN};
+    const struct oc_cf_levels v = {2, 2, BI, LI, BN, LN, 0};
     const double S = 4e6;
-    const struct {
-        enum oc_sim_algo algo;
-        enum oc_coll_kind coll;
-        enum job_kind job;
-        double want_s, cf_s;
-    } c[] = {
-        {OC_SIM_ALGO_RING, OC_COLL_ALLREDUCE, JOB_ALLREDUCE, 264e-6,
-         oc_cf_ring_allreduce_s(4, S, BN, LN)},
-        {OC_SIM_ALGO_RING, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER, 132e-6,
-         oc_cf_ring_reducescatter_s(4, S, BN, LN)},
-        {OC_SIM_ALGO_RING, OC_COLL_ALLGATHER, JOB_ALLGATHER, 132e-6,
-         oc_cf_ring_allgather_s(4, S, BN, LN)},
-        {OC_SIM_ALGO_HIER, OC_COLL_ALLREDUCE, JOB_ALLREDUCE, 132e-6,
-         oc_cf_hier_allreduce_s(&v, S)},
-        {OC_SIM_ALGO_HIER, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER, 66e-6,
-         oc_cf_hier_reducescatter_s(&v, S)},
-        {OC_SIM_ALGO_HIER, OC_COLL_ALLGATHER, JOB_ALLGATHER, 66e-6,
-         oc_cf_hier_allgather_s(&v, S)},
-        {OC_SIM_ALGO_TREE, OC_COLL_ALLREDUCE, JOB_ALLREDUCE, 376e-6,
-         oc_cf_tree_allreduce_s(&v, S, 4)},
-        {OC_SIM_ALGO_TREE, OC_COLL_REDUCESCATTER, JOB_REDUCESCATTER, 284e-6,
-         oc_cf_tree_reducescatter_s(&v, S, 4)},
-        {OC_SIM_ALGO_TREE, OC_COLL_ALLGATHER, JOB_ALLGATHER, 284e-6,
-         oc_cf_tree_allgather_s(&v, S, 4)},
+    const double want[9] = {264e-6, 132e-6, 132e-6, 132e-6, 66e-6, 66e-6,
+                            376e-6, 284e-6, 284e-6};
+    const double cf[9] = {
+        oc_cf_ring_allreduce_s(4, S, BN, LN, 0), oc_cf_ring_reducescatter_s(4, S, BN, LN, 0),
+        oc_cf_ring_allgather_s(4, S, BN, LN),    oc_cf_hier_allreduce_s(&v, S),
+        oc_cf_hier_reducescatter_s(&v, S),       oc_cf_hier_allgather_s(&v, S),
+        oc_cf_tree_allreduce_s(&v, S, 4),        oc_cf_tree_reducescatter_s(&v, S, 4),
+        oc_cf_tree_allgather_s(&v, S, 4),
     };
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
-        OC_ASSERT_REL(c[i].cf_s, c[i].want_s, 1e-9);
-        struct job j = {.topo = &t, .cards = 4, .kind = c[i].job, .n = 4, .bytes = S,
-                        .opts = {.algo = c[i].algo, .chunk_bytes = 1e6}};
-        OC_ASSERT_REL(sim_time(&j), c[i].want_s, REL);
-        j.kind = JOB_ESTIMATE;
-        j.coll = c[i].coll;
-        struct job_result r;
-        struct oc_status st = {{0}};
-        CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
-        OC_ASSERT_REL(r.estimate_s, c[i].want_s, REL);
-        /* the coarse rings give the same on these equal hops */
-        if (c[i].algo != OC_SIM_ALGO_TREE) {
-            j.kind = c[i].job;
-            j.opts.coarse = 1;
-            OC_ASSERT_REL(sim_time(&j), c[i].want_s, REL);
-        }
+    for (size_t i = 0; i < 9; i++)
+        OC_ASSERT_REL(cf[i], want[i], 1e-9);
+    check_pairs(0, want);
+}
+
+/* The reductions (collective.h), memory at M = 20 GB/s, on the group and
+ * S of test_closed_forms, against the closed forms with mem_Bps M, worked
+ * by hand in test_closed_form.c's test_reduction: ring AR 582e-6, RS
+ * 450e-6, AG 132e-6; hier AR 516e-6, RS 450e-6, AG 66e-6; tree AR
+ * 1138e-6, RS 1046e-6, AG 284e-6. At an H100's 3.35 TB/s the transfers
+ * hide every reduction: the times are those without, to the bit. On 8
+ * nodes x 1 (uniform hops) the coarse ring charges the same reductions
+ * as the message-level one (7 reduce steps of 1.25e8 bytes: 5.004e-3 s
+ * moving, 18.75e-3 s reducing; 7 all-gather steps of 5.004e-3 s). */
+static void test_reductions(void)
+{
+    const double M = 20e9;
+    const double want[9] = {582e-6, 450e-6, 132e-6, 516e-6, 450e-6, 66e-6,
+                            1138e-6, 1046e-6, 284e-6};
+    const double free_s[9] = {264e-6, 132e-6, 132e-6, 132e-6, 66e-6, 66e-6,
+                              376e-6, 284e-6, 284e-6};
+    check_pairs(M, want);
+    struct oc_topology t = topo(2, 2, 1, 1);
+    for (size_t i = 0; i < 9; i++) {
+        struct job j = {.topo = &t, .cards = 4, .kind = pairs[i].job, .n = 4, .bytes = 4e6,
+                        .opts = {.algo = pairs[i].algo, .chunk_bytes = 1e6,
+                                 .reduce_Bps = 3.35e12}};
+        const double gpu = sim_time(&j);
+        OC_ASSERT_REL(gpu, free_s[i], REL);
+        j.opts.reduce_Bps = 0;
+        CU_ASSERT_EQUAL(gpu, sim_time(&j));
     }
+    struct oc_topology spread = topo(1, 1, 1, 1);
+    struct job j = {.topo = &spread, .cards = 8, .kind = JOB_ALLREDUCE, .n = 8, .bytes = 1e9,
+                    .opts = {.algo = OC_SIM_ALGO_RING, .reduce_Bps = M}};
+    const double fine = sim_time(&j);
+    OC_ASSERT_REL(fine, oc_cf_ring_allreduce_s(8, 1e9, BN, LN, M), REL);
+    OC_ASSERT_REL(fine, 7 * 18.75e-3 + 7 * 5.004e-3, 1e-9);
+    j.opts.coarse = 1;
+    OC_ASSERT_REL(sim_time(&j), fine, REL);
 }
 
 /* Chain broadcast, 4 GPUs of one node, S = 4e6 in C = 4 chunks of 1e6:
@@ -393,6 +441,7 @@ static CU_TestInfo tests[] = {
     {"hierarchical all-reduce", test_hier_allreduce},
     {"tree all-reduce", test_tree_allreduce},
     {"every algorithm and kind = closed form", test_closed_forms},
+    {"reductions = closed form", test_reductions},
     {"chain broadcast", test_broadcast},
     {"point-to-point", test_p2p},
     {"async overlap", test_async_overlap},

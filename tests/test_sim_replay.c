@@ -372,25 +372,36 @@ static int dp_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
  * form's assumptions and not checked. Whole-byte chunks differ from S/N
  * by under a byte in 1e5: held to 1e-5. The three algorithms give
  * different DP times (by more than 5 %): --collective moves ZeRO's
- * collectives. */
+ * collectives. The reductions run at the device's memory bandwidth: at
+ * 3.35 TB/s the transfers hide them; at 30 GB/s a ring step's 3c takes
+ * c/10e9, longer than c/Bn and c/Bi, and the closed forms with mem_Bps
+ * 30e9 hold as exactly. */
+static void dp_closed_forms(double mem_Bps);
 static void test_dp_closed_forms(void)
+{
+    for (int slow = 0; slow < 2; slow++)
+        dp_closed_forms(slow ? 30e9 : 3.35e12);
+}
+
+static void dp_closed_forms(double mem_Bps)
 {
     struct oc_model m = tiny(1);
     struct oc_topology t = topo_net(4, 4, 1, 1);
+    t.device.hbm_bandwidth_Bps = mem_Bps;
     struct oc_layout l = lay("tp2-pp1-dp4", 16);
     l.overlap_grad_reduce = 0;
     const double S = 2.0 * (double)oc_mem_stage_params(&m, &l, 0);
     const double Bi = t.intra_bandwidth_Bps, li = t.intra_latency_s;
     const double Bn = t.nic_bandwidth_Bps, ln = oc_topology_inter_latency_s(&t);
-    const struct oc_cf_levels v = {2, 2, Bi, li, Bn, ln};
+    const struct oc_cf_levels v = {2, 2, Bi, li, Bn, ln, mem_Bps};
     int64_t C = (int64_t)ceil((double)llround(S) / OC_SIM_CHUNK_BYTES);
     C = C < 1 ? 1 : C > OC_SIM_MAX_CHUNKS ? OC_SIM_MAX_CHUNKS : C;
     const enum oc_sim_algo algos[3] = {OC_SIM_ALGO_RING, OC_SIM_ALGO_HIER,
                                        OC_SIM_ALGO_TREE};
     /* [algorithm][0 reduce-scatter, 1 all-gather, 2 all-reduce] */
     const double cf[3][3] = {
-        {oc_cf_ring_reducescatter_s(4, S, Bn, ln), oc_cf_ring_allgather_s(4, S, Bn, ln),
-         oc_cf_ring_allreduce_s(4, S, Bn, ln)},
+        {oc_cf_ring_reducescatter_s(4, S, Bn, ln, mem_Bps), oc_cf_ring_allgather_s(4, S, Bn, ln),
+         oc_cf_ring_allreduce_s(4, S, Bn, ln, mem_Bps)},
         {oc_cf_hier_reducescatter_s(&v, S), oc_cf_hier_allgather_s(&v, S),
          oc_cf_hier_allreduce_s(&v, S)},
         {oc_cf_tree_reducescatter_s(&v, S, C), oc_cf_tree_allgather_s(&v, S, C),

@@ -21,11 +21,12 @@ static void help(void)
     puts("usage: ocsim memory --cards N --layout tp4-pp4-dp4 [--model M] [--topology T]\n"
          "                    [--global-batch B] [--seq S] [--csv FILE] [...]\n\n"
          "Prints the memory one GPU of each pipeline stage needs, by kind:\n"
-         "16-bit weights and gradients (2 + 2 bytes per parameter), fp32 Adam states\n"
-         "(12 bytes per parameter, divided by DP when sharded), the activations of\n"
-         "the micro-batches in flight at the stage's peak (Korthikanti et al. 2022),\n"
-         "and the fp32 logits of the loss on the last stage. Exit code 0 when every\n"
-         "stage fits the device, 1 when one does not, 2 on bad input.\n");
+         "16-bit weights and gradients (2 + 2 bytes per parameter), fp32 master\n"
+         "weights and Adam states (12 bytes per parameter, divided by DP when\n"
+         "sharded); in an fp32 run (--fp32) 4 + 4 and 8 (Adam's two moments); the\n"
+         "activations of the micro-batches in flight at the stage's peak (Korthikanti\n"
+         "et al. 2022), and the fp32 logits of the loss on the last stage. Exit code\n"
+         "0 when every stage fits the device, 1 when one does not, 2 on bad input.\n");
     oc_opts_print_help(stdout, OC_OPT_LAYOUT | OC_OPT_CSV);
 }
 

@@ -42,9 +42,11 @@ echo "== mfu run (measured on the GPU)"
 for k in step_time_s tokens_per_s tflops_per_gpu mfu peak_mem_bytes; do
     printf '  %-16s %s\n' "$k" "$(col "$out/run-mfu/measured.csv" "$k")"
 done
-# the executor's attention is the classic kernel (no flash): predict that
-echo "== prediction: ocsim simulate ${big[*]} --attention classic --topology calib/topology-calibrated.json"
-"$build/ocsim" simulate --cards 1 "${big[@]}" --no-sequence-parallel --attention classic \
+# the executor's attention is the classic kernel (no flash), and its runs are
+# fp32 runs (activations and gradients in fp32; bf16 only for GEMM operands,
+# core/layout.h): predict that
+echo "== prediction: ocsim simulate ${big[*]} --attention classic --fp32 --topology calib/topology-calibrated.json"
+"$build/ocsim" simulate --cards 1 "${big[@]}" --no-sequence-parallel --attention classic --fp32 \
     --topology "$out/calib/topology-calibrated.json" --out "$out/sim" >"$out/sim.log" 2>&1 ||
     { cat "$out/sim.log" >&2; exit 2; }
 rc=0

@@ -47,11 +47,12 @@ ocsim="$build/ocsim"
 exec_bin="$build/ocsim-exec"
 
 # The layout, the same on both sides. The executor runs without sequence
-# parallelism and always computes classic attention (gpt.h); the
-# simulator's defaults (sp, flash) are switched to match. Selective
+# parallelism, always computes classic attention (gpt.h) and in fp32 (its
+# runs are fp32 runs: the layout's precision, core/layout.h); the
+# simulator's defaults (sp, flash, bf16) are switched to match. Selective
 # recompute is both sides' default; dp1 has no DP reduction to shard or
 # overlap.
-layout=tp1-pp2-dp1-mb1-1f1b-nosp-rsel-nozero-classic
+layout=tp1-pp2-dp1-mb1-1f1b-nosp-rsel-nozero-classic-fp32
 ranks=2
 
 # Batch and sequence per model: a step of a few seconds at most.

@@ -112,7 +112,17 @@ void oc_cuda_be_download(struct oc_backend *b, void *host, const void *src,
 
 /* params.c allocates w, g, m and v as four host blocks (oc_xmalloc /
  * oc_xcalloc) and oc_params_free frees each with free(), which accepts
- * NULL: after params_release it frees nothing of ours. */
+ * NULL: after params_release it frees nothing of ours. w and g are the
+ * whole arena (n floats); m and v the optimizer states' nopt floats, this
+ * DP rank's slices under ZeRO-1 (params.h): the fp32 weights stay whole
+ * because they are the compute weights (the norms, embeddings and biases
+ * read them, the bf16 GEMM copy is cast from them, the all-gather fills
+ * them), and there is no separate master copy to shard. */
+static size_t arena_bytes(const struct oc_params *p)
+{
+    return (size_t)(2 * p->n + 2 * (p->nopt > 0 ? p->nopt : 1)) * sizeof(float);
+}
+
 int oc_cuda_be_params_adopt(struct oc_backend *b, struct oc_params *p,
                             struct oc_status *st)
 {
@@ -120,25 +130,27 @@ int oc_cuda_be_params_adopt(struct oc_backend *b, struct oc_params *p,
     OC_ASSERT(!x->p && p && p->w && p->g && p->m && p->v && p->n > 0);
     cudaCheck(cudaSetDevice(x->device));
     const size_t bytes = (size_t)p->n * sizeof(float);
+    const size_t opt_bytes = (size_t)(p->nopt > 0 ? p->nopt : 1) * sizeof(float);
+    const size_t size[4] = {bytes, bytes, opt_bytes, opt_bytes};
     float *dev[4] = {NULL, NULL, NULL, NULL}; /* w, g, m, v */
     for (int k = 0; k < 4; k++) {
-        cudaError_t e = cudaMalloc((void **)&dev[k], bytes);
+        cudaError_t e = cudaMalloc((void **)&dev[k], size[k]);
         if (e == cudaErrorMemoryAllocation) {
             /* not sticky (as ops_cuda.c's device_alloc): clear, report */
             (void)cudaGetLastError();
             for (int j = 0; j < k; j++)
                 cudaCheck(cudaFree(dev[j]));
             return oc_fail(st, "cuda: out of device memory for the parameter "
-                               "arena (4 x %.1f MiB)",
-                           (double)bytes / (1024.0 * 1024.0));
+                               "arena (%.1f MiB)",
+                           (double)arena_bytes(p) / (1024.0 * 1024.0));
         }
         cudaCheck(e);
     }
     float *dw = dev[0], *dg = dev[1], *dm = dev[2], *dv = dev[3];
     cudaCheck(cudaMemcpyAsync(dw, p->w, bytes, cudaMemcpyHostToDevice, x->compute));
     cudaCheck(cudaMemsetAsync(dg, 0, bytes, x->compute));
-    cudaCheck(cudaMemsetAsync(dm, 0, bytes, x->compute));
-    cudaCheck(cudaMemsetAsync(dv, 0, bytes, x->compute));
+    cudaCheck(cudaMemsetAsync(dm, 0, opt_bytes, x->compute));
+    cudaCheck(cudaMemsetAsync(dv, 0, opt_bytes, x->compute));
     cudaCheck(cudaStreamSynchronize(x->compute));
 
     /* The kernels' bf16 mirror is made of the device arena; on failure p
@@ -165,7 +177,7 @@ int oc_cuda_be_params_adopt(struct oc_backend *b, struct oc_params *p,
     free(hm);
     free(hg);
     free(hw);
-    oc_cuda_be_count_malloc(x, 4.0 * (double)bytes);
+    oc_cuda_be_count_malloc(x, (double)arena_bytes(p));
     return 0;
 }
 
@@ -177,7 +189,7 @@ void oc_cuda_be_params_release(struct oc_backend *b, struct oc_params *p)
     OC_ASSERT(p == x->p);
     /* the arena may still be in use by enqueued work */
     cudaCheck(cudaStreamSynchronize(x->compute));
-    x->malloc_bytes -= 4.0 * (double)p->n * sizeof(float);
+    x->malloc_bytes -= (double)arena_bytes(p);
     (void)oc_cuda_kernels_weights(&x->kern, NULL, 0, NULL); /* frees the copy */
     cudaCheck(cudaFree(p->v));
     cudaCheck(cudaFree(p->m));
