@@ -21,8 +21,8 @@
  *          the GPU does the same IEEE operations in the same order, so the
  *          results are bitwise equal;
  *   1e-5   fp32 kernels and fp32 GEMMs: sums in another order, fused
- *          multiply-adds, and CUDA's expf/tanhf/coshf (within 2 ulp) move
- *          results by ~1e-7..1e-6;
+ *          multiply-adds, and CUDA's expf/tanhf/coshf/cosf/sinf (within 2
+ *          ulp) move results by ~1e-7..1e-6;
  *   1e-4   bf16-operand GEMMs with fp32 results, against the cpu table on
  *          the same bf16-rounded operands (products of bf16 are exact in
  *          fp32; only the summation order differs);
@@ -558,40 +558,103 @@ static void test_adds_memory(void)
 /* ------------------------------------------------------------------ */
 /* Attention                                                            */
 
-static void test_attention_one(int64_t B, int64_t T, int64_t nh, int64_t HS)
+/* nh query heads over nkv KV heads (g = nh/nkv per group; nkv = nh is
+ * multi-head attention), qkv (B,T,nkv,g+2,HS). */
+static void test_attention_one(int64_t B, int64_t T, int64_t nh, int64_t nkv, int64_t HS)
 {
-    char name[96];
-    const int64_t nqkv = B * T * nh * 3 * HS, ny = B * T * nh * HS, natt = B * nh * T * T;
+    char name[96], shape[64];
+    snprintf(shape, sizeof shape, "B%lld T%lld nh%lld/%lld HS%lld", (long long)B,
+             (long long)T, (long long)nh, (long long)nkv, (long long)HS);
+    const int64_t g = nh / nkv;
+    const int64_t nqkv = B * T * nkv * (g + 2) * HS, ny = B * T * nh * HS;
+    const int64_t natt = B * nh * T * T;
     struct pair qkv = prand(nqkv, 1, 0), att = pout(natt), y = pout(ny);
-    CPU.ops->attn_fwd(CPU.ctx, att.h, y.h, qkv.h, B, T, nh, HS);
-    GPU.ops->attn_fwd(GPU.ctx, att.d, y.d, qkv.d, B, T, nh, HS);
-    snprintf(name, sizeof name, "attn_fwd att B%lld T%lld nh%lld HS%lld", (long long)B,
-             (long long)T, (long long)nh, (long long)HS);
+    CPU.ops->attn_fwd(CPU.ctx, att.h, y.h, qkv.h, B, T, nh, nkv, HS);
+    GPU.ops->attn_fwd(GPU.ctx, att.d, y.d, qkv.d, B, T, nh, nkv, HS);
+    snprintf(name, sizeof name, "attn_fwd att %s", shape);
     pcheck(name, &att, TOL_F32);
-    snprintf(name, sizeof name, "attn_fwd y   B%lld T%lld nh%lld HS%lld", (long long)B,
-             (long long)T, (long long)nh, (long long)HS);
+    snprintf(name, sizeof name, "attn_fwd y   %s", shape);
     pcheck(name, &y, TOL_F32);
     cudaCheck(cudaMemset(att.d, 0xff, (size_t)natt * sizeof(float)));
-    GPU.ops->attn_fwd(GPU.ctx, att.d, NULL, qkv.d, B, T, nh, HS);
-    snprintf(name, sizeof name, "attn_fwd att only (y NULL) HS%lld", (long long)HS);
+    GPU.ops->attn_fwd(GPU.ctx, att.d, NULL, qkv.d, B, T, nh, nkv, HS);
+    snprintf(name, sizeof name, "attn_fwd att only (y NULL) %s", shape);
     pcheck(name, &att, TOL_F32);
 
-    /* backward from the cpu's probabilities */
+    /* backward from the cpu's probabilities; a group's dk, dv sum its g
+     * heads (in another order than the cpu's: TOL_F32, not exact) */
     psync(&att);
     struct pair dy = prand(ny, 1, 0), dqkv = pout(nqkv);
-    CPU.ops->attn_bwd(CPU.ctx, dqkv.h, att.h, qkv.h, dy.h, B, T, nh, HS);
-    GPU.ops->attn_bwd(GPU.ctx, dqkv.d, att.d, qkv.d, dy.d, B, T, nh, HS);
-    snprintf(name, sizeof name, "attn_bwd dqkv B%lld T%lld nh%lld HS%lld", (long long)B,
-             (long long)T, (long long)nh, (long long)HS);
+    CPU.ops->attn_bwd(CPU.ctx, dqkv.h, att.h, qkv.h, dy.h, B, T, nh, nkv, HS);
+    GPU.ops->attn_bwd(GPU.ctx, dqkv.d, att.d, qkv.d, dy.d, B, T, nh, nkv, HS);
+    snprintf(name, sizeof name, "attn_bwd dqkv %s", shape);
     pcheck(name, &dqkv, TOL_F32);
     pfree(&dqkv), pfree(&dy), pfree(&y), pfree(&att), pfree(&qkv);
 }
 
 static void test_attention(void)
 {
-    test_attention_one(2, 37, 3, 40);   /* T across two tiles, HS not /32 */
-    test_attention_one(1, 129, 2, 128); /* GPT-3's head size, five tiles */
-    test_attention_one(1, 45, 1, 256);  /* the largest HS: > 48 KiB smem */
+    test_attention_one(2, 37, 3, 3, 40);   /* T across two tiles, HS not /32 */
+    test_attention_one(1, 129, 2, 2, 128); /* GPT-3's head size, five tiles */
+    test_attention_one(1, 45, 1, 1, 256);  /* the largest HS: > 48 KiB smem */
+    test_attention_one(2, 37, 4, 2, 16);   /* GQA: llama-tiny's heads, g = 2 */
+    test_attention_one(1, 70, 8, 1, 64);   /* multi-query: one KV head, g = 8 */
+}
+
+/* ------------------------------------------------------------------ */
+/* The Llama block: RMSNorm, SwiGLU, rotary embedding                   */
+
+static void test_rmsnorm(void)
+{
+    const int64_t N = 67, C = 200;
+    const float eps = 1e-5f;
+    struct pair x = prand(N * C, 2, 0.5f), w = prand(C, 0.5f, 1);
+    struct pair out = pout(N * C), rstd = pout(N);
+    CPU.ops->rmsnorm_fwd(CPU.ctx, out.h, rstd.h, x.h, w.h, N, C, eps);
+    GPU.ops->rmsnorm_fwd(GPU.ctx, out.d, rstd.d, x.d, w.d, N, C, eps);
+    pcheck("rmsnorm_fwd out", &out, TOL_F32);
+    pcheck("rmsnorm_fwd rstd", &rstd, TOL_F32);
+    psync(&rstd); /* backward from the cpu's rstd; dinp and dw add */
+    struct pair dy = prand(N * C, 1, 0), g = prand(N * C, 1, 0), gw = prand(C, 1, 0);
+    CPU.ops->rmsnorm_bwd(CPU.ctx, g.h, gw.h, dy.h, x.h, w.h, rstd.h, N, C);
+    GPU.ops->rmsnorm_bwd(GPU.ctx, g.d, gw.d, dy.d, x.d, w.d, rstd.d, N, C);
+    pcheck("rmsnorm_bwd dinp (+=)", &g, TOL_F32);
+    pcheck("rmsnorm_bwd dw (+=)", &gw, TOL_F32);
+    pfree(&gw), pfree(&g), pfree(&dy), pfree(&rstd), pfree(&out), pfree(&w), pfree(&x);
+}
+
+static void test_swiglu(void)
+{
+    const int64_t N = 53, f = 177;
+    struct pair h = prand(N * 2 * f, 6, 0), out = pout(N * f);
+    struct pair dout = prand(N * f, 1, 0), dh = pout(N * 2 * f);
+    CPU.ops->swiglu_fwd(CPU.ctx, out.h, h.h, N, f);
+    GPU.ops->swiglu_fwd(GPU.ctx, out.d, h.d, N, f);
+    pcheck("swiglu_fwd", &out, TOL_F32);
+    CPU.ops->swiglu_bwd(CPU.ctx, dh.h, dout.h, h.h, N, f);
+    GPU.ops->swiglu_bwd(GPU.ctx, dh.d, dout.d, h.d, N, f);
+    pcheck("swiglu_bwd dgate | dup", &dh, TOL_F32);
+    pfree(&dh), pfree(&dout), pfree(&out), pfree(&h);
+}
+
+/* Frequencies as Llama's (theta 10000) on a GQA qkv; positions up to 99
+ * turn by up to 99 rad, where cosf and sinf of CUDA and glibc may differ
+ * by an ulp or two. */
+static void test_rope(void)
+{
+    const int64_t B = 2, T = 100, nh = 6, nkv = 2, HS = 24;
+    struct oc_rope r = {.pairs = HS / 2};
+    for (int64_t i = 0; i < r.pairs; i++)
+        r.inv_freq[i] = (float)(1.0 / pow(10000.0, (double)(2 * i) / (double)HS));
+    const int64_t n = B * T * nkv * (nh / nkv + 2) * HS;
+    struct pair qkv = prand(n, 1, 0);
+    CPU.ops->rope_fwd(CPU.ctx, qkv.h, &r, B, T, nh, nkv, HS);
+    GPU.ops->rope_fwd(GPU.ctx, qkv.d, &r, B, T, nh, nkv, HS);
+    pcheck("rope_fwd (q, k turned; v as it was)", &qkv, TOL_F32);
+    psync(&qkv);
+    CPU.ops->rope_bwd(CPU.ctx, qkv.h, &r, B, T, nh, nkv, HS);
+    GPU.ops->rope_bwd(GPU.ctx, qkv.d, &r, B, T, nh, nkv, HS);
+    pcheck("rope_bwd (turned back)", &qkv, TOL_F32);
+    pfree(&qkv);
 }
 
 /* ------------------------------------------------------------------ */
@@ -623,6 +686,10 @@ static void test_embedding(void)
     GPU.ops->embed_bwd(GPU.ctx, wte.d, wpe.d, dtok, g.d, B, T, C, V, v0, v);
     pcheck("embed_bwd dwte (+=, position order)", &wte, TOL_EXACT);
     pcheck("embed_bwd dwpe (+=, batch order)", &wpe, TOL_EXACT);
+    /* no position table (rotary models): dwte alone */
+    CPU.ops->embed_bwd(CPU.ctx, wte.h, NULL, tok, g.h, B, T, C, V, v0, v);
+    GPU.ops->embed_bwd(GPU.ctx, wte.d, NULL, dtok, g.d, B, T, C, V, v0, v);
+    pcheck("embed_bwd dwte, no positions (dwpe NULL)", &wte, TOL_EXACT);
     cudaCheck(cudaFree(dtok));
     pfree(&g), pfree(&out), pfree(&wpe), pfree(&wte);
 }
@@ -725,11 +792,11 @@ int main(void)
     CPU = oc_kernels_cpu();
     oc_cuda_kernels_init(&GPU, &k32, &blas, g_stream, OC_CUDA_F32);
     oc_cuda_kernels_init(&GPU16, &k16, &blas, g_stream, OC_CUDA_BF16);
-    /* the largest calls below: linear 45 x 96 -> 80, LayerNorm rows of
-     * 200, attention B 2 x T 129 x 3 heads */
+    /* the largest calls below: linear 45 x 96 -> 80, LayerNorm and RMSNorm
+     * rows of 200, attention B 2 x T 129 x 8 heads (scratch B*T*nh) */
     const struct oc_kernel_sizes sz = {.rows = 67, .lin_in = 96, .lin_out = 80,
                                        .bias_out = 80, .norm = 200, .att_B = 2,
-                                       .att_T = 129, .att_nh = 3};
+                                       .att_T = 129, .att_nh = 8};
     OC_ASSERT(GPU.ops->reserve(GPU.ctx, &sz, NULL) == 0);
     OC_ASSERT(GPU16.ops->reserve(GPU16.ctx, &sz, NULL) == 0);
     check_true("align_floats: cpu 1, cuda 64",
@@ -744,6 +811,9 @@ int main(void)
     test_gelu();
     test_adds_memory();
     test_attention();
+    test_rmsnorm();
+    test_swiglu();
+    test_rope();
     test_embedding();
     test_cross_entropy();
     test_adamw();

@@ -297,7 +297,7 @@ int oc_gpt_embed_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
 void oc_gpt_attn_scores(const struct oc_kernels *k, const struct oc_gpt_dims *d,
                         struct oc_gpt_attn_act *a)
 {
-    k->ops->attn_fwd(k->ctx, a->att, NULL, a->qkv, d->B, d->T, d->nh, d->HS);
+    k->ops->attn_fwd(k->ctx, a->att, NULL, a->qkv, d->B, d->T, d->nh, d->nh, d->HS);
 }
 
 int oc_gpt_attn_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
@@ -321,7 +321,7 @@ int oc_gpt_attn_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
         K->layernorm_fwd(k->ctx, a->ln, a->mean, a->rstd, a->in, ln1w, ln1b, N, C);
         /* column-parallel QKV: the local heads only */
         K->linear_fwd(k->ctx, a->qkv, a->ln, qkvw, qkvb, N, C, 3 * cl);
-        K->attn_fwd(k->ctx, a->att, a->y, a->qkv, d->B, d->T, d->nh, d->HS);
+        K->attn_fwd(k->ctx, a->att, a->y, a->qkv, d->B, d->T, d->nh, d->nh, d->HS);
         /* row-parallel projection: a partial sum over the local heads */
         K->linear_fwd(k->ctx, out, a->y, projw, NULL, N, cl, C);
         if (d->tp > 1)
@@ -361,7 +361,7 @@ int oc_gpt_attn_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
         K->linear_bwd(k->ctx, dy, oc_params_g(p, OC_P_ATTPROJW, layer),
                       oc_params_g(p, OC_P_ATTPROJB, layer), dout, a->y, projw, N,
                       cl, C);
-        K->attn_bwd(k->ctx, dqkv, a->att, a->qkv, dy, d->B, d->T, d->nh, d->HS);
+        K->attn_bwd(k->ctx, dqkv, a->att, a->qkv, dy, d->B, d->T, d->nh, d->nh, d->HS);
         /* column-parallel QKV: its input gradient is a partial sum over the
          * local heads (Megatron-LM's f operator: all-reduce in backward) */
         K->linear_bwd(k->ctx, dln, oc_params_g(p, OC_P_QKVW, layer),
