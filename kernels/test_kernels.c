@@ -32,7 +32,9 @@
  *
  * C11, no CUnit: it must build on a GPU machine that has only the CUDA
  * toolkit and OpenBLAS (tools/device-check.sh). Inputs come from a fixed
- * seed, so a failure repeats.
+ * seed, so a failure repeats. The Llama block's kernels (RMSNorm, SwiGLU,
+ * rotary embedding) are compared in test_kernels_llama.c, with the
+ * helpers of test_kernels.h.
  */
 #include <cblas.h>
 #include <math.h>
@@ -42,25 +44,20 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops_cpu.h"
-#include "ops_cuda.h"
+#include "test_kernels.h"
 
 #define SKIP_CODE 77
-#define TOL_EXACT 0.0
-#define TOL_F32 1e-5
-#define TOL_BF16_OPERANDS 1e-4
-#define TOL_BF16 1e-2
 
-static int g_checks, g_failed;
-static cudaStream_t g_stream;
+int g_checks, g_failed;
+cudaStream_t g_stream;
 static uint64_t g_rng = 0x5eed1234abcdULL;
-static struct oc_kernels CPU, GPU, GPU16; /* cpu; cuda fp32; cuda bf16 */
+struct oc_kernels CPU, GPU, GPU16; /* cpu; cuda fp32; cuda bf16 */
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
 
 /* splitmix64 (Steele et al. 2014) */
-static uint64_t next_u64(void)
+uint64_t next_u64(void)
 {
     uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -69,19 +66,19 @@ static uint64_t next_u64(void)
 }
 
 /* uniform on [-1, 1) */
-static float urand(void)
+float urand(void)
 {
     return (float)((double)(next_u64() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-static void *xmalloc(size_t bytes)
+void *xmalloc(size_t bytes)
 {
     void *p = malloc(bytes > 0 ? bytes : 1);
     OC_ASSERT(p);
     return p;
 }
 
-static void *dalloc(size_t bytes)
+void *dalloc(size_t bytes)
 {
     void *d = NULL;
     cudaCheck(cudaMalloc(&d, bytes > 0 ? bytes : 1));
@@ -90,7 +87,7 @@ static void *dalloc(size_t bytes)
     return d;
 }
 
-static void *dup_bytes(const void *h, size_t bytes)
+void *dup_bytes(const void *h, size_t bytes)
 {
     void *d = dalloc(bytes);
     cudaCheck(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
@@ -98,7 +95,7 @@ static void *dup_bytes(const void *h, size_t bytes)
 }
 
 /* device -> host, after the stream's work */
-static void down(void *h, const void *d, size_t bytes)
+void down(void *h, const void *d, size_t bytes)
 {
     cudaCheck(cudaStreamSynchronize(g_stream));
     cudaCheck(cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost));
@@ -106,7 +103,7 @@ static void down(void *h, const void *d, size_t bytes)
 
 /* bfloat16 (the top 16 bits of an IEEE binary32) rounded to nearest even,
  * as __float2bfloat16_rn; NaN stays a quiet NaN. */
-static oc_bf16 bf16_of(float x)
+oc_bf16 bf16_of(float x)
 {
     uint32_t u;
     memcpy(&u, &x, sizeof u);
@@ -116,7 +113,7 @@ static oc_bf16 bf16_of(float x)
     return (oc_bf16)(u >> 16);
 }
 
-static float f32_of(oc_bf16 h)
+float f32_of(oc_bf16 h)
 {
     uint32_t u = (uint32_t)h << 16;
     float x;
@@ -124,14 +121,8 @@ static float f32_of(oc_bf16 h)
     return x;
 }
 
-/* A host tensor and its device copy: the two tables' inputs or outputs. */
-struct pair {
-    float *h, *d;
-    int64_t n;
-};
-
 /* uniform on offset + scale * [-1, 1), on both sides */
-static struct pair prand(int64_t n, float scale, float offset)
+struct pair prand(int64_t n, float scale, float offset)
 {
     struct pair p = {xmalloc((size_t)n * sizeof(float)), NULL, n};
     for (int64_t i = 0; i < n; i++)
@@ -141,7 +132,7 @@ static struct pair prand(int64_t n, float scale, float offset)
 }
 
 /* an output: host zero, device NaN */
-static struct pair pout(int64_t n)
+struct pair pout(int64_t n)
 {
     struct pair p = {xmalloc((size_t)n * sizeof(float)), dalloc((size_t)n * sizeof(float)), n};
     memset(p.h, 0, (size_t)n * sizeof(float));
@@ -149,20 +140,20 @@ static struct pair pout(int64_t n)
 }
 
 /* the host values to the device (a cpu output as the next input of both) */
-static void psync(struct pair *p)
+void psync(struct pair *p)
 {
     cudaCheck(cudaMemcpy(p->d, p->h, (size_t)p->n * sizeof(float), cudaMemcpyHostToDevice));
 }
 
 /* the host values rounded to bf16, on both sides */
-static void pround(struct pair *p)
+void pround(struct pair *p)
 {
     for (int64_t i = 0; i < p->n; i++)
         p->h[i] = f32_of(bf16_of(p->h[i]));
     psync(p);
 }
 
-static void pfree(struct pair *p)
+void pfree(struct pair *p)
 {
     free(p->h);
     cudaCheck(cudaFree(p->d));
@@ -170,7 +161,7 @@ static void pfree(struct pair *p)
 }
 
 /* max |got - ref| / max |ref|; NaN anywhere gives NaN, which fails */
-static double scaled_err(const float *got, const float *ref, int64_t n)
+double scaled_err(const float *got, const float *ref, int64_t n)
 {
     double emax = 0.0, rmax = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -187,7 +178,7 @@ static double scaled_err(const float *got, const float *ref, int64_t n)
     return rmax > 0.0 ? emax / rmax : INFINITY;
 }
 
-static void check(const char *name, const float *got, const float *ref,
+void check(const char *name, const float *got, const float *ref,
                   int64_t n, double tol)
 {
     double e = scaled_err(got, ref, n);
@@ -198,7 +189,7 @@ static void check(const char *name, const float *got, const float *ref,
 }
 
 /* a property that must hold, e.g. which GEMM path a call took */
-static void check_true(const char *name, int ok)
+void check_true(const char *name, int ok)
 {
     g_checks++;
     g_failed += !ok;
@@ -206,7 +197,7 @@ static void check_true(const char *name, int ok)
 }
 
 /* the device side of p against ref (n floats) */
-static void check_dev(const char *name, const float *d, const float *ref, int64_t n,
+void check_dev(const char *name, const float *d, const float *ref, int64_t n,
                       double tol)
 {
     float *h = xmalloc((size_t)n * sizeof *h);
@@ -216,7 +207,7 @@ static void check_dev(const char *name, const float *d, const float *ref, int64_
 }
 
 /* the gpu table's output against the cpu table's */
-static void pcheck(const char *name, const struct pair *p, double tol)
+void pcheck(const char *name, const struct pair *p, double tol)
 {
     check_dev(name, p->d, p->h, p->n, tol);
 }
@@ -601,63 +592,6 @@ static void test_attention(void)
 }
 
 /* ------------------------------------------------------------------ */
-/* The Llama block: RMSNorm, SwiGLU, rotary embedding                   */
-
-static void test_rmsnorm(void)
-{
-    const int64_t N = 67, C = 200;
-    const float eps = 1e-5f;
-    struct pair x = prand(N * C, 2, 0.5f), w = prand(C, 0.5f, 1);
-    struct pair out = pout(N * C), rstd = pout(N);
-    CPU.ops->rmsnorm_fwd(CPU.ctx, out.h, rstd.h, x.h, w.h, N, C, eps);
-    GPU.ops->rmsnorm_fwd(GPU.ctx, out.d, rstd.d, x.d, w.d, N, C, eps);
-    pcheck("rmsnorm_fwd out", &out, TOL_F32);
-    pcheck("rmsnorm_fwd rstd", &rstd, TOL_F32);
-    psync(&rstd); /* backward from the cpu's rstd; dinp and dw add */
-    struct pair dy = prand(N * C, 1, 0), g = prand(N * C, 1, 0), gw = prand(C, 1, 0);
-    CPU.ops->rmsnorm_bwd(CPU.ctx, g.h, gw.h, dy.h, x.h, w.h, rstd.h, N, C);
-    GPU.ops->rmsnorm_bwd(GPU.ctx, g.d, gw.d, dy.d, x.d, w.d, rstd.d, N, C);
-    pcheck("rmsnorm_bwd dinp (+=)", &g, TOL_F32);
-    pcheck("rmsnorm_bwd dw (+=)", &gw, TOL_F32);
-    pfree(&gw), pfree(&g), pfree(&dy), pfree(&rstd), pfree(&out), pfree(&w), pfree(&x);
-}
-
-static void test_swiglu(void)
-{
-    const int64_t N = 53, f = 177;
-    struct pair h = prand(N * 2 * f, 6, 0), out = pout(N * f);
-    struct pair dout = prand(N * f, 1, 0), dh = pout(N * 2 * f);
-    CPU.ops->swiglu_fwd(CPU.ctx, out.h, h.h, N, f);
-    GPU.ops->swiglu_fwd(GPU.ctx, out.d, h.d, N, f);
-    pcheck("swiglu_fwd", &out, TOL_F32);
-    CPU.ops->swiglu_bwd(CPU.ctx, dh.h, dout.h, h.h, N, f);
-    GPU.ops->swiglu_bwd(GPU.ctx, dh.d, dout.d, h.d, N, f);
-    pcheck("swiglu_bwd dgate | dup", &dh, TOL_F32);
-    pfree(&dh), pfree(&dout), pfree(&out), pfree(&h);
-}
-
-/* Frequencies as Llama's (theta 10000) on a GQA qkv; positions up to 99
- * turn by up to 99 rad, where cosf and sinf of CUDA and glibc may differ
- * by an ulp or two. */
-static void test_rope(void)
-{
-    const int64_t B = 2, T = 100, nh = 6, nkv = 2, HS = 24;
-    struct oc_rope r = {.pairs = HS / 2};
-    for (int64_t i = 0; i < r.pairs; i++)
-        r.inv_freq[i] = (float)(1.0 / pow(10000.0, (double)(2 * i) / (double)HS));
-    const int64_t n = B * T * nkv * (nh / nkv + 2) * HS;
-    struct pair qkv = prand(n, 1, 0);
-    CPU.ops->rope_fwd(CPU.ctx, qkv.h, &r, B, T, nh, nkv, HS);
-    GPU.ops->rope_fwd(GPU.ctx, qkv.d, &r, B, T, nh, nkv, HS);
-    pcheck("rope_fwd (q, k turned; v as it was)", &qkv, TOL_F32);
-    psync(&qkv);
-    CPU.ops->rope_bwd(CPU.ctx, qkv.h, &r, B, T, nh, nkv, HS);
-    GPU.ops->rope_bwd(GPU.ctx, qkv.d, &r, B, T, nh, nkv, HS);
-    pcheck("rope_bwd (turned back)", &qkv, TOL_F32);
-    pfree(&qkv);
-}
-
-/* ------------------------------------------------------------------ */
 /* Embedding, cross-entropy, AdamW                                      */
 
 static void test_embedding(void)
@@ -811,9 +745,7 @@ int main(void)
     test_gelu();
     test_adds_memory();
     test_attention();
-    test_rmsnorm();
-    test_swiglu();
-    test_rope();
+    test_kernels_llama();
     test_embedding();
     test_cross_entropy();
     test_adamw();

@@ -24,16 +24,26 @@ int gpt_suite_init(void)
     return 0;
 }
 
-struct oc_model tiny(int64_t L)
+static struct oc_model shipped(const char *name, int64_t L)
 {
     struct oc_model m;
     struct oc_status st = {{0}};
-    int rc = oc_model_load("tiny", &m, &st);
+    int rc = oc_model_load(name, &m, &st);
     if (rc != 0)
-        fprintf(stderr, "\n  cannot load tiny: %s\n", st.msg);
+        fprintf(stderr, "\n  cannot load %s: %s\n", name, st.msg);
     OC_ASSERT(rc == 0);
     m.num_hidden_layers = L;
     return m;
+}
+
+struct oc_model tiny(int64_t L)
+{
+    return shipped("tiny", L);
+}
+
+struct oc_model llama_tiny(int64_t L)
+{
+    return shipped("llama-tiny", L);
 }
 
 /* ------------------------------------------------------------------ */

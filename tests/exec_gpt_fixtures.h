@@ -1,5 +1,6 @@
 /* exec_gpt_fixtures.h: what the suites of the executor's model share
- * (test_exec_gpt, test_exec_params): the "tiny" model with L layers, the
+ * (test_exec_gpt, test_exec_llama, test_exec_params): the "tiny" and
+ * "llama-tiny" models with L layers, the
  * cpu kernel table, and a TP shard that holds the whole model (one pipeline
  * stage) and runs one micro-batch op by op, driven by the schedule's op
  * list, on t shards in lockstep.
@@ -37,8 +38,11 @@ extern struct oc_kernels K;
 /* CUnit suite init: one OpenBLAS thread, the cpu kernel table into K. */
 int gpt_suite_init(void);
 
-/* models/tiny.json with L layers. */
+/* models/tiny.json (GPT-2 block) with L layers. */
 struct oc_model tiny(int64_t L);
+/* models/llama-tiny.json (Llama block, 4 heads over 2 KV heads) with L
+ * layers. */
+struct oc_model llama_tiny(int64_t L);
 
 /* ------------------------------------------------------------------ */
 /* One TP shard holding the whole model (one pipeline stage)            */
