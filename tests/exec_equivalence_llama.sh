@@ -10,8 +10,9 @@
 # for tp2-pp2-dp2 (the KV heads split over TP 2), tp1-pp4-dp2 interleaved
 # (v2) and tp2-pp1-dp4 (TP 4 does not divide the 2 KV heads); full
 # recompute bitwise the same numbers as selective.
-# Refused with one line before any work: TP 4 (the KV heads do not split),
-# a rope_scaling type the executor has no rule for.
+# --calibrate measures the Llama parts' rates. Refused with one line before
+# any work: TP 4 (the KV heads do not split), a rope_scaling type the
+# executor has no rule for.
 # usage: exec_equivalence_llama.sh path/to/ocsim-exec path/to/ocsim-weights-diff [mpirun]
 set -u
 exe=$1
@@ -43,6 +44,18 @@ if cmp -s "$tmp/tp2-pp2-dp2/loss.csv" "$tmp/tp2-pp2-dp2-rfull/loss.csv" &&
   ok
 else
   bad "full recompute is not bitwise selective recompute's numbers"
+fi
+
+# --calibrate times the Llama parts (one rank: no network to measure): every
+# part's rate is in the calibrated topology the simulator reads.
+if "${mpi[@]}" -np 1 "$exe" --calibrate --model llama-tiny --layout tp1-pp1-dp1-nosp \
+     --seq 32 --out "$tmp/cal" >"$tmp/cal.log" 2>&1 &&
+   grep -q '^# Parts: llama-tiny' "$tmp/cal.log" &&
+   [ "$(grep -cE '"(attn|mlp|head)_(fwd|bwd|recompute)": [0-9.]+e[0-9]+' \
+        "$tmp/cal/topology-calibrated.json")" -eq 7 ]; then
+  ok
+else
+  bad "calibrate llama-tiny: $(tail -3 "$tmp/cal.log")"
 fi
 
 refused tp4 '^ocsim-exec: .*num_key_value_heads 2 is not divisible by TP 4' 4 \
