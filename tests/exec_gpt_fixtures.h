@@ -111,4 +111,34 @@ double rel_l2(const float *a, const float *b, int64_t n);
 float *gather_grads(const struct shard *sh, int64_t t,
                     const struct oc_params *whole);
 
+/* ------------------------------------------------------------------ */
+/* Checks the suites of both families run (CUnit assertions)            */
+
+/* t shards of model m run fwd + bwd on batch b (shards_run, no
+ * recompute) against ref, one shard (t = 1) that ran the same: every
+ * rank's losses bitwise alike; losses, the input gradient and every
+ * gathered gradient within 1e-5 (L2 relative) of ref's; a replicated
+ * tensor's gradient bitwise alike on every rank. */
+void check_tp_like_ref(const struct shard *ref, const struct oc_model *m,
+                       const struct batch *b, int64_t t);
+/* Every gradient tensor of s is non-zero (the checks compare no zeros). */
+void check_grads_nonzero(const struct shard *s);
+/* Full and selective recompute give bitwise the losses, gradients and
+ * input gradient of none, at t = 1 and t = 2, on model m and batch b. */
+void check_recompute_bitwise(const struct oc_model *m, const struct batch *b);
+/* The mean of s's token losses, summed in double. */
+double mean_loss(const struct shard *s);
+/* Mean loss of one t = 1 forward of s (B x T tokens), summed in double. */
+double fwd_loss(struct shard *s, const struct oc_model *m, int64_t B, int64_t T);
+/* Central differences (f(w+e) - f(w-e)) / 2e, e = 1e-2, on the entry of
+ * largest gradient within rows [r0, r1) (r1 0: every row) of tensor
+ * (k, layer) of a t = 1 shard that ran fwd + bwd: within 1% of the
+ * gradient, which is above 1e-5. */
+void check_fd(struct shard *s, const struct oc_model *m, int64_t B, int64_t T,
+              enum oc_param_kind k, int64_t layer, int64_t r0, int64_t r1);
+/* 50 AdamW steps (lr 1e-2) at t = 1 on the synthetic task, B = 8, T = 32,
+ * a new batch each step: the first mean loss is within 0.05 of 6.25, the
+ * last below 70% of the first. */
+void check_loss_falls(const struct oc_model *m);
+
 #endif

@@ -19,88 +19,35 @@
  * and the refusals in test_exec_params.c, the model across processes in
  * exec_equivalence_llama.sh.
  */
-#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "data.h"
 #include "exec_gpt_fixtures.h"
-#include "gpt.h"
-#include "params.h"
-#include "schedule.h"
 #include "test_util.h"
-
-/* Losses, the input gradient and every gathered gradient of t shards
- * against ref's (t = 1) within 1e-5; replicated tensors bitwise alike on
- * every rank. */
-static void expect_like_ref(const struct shard *ref, const struct shard *sh, int64_t t)
-{
-    for (int64_t r = 0; r < t; r++) {
-        CU_ASSERT(memcmp(sh[r].losses, sh[0].losses, (size_t)sh[0].N * sizeof(float)) == 0);
-        CU_ASSERT(rel_l2(sh[r].losses, ref->losses, ref->N) < 1e-5);
-        CU_ASSERT(rel_l2(sh[r].dx, ref->dx, ref->N * ref->C) < 1e-5);
-    }
-    float *g = gather_grads(sh, t, &ref->p);
-    for (int64_t i = 0; i < ref->p.nt; i++) {
-        const struct oc_param_tensor *tt = &ref->p.t[i];
-        double e = rel_l2(g + tt->offset, ref->p.g + tt->offset, tt->rows * tt->cols);
-        CU_ASSERT(e < 1e-5);
-        if (e >= 1e-5)
-            fprintf(stderr, "\n  t=%lld %s layer %lld: rel %.3g\n", (long long)t,
-                    oc_param_name(tt->kind), (long long)tt->layer, e);
-    }
-    for (int64_t i = 0; i < sh[0].p.nt; i++) {
-        const struct oc_param_tensor *tt = &sh[0].p.t[i];
-        if (tt->rows != tt->grows || tt->cols != tt->gcols)
-            continue;
-        for (int64_t r = 1; r < t; r++)
-            CU_ASSERT(memcmp(sh[r].p.g + tt->offset, sh[0].p.g + tt->offset,
-                             (size_t)(tt->rows * tt->cols) * sizeof(float)) == 0);
-    }
-    free(g);
-}
 
 /* TP equivalence over L = 2 layers, B = 2, T = 32. */
 static void test_tp_equivalence(void)
 {
     struct oc_model m = llama_tiny(2);
     struct batch b = make_batch(m.vocab_size, 0, 2, 32);
-    static struct shard ref[1], sh[TMAX];
+    static struct shard ref[1];
     shards_run(ref, 1, &m, &b, OC_RECOMPUTE_NONE);
     /* At init the logits are small (weights of std 0.02 against an RMS-
      * normalised row of norm ~8: logit std ~0.16), so the mean loss is
      * ln 512 = 6.2383 plus about var/2 = 0.013: within 0.05 of 6.25. */
-    double loss = 0;
-    for (int64_t i = 0; i < ref[0].N; i++)
-        loss += ref[0].losses[i];
-    CU_ASSERT_DOUBLE_EQUAL(loss / (double)ref[0].N, 6.25, 0.05);
+    CU_ASSERT_DOUBLE_EQUAL(mean_loss(&ref[0]), 6.25, 0.05);
     /* every gradient tensor is non-trivial (the checks do not compare
      * zeros); Llama's table has no biases and no position table */
-    for (int64_t i = 0; i < ref[0].p.nt; i++) {
-        const struct oc_param_tensor *tt = &ref[0].p.t[i];
-        double ss = 0;
-        for (int64_t j = 0; j < tt->rows * tt->cols; j++)
-            ss += (double)ref[0].p.g[tt->offset + j] * ref[0].p.g[tt->offset + j];
-        CU_ASSERT(ss > 0);
-    }
+    check_grads_nonzero(&ref[0]);
     CU_ASSERT_EQUAL(ref[0].p.nt, 1 + 2 * 6 + 2); /* wte, 6 per layer, lnf, lmw */
-    shards_run(sh, 2, &m, &b, OC_RECOMPUTE_NONE);
-    expect_like_ref(&ref[0], sh, 2);
-    for (int64_t r = 0; r < 2; r++)
-        shard_free(&sh[r]);
+    check_tp_like_ref(&ref[0], &m, &b, 2);
     shard_free(&ref[0]);
 
     /* 4 KV heads (multi-head attention in the Llama block): TP up to 4 */
     m.num_key_value_heads = 4;
     shards_run(ref, 1, &m, &b, OC_RECOMPUTE_NONE);
-    for (int64_t t = 2; t <= 4; t *= 2) {
-        shards_run(sh, t, &m, &b, OC_RECOMPUTE_NONE);
-        expect_like_ref(&ref[0], sh, t);
-        for (int64_t r = 0; r < t; r++)
-            shard_free(&sh[r]);
-    }
+    for (int64_t t = 2; t <= 4; t *= 2)
+        check_tp_like_ref(&ref[0], &m, &b, t);
     shard_free(&ref[0]);
     batch_free(&b);
 }
@@ -111,51 +58,17 @@ static void test_recompute_bitwise(void)
 {
     struct oc_model m = llama_tiny(2);
     struct batch b = make_batch(m.vocab_size, 3, 2, 32);
-    static struct shard base[2], other[2];
-    for (int64_t t = 1; t <= 2; t++) {
-        shards_run(base, t, &m, &b, OC_RECOMPUTE_NONE);
-        enum oc_recompute modes[] = {OC_RECOMPUTE_FULL, OC_RECOMPUTE_SELECTIVE};
-        for (int k = 0; k < 2; k++) {
-            shards_run(other, t, &m, &b, modes[k]);
-            for (int64_t r = 0; r < t; r++) {
-                CU_ASSERT(memcmp(other[r].p.g, base[r].p.g,
-                                 (size_t)base[r].p.n * sizeof(float)) == 0);
-                CU_ASSERT(memcmp(other[r].losses, base[r].losses,
-                                 (size_t)base[r].N * sizeof(float)) == 0);
-                CU_ASSERT(memcmp(other[r].dx, base[r].dx,
-                                 (size_t)(base[r].N * base[r].C) * sizeof(float)) == 0);
-                shard_free(&other[r]);
-            }
-        }
-        for (int64_t r = 0; r < t; r++)
-            shard_free(&base[r]);
-    }
+    check_recompute_bitwise(&m, &b);
     batch_free(&b);
 }
 
-/* Mean loss of one t = 1 forward, summed in double. */
-static double fwd_loss(struct shard *s, const struct oc_model *m, int64_t B, int64_t T)
-{
-    struct oc_schedule sc = one_stage_schedule(m, 1, B, T, OC_RECOMPUTE_NONE);
-    for (int64_t i = 0; i < sc.ranks[0].n; i++) {
-        const struct oc_op *op = &sc.ranks[0].ops[i];
-        if (op->kind == OC_OP_COMPUTE && op->phase == OC_PHASE_FWD)
-            lockstep(s, 1, op);
-    }
-    oc_schedule_free(&sc);
-    double sum = 0;
-    for (int64_t i = 0; i < s->N; i++)
-        sum += s->losses[i];
-    return sum / (double)s->N;
-}
-
-/* Central differences on the entry of largest gradient within rows [r0,
- * r1) of several tensors (test_exec_gpt.c's finite_difference: e = 1e-2,
- * 1% agreement). qkvw's rows are per KV group (64 rows): 2 queries (32),
- * the key (16), the value (16); its rows 0 (query 0) and 96 (group 1's
- * key) are element 0 of a head, the pair RoPE turns fastest (1 rad per
- * position), where a wrong turn shows most. fcw's two halves are probed
- * apart: rows [0, F) are the gate's, [F, 2F) the up projection's. */
+/* Finite differences (check_fd) on the entry of largest gradient within
+ * rows [r0, r1) of several tensors. qkvw's rows are per KV group (64
+ * rows): 2 queries (32), the key (16), the value (16); its rows 0 (query
+ * 0) and 96 (group 1's key) are element 0 of a head, the pair RoPE turns
+ * fastest (1 rad per position), where a wrong turn shows most (a rope
+ * backward turning the wrong way fails there). fcw's two halves are
+ * probed apart: rows [0, F) are the gate's, [F, 2F) the up projection's. */
 static void test_finite_difference(void)
 {
     struct oc_model m = llama_tiny(2);
@@ -173,30 +86,8 @@ static void test_finite_difference(void)
         {OC_P_FCW, 1, 0, F},   {OC_P_FCW, 0, F, 2 * F}, {OC_P_FCPROJW, 0, 0, 0},
         {OC_P_LN2W, 1, 0, 0},  {OC_P_LNFW, -1, 0, 0},   {OC_P_LMW, -1, 0, 0},
     };
-    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
-        const struct oc_param_tensor *tt =
-            oc_params_tensor(&s.p, probe[i].k, probe[i].layer);
-        const int64_t lo = probe[i].r0 * tt->cols;
-        const int64_t hi = (probe[i].r1 ? probe[i].r1 : tt->rows) * tt->cols;
-        int64_t best = lo;
-        for (int64_t j = lo + 1; j < hi; j++)
-            if (fabsf(s.p.g[tt->offset + j]) > fabsf(s.p.g[tt->offset + best]))
-                best = j;
-        float *w = s.p.w + tt->offset + best;
-        const float w0 = *w, eps = 1e-2f;
-        *w = w0 + eps;
-        double lp = fwd_loss(&s, &m, B, T);
-        *w = w0 - eps;
-        double lm = fwd_loss(&s, &m, B, T);
-        *w = w0;
-        double fd = (lp - lm) / (2.0 * (double)eps);
-        double an = s.p.g[tt->offset + best];
-        CU_ASSERT(fabs(an) > 1e-5);
-        CU_ASSERT(fabs(fd - an) <= 1e-2 * fabs(an));
-        if (!(fabs(fd - an) <= 1e-2 * fabs(an)))
-            fprintf(stderr, "\n  %s[%lld]: analytic %.6g, numeric %.6g\n",
-                    oc_param_name(tt->kind), (long long)best, an, fd);
-    }
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++)
+        check_fd(&s, &m, B, T, probe[i].k, probe[i].layer, probe[i].r0, probe[i].r1);
     shard_free(&s);
     batch_free(&b);
 }
@@ -208,16 +99,13 @@ static void test_tied(void)
     struct oc_model m = llama_tiny(1);
     m.tie_word_embeddings = 1;
     struct batch b = make_batch(m.vocab_size, 7, 1, 16);
-    static struct shard ref[1], sh[2];
+    static struct shard ref[1];
     shards_run(ref, 1, &m, &b, OC_RECOMPUTE_NONE);
     CU_ASSERT_EQUAL(ref[0].p.head_uses_wte, 1);
     CU_ASSERT_PTR_EQUAL(oc_params_w(&ref[0].p, OC_P_LMW, -1),
                         oc_params_w(&ref[0].p, OC_P_WTE, -1));
     CU_ASSERT_EQUAL(ref[0].p.nt, 1 + 6 + 1); /* wte, a layer, lnfw */
-    shards_run(sh, 2, &m, &b, OC_RECOMPUTE_NONE);
-    expect_like_ref(&ref[0], sh, 2);
-    shard_free(&sh[1]);
-    shard_free(&sh[0]);
+    check_tp_like_ref(&ref[0], &m, &b, 2);
     shard_free(&ref[0]);
     batch_free(&b);
 }
@@ -279,45 +167,7 @@ static void test_rope_frequencies(void)
 static void test_training_loss_falls(void)
 {
     struct oc_model m = llama_tiny(2);
-    const int64_t B = 8, T = 32, steps = 50;
-    static struct shard s;
-    shard_init(&s, &m, 1, 0, B, T, OC_RECOMPUTE_NONE);
-    struct oc_synth syn;
-    struct oc_status st = {{0}};
-    CU_ASSERT_EQUAL_FATAL(oc_synth_init(&syn, m.vocab_size, SEED, &st), 0);
-    int32_t *tok = oc_xmalloc((size_t)(B * T) * sizeof *tok);
-    int32_t *tgt = oc_xmalloc((size_t)(B * T) * sizeof *tgt);
-    s.tok = tok;
-    s.tgt = tgt;
-    s.grad_scale = 1.0f / (float)(B * T);
-    struct oc_schedule sc = one_stage_schedule(&m, 1, B, T, OC_RECOMPUTE_NONE);
-    const struct oc_adamw h = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
-    double first = 0, last = 0;
-    for (int64_t k = 0; k < steps; k++) {
-        oc_synth_batch(&syn, k * B, B, T, tok, tgt);
-        oc_params_zero_grad(&s.p);
-        for (int64_t i = 0; i < sc.ranks[0].n; i++) {
-            const struct oc_op *op = &sc.ranks[0].ops[i];
-            if (op->kind == OC_OP_COMPUTE && op->phase != OC_PHASE_OPTIMIZER)
-                lockstep(&s, 1, op);
-        }
-        double loss = 0;
-        for (int64_t i = 0; i < s.N; i++)
-            loss += s.losses[i];
-        loss /= (double)s.N;
-        if (k == 0)
-            first = loss;
-        last = loss;
-        oc_params_adamw(&K, &s.p, &h, k + 1, 0, s.p.n);
-    }
-    fprintf(stderr, " [loss %.3f -> %.3f] ", first, last);
-    CU_ASSERT_DOUBLE_EQUAL(first, 6.25, 0.05);
-    CU_ASSERT(last < 0.7 * first);
-    oc_schedule_free(&sc);
-    free(tgt);
-    free(tok);
-    oc_synth_free(&syn);
-    shard_free(&s);
+    check_loss_falls(&m);
 }
 
 static CU_TestInfo tests[] = {

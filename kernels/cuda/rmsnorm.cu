@@ -7,7 +7,8 @@
  * sum of squares; the row is read twice, from L1 the second time.
  * Backward: one warp per row for dinp (the row's mean(dn * xh) by a
  * butterfly sum, then dx); the gain's gradient is a column sum over N rows
- * in two deterministic stages (common.cuh), as layernorm.cu's.
+ * in two deterministic stages (common.cuh's oc_colsum_store, then
+ * oc_cuda_colsum_finish), as layernorm.cu's.
  */
 #include "common.cuh"
 
@@ -54,40 +55,20 @@ __global__ void rmsnorm_bwd_dx_kernel(float *dinp, const float *dout,
 
 /* Stage 1: partial[chunk][col] of dw = sum over the chunk's rows of dout *
  * x * rstd; scratch (OC_COLSUM_CHUNKS, C). Block (32, 8): 32 columns, 8 row
- * lanes, one chunk of rows (blockIdx.y). */
+ * lanes, one chunk of rows (blockIdx.y). Stage 2 is oc_cuda_colsum_finish. */
 __global__ void rmsnorm_bwd_dw_kernel(float *scratch, const float *dout,
                                       const float *inp, const float *rstd,
                                       int64_t N, int C)
 {
-    __shared__ float sw[OC_COLSUM_TY][OC_COLSUM_TX + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int col = blockIdx.x * OC_COLSUM_TX + tx;
+    const int col = blockIdx.x * OC_COLSUM_TX + threadIdx.x;
     const int64_t per = (N + OC_COLSUM_CHUNKS - 1) / OC_COLSUM_CHUNKS;
     const int64_t r0 = blockIdx.y * per;
     const int64_t r1 = r0 + per < N ? r0 + per : N;
     float aw = 0.0f;
     if (col < C)
-        for (int64_t i = r0 + ty; i < r1; i += OC_COLSUM_TY)
+        for (int64_t i = r0 + threadIdx.y; i < r1; i += OC_COLSUM_TY)
             aw += dout[i * C + col] * (inp[i * C + col] * rstd[i]);
-    sw[ty][tx] = aw;
-    __syncthreads();
-    if (ty == 0 && col < C) {
-        for (int k = 1; k < OC_COLSUM_TY; k++)
-            aw += sw[k][tx];
-        scratch[(int64_t)blockIdx.y * C + col] = aw;
-    }
-}
-
-/* Stage 2: dw[col] += its partials, in chunk order. */
-__global__ void rmsnorm_bwd_finish_kernel(float *dw, const float *scratch, int C)
-{
-    const int col = blockIdx.x * blockDim.x + threadIdx.x;
-    if (col >= C)
-        return;
-    float aw = 0.0f;
-    for (int k = 0; k < OC_COLSUM_CHUNKS; k++)
-        aw += scratch[(int64_t)k * C + col];
-    dw[col] += aw;
+    oc_colsum_store(scratch, aw, col, C);
 }
 
 extern "C" int64_t oc_cuda_rmsnorm_bwd_scratch_floats(int64_t C)
@@ -124,7 +105,5 @@ extern "C" void oc_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout,
     rmsnorm_bwd_dw_kernel<<<grid, block, 0, stream>>>(scratch, dout, inp, rstd, N,
                                                       (int)C);
     OC_LAUNCH_CHECK();
-    rmsnorm_bwd_finish_kernel<<<oc_grid_1d(C, 256), 256, 0, stream>>>(dw, scratch,
-                                                                      (int)C);
-    OC_LAUNCH_CHECK();
+    oc_cuda_colsum_finish(dw, scratch, C, stream);
 }
