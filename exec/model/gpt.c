@@ -77,8 +77,9 @@ int oc_gpt_dims_init(struct oc_gpt_dims *d, const struct oc_model *m,
                            "positions of model '%s'",
                        (long long)T, (long long)m->max_position_embeddings,
                        m->name);
-    int64_t widest = m->intermediate_size > m->vocab_size ? m->intermediate_size
-                                                          : m->vocab_size;
+    /* the widest GEMM output: the MLP's up projection (2F gated) or V */
+    const int64_t up = (m->gated_mlp ? 2 : 1) * m->intermediate_size;
+    const int64_t widest = up > m->vocab_size ? up : m->vocab_size;
     if (B * T > INT_MAX / 4 || widest > INT_MAX / 4)
         return oc_fail(st, "exec: %lld tokens x %lld columns exceed the "
                            "BLAS int range", (long long)(B * T),
