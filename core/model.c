@@ -312,6 +312,75 @@ static int read_dropout(const struct oc_json_obj *o, const struct oc_family *fam
     return 0;
 }
 
+/* rope_scaling: an object (or null: none) naming its type as "rope_type"
+ * (transformers >= 4.43) or "type" (before); "default" is none. The
+ * numbers of the types ocsim-exec runs are read and checked as
+ * transformers' _validate_linear_scaling_rope_parameters and
+ * _validate_llama3_parameters check them; another type keeps its name. */
+static int read_rope_scaling(const struct oc_json_obj *o, struct oc_model *m,
+                             struct oc_status *st)
+{
+    struct oc_rope_scaling *r = &m->rope_scaling;
+    struct oc_json_obj rs;
+    int found = 0;
+    if (oc_json_obj_field(o, "rope_scaling", OC_JSON_OPTIONAL, &rs, &found, st))
+        return -1;
+    if (!found)
+        return 0;
+    int named = 0;
+    if (oc_json_str(&rs, "rope_type", OC_JSON_OPTIONAL, r->type, sizeof r->type, &named,
+                    st))
+        return -1;
+    if (!named &&
+        oc_json_str(&rs, "type", OC_JSON_REQUIRED, r->type, sizeof r->type, NULL, st))
+        return -1;
+    if (strcmp(r->type, "default") == 0) {
+        r->type[0] = '\0';
+        return 0;
+    }
+    const struct oc_json_rule above0 = {0.0, 1, INFINITY, 0, -INFINITY, 1e6, NULL};
+    const int linear = strcmp(r->type, "linear") == 0;
+    const int llama3 = strcmp(r->type, "llama3") == 0;
+    if ((linear || llama3) &&
+        oc_json_num(&rs, "factor", OC_JSON_REQUIRED, &above0, &r->factor, NULL, st))
+        return -1;
+    if (!llama3)
+        return 0;
+    if (oc_json_num(&rs, "low_freq_factor", OC_JSON_REQUIRED, &above0,
+                    &r->low_freq_factor, NULL, st) ||
+        oc_json_num(&rs, "high_freq_factor", OC_JSON_REQUIRED, &above0,
+                    &r->high_freq_factor, NULL, st) ||
+        oc_json_int(&rs, "original_max_position_embeddings", OC_JSON_REQUIRED, 1,
+                    OC_MODEL_MAX_POSITIONS, &r->original_max_position_embeddings, NULL,
+                    st))
+        return -1;
+    if (r->high_freq_factor <= r->low_freq_factor)
+        return oc_fail(st, "%s: field 'rope_scaling.high_freq_factor' (%g) must be above "
+                           "'rope_scaling.low_freq_factor' (%g)",
+                       o->file, r->high_freq_factor, r->low_freq_factor);
+    return 0;
+}
+
+/* The Llama-style block's numbers: rms_norm_eps and rope_theta with
+ * LlamaConfig's defaults (1e-6, 10000.0; MistralConfig and Qwen2Config
+ * alike), and rope_scaling. GPT-style blocks keep 0 (their LayerNorm eps
+ * is GPT-2's layer_norm_epsilon 1e-5, which ocsim does not read). */
+static int read_rotary(const struct oc_json_obj *o, const struct oc_family *fam,
+                       struct oc_model *m, struct oc_status *st)
+{
+    if (fam->arch != OC_ARCH_LLAMA)
+        return 0;
+    const struct oc_json_rule eps = {0.0, 1, 1.0, 1, -INFINITY, 0.1, NULL};
+    const struct oc_json_rule theta = {0.0, 1, INFINITY, 0, 1.0, 1e12, NULL};
+    m->rms_norm_eps = 1e-6;
+    m->rope_theta = 10000.0;
+    if (oc_json_num(o, "rms_norm_eps", OC_JSON_OPTIONAL, &eps, &m->rms_norm_eps, NULL,
+                    st) ||
+        oc_json_num(o, "rope_theta", OC_JSON_OPTIONAL, &theta, &m->rope_theta, NULL, st))
+        return -1;
+    return read_rope_scaling(o, m, st);
+}
+
 /* name: "_name_or_path" when present and not empty, else the file's stem. */
 static int read_name(const struct oc_json_obj *o, struct oc_model *m, struct oc_status *st)
 {
@@ -328,14 +397,15 @@ static int read_name(const struct oc_json_obj *o, struct oc_model *m, struct oc_
 }
 
 /* The fields in the order their errors are reported: model_type, sizes,
- * block, dropout, head_dim, the checks of check_model, the name. */
+ * block, dropout, the rotary numbers, head_dim, the checks of check_model,
+ * the name. */
 static int read_model(const struct oc_json_obj *o, struct oc_model *m,
                       struct oc_status *st)
 {
     struct oc_model_names nm = oc_hf_names;
     const struct oc_family *fam = read_family(o, m, st);
     if (!fam || read_sizes(o, fam, m, &nm, st) || read_block(o, fam, m, st) ||
-        read_dropout(o, fam, m, st))
+        read_dropout(o, fam, m, st) || read_rotary(o, fam, m, st))
         return -1;
 
     /* head_dim: newer Llama configs may give it; ocsim assumes h / a. */

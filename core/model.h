@@ -9,7 +9,9 @@
  * num_attention_heads, num_key_value_heads, num_hidden_layers,
  * intermediate_size, vocab_size, max_position_embeddings, model_type,
  * hidden_act, tie_word_embeddings, and GPT-2's aliases n_embd, n_head,
- * n_layer, n_inner, n_positions. What tells a GPT-style block from a
+ * n_layer, n_inner, n_positions; for Llama-style blocks also rms_norm_eps,
+ * rope_theta and rope_scaling (which the simulator's costs do not use; the
+ * executor computes with them). What tells a GPT-style block from a
  * Llama-style one is model_type (and hidden_act where given):
  *
  *   GPT style   (gpt2, gpt3, gpt_neox, opt ...): LayerNorm, biases, learned
@@ -36,6 +38,21 @@ enum oc_arch {
     OC_ARCH_LLAMA, /* RMSNorm, SwiGLU, no biases, rotary positions */
 };
 
+/* rope_scaling of config.json (transformers' modeling_rope_utils.py): how
+ * the rotary frequencies are stretched for longer contexts. type "" is
+ * none ("default" or absent). "linear" divides every frequency by factor
+ * (positions / factor); "llama3" (Llama 3.1) divides the low frequencies
+ * by factor, keeps the high ones and blends between, with low_freq_factor,
+ * high_freq_factor and original_max_position_embeddings. Other types are
+ * read as their name only (the executor refuses them; a cost does not
+ * depend on them). */
+struct oc_rope_scaling {
+    char type[32];
+    double factor;
+    double low_freq_factor, high_freq_factor;   /* llama3 */
+    int64_t original_max_position_embeddings;   /* llama3 */
+};
+
 struct oc_model {
     char name[128];       /* file stem, or "_name_or_path" when present */
     char model_type[32];  /* as in config.json */
@@ -53,6 +70,10 @@ struct oc_model {
     int norm_params_per_h;   /* 2 for LayerNorm (gain + bias), 1 for RMSNorm */
     int tie_word_embeddings; /* LM head shares the input embedding */
     int has_dropout;         /* dropout masks are kept for backward */
+    /* Llama style (0 for GPT style, whose LayerNorm eps is GPT-2's 1e-5): */
+    double rms_norm_eps;     /* RMSNorm's eps; LlamaConfig's default 1e-6 */
+    double rope_theta;       /* rotary base; default 10000 (Su et al. 2021) */
+    struct oc_rope_scaling rope_scaling;
 };
 
 /* Read a config.json (or a shipped name). Returns 0, or -1 with st->msg

@@ -71,17 +71,19 @@ static void help(void)
          "                  [--seed S] [--timeout SECONDS]\n"
          "       ocsim-exec --backend cuda --layout tp2-pp2-dp1 ...   (one node, no MPI)\n\n"
          "Runs the layout for real: every rank executes its op list of the schedule\n"
-         "(a GPT-style decoder with Megatron tensor parallelism, the pipeline schedule\n"
-         "through point-to-point messages, DP gradient reduction, AdamW): one MPI\n"
-         "process per rank under mpirun or srun (N must equal tp*pp*dp), or, for\n"
-         "the cuda backend without mpirun, one thread per GPU of this node.\n"
+         "(a GPT-2 or Llama decoder with Megatron tensor parallelism, the pipeline\n"
+         "schedule through point-to-point messages, DP gradient reduction, AdamW):\n"
+         "one MPI process per rank under mpirun or srun (N must equal tp*pp*dp), or,\n"
+         "for the cuda backend without mpirun, one thread per GPU of this node.\n"
          "Writes DIR/loss.csv, DIR/measured.csv (the columns of simulate.csv),\n"
          "DIR/ops.csv, DIR/memory.csv, DIR/timeline.json and DIR/weights.bin\n"
          "(default DIR: out/exec).\n");
     oc_opts_print_exec_help(stdout);
     puts("Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
          "--model tiny, --global-batch 8, no sequence parallelism (the executor\n"
-         "does not run it). The executor runs GPT-style models only.");
+         "does not run it). The executor runs GPT-2 blocks and Llama blocks (RMSNorm,\n"
+         "RoPE with rope_scaling none, linear or llama3, SwiGLU, grouped-query\n"
+         "attention with TP dividing the KV heads).");
     oc_opts_print_help(stdout, GROUPS);
 }
 

@@ -66,7 +66,7 @@ static int64_t put_checked(const struct oc_params *shard, const struct oc_param_
     int64_t differ = 0;
     for (int64_t r = 0; r < t->rows; r++)
         for (int64_t c = 0; c < t->cols; c++) {
-            int64_t at = w->offset + (t->row0 + r) * t->gcols + t->col0 + c;
+            int64_t at = w->offset + oc_params_global_row(t, r) * t->gcols + t->col0 + c;
             float v = src[t->offset + r * t->cols + c];
             if (written[at] && memcmp(&whole->w[at], &v, sizeof v) != 0) {
                 differ++;

@@ -25,14 +25,17 @@ const char *oc_param_name(enum oc_param_kind k)
     return (unsigned)k < OC_P_COUNT ? kind_names[k] : "?";
 }
 
-/* The one table of shapes. */
-void oc_params_info(const struct oc_model *m, struct oc_param_info info[OC_P_COUNT])
+#define T_(k, pl, r, c, sp, in, dec)                                           \
+    info[k] = (struct oc_param_info){kind_names[k], pl, r, c, sp, in, dec}
+
+/* GPT-2 (Radford et al. 2019): LayerNorms with bias, biased linear layers,
+ * learned positions, a GELU MLP of width F. */
+static void info_gpt(const struct oc_model *m, struct oc_param_info info[OC_P_COUNT])
 {
     const int64_t C = m->hidden_size, F = m->intermediate_size;
     const int64_t V = m->vocab_size, P = m->max_position_embeddings;
-    const int64_t QKV = 3 * C; /* NH*3*HS, heads == KV heads */
-#define T_(k, pl, r, c, sp, in, dec)                                           \
-    info[k] = (struct oc_param_info){kind_names[k], pl, r, c, sp, in, dec}
+    const int64_t HS = C / m->num_attention_heads;
+    const int64_t QKV = (m->num_attention_heads + 2 * m->num_key_value_heads) * HS;
     T_(OC_P_WTE, 0, V, C, OC_SPLIT_ROWS, OC_INIT_UNIFORM, 1);
     T_(OC_P_WPE, 0, P, C, OC_SPLIT_NONE, OC_INIT_UNIFORM, 1);
     T_(OC_P_LN1W, 1, C, 1, OC_SPLIT_NONE, OC_INIT_ONES, 0);
@@ -50,34 +53,98 @@ void oc_params_info(const struct oc_model *m, struct oc_param_info info[OC_P_COU
     T_(OC_P_LNFW, 0, C, 1, OC_SPLIT_NONE, OC_INIT_ONES, 0);
     T_(OC_P_LNFB, 0, C, 1, OC_SPLIT_NONE, OC_INIT_ZEROS, 0);
     T_(OC_P_LMW, 0, V, C, OC_SPLIT_ROWS, OC_INIT_UNIFORM, 1);
+}
+
+/* Llama (Touvron et al. 2023): RMSNorm gains, no biases, rotary positions
+ * (no table), grouped-query QKV, the SwiGLU MLP's gate and up projections
+ * fused into one (2F, C) matrix as Megatron-LM's linear_fc1. Initialised
+ * as Megatron-LM does (std 0.02, output layers 0.02/sqrt(2L)). */
+static void info_llama(const struct oc_model *m, struct oc_param_info info[OC_P_COUNT])
+{
+    const int64_t C = m->hidden_size, F = m->intermediate_size;
+    const int64_t V = m->vocab_size;
+    const int64_t HS = C / m->num_attention_heads;
+    const int64_t QKV = (m->num_attention_heads + 2 * m->num_key_value_heads) * HS;
+    T_(OC_P_WTE, 0, V, C, OC_SPLIT_ROWS, OC_INIT_UNIFORM, 1);
+    T_(OC_P_LN1W, 1, C, 1, OC_SPLIT_NONE, OC_INIT_ONES, 0);
+    T_(OC_P_QKVW, 1, QKV, C, OC_SPLIT_ROWS, OC_INIT_UNIFORM, 1);
+    T_(OC_P_ATTPROJW, 1, C, C, OC_SPLIT_COLS, OC_INIT_SCALED, 1);
+    T_(OC_P_LN2W, 1, C, 1, OC_SPLIT_NONE, OC_INIT_ONES, 0);
+    T_(OC_P_FCW, 1, 2 * F, C, OC_SPLIT_ROWS_GLU, OC_INIT_UNIFORM, 1);
+    T_(OC_P_FCPROJW, 1, C, F, OC_SPLIT_COLS, OC_INIT_SCALED, 1);
+    T_(OC_P_LNFW, 0, C, 1, OC_SPLIT_NONE, OC_INIT_ONES, 0);
+    T_(OC_P_LMW, 0, V, C, OC_SPLIT_ROWS, OC_INIT_UNIFORM, 1);
+}
 #undef T_
+
+/* The one table of shapes: the family's, every other kind absent. */
+void oc_params_info(const struct oc_model *m, struct oc_param_info info[OC_P_COUNT])
+{
+    for (int k = 0; k < OC_P_COUNT; k++)
+        info[k] = (struct oc_param_info){.name = kind_names[k]};
+    if (m->arch == OC_ARCH_LLAMA)
+        info_llama(m, info);
+    else
+        info_gpt(m, info);
+}
+
+int oc_params_kind_in_model(const struct oc_model *m, enum oc_param_kind k)
+{
+    struct oc_param_info info[OC_P_COUNT];
+    OC_ASSERT((unsigned)k < OC_P_COUNT);
+    oc_params_info(m, info);
+    return info[k].rows > 0;
+}
+
+/* The block the model's family must have for the executor's table. */
+static int check_block(const struct oc_model *m, struct oc_status *st)
+{
+    if (m->arch == OC_ARCH_LLAMA) {
+        if (m->learned_pos_emb || m->has_bias || !m->gated_mlp ||
+            m->norm_params_per_h != 1)
+            return oc_fail(st, "exec: model '%s' (%s) is not Llama style with rotary "
+                               "positions, RMSNorm, no biases and a SwiGLU MLP; the "
+                               "executor runs GPT-2 and Llama blocks only",
+                           m->name, m->model_type);
+        return 0;
+    }
+    if (m->arch != OC_ARCH_GPT || !m->learned_pos_emb || !m->has_bias ||
+        m->gated_mlp || m->norm_params_per_h != 2)
+        return oc_fail(st, "exec: model '%s' (%s) is not GPT style with "
+                           "learned positions, LayerNorm, biases and a GELU "
+                           "MLP; the executor runs GPT-2 and Llama blocks only",
+                       m->name, m->model_type);
+    if (m->num_key_value_heads != m->num_attention_heads)
+        return oc_fail(st, "exec: model '%s' has %lld KV heads for %lld heads; "
+                           "the executor runs grouped-query attention in Llama "
+                           "blocks only",
+                       m->name, (long long)m->num_key_value_heads,
+                       (long long)m->num_attention_heads);
+    return 0;
 }
 
 int oc_params_check_model(const struct oc_model *m, int64_t tp,
                           struct oc_status *st)
 {
-    if (m->arch != OC_ARCH_GPT || !m->learned_pos_emb || !m->has_bias ||
-        m->gated_mlp || m->norm_params_per_h != 2)
-        return oc_fail(st, "exec: model '%s' (%s) is not GPT style with "
-                           "learned positions, LayerNorm, biases and a GELU "
-                           "MLP; the executor runs only that block",
-                       m->name, m->model_type);
-    if (m->num_key_value_heads != m->num_attention_heads)
-        return oc_fail(st, "exec: model '%s' has %lld KV heads for %lld heads; "
-                           "the executor does not run grouped-query attention",
-                       m->name, (long long)m->num_key_value_heads,
-                       (long long)m->num_attention_heads);
-    if (m->hidden_size % m->num_attention_heads != 0)
-        return oc_fail(st, "exec: hidden size %lld is not a multiple of %lld "
-                           "heads", (long long)m->hidden_size,
-                       (long long)m->num_attention_heads);
+    if (check_block(m, st) != 0)
+        return -1;
+    if (m->hidden_size % m->num_attention_heads != 0 ||
+        m->num_attention_heads % m->num_key_value_heads != 0)
+        return oc_fail(st, "exec: hidden size %lld, %lld heads and %lld KV heads "
+                           "do not divide", (long long)m->hidden_size,
+                       (long long)m->num_attention_heads,
+                       (long long)m->num_key_value_heads);
     if (tp < 1)
         return oc_fail(st, "exec: TP size %lld is below 1", (long long)tp);
+    /* Megatron-LM splits the KV heads over TP (each rank holds whole KV
+     * groups with their query heads); the layout rules require the same
+     * (core/layout.c). */
     const struct {
         const char *what;
         int64_t n;
     } split[] = {
         {"heads", m->num_attention_heads},
+        {"KV heads", m->num_key_value_heads},
         {"intermediate size", m->intermediate_size},
         {"vocabulary", m->vocab_size},
     };
@@ -150,11 +217,14 @@ static int64_t *slot_of(const struct oc_params *p, enum oc_param_kind k,
     return &p->slot[(layer + 1) * OC_P_COUNT + k];
 }
 
+/* Adds tensor (k, layer) where the model's family has that kind. */
 static void add_tensor(struct oc_params *p, const struct oc_param_info *info,
                        enum oc_param_kind k, int64_t layer,
                        enum oc_param_kind init_kind)
 {
     const struct oc_param_info *in = &info[k];
+    if (in->rows == 0)
+        return;
     struct oc_param_tensor *t = &p->t[p->nt];
     memset(t, 0, sizeof *t);
     t->kind = k;
@@ -164,9 +234,10 @@ static void add_tensor(struct oc_params *p, const struct oc_param_info *info,
     t->gcols = in->cols;
     t->rows = in->rows;
     t->cols = in->cols;
-    if (in->split == OC_SPLIT_ROWS) {
+    t->parts = in->split == OC_SPLIT_ROWS_GLU ? 2 : 1;
+    if (in->split == OC_SPLIT_ROWS || in->split == OC_SPLIT_ROWS_GLU) {
         t->rows = in->rows / p->tp;
-        t->row0 = p->tp_rank * t->rows;
+        t->row0 = p->tp_rank * (t->rows / t->parts);
     } else if (in->split == OC_SPLIT_COLS) {
         t->cols = in->cols / p->tp;
         t->col0 = p->tp_rank * t->cols;
@@ -280,7 +351,7 @@ int oc_params_init_sharded(struct oc_params *p, const struct oc_model *m,
             for (int64_t c = 0; c < t->cols; c++)
                 w[r * t->cols + c] =
                     oc_params_init_value(m, o->seed, t->init_kind, t->layer,
-                                         t->row0 + r, t->col0 + c);
+                                         oc_params_global_row(t, r), t->col0 + c);
     }
     return 0;
 }
@@ -327,6 +398,23 @@ float *oc_params_w(const struct oc_params *p, enum oc_param_kind k, int64_t laye
 float *oc_params_g(const struct oc_params *p, enum oc_param_kind k, int64_t layer)
 {
     return p->g + oc_params_tensor(p, k, layer)->offset;
+}
+
+float *oc_params_w_opt(const struct oc_params *p, enum oc_param_kind k, int64_t layer)
+{
+    return oc_params_kind_in_model(&p->model, k) ? oc_params_w(p, k, layer) : NULL;
+}
+
+float *oc_params_g_opt(const struct oc_params *p, enum oc_param_kind k, int64_t layer)
+{
+    return oc_params_kind_in_model(&p->model, k) ? oc_params_g(p, k, layer) : NULL;
+}
+
+int64_t oc_params_global_row(const struct oc_param_tensor *t, int64_t r)
+{
+    OC_ASSERT(r >= 0 && r < t->rows && t->parts >= 1);
+    const int64_t per = t->rows / t->parts; /* local rows of one part */
+    return r / per * (t->grows / t->parts) + t->row0 + r % per;
 }
 
 void oc_params_zero_grad(struct oc_params *p)
@@ -400,8 +488,8 @@ void oc_params_put_full(const struct oc_params *p, const float *arena,
     (void)p;
     const float *src = arena + t->offset;
     for (int64_t r = 0; r < t->rows; r++)
-        memcpy(full + (t->row0 + r) * t->gcols + t->col0, src + r * t->cols,
-               (size_t)t->cols * sizeof *src);
+        memcpy(full + oc_params_global_row(t, r) * t->gcols + t->col0,
+               src + r * t->cols, (size_t)t->cols * sizeof *src);
 }
 
 void oc_params_take_full(const struct oc_params *p, float *arena,
@@ -410,7 +498,7 @@ void oc_params_take_full(const struct oc_params *p, float *arena,
     (void)p;
     float *dst = arena + t->offset;
     for (int64_t r = 0; r < t->rows; r++)
-        memcpy(dst + r * t->cols, full + (t->row0 + r) * t->gcols + t->col0,
+        memcpy(dst + r * t->cols, full + oc_params_global_row(t, r) * t->gcols + t->col0,
                (size_t)t->cols * sizeof *dst);
 }
 

@@ -26,23 +26,27 @@
  * runner all-reduces p.g over DP and the tied-embedding gradient over the
  * EMBED group).
  *
- * Letters: C = hidden size, NH = heads, HS = C/NH head size, F = MLP
- * intermediate size, V = vocabulary, P = positions, L = layers, t = TP size.
+ * Letters: C = hidden size, NH = heads, NKV = key-value heads (grouped-
+ * query attention; NKV = NH in GPT-2), g = NH/NKV, HS = C/NH head size, F =
+ * MLP intermediate size, V = vocabulary, P = positions, L = layers, t = TP
+ * size.
  *
  * Tensors (llm.c names; a linear layer's weight is (out, in) and computes
  * y = x W^T + b). Global shapes, and how a TP shard of rank r holds them
- * (Megatron-LM, Shoeybi et al. 2019, section 3):
+ * (Megatron-LM, Shoeybi et al. 2019, section 3). The GPT-2 block:
  *
  *   wte      (V, C)        rows split: vocab rows [r*V/t, (r+1)*V/t)
  *   wpe      (P, C)        whole on every TP rank
  *   ln1w/b   (C)           whole
- *   qkvw     (NH*3*HS, C)  rows split by head: heads [r*NH/t, (r+1)*NH/t).
- *                          Rows are head-major, (NH, 3, HS): row
- *                          (h*3 + j)*HS + i is element i of q (j=0), k (1)
- *                          or v (2) of head h, so a head shard is one
- *                          contiguous block of rows (Megatron-LM's layout,
- *                          not Hugging Face GPT-2's [q | k | v]).
- *   qkvb     (NH*3*HS)     split like qkvw's rows
+ *   qkvw     (NKV*(g+2)*HS, C)  rows split by KV group: groups
+ *                          [r*NKV/t, (r+1)*NKV/t). Rows are group-major,
+ *                          (NKV, g+2, HS): a group's g query heads, its
+ *                          key, its value, so a shard is one contiguous
+ *                          block of rows (Megatron-LM's layout, not Hugging
+ *                          Face's [q | k | v]). With g = 1 (GPT-2): (NH, 3,
+ *                          HS), row (h*3 + j)*HS + i is element i of q
+ *                          (j=0), k (1) or v (2) of head h.
+ *   qkvb     (NKV*(g+2)*HS) split like qkvw's rows
  *   attprojw (C, C)        columns split (row-parallel): input columns of
  *                          the shard's heads [r*C/t, (r+1)*C/t)
  *   attprojb (C)           whole, added once after the all-reduce
@@ -59,6 +63,18 @@
  *                          as a copy of wte, initialised to the same values,
  *                          and the runner all-reduces the two gradients
  *                          over the EMBED group (oc_params_tied_grad).
+ *
+ * The Llama block (Touvron et al. 2023) has no biases and no wpe
+ * (rotary positions), RMSNorm gains ln1w, ln2w, lnfw (C) whole, qkvw as
+ * above with its KV groups, attprojw, fcprojw (the down projection, C x
+ * F) and lmw as above (untied unless the config ties them), and:
+ *
+ *   fcw      (2F, C)       the SwiGLU's gate (rows [0, F)) and up (rows
+ *                          [F, 2F)) projections fused, as Megatron-LM's
+ *                          linear_fc1: rank r holds rows [r*F/t, (r+1)*F/t)
+ *                          of each, gate then up (OC_SPLIT_ROWS_GLU), so its
+ *                          (2F/t, C) shard is one GEMM whose output rows
+ *                          are gate | up.
  *
  * Vectors are (n, 1) tensors, so a column-parallel bias splits its rows
  * like its weight.
@@ -83,9 +99,9 @@
  * et al. 2014, as a counter-based generator), so a TP shard's slice equals
  * the slice of the whole tensor, whatever the layout. Matrices and
  * embeddings are uniform with std 0.02, the two output projections std
- * 0.02/sqrt(2L) (Radford et al. 2019, GPT-2, section 2.3), LayerNorm gains 1
- * and every bias 0. A uniform on [-a, a) has std a/sqrt(3), so a =
- * std*sqrt(3).
+ * 0.02/sqrt(2L) (Radford et al. 2019, GPT-2, section 2.3; Megatron-LM's
+ * output_layer_init_method, used for Llama too), norm gains 1 and every
+ * bias 0. A uniform on [-a, a) has std a/sqrt(3), so a = std*sqrt(3).
  */
 #ifndef OC_EXEC_PARAMS_H
 #define OC_EXEC_PARAMS_H
@@ -96,19 +112,21 @@
 #include "ops.h"
 #include "status.h"
 
-/* Kinds of tensor (the order is the arena order inside each group). */
+/* Kinds of tensor (the order is the arena order inside each group; the
+ * values key the initialisation, so a new kind goes last). A family has a
+ * subset of them (oc_params_kind_in_model). */
 enum oc_param_kind {
     OC_P_WTE,      /* (V, C) token embedding */
     OC_P_WPE,      /* (P, C) position embedding */
     OC_P_LN1W,     /* (C) */
     OC_P_LN1B,     /* (C) */
-    OC_P_QKVW,     /* (NH*3*HS, C) */
-    OC_P_QKVB,     /* (NH*3*HS) */
+    OC_P_QKVW,     /* (NKV*(g+2)*HS, C) */
+    OC_P_QKVB,     /* (NKV*(g+2)*HS) */
     OC_P_ATTPROJW, /* (C, C) */
     OC_P_ATTPROJB, /* (C) */
     OC_P_LN2W,     /* (C) */
     OC_P_LN2B,     /* (C) */
-    OC_P_FCW,      /* (F, C) */
+    OC_P_FCW,      /* (F, C), or (2F, C) gate | up (Llama) */
     OC_P_FCB,      /* (F) */
     OC_P_FCPROJW,  /* (C, F) */
     OC_P_FCPROJB,  /* (C) */
@@ -125,6 +143,8 @@ enum oc_param_split {
     OC_SPLIT_NONE, /* whole on every TP rank */
     OC_SPLIT_ROWS, /* rank r holds rows [r*rows/t, (r+1)*rows/t) */
     OC_SPLIT_COLS, /* rank r holds columns [r*cols/t, (r+1)*cols/t) */
+    OC_SPLIT_ROWS_GLU, /* two halves of rows (gate | up), each split by
+                          rows; rank r holds its slice of each, in order */
 };
 
 enum oc_param_init {
@@ -138,7 +158,8 @@ enum oc_param_init {
 struct oc_param_info {
     const char *name;          /* "qkvw" */
     int per_layer;             /* one per layer (else one per model) */
-    int64_t rows, cols;        /* global shape; vectors are (n, 1) */
+    int64_t rows, cols;        /* global shape; vectors are (n, 1); 0 x 0:
+                                  the model's family has no such tensor */
     enum oc_param_split split;
     enum oc_param_init init;
     int decay;                 /* AdamW weight decay applies (matrices and
@@ -146,8 +167,11 @@ struct oc_param_info {
                                   Megatron-LM's default param groups) */
 };
 
-/* The table for model m, filled in one place (params.c). */
+/* The table for model m's family (GPT-2 or Llama), filled in one place
+ * (params.c). */
 void oc_params_info(const struct oc_model *m, struct oc_param_info info[OC_P_COUNT]);
+/* Has model m's family a tensor of kind k? (Llama: no biases, no wpe.) */
+int oc_params_kind_in_model(const struct oc_model *m, enum oc_param_kind k);
 
 /* One tensor of the arena. */
 struct oc_param_tensor {
@@ -155,7 +179,10 @@ struct oc_param_tensor {
     int64_t layer;        /* global layer, -1 for embedding and head tensors */
     int64_t offset;       /* first float in the arena */
     int64_t rows, cols;   /* local (shard) shape */
-    int64_t row0, col0;   /* where the shard sits in the global tensor */
+    int64_t row0, col0;   /* where the shard sits in the global tensor
+                             (row0: in each part) */
+    int64_t parts;        /* row blocks split alike: 1, or 2 (gate | up of
+                             OC_SPLIT_ROWS_GLU); oc_params_global_row */
     int64_t grows, gcols; /* global shape */
     enum oc_param_kind init_kind; /* key of the generator: OC_P_WTE for a
                                      tied LM head copy, else kind */
@@ -192,9 +219,9 @@ struct oc_params {
     float *v;                 /* (nopt) AdamW second moment */
 };
 
-/* Checks the model (GPT style, no GQA, divisible by t) and the options,
- * lays out the arena, initialises the weights, zeroes g, m and v (m and v
- * for the whole arena). */
+/* Checks the model (oc_params_check_model) and the options, lays out the
+ * arena, initialises the weights, zeroes g, m and v (m and v for the whole
+ * arena). */
 int oc_params_init(struct oc_params *p, const struct oc_model *m,
                    const struct oc_params_opts *o, struct oc_status *st);
 /* The same with the optimizer states of DP rank opt_j of opt_d only
@@ -215,8 +242,10 @@ void oc_params_slice(int64_t n, int64_t d, int64_t j, int64_t *lo, int64_t *hi);
 double oc_params_optimizer_bytes(const struct oc_params *p);
 
 /* Is the model one the executor runs? GPT style (LayerNorm with bias,
- * learned positions, biased linear layers, two-matrix GELU MLP), heads ==
- * KV heads, C % NH == 0, and NH, F, V divisible by tp. */
+ * learned positions, biased linear layers, two-matrix GELU MLP, heads ==
+ * KV heads) or Llama style (RMSNorm, rotary positions, no biases, SwiGLU,
+ * grouped-query attention), C % NH == 0, and NH, NKV, F, V divisible by
+ * tp (Megatron-LM splits whole KV groups). */
 int oc_params_check_model(const struct oc_model *m, int64_t tp,
                           struct oc_status *st);
 
@@ -229,6 +258,15 @@ const struct oc_param_tensor *oc_params_tensor(const struct oc_params *p,
 int oc_params_has(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
 float *oc_params_w(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
 float *oc_params_g(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
+/* The same, or NULL where the model's family has no tensor of kind k (a
+ * bias of a Llama block, the position table of a rotary model): what the
+ * kernels take for "none". */
+float *oc_params_w_opt(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
+float *oc_params_g_opt(const struct oc_params *p, enum oc_param_kind k, int64_t layer);
+
+/* The global row of local row r of tensor t (row0 + r, or, for the two
+ * parts of OC_SPLIT_ROWS_GLU, the row in the part it falls in). */
+int64_t oc_params_global_row(const struct oc_param_tensor *t, int64_t r);
 
 void oc_params_zero_grad(struct oc_params *p);
 

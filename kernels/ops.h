@@ -28,14 +28,22 @@
  * input and output of the table is fp32.
  *
  * Letters (llm.c's): B = batch, T = sequence, N = B*T rows (tokens), C =
- * channels of a normalised row, nh = heads, HS = head size, IC / OC = a
- * linear layer's input / output features, v = the local vocabulary rows
- * [v0, v0+v) of V (vocab-parallel embedding and cross-entropy, Megatron-LM).
+ * channels of a normalised row, nh = (query) heads, nkv = key-value heads
+ * (grouped-query attention, Ainslie et al. 2023: nkv divides nh; nkv = nh
+ * is multi-head attention), g = nh/nkv query heads per KV head, HS = head
+ * size, IC / OC = a linear layer's input / output features, f = an MLP's
+ * intermediate width, v = the local vocabulary rows [v0, v0+v) of V
+ * (vocab-parallel embedding and cross-entropy, Megatron-LM).
  * Layouts, row-major:
  *   linear weight  (OC, IC): y = x W^T + b (PyTorch's nn.Linear)
- *   qkv  (B,T,nh,3,HS)   q | k | v per head and token (Megatron-LM's)
+ *   qkv  (B,T,nkv,g+2,HS)  per token and KV group: its g query heads, then
+ *                          its key, then its value (Megatron-LM's GQA
+ *                          layout); query head h is (h/g, h%g), its key
+ *                          and value (h/g, g) and (h/g, g+1). With g = 1
+ *                          this is (B,T,nh,3,HS): q | k | v per head.
  *   att  (B,nh,T,T)      causal softmax probabilities, zero above the diagonal
  *   y    (B,T,nh,HS)     attention output before the projection
+ *   h    (N,2f)          a gated MLP's fused up projection: gate | up per row
  *
  * Weights. linear_fwd / linear_bwd read their weight `w` from the fp32
  * master weights; an implementation that keeps the weights in another
@@ -62,6 +70,18 @@ struct oc_adamw {
     float lr, beta1, beta2, eps, weight_decay;
 };
 
+/* Rotary position embedding's frequencies (Su et al. 2021, RoFormer, eq.
+ * 34): pair i of a head, i in [0, HS/2), turns by pos * inv_freq[i]
+ * radians at position pos. The model fills them (rope_theta and
+ * rope_scaling of the config: exec/model/llama.c); the kernels only turn.
+ * HS <= 2 * OC_ROPE_MAX_PAIRS (the attention kernels' HS <= 256). Host
+ * memory, whatever the implementation: a kernel call reads it by value. */
+#define OC_ROPE_MAX_PAIRS 128
+struct oc_rope {
+    int64_t pairs; /* HS/2 */
+    float inv_freq[OC_ROPE_MAX_PAIRS];
+};
+
 /* The largest call of each kind a caller will make (a model fills it from
  * its shapes: exec/model/gpt.h's oc_gpt_reserve). An implementation sizes
  * the scratch it owns from it, so that no call allocates. */
@@ -70,7 +90,7 @@ struct oc_kernel_sizes {
     int64_t lin_in;   /* the widest linear input IC */
     int64_t lin_out;  /* the widest linear output OC */
     int64_t bias_out; /* the widest linear output that has a bias */
-    int64_t norm;     /* the widest LayerNorm row C */
+    int64_t norm;     /* the widest LayerNorm or RMSNorm row C */
     int64_t att_B, att_T, att_nh; /* attention backward's B, T, nh */
 };
 
@@ -115,20 +135,53 @@ struct oc_kernel_ops {
                           const float *mean, const float *rstd, int64_t N,
                           int64_t C);
 
+    /* -- RMSNorm (Zhang & Sennrich 2019), as Hugging Face's LlamaRMSNorm -- */
+    /* out (N,C) = inp * rstd * w, written, rstd = 1/sqrt(mean(inp^2) +
+     * eps); rstd (N) written for the backward. */
+    void (*rmsnorm_fwd)(void *ctx, float *out, float *rstd, const float *inp,
+                        const float *w, int64_t N, int64_t C, float eps);
+    /* dinp (N,C) += the input gradient of dout; dw (C) += its own. */
+    void (*rmsnorm_bwd)(void *ctx, float *dinp, float *dw, const float *dout,
+                        const float *inp, const float *w, const float *rstd,
+                        int64_t N, int64_t C);
+
     /* -- GELU, tanh form (Hendrycks & Gimpel 2016) ----------------------- */
     void (*gelu_fwd)(void *ctx, float *out, const float *inp, int64_t n);
     /* d[i] *= gelu'(inp[i]), in place. */
     void (*gelu_bwd)(void *ctx, float *d, const float *inp, int64_t n);
 
-    /* -- causal softmax attention, scale 1/sqrt(HS) (Vaswani et al. 2017) */
+    /* -- SwiGLU (Shazeer 2020), silu(x) = x * sigmoid(x) -------------- */
+    /* out (N,f) = silu(gate) * up, written, from h (N,2f) = gate | up. */
+    void (*swiglu_fwd)(void *ctx, float *out, const float *h, int64_t N,
+                       int64_t f);
+    /* dh (N,2f) written: dgate = dout * up * silu'(gate), dup = dout *
+     * silu(gate), from dout (N,f) and h. */
+    void (*swiglu_bwd)(void *ctx, float *dh, const float *dout, const float *h,
+                       int64_t N, int64_t f);
+
+    /* -- rotary position embedding (Su et al. 2021), as Hugging Face's
+     * Llama (rotate_half: pair i is elements i and i + HS/2 of a head) -- */
+    /* The queries and keys of qkv (B,T,nkv,g+2,HS) turned in place by the
+     * angle of their position t: (x_i, x_{i+HS/2}) -> (x_i c - x_{i+HS/2}
+     * s, x_{i+HS/2} c + x_i s), c, s = cos, sin(t * inv_freq[i]) with the
+     * angle in fp32 (as transformers computes it); values untouched. */
+    void (*rope_fwd)(void *ctx, float *qkv, const struct oc_rope *r, int64_t B,
+                     int64_t T, int64_t nh, int64_t nkv, int64_t HS);
+    /* The backward: dq and dk of dqkv turned back (by -angle) in place. */
+    void (*rope_bwd)(void *ctx, float *dqkv, const struct oc_rope *r, int64_t B,
+                     int64_t T, int64_t nh, int64_t nkv, int64_t HS);
+
+    /* -- causal softmax attention, scale 1/sqrt(HS) (Vaswani et al. 2017),
+     * grouped-query: head h reads the key and value of KV group h/g ----- */
     /* att (B,nh,T,T) written; y (B,T,nh,HS) = att @ v, written, unless y
      * is NULL (the scores only: selective recompute). */
     void (*attn_fwd)(void *ctx, float *att, float *y, const float *qkv,
-                     int64_t B, int64_t T, int64_t nh, int64_t HS);
-    /* dqkv (B,T,nh,3,HS), written, from dy (B,T,nh,HS), att and qkv. */
+                     int64_t B, int64_t T, int64_t nh, int64_t nkv, int64_t HS);
+    /* dqkv (B,T,nkv,g+2,HS), written, from dy (B,T,nh,HS), att and qkv; a
+     * key's (value's) gradient sums over the g heads of its group. */
     void (*attn_bwd)(void *ctx, float *dqkv, const float *att, const float *qkv,
                      const float *dy, int64_t B, int64_t T, int64_t nh,
-                     int64_t HS);
+                     int64_t nkv, int64_t HS);
 
     /* -- fused causal attention (FlashAttention-2: Dao 2023; Dao et al.
      * 2022), scale 1/sqrt(HS): the same y as attn_fwd, but no (T,T)
@@ -171,8 +224,9 @@ struct oc_kernel_ops {
     /* out (N,C) += wpe[i mod T]: the positions, row i of N = B*T. */
     void (*pos_fwd)(void *ctx, float *out, const float *wpe, int64_t N,
                     int64_t T, int64_t C);
-    /* dwpe (rows [0, T)) += dout summed over the batch; dwte (v,C) += the
-     * dout rows of the tokens in [v0, v0+v). */
+    /* dwpe (rows [0, T)) += dout summed over the batch, unless dwpe is
+     * NULL (rotary models have no position table); dwte (v,C) += the dout
+     * rows of the tokens in [v0, v0+v). */
     void (*embed_bwd)(void *ctx, float *dwte, float *dwpe,
                       const int32_t *tokens, const float *dout, int64_t B,
                       int64_t T, int64_t C, int64_t V, int64_t v0, int64_t v);

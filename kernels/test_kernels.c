@@ -23,8 +23,8 @@
  *          the GPU does the same IEEE operations in the same order, so the
  *          results are bitwise equal;
  *   1e-5   fp32 kernels and fp32 GEMMs: sums in another order, fused
- *          multiply-adds, and CUDA's expf/tanhf/coshf (within 2 ulp) move
- *          results by ~1e-7..1e-6;
+ *          multiply-adds, and CUDA's expf/tanhf/coshf/cosf/sinf (within 2
+ *          ulp) move results by ~1e-7..1e-6;
  *   1e-4   bf16-operand GEMMs with fp32 results, against the cpu table on
  *          the same bf16-rounded operands (products of bf16 are exact in
  *          fp32; only the summation order differs);
@@ -34,7 +34,9 @@
  *
  * C11, no CUnit: it must build on a GPU machine that has only the CUDA
  * toolkit and OpenBLAS (tools/device-check.sh). Inputs come from a fixed
- * seed, so a failure repeats.
+ * seed, so a failure repeats. The Llama block's kernels (RMSNorm, SwiGLU,
+ * rotary embedding) are compared in test_kernels_llama.c, with the
+ * helpers of test_kernels.h.
  */
 #include <cblas.h>
 #include <math.h>
@@ -44,22 +46,20 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops_cpu.h"
-#include "ops_cuda.h"
 #include "test_kernels.h"
 
 #define SKIP_CODE 77
 
-static int g_checks, g_failed;
+int g_checks, g_failed;
 cudaStream_t g_stream;
 static uint64_t g_rng = 0x5eed1234abcdULL;
-struct oc_kernels CPU, GPU, GPU16;
+struct oc_kernels CPU, GPU, GPU16; /* cpu; cuda fp32; cuda bf16 */
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                              */
 
 /* splitmix64 (Steele et al. 2014) */
-static uint64_t next_u64(void)
+uint64_t next_u64(void)
 {
     uint64_t z = (g_rng += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -68,19 +68,19 @@ static uint64_t next_u64(void)
 }
 
 /* uniform on [-1, 1) */
-static float urand(void)
+float urand(void)
 {
     return (float)((double)(next_u64() >> 11) * 0x1.0p-53 * 2.0 - 1.0);
 }
 
-static void *xmalloc(size_t bytes)
+void *xmalloc(size_t bytes)
 {
     void *p = malloc(bytes > 0 ? bytes : 1);
     OC_ASSERT(p);
     return p;
 }
 
-static void *dalloc(size_t bytes)
+void *dalloc(size_t bytes)
 {
     void *d = NULL;
     cudaCheck(cudaMalloc(&d, bytes > 0 ? bytes : 1));
@@ -89,7 +89,7 @@ static void *dalloc(size_t bytes)
     return d;
 }
 
-static void *dup_bytes(const void *h, size_t bytes)
+void *dup_bytes(const void *h, size_t bytes)
 {
     void *d = dalloc(bytes);
     cudaCheck(cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice));
@@ -148,7 +148,7 @@ void psync(struct pair *p)
 }
 
 /* the host values rounded to bf16, on both sides */
-static void pround(struct pair *p)
+void pround(struct pair *p)
 {
     for (int64_t i = 0; i < p->n; i++)
         p->h[i] = f32_of(bf16_of(p->h[i]));
@@ -163,7 +163,7 @@ void pfree(struct pair *p)
 }
 
 /* max |got - ref| / max |ref|; NaN anywhere gives NaN, which fails */
-static double scaled_err(const float *got, const float *ref, int64_t n)
+double scaled_err(const float *got, const float *ref, int64_t n)
 {
     double emax = 0.0, rmax = 0.0;
     for (int64_t i = 0; i < n; i++) {
@@ -180,7 +180,7 @@ static double scaled_err(const float *got, const float *ref, int64_t n)
     return rmax > 0.0 ? emax / rmax : INFINITY;
 }
 
-static void check(const char *name, const float *got, const float *ref,
+void check(const char *name, const float *got, const float *ref,
                   int64_t n, double tol)
 {
     double e = scaled_err(got, ref, n);
@@ -191,7 +191,7 @@ static void check(const char *name, const float *got, const float *ref,
 }
 
 /* a property that must hold, e.g. which GEMM path a call took */
-static void check_true(const char *name, int ok)
+void check_true(const char *name, int ok)
 {
     g_checks++;
     g_failed += !ok;
@@ -199,7 +199,7 @@ static void check_true(const char *name, int ok)
 }
 
 /* the device side of p against ref (n floats) */
-static void check_dev(const char *name, const float *d, const float *ref, int64_t n,
+void check_dev(const char *name, const float *d, const float *ref, int64_t n,
                       double tol)
 {
     float *h = xmalloc((size_t)n * sizeof *h);
@@ -551,40 +551,46 @@ static void test_adds_memory(void)
 /* ------------------------------------------------------------------ */
 /* Attention                                                            */
 
-static void test_attention_one(int64_t B, int64_t T, int64_t nh, int64_t HS)
+/* nh query heads over nkv KV heads (g = nh/nkv per group; nkv = nh is
+ * multi-head attention), qkv (B,T,nkv,g+2,HS). */
+static void test_attention_one(int64_t B, int64_t T, int64_t nh, int64_t nkv, int64_t HS)
 {
-    char name[96];
-    const int64_t nqkv = B * T * nh * 3 * HS, ny = B * T * nh * HS, natt = B * nh * T * T;
+    char name[96], shape[64];
+    snprintf(shape, sizeof shape, "B%lld T%lld nh%lld/%lld HS%lld", (long long)B,
+             (long long)T, (long long)nh, (long long)nkv, (long long)HS);
+    const int64_t g = nh / nkv;
+    const int64_t nqkv = B * T * nkv * (g + 2) * HS, ny = B * T * nh * HS;
+    const int64_t natt = B * nh * T * T;
     struct pair qkv = prand(nqkv, 1, 0), att = pout(natt), y = pout(ny);
-    CPU.ops->attn_fwd(CPU.ctx, att.h, y.h, qkv.h, B, T, nh, HS);
-    GPU.ops->attn_fwd(GPU.ctx, att.d, y.d, qkv.d, B, T, nh, HS);
-    snprintf(name, sizeof name, "attn_fwd att B%lld T%lld nh%lld HS%lld", (long long)B,
-             (long long)T, (long long)nh, (long long)HS);
+    CPU.ops->attn_fwd(CPU.ctx, att.h, y.h, qkv.h, B, T, nh, nkv, HS);
+    GPU.ops->attn_fwd(GPU.ctx, att.d, y.d, qkv.d, B, T, nh, nkv, HS);
+    snprintf(name, sizeof name, "attn_fwd att %s", shape);
     pcheck(name, &att, TOL_F32);
-    snprintf(name, sizeof name, "attn_fwd y   B%lld T%lld nh%lld HS%lld", (long long)B,
-             (long long)T, (long long)nh, (long long)HS);
+    snprintf(name, sizeof name, "attn_fwd y   %s", shape);
     pcheck(name, &y, TOL_F32);
     cudaCheck(cudaMemset(att.d, 0xff, (size_t)natt * sizeof(float)));
-    GPU.ops->attn_fwd(GPU.ctx, att.d, NULL, qkv.d, B, T, nh, HS);
-    snprintf(name, sizeof name, "attn_fwd att only (y NULL) HS%lld", (long long)HS);
+    GPU.ops->attn_fwd(GPU.ctx, att.d, NULL, qkv.d, B, T, nh, nkv, HS);
+    snprintf(name, sizeof name, "attn_fwd att only (y NULL) %s", shape);
     pcheck(name, &att, TOL_F32);
 
-    /* backward from the cpu's probabilities */
+    /* backward from the cpu's probabilities; a group's dk, dv sum its g
+     * heads (in another order than the cpu's: TOL_F32, not exact) */
     psync(&att);
     struct pair dy = prand(ny, 1, 0), dqkv = pout(nqkv);
-    CPU.ops->attn_bwd(CPU.ctx, dqkv.h, att.h, qkv.h, dy.h, B, T, nh, HS);
-    GPU.ops->attn_bwd(GPU.ctx, dqkv.d, att.d, qkv.d, dy.d, B, T, nh, HS);
-    snprintf(name, sizeof name, "attn_bwd dqkv B%lld T%lld nh%lld HS%lld", (long long)B,
-             (long long)T, (long long)nh, (long long)HS);
+    CPU.ops->attn_bwd(CPU.ctx, dqkv.h, att.h, qkv.h, dy.h, B, T, nh, nkv, HS);
+    GPU.ops->attn_bwd(GPU.ctx, dqkv.d, att.d, qkv.d, dy.d, B, T, nh, nkv, HS);
+    snprintf(name, sizeof name, "attn_bwd dqkv %s", shape);
     pcheck(name, &dqkv, TOL_F32);
     pfree(&dqkv), pfree(&dy), pfree(&y), pfree(&att), pfree(&qkv);
 }
 
 static void test_attention(void)
 {
-    test_attention_one(2, 37, 3, 40);   /* T across two tiles, HS not /32 */
-    test_attention_one(1, 129, 2, 128); /* GPT-3's head size, five tiles */
-    test_attention_one(1, 45, 1, 256);  /* the largest HS: > 48 KiB smem */
+    test_attention_one(2, 37, 3, 3, 40);   /* T across two tiles, HS not /32 */
+    test_attention_one(1, 129, 2, 2, 128); /* GPT-3's head size, five tiles */
+    test_attention_one(1, 45, 1, 1, 256);  /* the largest HS: > 48 KiB smem */
+    test_attention_one(2, 37, 4, 2, 16);   /* GQA: llama-tiny's heads, g = 2 */
+    test_attention_one(1, 70, 8, 1, 64);   /* multi-query: one KV head, g = 8 */
 }
 
 /* ------------------------------------------------------------------ */
@@ -616,6 +622,10 @@ static void test_embedding(void)
     GPU.ops->embed_bwd(GPU.ctx, wte.d, wpe.d, dtok, g.d, B, T, C, V, v0, v);
     pcheck("embed_bwd dwte (+=, position order)", &wte, TOL_EXACT);
     pcheck("embed_bwd dwpe (+=, batch order)", &wpe, TOL_EXACT);
+    /* no position table (rotary models): dwte alone */
+    CPU.ops->embed_bwd(CPU.ctx, wte.h, NULL, tok, g.h, B, T, C, V, v0, v);
+    GPU.ops->embed_bwd(GPU.ctx, wte.d, NULL, dtok, g.d, B, T, C, V, v0, v);
+    pcheck("embed_bwd dwte, no positions (dwpe NULL)", &wte, TOL_EXACT);
     cudaCheck(cudaFree(dtok));
     pfree(&g), pfree(&out), pfree(&wpe), pfree(&wte);
 }
@@ -718,11 +728,11 @@ int main(void)
     CPU = oc_kernels_cpu();
     oc_cuda_kernels_init(&GPU, &k32, &blas, g_stream, OC_CUDA_F32);
     oc_cuda_kernels_init(&GPU16, &k16, &blas, g_stream, OC_CUDA_BF16);
-    /* the largest calls below: linear 45 x 96 -> 80, LayerNorm rows of
-     * 200, attention B 2 x T 129 x 3 heads */
+    /* the largest calls below: linear 45 x 96 -> 80, LayerNorm and RMSNorm
+     * rows of 200, attention B 2 x T 129 x 8 heads (scratch B*T*nh) */
     const struct oc_kernel_sizes sz = {.rows = 67, .lin_in = 96, .lin_out = 80,
                                        .bias_out = 80, .norm = 200, .att_B = 2,
-                                       .att_T = 129, .att_nh = 3};
+                                       .att_T = 129, .att_nh = 8};
     OC_ASSERT(GPU.ops->reserve(GPU.ctx, &sz, NULL) == 0);
     OC_ASSERT(GPU16.ops->reserve(GPU16.ctx, &sz, NULL) == 0);
     check_true("align_floats: cpu 1, cuda 64",
@@ -738,6 +748,7 @@ int main(void)
     test_adds_memory();
     test_attention();
     test_flash_attention();
+    test_kernels_llama();
     test_embedding();
     test_cross_entropy();
     test_adamw();

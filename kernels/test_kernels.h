@@ -1,15 +1,16 @@
-/* test_kernels.h: what the files of kernels_gpu share; test_kernels.c
- * defines it all (its main, the tables, the helpers) and calls the test
- * functions of the other files:
+/* test_kernels.h: what the files of kernels_gpu share (test_kernels.c:
+ * the helpers, the checks of the GPT block's kernels and main;
+ * test_kernels_llama.c: the Llama block's; test_kernels_flash.c: fused attention): the two kernel tables, host
+ * tensors with their device copies, and the checks that print one line
+ * each and count failures. The tolerances are test_kernels.c's header's.
  *
- *   struct pair x = prand(n, 1, 0), y = pout(n);   // host and device twins
- *   CPU.ops->gelu_fwd(CPU.ctx, y.h, x.h, n);
- *   GPU.ops->gelu_fwd(GPU.ctx, y.d, x.d, n);
- *   pcheck("gelu_fwd", &y, TOL_F32);               // one line, counted
+ *   struct pair x = prand(n, 1, 0), y = pout(n);  // same input, both sides
+ *   CPU.ops->xxx(CPU.ctx, y.h, x.h, n);
+ *   GPU.ops->xxx(GPU.ctx, y.d, x.d, n);
+ *   pcheck("xxx", &y, TOL_F32);                    // device against host
  *   pfree(&y), pfree(&x);
  *
- * Not a library: the names are the test program's own. The tolerances are
- * explained in test_kernels.c's header.
+ * Not a library: a test program's shared declarations.
  */
 #ifndef OC_TEST_KERNELS_H
 #define OC_TEST_KERNELS_H
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ops_cpu.h"
 #include "ops_cuda.h"
 
 #define TOL_EXACT 0.0
@@ -24,8 +26,18 @@
 #define TOL_BF16_OPERANDS 1e-4
 #define TOL_BF16 1e-2
 
+extern int g_checks, g_failed;
 extern cudaStream_t g_stream;
 extern struct oc_kernels CPU, GPU, GPU16; /* cpu; cuda fp32; cuda bf16 */
+
+uint64_t next_u64(void);
+float urand(void); /* uniform on [-1, 1), fixed seed */
+void *xmalloc(size_t bytes);
+void *dalloc(size_t bytes); /* device memory set to NaN (0xff bytes) */
+void *dup_bytes(const void *h, size_t bytes);
+void down(void *h, const void *d, size_t bytes); /* after the stream's work */
+oc_bf16 bf16_of(float x);
+float f32_of(oc_bf16 h);
 
 /* A host tensor and its device copy: the two tables' inputs or outputs. */
 struct pair {
@@ -33,22 +45,22 @@ struct pair {
     int64_t n;
 };
 
-/* uniform on offset + scale * [-1, 1), on both sides */
-struct pair prand(int64_t n, float scale, float offset);
-/* an output: host zero, device NaN (a kernel that skips an element fails) */
-struct pair pout(int64_t n);
-/* the host values to the device */
-void psync(struct pair *p);
+struct pair prand(int64_t n, float scale, float offset); /* offset + scale*[-1,1) */
+struct pair pout(int64_t n);   /* an output: host zero, device NaN */
+void psync(struct pair *p);    /* the host values to the device */
+void pround(struct pair *p);   /* the host values rounded to bf16, both sides */
 void pfree(struct pair *p);
-/* the device side of p against its host side: one counted check line */
-void pcheck(const char *name, const struct pair *p, double tol);
-/* device -> host, after the stream's work */
-void down(void *h, const void *d, size_t bytes);
-/* bf16 rounding to nearest even on the host, and back */
-oc_bf16 bf16_of(float x);
-float f32_of(oc_bf16 h);
 
-/* test_kernels_flash.c: the fused attention entries */
+double scaled_err(const float *got, const float *ref, int64_t n);
+void check(const char *name, const float *got, const float *ref, int64_t n, double tol);
+void check_true(const char *name, int ok);
+void check_dev(const char *name, const float *d, const float *ref, int64_t n, double tol);
+void pcheck(const char *name, const struct pair *p, double tol); /* p.d against p.h */
+
+/* test_kernels_llama.c: RMSNorm, SwiGLU, rotary embedding. */
+void test_kernels_llama(void);
+
+/* test_kernels_flash.c: the fused attention entries. */
 void test_flash_attention(void);
 
 #endif

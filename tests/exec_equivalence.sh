@@ -23,55 +23,11 @@ wdiff=$2
 mpirun=${3:-mpirun}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-# Open MPI as root in CI containers; more ranks than cores; shared memory.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-# Under the sanitizer build, Open MPI, hwloc and OpenBLAS leave allocations
-# at exit that LeakSanitizer reports (none from ocsim: the model code's leaks
-# are checked in-process by test_exec_gpt). Address and UB checks stay on.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-mpi=("$mpirun" --oversubscribe --bind-to none --mca btl self,vader)
 common=(--model tiny --global-batch 8 --seq 32 --steps 3 --timeout 60)
-
-# run NAME NP ARGS...: ocsim-exec into $tmp/NAME; output in $tmp/NAME.log
-run() {
-  local name=$1 np=$2
-  shift 2
-  "${mpi[@]}" -np "$np" "$exe" "${common[@]}" --out "$tmp/$name" "$@" \
-    >"$tmp/$name.log" 2>&1
-}
-
-# same_losses A B TOL: every step of B's loss.csv within TOL relative of A's
-same_losses() {
-  awk -F, -v tol="$3" '
-    NR == FNR { if (FNR > 1) ref[$1] = $2; n++; next }
-    FNR > 1 { m++; r = ($2 - ref[$1]) / ref[$1]; if (r < 0) r = -r;
-              if (!($1 in ref) || r > tol) { bad = 1; print "  step " $1 ": " $2 " vs " ref[$1] } }
-    END { if (m + 1 != n || m == 0) { bad = 1; print "  " m " steps vs " n - 1 }; exit bad }' \
-    "$1/loss.csv" "$2/loss.csv"
-}
-
-# check NAME NP ARGS...: run, then compare with the reference
-check() {
-  local name=$1 rc
-  run "$@"
-  rc=$?
-  if [ "$rc" -ne 0 ]; then
-    bad "$name: exit code $rc: $(tail -5 "$tmp/$name.log")"
-    return
-  fi
-  local why=""
-  same_losses "$tmp/ref" "$tmp/$name" 1e-5 >"$tmp/$name.cmp" || why="losses differ: $(cat "$tmp/$name.cmp")"
-  "$wdiff" --tol 1e-5 --tensor-tol 1e-2 "$tmp/$name/weights.bin" "$tmp/ref/weights.bin" \
-    >"$tmp/$name.wd" 2>&1 || why="$why weights: $(cat "$tmp/$name.wd")"
-  grep -q '^replicas: every DP replica' "$tmp/$name.log" || why="$why replicas differ: $(grep warning "$tmp/$name.log")"
-  [ -z "$why" ] && ok || bad "$name: $why"
-}
+loss_tol=1e-5
+# run, same_losses, check (losses within loss_tol, weights, replicas),
+# refused, ok, bad; the environment of the runs.
+. "$(dirname "$0")/exec_common.sh"
 
 # The one-process reference.
 if ! run ref 1 --layout tp1-pp1-dp1-nosp; then
@@ -156,19 +112,6 @@ else
 fi
 
 # Refusals: one line from ocsim-exec, exit 2, nothing written.
-refused() {
-  local name=$1 pattern=$2
-  shift 2
-  run "$name" "$@"
-  local rc=$? lines
-  lines=$(grep -c '^ocsim-exec:' "$tmp/$name.log")
-  if [ "$rc" -eq 0 ] || [ "$lines" -ne 1 ] || ! grep -Eq "$pattern" "$tmp/$name.log" ||
-     [ -e "$tmp/$name" ]; then
-    bad "$name: exit $rc, $lines ocsim-exec lines: $(head -3 "$tmp/$name.log")"
-  else
-    ok
-  fi
-}
 refused np3 '^ocsim-exec: layout tp2-pp2-dp2.* 8 processes, but MPI started 3' 3 --layout tp2-pp2-dp2
 refused sp '^ocsim-exec: sequence parallelism is not supported' 2 --layout tp2-pp1-dp1-sp
 # the executor's runs are fp32 runs (layout.h): a bf16 layout is refused

@@ -1,5 +1,6 @@
 /* exec_gpt_fixtures.h: what the suites of the executor's model share
- * (test_exec_gpt, test_exec_params): the "tiny" model with L layers, the
+ * (test_exec_gpt, test_exec_llama, test_exec_params): the "tiny" and
+ * "llama-tiny" models with L layers, the
  * cpu kernel table, and a TP shard that holds the whole model (one pipeline
  * stage) and runs one micro-batch op by op, driven by the schedule's op
  * list, on t shards in lockstep.
@@ -37,8 +38,11 @@ extern struct oc_kernels K;
 /* CUnit suite init: one OpenBLAS thread, the cpu kernel table into K. */
 int gpt_suite_init(void);
 
-/* models/tiny.json with L layers. */
+/* models/tiny.json (GPT-2 block) with L layers. */
 struct oc_model tiny(int64_t L);
+/* models/llama-tiny.json (Llama block, 4 heads over 2 KV heads) with L
+ * layers. */
+struct oc_model llama_tiny(int64_t L);
 
 /* ------------------------------------------------------------------ */
 /* One TP shard holding the whole model (one pipeline stage)            */
@@ -106,5 +110,35 @@ double rel_l2(const float *a, const float *b, int64_t n);
  * shard's params); free it. */
 float *gather_grads(const struct shard *sh, int64_t t,
                     const struct oc_params *whole);
+
+/* ------------------------------------------------------------------ */
+/* Checks the suites of both families run (CUnit assertions)            */
+
+/* t shards of model m run fwd + bwd on batch b (shards_run, no
+ * recompute) against ref, one shard (t = 1) that ran the same: every
+ * rank's losses bitwise alike; losses, the input gradient and every
+ * gathered gradient within 1e-5 (L2 relative) of ref's; a replicated
+ * tensor's gradient bitwise alike on every rank. */
+void check_tp_like_ref(const struct shard *ref, const struct oc_model *m,
+                       const struct batch *b, int64_t t);
+/* Every gradient tensor of s is non-zero (the checks compare no zeros). */
+void check_grads_nonzero(const struct shard *s);
+/* Full and selective recompute give bitwise the losses, gradients and
+ * input gradient of none, at t = 1 and t = 2, on model m and batch b. */
+void check_recompute_bitwise(const struct oc_model *m, const struct batch *b);
+/* The mean of s's token losses, summed in double. */
+double mean_loss(const struct shard *s);
+/* Mean loss of one t = 1 forward of s (B x T tokens), summed in double. */
+double fwd_loss(struct shard *s, const struct oc_model *m, int64_t B, int64_t T);
+/* Central differences (f(w+e) - f(w-e)) / 2e, e = 1e-2, on the entry of
+ * largest gradient within rows [r0, r1) (r1 0: every row) of tensor
+ * (k, layer) of a t = 1 shard that ran fwd + bwd: within 1% of the
+ * gradient, which is above 1e-5. */
+void check_fd(struct shard *s, const struct oc_model *m, int64_t B, int64_t T,
+              enum oc_param_kind k, int64_t layer, int64_t r0, int64_t r1);
+/* 50 AdamW steps (lr 1e-2) at t = 1 on the synthetic task, B = 8, T = 32,
+ * a new batch each step: the first mean loss is within 0.05 of 6.25, the
+ * last below 70% of the first. */
+void check_loss_falls(const struct oc_model *m);
 
 #endif

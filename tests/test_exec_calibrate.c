@@ -189,6 +189,17 @@ static void test_round_trip(void)
     OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 12.8e-6, 1e-6);
     OC_ASSERT_REL(c.optimizer_s_per_param, 3e-9, 1e-6);
 
+    /* The same rates price a Llama block by its own FLOPs (llama-tiny: h
+     * 64, a 4, k 2, f 176, SwiGLU): attention forward (2*128*(64^2 + 2*64*32
+     * + 64^2) + 4*128^2*64)/2 = (3 145 728 + 4 194 304)/2 = 3 670 016 at
+     * 2e9 = 1.835008 ms; MLP forward 2*128*3*64*176/2 = 4 325 376 at 4e9 =
+     * 1.081344 ms. */
+    struct oc_model ll;
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("llama-tiny", &ll, &st), 0);
+    oc_cost_init(&c, &ll, &l, &t);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 1.835008e-3, 1e-6);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 1.081344e-3, 1e-6);
+
     check_sources(path);
 }
 

@@ -36,61 +36,19 @@ static void test_tp_equivalence(void)
 {
     struct oc_model m = tiny(2);
     struct batch b = make_batch(m.vocab_size, 0, 2, 32);
-    static struct shard ref[1], sh[TMAX];
+    static struct shard ref[1];
     shards_run(ref, 1, &m, &b, OC_RECOMPUTE_NONE);
 
     /* At init the logits are small (|lnf| ~ sqrt(64) = 8 times weights of
      * std 0.02: logit std ~ 0.16), so the mean loss is ln 512 = 6.2383 plus
      * about var/2 = 0.013: within 0.05 of 6.25. */
-    double ref_loss = 0;
-    for (int64_t i = 0; i < ref[0].N; i++)
-        ref_loss += ref[0].losses[i];
-    ref_loss /= (double)ref[0].N;
-    CU_ASSERT_DOUBLE_EQUAL(ref_loss, 6.25, 0.05);
+    CU_ASSERT_DOUBLE_EQUAL(mean_loss(&ref[0]), 6.25, 0.05);
 
-    for (int64_t t = 2; t <= 4; t *= 2) {
-        shards_run(sh, t, &m, &b, OC_RECOMPUTE_NONE);
-        for (int64_t r = 0; r < t; r++) {
-            /* every rank has the same losses after the all-reduces */
-            CU_ASSERT(memcmp(sh[r].losses, sh[0].losses,
-                             (size_t)sh[0].N * sizeof(float)) == 0);
-            CU_ASSERT(rel_l2(sh[r].losses, ref[0].losses, ref[0].N) < 1e-5);
-            /* and the same input gradient of the embedding */
-            CU_ASSERT(rel_l2(sh[r].dx, ref[0].dx, ref[0].N * ref[0].C) < 1e-5);
-        }
-        float *g = gather_grads(sh, t, &ref[0].p);
-        for (int64_t i = 0; i < ref[0].p.nt; i++) {
-            const struct oc_param_tensor *tt = &ref[0].p.t[i];
-            int64_t n = tt->rows * tt->cols;
-            double e = rel_l2(g + tt->offset, ref[0].p.g + tt->offset, n);
-            CU_ASSERT(e < 1e-5);
-            if (e >= 1e-5)
-                fprintf(stderr, "\n  t=%lld %s layer %lld: rel %.3g\n",
-                        (long long)t, oc_param_name(tt->kind),
-                        (long long)tt->layer, e);
-        }
-        /* replicated tensors get the same gradient on every rank, bitwise */
-        for (int64_t i = 0; i < sh[0].p.nt; i++) {
-            const struct oc_param_tensor *tt = &sh[0].p.t[i];
-            if (tt->rows != tt->grows || tt->cols != tt->gcols)
-                continue;
-            for (int64_t r = 1; r < t; r++)
-                CU_ASSERT(memcmp(sh[r].p.g + tt->offset, sh[0].p.g + tt->offset,
-                                 (size_t)(tt->rows * tt->cols) * sizeof(float)) == 0);
-        }
-        free(g);
-        for (int64_t r = 0; r < t; r++)
-            shard_free(&sh[r]);
-    }
+    for (int64_t t = 2; t <= 4; t *= 2)
+        check_tp_like_ref(&ref[0], &m, &b, t);
     /* every gradient tensor is non-trivial at t = 1 (the checks above are
      * not comparing zeros), biases of the QKV included */
-    for (int64_t i = 0; i < ref[0].p.nt; i++) {
-        const struct oc_param_tensor *tt = &ref[0].p.t[i];
-        double ss = 0;
-        for (int64_t j = 0; j < tt->rows * tt->cols; j++)
-            ss += (double)ref[0].p.g[tt->offset + j] * ref[0].p.g[tt->offset + j];
-        CU_ASSERT(ss > 0);
-    }
+    check_grads_nonzero(&ref[0]);
     shard_free(&ref[0]);
     batch_free(&b);
 }
@@ -101,25 +59,7 @@ static void test_recompute_bitwise(void)
 {
     struct oc_model m = tiny(2);
     struct batch b = make_batch(m.vocab_size, 3, 2, 32);
-    static struct shard base[2], other[2];
-    for (int64_t t = 1; t <= 2; t++) {
-        shards_run(base, t, &m, &b, OC_RECOMPUTE_NONE);
-        enum oc_recompute modes[] = {OC_RECOMPUTE_FULL, OC_RECOMPUTE_SELECTIVE};
-        for (int k = 0; k < 2; k++) {
-            shards_run(other, t, &m, &b, modes[k]);
-            for (int64_t r = 0; r < t; r++) {
-                CU_ASSERT(memcmp(other[r].p.g, base[r].p.g,
-                                 (size_t)base[r].p.n * sizeof(float)) == 0);
-                CU_ASSERT(memcmp(other[r].losses, base[r].losses,
-                                 (size_t)base[r].N * sizeof(float)) == 0);
-                CU_ASSERT(memcmp(other[r].dx, base[r].dx,
-                                 (size_t)(base[r].N * base[r].C) * sizeof(float)) == 0);
-                shard_free(&other[r]);
-            }
-        }
-        for (int64_t r = 0; r < t; r++)
-            shard_free(&base[r]);
-    }
+    check_recompute_bitwise(&m, &b);
     batch_free(&b);
 }
 
@@ -241,28 +181,8 @@ static void test_callback_failure(void)
     batch_free(&b);
 }
 
-/* Mean loss of one t = 1 forward, summed in double. */
-static double fwd_loss(struct shard *s, const struct oc_model *m, int64_t B,
-                       int64_t T)
-{
-    struct oc_schedule sc = one_stage_schedule(m, 1, B, T, OC_RECOMPUTE_NONE);
-    for (int64_t i = 0; i < sc.ranks[0].n; i++) {
-        const struct oc_op *op = &sc.ranks[0].ops[i];
-        if (op->kind == OC_OP_COMPUTE && op->phase == OC_PHASE_FWD)
-            lockstep(s, 1, op);
-    }
-    oc_schedule_free(&sc);
-    double sum = 0;
-    for (int64_t i = 0; i < s->N; i++)
-        sum += s->losses[i];
-    return sum / (double)s->N;
-}
-
-/* Central differences (f(w+e) - f(w-e)) / 2e on the entry of largest
- * gradient of several tensors. The forward is fp32: with e = 1e-3 the
- * rounding of the loss (~1e-7 relative) is already a few % of the small
- * LayerNorm gradients; e = 1e-2 keeps both it and the O(e^2) truncation
- * under 0.2% here, so 1% agreement is asked. */
+/* Finite differences (check_fd) on the entry of largest gradient of
+ * several tensors. */
 static void test_finite_difference(void)
 {
     struct oc_model m = tiny(2);
@@ -279,28 +199,8 @@ static void test_finite_difference(void)
         {OC_P_FCW, 1},      {OC_P_FCPROJB, 0},   {OC_P_LN2B, 1},
         {OC_P_LNFW, -1},
     };
-    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++) {
-        const struct oc_param_tensor *tt =
-            oc_params_tensor(&s.p, probe[i].k, probe[i].layer);
-        int64_t n = tt->rows * tt->cols, best = 0;
-        for (int64_t j = 1; j < n; j++)
-            if (fabsf(s.p.g[tt->offset + j]) > fabsf(s.p.g[tt->offset + best]))
-                best = j;
-        float *w = s.p.w + tt->offset + best;
-        const float w0 = *w, eps = 1e-2f;
-        *w = w0 + eps;
-        double lp = fwd_loss(&s, &m, B, T);
-        *w = w0 - eps;
-        double lm = fwd_loss(&s, &m, B, T);
-        *w = w0;
-        double fd = (lp - lm) / (2.0 * (double)eps);
-        double an = s.p.g[tt->offset + best];
-        CU_ASSERT(fabs(an) > 1e-5);
-        CU_ASSERT(fabs(fd - an) <= 1e-2 * fabs(an));
-        if (!(fabs(fd - an) <= 1e-2 * fabs(an)))
-            fprintf(stderr, "\n  %s[%lld]: analytic %.6g, numeric %.6g\n",
-                    oc_param_name(tt->kind), (long long)best, an, fd);
-    }
+    for (size_t i = 0; i < sizeof probe / sizeof probe[0]; i++)
+        check_fd(&s, &m, B, T, probe[i].k, probe[i].layer, 0, 0);
     shard_free(&s);
     batch_free(&b);
 }
@@ -420,45 +320,7 @@ static void test_tied_pipeline_split(void)
 static void test_training_loss_falls(void)
 {
     struct oc_model m = tiny(2);
-    const int64_t B = 8, T = 32, steps = 50;
-    static struct shard s;
-    shard_init(&s, &m, 1, 0, B, T, OC_RECOMPUTE_NONE);
-    struct oc_synth syn;
-    struct oc_status st = {{0}};
-    CU_ASSERT_EQUAL_FATAL(oc_synth_init(&syn, m.vocab_size, SEED, &st), 0);
-    int32_t *tok = oc_xmalloc((size_t)(B * T) * sizeof *tok);
-    int32_t *tgt = oc_xmalloc((size_t)(B * T) * sizeof *tgt);
-    s.tok = tok;
-    s.tgt = tgt;
-    s.grad_scale = 1.0f / (float)(B * T);
-    struct oc_schedule sc = one_stage_schedule(&m, 1, B, T, OC_RECOMPUTE_NONE);
-    const struct oc_adamw h = {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
-    double first = 0, last = 0;
-    for (int64_t k = 0; k < steps; k++) {
-        oc_synth_batch(&syn, k * B, B, T, tok, tgt);
-        oc_params_zero_grad(&s.p);
-        for (int64_t i = 0; i < sc.ranks[0].n; i++) {
-            const struct oc_op *op = &sc.ranks[0].ops[i];
-            if (op->kind == OC_OP_COMPUTE && op->phase != OC_PHASE_OPTIMIZER)
-                lockstep(&s, 1, op);
-        }
-        double loss = 0;
-        for (int64_t i = 0; i < s.N; i++)
-            loss += s.losses[i];
-        loss /= (double)s.N;
-        if (k == 0)
-            first = loss;
-        last = loss;
-        oc_params_adamw(&K, &s.p, &h, k + 1);
-    }
-    fprintf(stderr, " [loss %.3f -> %.3f] ", first, last);
-    CU_ASSERT_DOUBLE_EQUAL(first, 6.25, 0.05);
-    CU_ASSERT(last < 0.7 * first);
-    oc_schedule_free(&sc);
-    free(tgt);
-    free(tok);
-    oc_synth_free(&syn);
-    shard_free(&s);
+    check_loss_falls(&m);
 }
 
 static CU_TestInfo tests[] = {

@@ -8,7 +8,11 @@
  * - AdamW matches a step worked by hand.
  * - unsupported models and layouts are refused with one line.
  *
- * The model's forward and backward are tested in test_exec_gpt.c.
+ * - the Llama tensor table: no biases, no positions, KV-group rows,
+ *   the fused gate | up projection split half by half.
+ *
+ * The model's forward and backward are tested in test_exec_gpt.c and
+ * test_exec_llama.c.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -101,6 +105,73 @@ static void test_init_counter(void)
     for (int64_t r = 0; r < 4; r++)
         oc_params_free(&q[r]);
     free(g);
+    oc_params_free(&whole);
+}
+
+/* llama-tiny (C 64, NH 4, NKV 2, HS 16, F 176, V 512, untied) with L = 2
+ * at t = 2, rank 1. No biases and no position table. qkvw (2*(2+2)*16,
+ * 64) = (128, 64) is split by KV group: rank 1 holds group 1, rows
+ * [64, 128). fcw (352, 64) is gate rows [0, 176) then up rows [176, 352):
+ * rank 1 holds gate rows [88, 176) and up rows [264, 352), local rows
+ * [0, 88) and [88, 176). Arena by hand: wte 256*64 = 16384; per layer
+ * ln1w 64 + qkvw 64*64 + attprojw 64*32 + ln2w 64 + fcw 176*64 + fcprojw
+ * 64*88 = 64 + 4096 + 2048 + 64 + 11264 + 5632 = 23168 (core's
+ * oc_model_layer_params_tp); lnfw 64; lmw 256*64 = 16384: 16384 + 2*23168
+ * + 64 + 16384 = 79168 floats. */
+static void test_llama_table(void)
+{
+    struct oc_model m = llama_tiny(2);
+    struct oc_status st = {{0}};
+    const enum oc_param_kind absent[] = {OC_P_WPE,  OC_P_LN1B,     OC_P_QKVB,
+                                         OC_P_ATTPROJB, OC_P_LN2B, OC_P_FCB,
+                                         OC_P_FCPROJB,  OC_P_LNFB};
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+        CU_ASSERT_EQUAL(oc_params_kind_in_model(&m, absent[i]), 0);
+    CU_ASSERT_EQUAL(oc_params_kind_in_model(&m, OC_P_FCW), 1);
+    const struct oc_model gpt = tiny(2);
+    CU_ASSERT_EQUAL(oc_params_kind_in_model(&gpt, OC_P_WPE), 1);
+    int64_t all[] = {0, 1};
+    struct oc_params whole, q[2];
+    struct oc_params_opts ow = {1, 0, all, 2, 1, 1, SEED};
+    CU_ASSERT_EQUAL_FATAL(oc_params_init(&whole, &m, &ow, &st), 0);
+    /* t = 1: wte 32768 + 2 layers of 46208 + lnfw 64 + lmw 32768 */
+    CU_ASSERT_EQUAL(whole.n, 158016);
+    for (int64_t r = 0; r < 2; r++) {
+        struct oc_params_opts o = {2, r, all, 2, 1, 1, SEED};
+        CU_ASSERT_EQUAL_FATAL(oc_params_init(&q[r], &m, &o, &st), 0);
+    }
+    CU_ASSERT_EQUAL(q[1].n, 79168);
+    CU_ASSERT_PTR_NULL(oc_params_w_opt(&q[1], OC_P_QKVB, 1));
+    CU_ASSERT_PTR_NULL(oc_params_g_opt(&q[1], OC_P_WPE, -1));
+    CU_ASSERT_PTR_EQUAL(oc_params_w_opt(&q[1], OC_P_QKVW, 1), oc_params_w(&q[1], OC_P_QKVW, 1));
+    const struct oc_param_tensor *tq = oc_params_tensor(&q[1], OC_P_QKVW, 1);
+    CU_ASSERT(tq->rows == 64 && tq->grows == 128 && tq->row0 == 64 && tq->parts == 1);
+    const struct oc_param_tensor *tf = oc_params_tensor(&q[1], OC_P_FCW, 1);
+    CU_ASSERT(tf->rows == 176 && tf->grows == 352 && tf->row0 == 88 && tf->parts == 2);
+    CU_ASSERT_EQUAL(oc_params_global_row(tf, 0), 88);
+    CU_ASSERT_EQUAL(oc_params_global_row(tf, 87), 175);
+    CU_ASSERT_EQUAL(oc_params_global_row(tf, 88), 264);
+    CU_ASSERT_EQUAL(oc_params_global_row(tf, 175), 351);
+    const float *fw = oc_params_w(&q[1], OC_P_FCW, 1);
+    CU_ASSERT_EQUAL(fw[100 * 64 + 3], oc_params_init_value(&m, SEED, OC_P_FCW, 1, 276, 3));
+    CU_ASSERT_EQUAL(fw[10 * 64 + 3], oc_params_init_value(&m, SEED, OC_P_FCW, 1, 98, 3));
+    /* gains 1; the down projection at std 0.02/sqrt(2*2) = 0.01 */
+    CU_ASSERT_EQUAL(oc_params_w(&q[1], OC_P_LN2W, 0)[5], 1.0f);
+    CU_ASSERT(fabsf(oc_params_w(&q[1], OC_P_FCPROJW, 0)[7]) < 0.01f * 1.7320509f);
+    /* the two shards gather to the t = 1 arena, bitwise; take_full of the
+     * gate | up shard is the inverse of put_full */
+    float *g = oc_xcalloc((size_t)whole.n, sizeof *g);
+    for (int64_t r = 0; r < 2; r++)
+        oc_params_put_whole(&q[r], q[r].w, &whole, g);
+    CU_ASSERT(memcmp(g, whole.w, (size_t)whole.n * sizeof *g) == 0);
+    const struct oc_param_tensor *tw = oc_params_tensor(&whole, OC_P_FCW, 1);
+    float *back = oc_xcalloc((size_t)q[1].n, sizeof *back);
+    oc_params_take_full(&q[1], back, tf, whole.w + tw->offset);
+    CU_ASSERT(memcmp(back + tf->offset, fw, (size_t)(tf->rows * tf->cols) * sizeof *back) == 0);
+    free(back);
+    free(g);
+    oc_params_free(&q[1]);
+    oc_params_free(&q[0]);
     oc_params_free(&whole);
 }
 
@@ -213,10 +284,14 @@ static void test_refusals(void)
     g.num_key_value_heads = 2;
     CU_ASSERT_EQUAL(oc_params_check_model(&g, 1, &st), -1);
     CU_ASSERT(strstr(st.msg, "grouped-query") != NULL);
-    struct oc_model ll = m;
+    struct oc_model ll = m; /* a GPT-2 block under Llama's name */
     ll.arch = OC_ARCH_LLAMA;
     CU_ASSERT_EQUAL(oc_params_check_model(&ll, 1, &st), -1);
-    CU_ASSERT(strstr(st.msg, "GPT style") != NULL);
+    CU_ASSERT(strstr(st.msg, "is not Llama style") != NULL);
+    struct oc_model lt = llama_tiny(2); /* 2 KV heads: TP 2, not 4 */
+    CU_ASSERT_EQUAL(oc_params_check_model(&lt, 2, &st), 0);
+    CU_ASSERT_EQUAL(oc_params_check_model(&lt, 4, &st), -1);
+    oc_test_msg_has(st.msg, "exec: KV heads 2 of model 'llama-tiny' does not split over TP 4");
     CU_ASSERT_EQUAL(oc_params_check_model(&m, 8, &st), -1); /* 4 heads */
     CU_ASSERT(strstr(st.msg, "heads 4") != NULL);
     struct oc_model v = m;
@@ -235,6 +310,16 @@ static void test_refusals(void)
     l.seq_length = 129; /* P = 128 */
     CU_ASSERT_EQUAL(oc_gpt_check_layout(&m, &l, &st), -1);
     CU_ASSERT(strstr(st.msg, "129") != NULL);
+    /* rope_scaling the executor has no rule for, one line */
+    l.seq_length = 32;
+    CU_ASSERT_EQUAL(oc_gpt_check_layout(&lt, &l, &st), 0);
+    struct oc_model yarn;
+    CU_ASSERT_EQUAL_FATAL(oc_model_load(OC_TEST_DATA "/model_llama_rope_yarn.json", &yarn,
+                                        &st), 0);
+    CU_ASSERT_EQUAL(oc_gpt_check_layout(&yarn, &l, &st), -1);
+    oc_test_msg_has(st.msg, "exec: model 'model_llama_rope_yarn' has rope_scaling type "
+                            "'yarn'; the executor runs none, 'linear' and 'llama3'");
+    CU_ASSERT(strchr(st.msg, '\n') == NULL);
     struct oc_gpt_dims d;
     CU_ASSERT_EQUAL(oc_gpt_dims_init(&d, &m, 2, 2, 1, 8, &st), -1);
     CU_ASSERT(strstr(st.msg, "TP rank 2") != NULL);
@@ -251,6 +336,7 @@ static void test_refusals(void)
 
 static CU_TestInfo tests[] = {
     {"init_counter", test_init_counter},
+    {"llama_table", test_llama_table},
     {"data", test_data},
     {"adamw_by_hand", test_adamw_by_hand},
     {"refusals", test_refusals},

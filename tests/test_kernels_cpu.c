@@ -17,91 +17,19 @@
  *   heads on one KV group, against the classic entries with g = 1,
  *   against replicated key-value heads, and their backward against finite
  *   differences.
- * The whole model is tested through these kernels in test_exec_gpt.c
+ * The Llama block's kernels (RMSNorm, SwiGLU, rotary embedding,
+ * grouped-query attention) are test_kernels_llama.c's. The whole model is
+ * tested through these kernels in test_exec_gpt.c and test_exec_llama.c
  * (tensor-parallel equivalence, finite differences of every part); the
  * cuda kernels against this table in kernels/test_kernels.c.
  */
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops_cpu.h"
+#include "kernels_fixtures.h"
 #include "test_util.h"
-
-#define TOL 1e-6
-#define TOL_FD 1e-2
-
-static struct oc_kernels K;
-
-static uint64_t rng = 0x9e3779b97f4a7c15ULL;
-
-static float urand(void) /* splitmix64 -> [-1, 1) */
-{
-    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) * 0x1.0p-53 * 2.0 - 1.0);
-}
-
-static float *frand(int64_t n)
-{
-    float *p = malloc((size_t)n * sizeof *p);
-    OC_ASSERT(p);
-    for (int64_t i = 0; i < n; i++)
-        p[i] = urand();
-    return p;
-}
-
-static float *fzero(int64_t n)
-{
-    float *p = calloc((size_t)n, sizeof *p);
-    OC_ASSERT(p);
-    return p;
-}
-
-/* max |a - b| / max |b|: the error relative to the tensor's scale */
-static double scaled_err(const float *a, const double *b, int64_t n)
-{
-    double emax = 0.0, bmax = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        double e = fabs((double)a[i] - b[i]);
-        emax = e > emax ? e : emax;
-        bmax = fabs(b[i]) > bmax ? fabs(b[i]) : bmax;
-    }
-    return bmax > 0.0 ? emax / bmax : emax;
-}
-
-/* The forward kernel under a finite-difference check: writes out (nout)
- * from x, the input being varied; ctx holds the other arguments. */
-typedef void (*fwd_fn)(void *ctx, const float *x, float *out);
-
-/* d/dx of sum(out * G), by central differences of step h. */
-static double *fd_grad(fwd_fn f, void *ctx, float *x, int64_t nx, int64_t nout,
-                       const float *G, float h)
-{
-    double *g = calloc((size_t)nx, sizeof *g);
-    float *out = malloc((size_t)nout * sizeof *out);
-    OC_ASSERT(g && out);
-    for (int64_t i = 0; i < nx; i++) {
-        const float x0 = x[i];
-        double lp = 0, lm = 0;
-        x[i] = x0 + h;
-        f(ctx, x, out);
-        for (int64_t j = 0; j < nout; j++)
-            lp += (double)out[j] * G[j];
-        x[i] = x0 - h;
-        f(ctx, x, out);
-        for (int64_t j = 0; j < nout; j++)
-            lm += (double)out[j] * G[j];
-        x[i] = x0;
-        g[i] = (lp - lm) / (2.0 * (double)h);
-    }
-    free(out);
-    return g;
-}
 
 /* ------------------------------------------------------------------ */
 /* Linear                                                               */
@@ -258,7 +186,7 @@ struct attn_ctx {
 static void attn_fwd(void *c, const float *qkv, float *y)
 {
     struct attn_ctx *a = c;
-    K.ops->attn_fwd(K.ctx, a->att, y, qkv, a->B, a->T, a->nh, a->HS);
+    K.ops->attn_fwd(K.ctx, a->att, y, qkv, a->B, a->T, a->nh, a->nh, a->HS);
 }
 
 /* One head of size 1, two tokens: (q, k, v) = (1, 2, 3) and (1, 0, 5).
@@ -269,14 +197,14 @@ static void test_attention(void)
 {
     const float qkv[6] = {1, 2, 3, 1, 0, 5};
     float att[4], y[2], att2[4] = {9, 9, 9, 9};
-    K.ops->attn_fwd(K.ctx, att, y, qkv, 1, 2, 1, 1);
+    K.ops->attn_fwd(K.ctx, att, y, qkv, 1, 2, 1, 1, 1);
     const double p = exp(2.0) / (exp(2.0) + 1.0);
     CU_ASSERT(att[0] == 1.0f && att[1] == 0.0f);
     OC_ASSERT_REL(att[2], p, TOL);
     OC_ASSERT_REL(att[3], 1 - p, TOL);
     CU_ASSERT_EQUAL(y[0], 3.0f);
     OC_ASSERT_REL(y[1], 3 * p + 5 * (1 - p), TOL);
-    K.ops->attn_fwd(K.ctx, att2, NULL, qkv, 1, 2, 1, 1); /* scores only */
+    K.ops->attn_fwd(K.ctx, att2, NULL, qkv, 1, 2, 1, 1, 1); /* scores only */
     CU_ASSERT(memcmp(att, att2, sizeof att) == 0);
 
     /* backward: B 2, T 5, 2 heads of 3 */
@@ -287,7 +215,7 @@ static void test_attention(void)
     struct attn_ctx c = {a, B, T, nh, HS};
     double *want = fd_grad(attn_fwd, &c, q, nq, ny, G, 1e-2f);
     attn_fwd(&c, q, yy);
-    K.ops->attn_bwd(K.ctx, dq, a, q, G, B, T, nh, HS);
+    K.ops->attn_bwd(K.ctx, dq, a, q, G, B, T, nh, nh, HS);
     CU_ASSERT(scaled_err(dq, want, nq) < TOL_FD);
     free(want), free(dq), free(yy), free(a), free(G), free(q);
 }
@@ -345,7 +273,7 @@ static void test_flash_vs_classic(void)
     OC_ASSERT(want);
     for (int64_t i = 0; i < nq; i++)
         qkv[i] *= 2.0f;
-    K.ops->attn_fwd(K.ctx, att, y0, qkv, B, T, nh, HS);
+    K.ops->attn_fwd(K.ctx, att, y0, qkv, B, T, nh, nh, HS);
     K.ops->flash_attn_fwd(K.ctx, y, lse, qkv, B, T, nh, nh, HS);
     for (int64_t i = 0; i < ny; i++)
         want[i] = y0[i];
@@ -365,7 +293,7 @@ static void test_flash_vs_classic(void)
                 want[(b * nh + h) * T + t] = log(sum);
             }
     CU_ASSERT(scaled_err(lse, want, nl) < TOL);
-    K.ops->attn_bwd(K.ctx, dq0, att, qkv, dy, B, T, nh, HS);
+    K.ops->attn_bwd(K.ctx, dq0, att, qkv, dy, B, T, nh, nh, HS);
     K.ops->flash_attn_bwd(K.ctx, dq, qkv, y, lse, dy, B, T, nh, nh, HS);
     for (int64_t i = 0; i < nq; i++)
         want[i] = dq0[i];
@@ -536,14 +464,6 @@ static void test_adamw(void)
     }
 }
 
-static int suite_init(void)
-{
-    openblas_set_num_threads(1);
-    K = oc_kernels_cpu();
-    struct oc_kernel_sizes sz = {0};
-    return K.ops->reserve(K.ctx, &sz, NULL) == 0 && K.ops->align_floats == 1 ? 0 : 1;
-}
-
 static CU_TestInfo tests[] = {
     {"linear_by_hand", test_linear_by_hand},
     {"layernorm", test_layernorm},
@@ -561,7 +481,7 @@ static CU_TestInfo tests[] = {
 };
 
 static CU_SuiteInfo suites[] = {
-    {"kernels_cpu", suite_init, NULL, NULL, NULL, tests},
+    {"kernels_cpu", kernels_suite_init, NULL, NULL, NULL, tests},
     CU_SUITE_INFO_NULL,
 };
 

@@ -49,8 +49,8 @@ static void test_every_shipped_model_loads(void)
 {
     char list[1024];
     oc_data_list("models", list, sizeof list);
-    /* The six files shipped with ocsim are all listed. */
-    const char *want[] = {"gpt2-small", "gpt3-1.3b", "gpt3-175b",
+    /* The seven files shipped with ocsim are all listed. */
+    const char *want[] = {"gpt2-small", "gpt3-1.3b", "gpt3-175b", "llama-tiny",
                           "llama2-13b", "llama2-70b", "tiny"};
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
         CU_ASSERT_PTR_NOT_NULL(strstr(list, want[i]));
@@ -64,7 +64,7 @@ static void test_every_shipped_model_loads(void)
         CU_ASSERT_EQUAL(oc_model_check(&m, name, NULL), 0);
         n++;
     }
-    CU_ASSERT(n >= 6);
+    CU_ASSERT(n >= 7);
 }
 
 /* Llama 2 70B: h 8192, a 64, k 8, L 80, f 28672, V 32000, untied.
@@ -256,6 +256,69 @@ static void test_gqa_swiglu_small(void)
     CU_ASSERT(oc_model_head_fwd_flops(&m, 1, 3) == 480.0);
 }
 
+/* llama-tiny, the executor's Llama test model: h 64, a 4, k 2, L 8,
+ * f 176, V 512, untied.
+ *   head_dim 16; kv_dim 2*16 = 32
+ *   attention = 64^2 (Q) + 2*64*32 (K,V) + 64^2 (O) = 4096*3 = 12288
+ *   MLP (SwiGLU) = 3*64*176 = 33792; norms 2*64 = 128; layer 46208
+ *   8 layers 369664; embedding 512*64 = 32768 (rotary: no positions)
+ *   head = final norm 64 + untied 32768 = 32832; total 435264.
+ * TP 2: (12288 + 33792)/2 + 128 = 23168. */
+static void test_llama_tiny(void)
+{
+    struct oc_model m = load_ok("llama-tiny");
+    CU_ASSERT_EQUAL(m.arch, OC_ARCH_LLAMA);
+    CU_ASSERT_EQUAL(m.num_key_value_heads, 2);
+    CU_ASSERT_EQUAL(m.learned_pos_emb, 0);
+    CU_ASSERT_EQUAL(m.tie_word_embeddings, 0);
+    CU_ASSERT_EQUAL(m.has_dropout, 0);
+    CU_ASSERT(m.rms_norm_eps == 1e-5);
+    CU_ASSERT(m.rope_theta == 10000.0);
+    CU_ASSERT_STRING_EQUAL(m.rope_scaling.type, "");
+    CU_ASSERT_EQUAL(oc_model_attn_matmul_params(&m), 12288);
+    CU_ASSERT_EQUAL(oc_model_layer_params(&m), 46208);
+    CU_ASSERT_EQUAL(oc_model_layer_params_tp(&m, 2), 23168);
+    CU_ASSERT_EQUAL(oc_model_params_total(&m), 435264);
+}
+
+/* rms_norm_eps, rope_theta and rope_scaling: LlamaConfig's defaults (1e-6,
+ * 10000, none), both spellings of the scaling type, llama3's numbers, and
+ * a type the executor does not run kept by name. GPT-style blocks read
+ * none of them. */
+static void test_rotary_fields(void)
+{
+    struct oc_model m = load_ok(DATA("model_llama3_rope.json"));
+    CU_ASSERT(m.rms_norm_eps == 1e-5);
+    CU_ASSERT(m.rope_theta == 500000.0);
+    CU_ASSERT_STRING_EQUAL(m.rope_scaling.type, "llama3");
+    CU_ASSERT(m.rope_scaling.factor == 8.0);
+    CU_ASSERT(m.rope_scaling.low_freq_factor == 1.0);
+    CU_ASSERT(m.rope_scaling.high_freq_factor == 4.0);
+    CU_ASSERT_EQUAL(m.rope_scaling.original_max_position_embeddings, 8192);
+
+    m = load_ok(DATA("model_llama_rope_linear.json"));
+    CU_ASSERT(m.rms_norm_eps == 1e-6);
+    CU_ASSERT(m.rope_theta == 10000.0);
+    CU_ASSERT_STRING_EQUAL(m.rope_scaling.type, "linear");
+    CU_ASSERT(m.rope_scaling.factor == 2.0);
+
+    m = load_ok(DATA("model_llama_rope_yarn.json"));
+    CU_ASSERT_STRING_EQUAL(m.rope_scaling.type, "yarn");
+
+    m = load_ok(DATA("model_llama_dropout.json")); /* "rope_scaling": null */
+    CU_ASSERT_STRING_EQUAL(m.rope_scaling.type, "");
+    CU_ASSERT(m.rms_norm_eps == 1e-6);
+
+    m = load_ok("tiny");
+    CU_ASSERT(m.rms_norm_eps == 0.0 && m.rope_theta == 0.0);
+
+    EXPECT_ERROR(DATA("model_llama_rope_bad.json"),
+                 "model_llama_rope_bad.json: field 'rope_scaling.high_freq_factor' (1) "
+                 "must be above 'rope_scaling.low_freq_factor' (4)");
+    EXPECT_ERROR(DATA("model_llama_rope_nofactor.json"),
+                 "model_llama_rope_nofactor.json: field 'rope_scaling.factor' is missing");
+}
+
 /* Defaults and overrides of the Hugging Face config classes. */
 static void test_defaults(void)
 {
@@ -392,6 +455,8 @@ static CU_TestInfo model_tests[] = {
     {"gpt2 aliases", test_gpt2_aliases},
     {"tiny counts and flops", test_tiny},
     {"gqa + swiglu small", test_gqa_swiglu_small},
+    {"llama-tiny counts", test_llama_tiny},
+    {"rms_norm_eps, rope_theta, rope_scaling", test_rotary_fields},
     {"config class defaults", test_defaults},
     {"oc_model_check", test_check_struct},
     {"error messages", test_errors},

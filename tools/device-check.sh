@@ -18,11 +18,13 @@
 #               bundle's OpenBLAS: .device/lib and .device/include)
 #   memcheck    compute-sanitizer on the kernel tests and on two steps of
 #               the cuda executor (tiny model), where the runtime allows it
-#   losses      the tiny model, tp1-pp1-dp1, 10 steps with the cpu backend
-#               (fp32, the reference), the cuda backend in fp32 and in bf16:
-#               fp32 within 1e-4 relative of the cpu losses at every step,
-#               bf16 within 2e-2 (bf16's 8-bit mantissa: 2^-8 = 3.9e-3 per
-#               rounding; the losses drift through 10 AdamW steps)
+#   losses      the tiny model (GPT-2 block) and llama-tiny (Llama block:
+#               RMSNorm, RoPE, SwiGLU, grouped-query attention), tp1-pp1-dp1,
+#               10 steps with the cpu backend (fp32, the reference), the cuda
+#               backend in fp32 and in bf16: fp32 within 1e-4 relative of
+#               the cpu losses at every step, bf16 within 2e-2 (bf16's 8-bit
+#               mantissa: 2^-8 = 3.9e-3 per rounding; the losses drift
+#               through 10 AdamW steps)
 #   mfu         a GPT-3 XL (1.3 B parameters, 24 layers of h = 2048) layer
 #               stack on one GPU, bf16 GEMMs, seq 2048, micro-batch 4,
 #               global batch 16, 4 steps: measured.csv's MFU against the
@@ -158,21 +160,29 @@ sanitize() {
     fi
 }
 
-common=(--model tiny --layout tp1-pp1-dp1 --global-batch 8 --micro-batch 2 --seq 64
+common=(--layout tp1-pp1-dp1 --global-batch 8 --micro-batch 2 --seq 64
         --topology h200-node --timeout 120)
 if [ "${OC_SANITIZE:-1}" != 0 ] && command -v compute-sanitizer >/dev/null; then
     sanitize memcheck "$kern"
     # racecheck of the attention kernels takes minutes: on request
     [ "${OC_RACECHECK:-0}" = 1 ] && sanitize racecheck "$kern"
-    sanitize memcheck "$exe" --backend cuda "${common[@]}" --steps 2 --out "$work/san-exec"
+    sanitize memcheck "$exe" --backend cuda --model tiny "${common[@]}" --steps 2 \
+        --out "$work/san-exec"
+    sanitize memcheck "$exe" --backend cuda --model llama-tiny "${common[@]}" --steps 2 \
+        --out "$work/san-exec-llama"
 fi
 
-# -- losses -------------------------------------------------------------
-step cpu "$exe" --backend cpu "${common[@]}" --steps 10 --out "$work/run-cpu"
-step cuda-fp32 "$exe" --backend cuda --precision fp32 "${common[@]}" --steps 10 \
-    --out "$work/run-cuda-fp32"
-step cuda-bf16 "$exe" --backend cuda --precision bf16 "${common[@]}" --steps 10 \
-    --out "$work/run-cuda-bf16"
+# -- losses: the GPT-2 block (tiny, run-*) and Llama's (llama-tiny,
+# run-llama-*) -----------------------------------------------------------
+for model in tiny llama-tiny; do
+    tag=${model%tiny}   # "" or "llama-"
+    step "${tag}cpu" "$exe" --backend cpu --model "$model" "${common[@]}" --steps 10 \
+        --out "$work/run-${tag}cpu"
+    step "${tag}cuda-fp32" "$exe" --backend cuda --precision fp32 --model "$model" \
+        "${common[@]}" --steps 10 --out "$work/run-${tag}cuda-fp32"
+    step "${tag}cuda-bf16" "$exe" --backend cuda --precision bf16 --model "$model" \
+        "${common[@]}" --steps 10 --out "$work/run-${tag}cuda-bf16"
+done
 # losses_close A B TOL: every step's loss of B within TOL relative of A's
 losses_close() {
     awk -F, -v tol="$3" 'NR == FNR { if (FNR > 1) a[$1] = $2; next }
@@ -182,8 +192,10 @@ losses_close() {
         END { printf "max relative difference %.3e (tolerance %g), %d steps\n", m, tol, n;
               exit (bad || n < 10) }' "$1/loss.csv" "$2/loss.csv"
 }
-step losses-fp32 losses_close "$work/run-cpu" "$work/run-cuda-fp32" 1e-4
-step losses-bf16 losses_close "$work/run-cpu" "$work/run-cuda-bf16" 2e-2
+for tag in "" llama-; do
+    step "${tag}losses-fp32" losses_close "$work/run-${tag}cpu" "$work/run-${tag}cuda-fp32" 1e-4
+    step "${tag}losses-bf16" losses_close "$work/run-${tag}cpu" "$work/run-${tag}cuda-bf16" 2e-2
+done
 
 # -- mfu and calibration --------------------------------------------------
 if [ "${OC_QUICK:-0}" != 1 ]; then

@@ -1,22 +1,29 @@
-/* gpt.c: one TP shard of the GPT-style decoder, part by part (see gpt.h),
- * written once against the primitive-kernel table (kernels/ops.h).
+/* gpt.c: one TP shard of the decoder, part by part (see gpt.h), written
+ * once against the primitive-kernel table (kernels/ops.h) for every
+ * family, and GPT-2's block (the family's operations, block.h).
  *
- * The model of GPT-2 (Radford et al. 2019) with the tensor-parallel split
- * of Megatron-LM (Shoeybi et al. 2019, section 3, figure 3). Every part is
- * a small state machine over its communication points (gpt.h,
- * "Communication"): a `switch (c->step)` with one case per stretch of
- * local work, all locals set before the switch. Each stretch is a few
- * kernel calls in the order the math needs them; the loops over tensor
- * elements are the kernels' (kernels/cpu/ops_cpu.c is the reference).
+ * The pre-norm decoder of GPT-2 (Radford et al. 2019) and Llama (Touvron
+ * et al. 2023) with the tensor-parallel split of Megatron-LM (Shoeybi et
+ * al. 2019, section 3, figure 3). Every part is a small state machine over
+ * its communication points (gpt.h, "Communication"): a `switch (c->step)`
+ * with one case per stretch of local work, all locals set before the
+ * switch. Each stretch is a few kernel calls in the order the math needs
+ * them, the family's operations through d->blk; the loops over tensor
+ * elements are the kernels' (kernels/cpu/ops_cpu.c is the reference). A
+ * GPT-2 model runs the kernel calls this file made before Llama joined,
+ * in the same order (tools/golden.sh: bitwise the same numbers).
  *
  * What this file is not: numerics (no loop over elements, no BLAS, no
  * CUDA), memory (the caller's buffers, laid out by the *_bind functions),
- * communication (the caller's all-reduces, asked for by REDUCE).
+ * communication (the caller's all-reduces, asked for by REDUCE), a
+ * family's other operations (llama.c).
  */
 #include "gpt.h"
 
 #include <limits.h>
 #include <string.h>
+
+#include "block.h"
 
 enum {
     PART_EMBED_FWD = 1,
@@ -32,12 +39,32 @@ enum {
 /* ------------------------------------------------------------------ */
 /* Sizes                                                                */
 
+/* The families' blocks, by core/model.h's arch. */
+static const struct oc_gpt_block *block_of(const struct oc_model *m)
+{
+    static const struct oc_gpt_block *const blocks[] = {
+        [OC_ARCH_GPT] = &oc_gpt_block_gpt2,
+        [OC_ARCH_LLAMA] = &oc_gpt_block_llama,
+    };
+    OC_ASSERT((unsigned)m->arch < sizeof blocks / sizeof blocks[0] && blocks[m->arch]);
+    return blocks[m->arch];
+}
+
+/* The tensor table's check, then the family's (its kernels' limits). */
+static int check_model(const struct oc_model *m, int64_t tp, struct oc_status *st)
+{
+    if (oc_params_check_model(m, tp, st) != 0)
+        return -1;
+    const struct oc_gpt_block *b = block_of(m);
+    return b->check ? b->check(m, st) : 0;
+}
+
 int oc_gpt_dims_init(struct oc_gpt_dims *d, const struct oc_model *m,
                      int64_t tp, int64_t tp_rank, int64_t B, int64_t T,
                      struct oc_status *st)
 {
     memset(d, 0, sizeof *d);
-    if (oc_params_check_model(m, tp, st) != 0)
+    if (check_model(m, tp, st) != 0)
         return -1;
     if (tp_rank < 0 || tp_rank >= tp)
         return oc_fail(st, "exec: TP rank %lld is outside [0, %lld)",
@@ -50,8 +77,9 @@ int oc_gpt_dims_init(struct oc_gpt_dims *d, const struct oc_model *m,
                            "positions of model '%s'",
                        (long long)T, (long long)m->max_position_embeddings,
                        m->name);
-    int64_t widest = m->intermediate_size > m->vocab_size ? m->intermediate_size
-                                                          : m->vocab_size;
+    /* the widest GEMM output: the MLP's up projection (2F gated) or V */
+    const int64_t up = (m->gated_mlp ? 2 : 1) * m->intermediate_size;
+    const int64_t widest = up > m->vocab_size ? up : m->vocab_size;
     if (B * T > INT_MAX / 4 || widest > INT_MAX / 4)
         return oc_fail(st, "exec: %lld tokens x %lld columns exceed the "
                            "BLAS int range", (long long)(B * T),
@@ -60,6 +88,7 @@ int oc_gpt_dims_init(struct oc_gpt_dims *d, const struct oc_model *m,
     d->T = T;
     d->C = m->hidden_size;
     d->NH = m->num_attention_heads;
+    d->NKV = m->num_key_value_heads;
     d->HS = d->C / d->NH;
     d->F = m->intermediate_size;
     d->V = m->vocab_size;
@@ -68,16 +97,21 @@ int oc_gpt_dims_init(struct oc_gpt_dims *d, const struct oc_model *m,
     d->tp = tp;
     d->tp_rank = tp_rank;
     d->nh = d->NH / tp;
+    d->nkv = d->NKV / tp;
+    d->g = d->nh / d->nkv;
     d->f = d->F / tp;
     d->v = d->V / tp;
     d->v0 = tp_rank * d->v;
+    d->blk = block_of(m);
+    if (d->blk->dims)
+        d->blk->dims(d, m);
     return 0;
 }
 
 int oc_gpt_check_layout(const struct oc_model *m, const struct oc_layout *l,
                         struct oc_status *st)
 {
-    if (oc_params_check_model(m, l->tp, st) != 0)
+    if (check_model(m, l->tp, st) != 0)
         return -1;
     if (l->sequence_parallel && l->tp > 1)
         return oc_fail(st, "exec: sequence parallelism is not supported by "
@@ -95,23 +129,36 @@ int64_t oc_gpt_att_floats(const struct oc_gpt_dims *d)
     return d->B * d->nh * d->T * d->T;
 }
 
+/* Floats of one token's q, k, v here: nkv groups of g queries, a key and
+ * a value (3 * nh * HS without GQA). */
+static int64_t qkv_width(const struct oc_gpt_dims *d)
+{
+    return d->nkv * (d->g + 2) * d->HS;
+}
+
+/* A norm's statistics per row: mean and rstd, or rstd only. */
+static int64_t stats(const struct oc_gpt_dims *d)
+{
+    return d->blk->norm_stats;
+}
+
 int64_t oc_gpt_attn_act_floats(const struct oc_gpt_dims *d)
 {
     int64_t N = d->B * d->T;
-    return N * d->C + 2 * N + N * 3 * d->nh * d->HS + N * d->nh * d->HS +
+    return N * d->C + stats(d) * N + N * qkv_width(d) + N * d->nh * d->HS +
            oc_gpt_att_floats(d);
 }
 
 int64_t oc_gpt_mlp_act_floats(const struct oc_gpt_dims *d)
 {
     int64_t N = d->B * d->T;
-    return N * d->C + 2 * N + 2 * N * d->f;
+    return N * d->C + stats(d) * N + N * d->blk->mlp_up * d->f + N * d->f;
 }
 
 int64_t oc_gpt_head_act_floats(const struct oc_gpt_dims *d)
 {
     int64_t N = d->B * d->T;
-    return N * d->C + 2 * N + N * d->v + 3 * N;
+    return N * d->C + stats(d) * N + N * d->v + 3 * N;
 }
 
 /* Hands out consecutive pieces of mem. */
@@ -122,15 +169,24 @@ static float *carve(float **mem, int64_t n)
     return p;
 }
 
+/* ln, then mean (LayerNorm only: NULL where the norm keeps rstd alone)
+ * and rstd. */
+static void carve_norm(float **mem, const struct oc_gpt_dims *d, float **ln,
+                       float **mean, float **rstd)
+{
+    const int64_t N = d->B * d->T;
+    *ln = carve(mem, N * d->C);
+    *mean = stats(d) == 2 ? carve(mem, N) : NULL;
+    *rstd = carve(mem, N);
+}
+
 void oc_gpt_attn_act_bind(struct oc_gpt_attn_act *a, const struct oc_gpt_dims *d,
                           float *in, float *mem)
 {
     int64_t N = d->B * d->T;
     a->in = in;
-    a->ln = carve(&mem, N * d->C);
-    a->mean = carve(&mem, N);
-    a->rstd = carve(&mem, N);
-    a->qkv = carve(&mem, N * 3 * d->nh * d->HS);
+    carve_norm(&mem, d, &a->ln, &a->mean, &a->rstd);
+    a->qkv = carve(&mem, N * qkv_width(d));
     a->y = carve(&mem, N * d->nh * d->HS);
     a->att = carve(&mem, oc_gpt_att_floats(d));
 }
@@ -140,10 +196,8 @@ void oc_gpt_mlp_act_bind(struct oc_gpt_mlp_act *a, const struct oc_gpt_dims *d,
 {
     int64_t N = d->B * d->T;
     a->in = in;
-    a->ln = carve(&mem, N * d->C);
-    a->mean = carve(&mem, N);
-    a->rstd = carve(&mem, N);
-    a->h = carve(&mem, N * d->f);
+    carve_norm(&mem, d, &a->ln, &a->mean, &a->rstd);
+    a->h = carve(&mem, N * d->blk->mlp_up * d->f);
     a->hg = carve(&mem, N * d->f);
 }
 
@@ -152,9 +206,7 @@ void oc_gpt_head_act_bind(struct oc_gpt_head_act *a, const struct oc_gpt_dims *d
 {
     int64_t N = d->B * d->T;
     a->in = in;
-    a->ln = carve(&mem, N * d->C);
-    a->mean = carve(&mem, N);
-    a->rstd = carve(&mem, N);
+    carve_norm(&mem, d, &a->ln, &a->mean, &a->rstd);
     a->probs = carve(&mem, N * d->v);
     a->lmax = carve(&mem, N);
     a->sumexp = carve(&mem, N);
@@ -162,19 +214,25 @@ void oc_gpt_head_act_bind(struct oc_gpt_head_act *a, const struct oc_gpt_dims *d
 }
 
 /* A piece of work starts at a multiple of the kernels' alignment. */
-static int64_t piece(const struct oc_kernels *k, int64_t n)
+int64_t oc_gpt_piece(const struct oc_kernels *k, int64_t n)
 {
     const int64_t a = k->ops->align_floats;
     OC_ASSERT(a >= 1);
     return (n + a - 1) / a * a;
 }
 
-/* Attention backward: dy, dqkv, dln; MLP: dh, dln; head: dlogits, dln. */
+static int64_t piece(const struct oc_kernels *k, int64_t n)
+{
+    return oc_gpt_piece(k, n);
+}
+
+/* Attention backward: dy, dqkv, dln; MLP: the activation's (dh, and the
+ * gate | up gradient of SwiGLU), dln; head: dlogits, dln. */
 int64_t oc_gpt_work_floats(const struct oc_kernels *k, const struct oc_gpt_dims *d)
 {
     const int64_t N = d->B * d->T, C = d->C, cl = d->nh * d->HS;
-    int64_t attn = piece(k, N * cl) + piece(k, N * 3 * cl) + piece(k, N * C);
-    int64_t mlp = piece(k, N * d->f) + piece(k, N * C);
+    int64_t attn = piece(k, N * cl) + piece(k, N * qkv_width(d)) + piece(k, N * C);
+    int64_t mlp = d->blk->act_work_floats(k, d) + piece(k, N * C);
     int64_t head = piece(k, N * d->v) + piece(k, N * C);
     int64_t w = attn > mlp ? attn : mlp;
     return w > head ? w : head;
@@ -185,17 +243,18 @@ static int64_t max2(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* The linear layers: QKV (C -> 3C/t, bias), attention projection (C/t ->
- * C), fc (C -> f, bias), fc projection (f -> C), LM head (C -> v). */
+/* The linear layers: QKV (C -> (nh + 2 nkv) HS, bias in GPT-2),
+ * attention projection (C/t -> C), fc (C -> up*f, bias in GPT-2), fc
+ * projection (f -> C), LM head (C -> v). */
 int oc_gpt_reserve(const struct oc_kernels *k, const struct oc_gpt_dims *d,
                    struct oc_status *st)
 {
-    const int64_t C = d->C, cl = d->nh * d->HS;
+    const int64_t C = d->C, cl = d->nh * d->HS, up = d->blk->mlp_up * d->f;
     const struct oc_kernel_sizes s = {
         .rows = d->B * d->T,
         .lin_in = max2(max2(C, cl), d->f),
-        .lin_out = max2(max2(C, 3 * cl), max2(d->f, d->v)),
-        .bias_out = max2(max2(3 * cl, C), d->f),
+        .lin_out = max2(max2(C, qkv_width(d)), max2(up, d->v)),
+        .bias_out = max2(max2(qkv_width(d), C), up),
         .norm = C,
         .att_B = d->B,
         .att_T = d->T,
@@ -259,8 +318,8 @@ int oc_gpt_embed_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     call_begin(c, PART_EMBED_FWD);
     check_dims(d, p);
     const int64_t N = d->B * d->T, C = d->C;
-    const float *wte = oc_params_w(p, OC_P_WTE, -1); /* (v, C) */
-    const float *wpe = oc_params_w(p, OC_P_WPE, -1); /* (P, C) */
+    const float *wte = oc_params_w(p, OC_P_WTE, -1);     /* (v, C) */
+    const float *wpe = oc_params_w_opt(p, OC_P_WPE, -1); /* (P, C); NULL: rotary */
     switch (c->step) {
     case 0:
         /* VocabParallelEmbedding: rows outside [v0, v0+v) are zero here and
@@ -271,7 +330,8 @@ int oc_gpt_embed_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
         /* fallthrough */
     case 1:
         /* positions are replicated: added once, after the all-reduce */
-        k->ops->pos_fwd(k->ctx, out, wpe, N, d->T, C);
+        if (wpe)
+            k->ops->pos_fwd(k->ctx, out, wpe, N, d->T, C);
         break;
     default:
         OC_ASSERT(0);
@@ -286,8 +346,9 @@ int oc_gpt_embed_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     call_begin(c, PART_EMBED_BWD);
     OC_ASSERT(c->step == 0);
     check_dims(d, p);
-    k->ops->embed_bwd(k->ctx, oc_params_g(p, OC_P_WTE, -1), oc_params_g(p, OC_P_WPE, -1),
-                      tokens, dout, d->B, d->T, d->C, d->V, d->v0, d->v);
+    k->ops->embed_bwd(k->ctx, oc_params_g(p, OC_P_WTE, -1),
+                      oc_params_g_opt(p, OC_P_WPE, -1), tokens, dout, d->B, d->T, d->C,
+                      d->V, d->v0, d->v);
     return call_done(c);
 }
 
@@ -297,7 +358,7 @@ int oc_gpt_embed_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
 void oc_gpt_attn_scores(const struct oc_kernels *k, const struct oc_gpt_dims *d,
                         struct oc_gpt_attn_act *a)
 {
-    k->ops->attn_fwd(k->ctx, a->att, NULL, a->qkv, d->B, d->T, d->nh, d->HS);
+    k->ops->attn_fwd(k->ctx, a->att, NULL, a->qkv, d->B, d->T, d->nh, d->nkv, d->HS);
 }
 
 int oc_gpt_attn_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
@@ -308,20 +369,22 @@ int oc_gpt_attn_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     check_dims(d, p);
     OC_ASSERT(out != a->in);
     const int64_t N = d->B * d->T, C = d->C;
-    const int64_t cl = d->nh * d->HS; /* C/t */
+    const int64_t cl = d->nh * d->HS, qw = qkv_width(d); /* C/t, (nh + 2 nkv) HS */
     const struct oc_kernel_ops *K = k->ops;
+    const struct oc_gpt_block *blk = d->blk;
     const float *ln1w = oc_params_w(p, OC_P_LN1W, layer);
-    const float *ln1b = oc_params_w(p, OC_P_LN1B, layer);
-    const float *qkvw = oc_params_w(p, OC_P_QKVW, layer);         /* (3C/t, C) */
-    const float *qkvb = oc_params_w(p, OC_P_QKVB, layer);         /* (3C/t) */
-    const float *projw = oc_params_w(p, OC_P_ATTPROJW, layer);    /* (C, C/t) */
-    const float *projb = oc_params_w(p, OC_P_ATTPROJB, layer);    /* (C) */
+    const float *ln1b = oc_params_w_opt(p, OC_P_LN1B, layer);
+    const float *qkvw = oc_params_w(p, OC_P_QKVW, layer);          /* (qw, C) */
+    const float *qkvb = oc_params_w_opt(p, OC_P_QKVB, layer);      /* (qw) */
+    const float *projw = oc_params_w(p, OC_P_ATTPROJW, layer);     /* (C, C/t) */
+    const float *projb = oc_params_w_opt(p, OC_P_ATTPROJB, layer); /* (C) */
     switch (c->step) {
     case 0:
-        K->layernorm_fwd(k->ctx, a->ln, a->mean, a->rstd, a->in, ln1w, ln1b, N, C);
-        /* column-parallel QKV: the local heads only */
-        K->linear_fwd(k->ctx, a->qkv, a->ln, qkvw, qkvb, N, C, 3 * cl);
-        K->attn_fwd(k->ctx, a->att, a->y, a->qkv, d->B, d->T, d->nh, d->HS);
+        blk->norm_fwd(k, d, a->ln, a->mean, a->rstd, a->in, ln1w, ln1b, N);
+        /* column-parallel QKV: the local KV groups only */
+        K->linear_fwd(k->ctx, a->qkv, a->ln, qkvw, qkvb, N, C, qw);
+        blk->qk_fwd(k, d, a->qkv);
+        K->attn_fwd(k->ctx, a->att, a->y, a->qkv, d->B, d->T, d->nh, d->nkv, d->HS);
         /* row-parallel projection: a partial sum over the local heads */
         K->linear_fwd(k->ctx, out, a->y, projw, NULL, N, cl, C);
         if (d->tp > 1)
@@ -346,11 +409,12 @@ int oc_gpt_attn_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     call_begin(c, PART_ATTN_BWD);
     check_dims(d, p);
     const int64_t N = d->B * d->T, C = d->C;
-    const int64_t cl = d->nh * d->HS;           /* C/t */
+    const int64_t cl = d->nh * d->HS, qw = qkv_width(d);
     float *dy = work;                           /* (N, C/t) */
-    float *dqkv = dy + piece(k, N * cl);        /* (N, 3C/t) */
-    float *dln = dqkv + piece(k, N * 3 * cl);   /* (N, C) */
+    float *dqkv = dy + piece(k, N * cl);        /* (N, qw) */
+    float *dln = dqkv + piece(k, N * qw);       /* (N, C) */
     const struct oc_kernel_ops *K = k->ops;
+    const struct oc_gpt_block *blk = d->blk;
     const float *ln1w = oc_params_w(p, OC_P_LN1W, layer);
     const float *qkvw = oc_params_w(p, OC_P_QKVW, layer);
     const float *projw = oc_params_w(p, OC_P_ATTPROJW, layer);
@@ -359,23 +423,24 @@ int oc_gpt_attn_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
         /* projection: dy = dout @ projw; dprojw += dout^T y; dprojb +=
          * sum(dout), the same on every TP rank (replicated bias) */
         K->linear_bwd(k->ctx, dy, oc_params_g(p, OC_P_ATTPROJW, layer),
-                      oc_params_g(p, OC_P_ATTPROJB, layer), dout, a->y, projw, N,
+                      oc_params_g_opt(p, OC_P_ATTPROJB, layer), dout, a->y, projw, N,
                       cl, C);
-        K->attn_bwd(k->ctx, dqkv, a->att, a->qkv, dy, d->B, d->T, d->nh, d->HS);
+        K->attn_bwd(k->ctx, dqkv, a->att, a->qkv, dy, d->B, d->T, d->nh, d->nkv, d->HS);
+        blk->qk_bwd(k, d, dqkv); /* the gradient of q, k before RoPE */
         /* column-parallel QKV: its input gradient is a partial sum over the
          * local heads (Megatron-LM's f operator: all-reduce in backward) */
         K->linear_bwd(k->ctx, dln, oc_params_g(p, OC_P_QKVW, layer),
-                      oc_params_g(p, OC_P_QKVB, layer), dqkv, a->ln, qkvw, N, C,
-                      3 * cl);
+                      oc_params_g_opt(p, OC_P_QKVB, layer), dqkv, a->ln, qkvw, N, C,
+                      qw);
         if (d->tp > 1)
             REDUCE(c, 1, dln, N * C, OC_GPT_SUM);
         /* fallthrough */
     case 1:
         if (din != dout)
             K->copy(k->ctx, din, dout, N * C); /* the residual */
-        K->layernorm_bwd(k->ctx, din, oc_params_g(p, OC_P_LN1W, layer),
-                         oc_params_g(p, OC_P_LN1B, layer), dln, a->in, ln1w,
-                         a->mean, a->rstd, N, C);
+        blk->norm_bwd(k, d, din, oc_params_g(p, OC_P_LN1W, layer),
+                      oc_params_g_opt(p, OC_P_LN1B, layer), dln, a->in, ln1w, a->mean,
+                      a->rstd, N);
         break;
     default:
         OC_ASSERT(0);
@@ -394,18 +459,20 @@ int oc_gpt_mlp_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     check_dims(d, p);
     OC_ASSERT(out != a->in);
     const int64_t N = d->B * d->T, C = d->C, f = d->f;
+    const int64_t up = d->blk->mlp_up * f; /* f, or 2f: gate | up */
     const struct oc_kernel_ops *K = k->ops;
+    const struct oc_gpt_block *blk = d->blk;
     const float *ln2w = oc_params_w(p, OC_P_LN2W, layer);
-    const float *ln2b = oc_params_w(p, OC_P_LN2B, layer);
-    const float *fcw = oc_params_w(p, OC_P_FCW, layer);         /* (f, C) */
-    const float *fcb = oc_params_w(p, OC_P_FCB, layer);         /* (f) */
-    const float *projw = oc_params_w(p, OC_P_FCPROJW, layer);   /* (C, f) */
-    const float *projb = oc_params_w(p, OC_P_FCPROJB, layer);   /* (C) */
+    const float *ln2b = oc_params_w_opt(p, OC_P_LN2B, layer);
+    const float *fcw = oc_params_w(p, OC_P_FCW, layer);           /* (up, C) */
+    const float *fcb = oc_params_w_opt(p, OC_P_FCB, layer);       /* (up) */
+    const float *projw = oc_params_w(p, OC_P_FCPROJW, layer);     /* (C, f) */
+    const float *projb = oc_params_w_opt(p, OC_P_FCPROJB, layer); /* (C) */
     switch (c->step) {
     case 0:
-        K->layernorm_fwd(k->ctx, a->ln, a->mean, a->rstd, a->in, ln2w, ln2b, N, C);
-        K->linear_fwd(k->ctx, a->h, a->ln, fcw, fcb, N, C, f); /* column-parallel */
-        K->gelu_fwd(k->ctx, a->hg, a->h, N * f);
+        blk->norm_fwd(k, d, a->ln, a->mean, a->rstd, a->in, ln2w, ln2b, N);
+        K->linear_fwd(k->ctx, a->h, a->ln, fcw, fcb, N, C, up); /* column-parallel */
+        blk->act_fwd(k, d, a->hg, a->h);
         K->linear_fwd(k->ctx, out, a->hg, projw, NULL, N, f, C); /* row-parallel */
         if (d->tp > 1)
             REDUCE(c, 1, out, N * C, OC_GPT_SUM);
@@ -427,29 +494,32 @@ int oc_gpt_mlp_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     call_begin(c, PART_MLP_BWD);
     check_dims(d, p);
     const int64_t N = d->B * d->T, C = d->C, f = d->f;
-    float *dh = work;                   /* (N, f): d(hg), then d(h) in place */
-    float *dln = dh + piece(k, N * f);  /* (N, C) */
+    const int64_t up = d->blk->mlp_up * f;
+    const struct oc_gpt_block *blk = d->blk;
+    float *dhg = work;                                   /* (N, f): d(hg) */
+    float *dln = work + blk->act_work_floats(k, d);      /* (N, C) */
     const struct oc_kernel_ops *K = k->ops;
     const float *ln2w = oc_params_w(p, OC_P_LN2W, layer);
     const float *fcw = oc_params_w(p, OC_P_FCW, layer);
     const float *projw = oc_params_w(p, OC_P_FCPROJW, layer);
+    const float *dh; /* (N, up): d(h), where the activation's backward left it */
     switch (c->step) {
     case 0:
-        K->linear_bwd(k->ctx, dh, oc_params_g(p, OC_P_FCPROJW, layer),
-                      oc_params_g(p, OC_P_FCPROJB, layer), dout, a->hg, projw, N,
+        K->linear_bwd(k->ctx, dhg, oc_params_g(p, OC_P_FCPROJW, layer),
+                      oc_params_g_opt(p, OC_P_FCPROJB, layer), dout, a->hg, projw, N,
                       f, C);
-        K->gelu_bwd(k->ctx, dh, a->h, N * f);
+        dh = blk->act_bwd(k, d, work, a->h);
         K->linear_bwd(k->ctx, dln, oc_params_g(p, OC_P_FCW, layer),
-                      oc_params_g(p, OC_P_FCB, layer), dh, a->ln, fcw, N, C, f);
+                      oc_params_g_opt(p, OC_P_FCB, layer), dh, a->ln, fcw, N, C, up);
         if (d->tp > 1)
             REDUCE(c, 1, dln, N * C, OC_GPT_SUM);
         /* fallthrough */
     case 1:
         if (din != dout)
             K->copy(k->ctx, din, dout, N * C);
-        K->layernorm_bwd(k->ctx, din, oc_params_g(p, OC_P_LN2W, layer),
-                         oc_params_g(p, OC_P_LN2B, layer), dln, a->in, ln2w,
-                         a->mean, a->rstd, N, C);
+        blk->norm_bwd(k, d, din, oc_params_g(p, OC_P_LN2W, layer),
+                      oc_params_g_opt(p, OC_P_LN2B, layer), dln, a->in, ln2w, a->mean,
+                      a->rstd, N);
         break;
     default:
         OC_ASSERT(0);
@@ -470,11 +540,11 @@ int oc_gpt_head_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
     const int64_t N = d->B * d->T, C = d->C, v = d->v;
     const struct oc_kernel_ops *K = k->ops;
     const float *lnfw = oc_params_w(p, OC_P_LNFW, -1);
-    const float *lnfb = oc_params_w(p, OC_P_LNFB, -1);
+    const float *lnfb = oc_params_w_opt(p, OC_P_LNFB, -1);
     const float *lmw = oc_params_w(p, OC_P_LMW, -1); /* (v, C), or wte */
     switch (c->step) {
     case 0:
-        K->layernorm_fwd(k->ctx, a->ln, a->mean, a->rstd, a->in, lnfw, lnfb, N, C);
+        d->blk->norm_fwd(k, d, a->ln, a->mean, a->rstd, a->in, lnfw, lnfb, N);
         K->linear_fwd(k->ctx, a->probs, a->ln, lmw, NULL, N, C, v); /* column-parallel */
         K->ce_max(k->ctx, a->lmax, a->probs, N, v);
         /* Megatron-LM tensor_parallel/cross_entropy.py: the max over the
@@ -529,12 +599,69 @@ int oc_gpt_head_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
         /* fallthrough */
     case 1:
         K->zero(k->ctx, din, N * C);
-        K->layernorm_bwd(k->ctx, din, oc_params_g(p, OC_P_LNFW, -1),
-                         oc_params_g(p, OC_P_LNFB, -1), dln, a->in, lnfw, a->mean,
-                         a->rstd, N, C);
+        d->blk->norm_bwd(k, d, din, oc_params_g(p, OC_P_LNFW, -1),
+                         oc_params_g_opt(p, OC_P_LNFB, -1), dln, a->in, lnfw, a->mean,
+                         a->rstd, N);
         break;
     default:
         OC_ASSERT(0);
     }
     return call_done(c);
 }
+
+/* ------------------------------------------------------------------ */
+/* GPT-2's block: LayerNorm, no position signal inside attention (the
+ * learned positions are added to the embedding), GELU                  */
+
+static void ln_fwd(const struct oc_kernels *k, const struct oc_gpt_dims *d, float *out,
+                   float *mean, float *rstd, const float *in, const float *w,
+                   const float *b, int64_t N)
+{
+    k->ops->layernorm_fwd(k->ctx, out, mean, rstd, in, w, b, N, d->C);
+}
+
+static void ln_bwd(const struct oc_kernels *k, const struct oc_gpt_dims *d, float *din,
+                   float *dw, float *db, const float *dout, const float *in,
+                   const float *w, const float *mean, const float *rstd, int64_t N)
+{
+    k->ops->layernorm_bwd(k->ctx, din, dw, db, dout, in, w, mean, rstd, N, d->C);
+}
+
+static void no_qk(const struct oc_kernels *k, const struct oc_gpt_dims *d, float *qkv)
+{
+    (void)k, (void)d, (void)qkv;
+}
+
+static void gelu_fwd(const struct oc_kernels *k, const struct oc_gpt_dims *d, float *hg,
+                     const float *h)
+{
+    k->ops->gelu_fwd(k->ctx, hg, h, d->B * d->T * d->f);
+}
+
+/* In place: d(h) = d(hg) * gelu'(h). */
+static float *gelu_bwd(const struct oc_kernels *k, const struct oc_gpt_dims *d,
+                       float *work, const float *h)
+{
+    k->ops->gelu_bwd(k->ctx, work, h, d->B * d->T * d->f);
+    return work;
+}
+
+static int64_t gelu_work_floats(const struct oc_kernels *k, const struct oc_gpt_dims *d)
+{
+    return piece(k, d->B * d->T * d->f);
+}
+
+const struct oc_gpt_block oc_gpt_block_gpt2 = {
+    .name = "gpt2",
+    .norm_stats = 2,
+    .mlp_up = 1,
+    .check = NULL,
+    .dims = NULL,
+    .norm_fwd = ln_fwd,
+    .norm_bwd = ln_bwd,
+    .qk_fwd = no_qk,
+    .qk_bwd = no_qk,
+    .act_fwd = gelu_fwd,
+    .act_bwd = gelu_bwd,
+    .act_work_floats = gelu_work_floats,
+};

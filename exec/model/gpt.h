@@ -1,9 +1,10 @@
-/* gpt.h: the executor's model: one tensor-parallel shard of a GPT-style
- * decoder, part by part as the schedule (core/schedule.h) names the parts,
- * written once against the primitive-kernel table (kernels/ops.h), so that
- * every backend runs the same model: the cpu kernels (kernels/cpu/, fp32,
- * OpenBLAS) and the cuda kernels (kernels/cuda/, cuBLAS, fp32 or bf16 GEMM
- * operands).
+/* gpt.h: the executor's model: one tensor-parallel shard of a decoder-only
+ * transformer (a generative pretrained transformer: GPT-2's block or
+ * Llama's), part by part as the schedule (core/schedule.h) names the
+ * parts, written once against the primitive-kernel table (kernels/ops.h),
+ * so that every backend runs the same model: the cpu kernels (kernels/cpu/,
+ * fp32, OpenBLAS) and the cuda kernels (kernels/cuda/, cuBLAS, fp32 or bf16
+ * GEMM operands).
  *
  * What this file is: embedding, attention, MLP and LM head + cross-entropy
  * forward and backward (and the recompute of each) for one micro-batch on
@@ -24,44 +25,55 @@
  *   while (oc_gpt_attn_fwd(&k, &c, &d, &p, layer, &act, out) == OC_GPT_REDUCE)
  *       allreduce(c.buf, c.n, c.op);
  *
- * How a new kernel or model plugs in:
+ * Families. The parts are the same for every family: the few operations
+ * in which a family's block differs (the norm, the position signal inside
+ * attention, the MLP's activation) are one table per family (block.h),
+ * chosen by oc_gpt_dims_init from the model's arch; the tensors a family
+ * lacks (Llama's biases, its position table) are absent from its
+ * parameter table (params.c) and reach the kernels as NULL. A runner
+ * (exec/runner.c), the calibrations and the tests call these functions
+ * whatever the family, and the all-reduces are the same. (The names keep
+ * the prefix of the first family.)
+ *
+ * How a new kernel or family plugs in:
  *   a kernel   one entry in struct oc_kernel_ops (kernels/ops.h) saying
  *              what it computes; its loop in kernels/cpu/ops_cpu.c (the
  *              reference); its launcher in kernels/cuda/ and its line in
  *              kernels/cuda/ops_cuda.c (precision rules there); a
  *              comparison in kernels/test_kernels.c and a by-hand check in
- *              tests/test_kernels_cpu.c; any scratch it needs sized
- *              through struct oc_kernel_sizes (filled by oc_gpt_reserve).
- *   a model    Llama-style blocks (RMSNorm, SwiGLU, RoPE, grouped-query
- *              attention) are variants of these parts: this file picks the
- *              kernels from struct oc_model's fields (the norm, the MLP's
- *              activation, the position embedding, the key-value heads),
- *              the act structs grow the fields a variant keeps (their
- *              *_floats and *_bind below), the new kernels join the table
- *              (rmsnorm, swiglu, rope, attention over fewer KV heads), and
- *              the parameter table (params.c) lists the variant's tensors
- *              (a gate matrix, norms without bias, the KV heads' rows).
- *              The part functions, their all-reduces and the buffer sizes
- *              the runner (exec/runner.c), the calibrations and the
- *              backends take from here stay as they are, so none of those
- *              changes. Nothing here may loop over tensor elements, call
- *              BLAS or CUDA, or ask which kernels it runs on.
+ *              tests/test_kernels_*.c; any scratch it needs sized through
+ *              struct oc_kernel_sizes (filled by oc_gpt_reserve).
+ *   a family   its struct oc_gpt_block (block.h) in a file of its own (as
+ *              llama.c), its row in gpt.c's table of blocks, its tensor
+ *              table in params.c. Nothing here may loop over tensor
+ *              elements, call BLAS or CUDA, or ask which kernels it runs
+ *              on.
  *
  * Letters (as llm.c): B = micro-batch size, T = sequence length, N = B*T
- * tokens, C = hidden size, NH = heads, HS = C/NH head size, F = MLP
- * intermediate size, V = vocabulary, P = positions, L = layers; t = TP size,
- * r = TP rank, nh = NH/t local heads, f = F/t, v = V/t local vocab rows
- * starting at v0 = r*v.
+ * tokens, C = hidden size, NH = heads, NKV = key-value heads, g = NH/NKV
+ * query heads per KV head, HS = C/NH head size, F = MLP intermediate
+ * size, V = vocabulary, P = positions, L = layers; t = TP size, r = TP
+ * rank, nh = NH/t local heads, nkv = NKV/t local KV heads, f = F/t, v =
+ * V/t local vocab rows starting at v0 = r*v; up = 1 (a GELU MLP) or 2
+ * (SwiGLU's gate | up).
  *
- * The model (Radford et al. 2019, GPT-2): x = wte[tok] + wpe[pos]; per
+ * The models. GPT-2 (Radford et al. 2019): x = wte[tok] + wpe[pos]; per
  * layer x += attnproj(attn(ln1(x))), x += fcproj(gelu(fc(ln2(x)))) with
  * pre-LayerNorm (eps 1e-5), causal softmax attention scaled by 1/sqrt(HS),
  * GELU in its tanh form (Hendrycks & Gimpel 2016); logits = lnf(x) lmw^T
- * (no bias); loss = mean cross-entropy. What the executor leaves out:
- * dropout (it runs dropout-free even when the model config has dropout, so
- * that every layout gives the same numbers), sequence parallelism and
- * grouped-query attention (both refused with a message, see
- * oc_gpt_check_layout), vocabulary padding (V must divide by t).
+ * (no bias); loss = mean cross-entropy. Llama (Touvron et al. 2023;
+ * Hugging Face's LlamaForCausalLM): x = wte[tok]; per layer x +=
+ * o(attn(rope(qkv(rms1(x))))) with grouped-query attention (Ainslie et al.
+ * 2023) and rotary embeddings on q and k (Su et al. 2021; rope_theta,
+ * rope_scaling), x += down(silu(gate(rms2(x))) * up(rms2(x))) with gate
+ * and up as one column-parallel GEMM (Megatron-LM's linear_fc1); RMSNorm
+ * with the config's eps; no biases; an untied head unless the config ties
+ * it. Megatron-LM splits whole KV groups over TP, so t must divide NKV
+ * (as the layout rules ask). What the executor leaves out: dropout (it
+ * runs dropout-free even when the model config has dropout, so that every
+ * layout gives the same numbers), sequence parallelism (refused with a
+ * message, see oc_gpt_check_layout), vocabulary padding (V must divide by
+ * t).
  *
  * Communication. Every part function takes a struct oc_gpt_call, and runs
  * in one of two modes:
@@ -159,25 +171,34 @@
 #include "params.h"
 #include "status.h"
 
-/* Sizes of one micro-batch on one TP rank. */
+struct oc_gpt_block; /* the family's operations: block.h */
+
+/* Sizes of one micro-batch on one TP rank, and the model's family. */
 struct oc_gpt_dims {
     int64_t B, T;               /* micro-batch size, sequence length */
-    int64_t C, NH, HS, F, V, P, L;
+    int64_t C, NH, NKV, HS, F, V, P, L;
     int64_t tp, tp_rank;
     int64_t nh;                 /* NH/t heads here: [tp_rank*nh, ...) */
+    int64_t nkv, g;             /* NKV/t KV heads here; g = nh/nkv */
     int64_t f;                  /* F/t MLP columns here */
     int64_t v, v0;              /* V/t vocab rows here, from v0 */
+    const struct oc_gpt_block *blk; /* the family (block.h) */
+    float eps;                  /* RMSNorm's eps (Llama) */
+    struct oc_rope rope;        /* rotary frequencies (Llama; kernels/ops.h) */
 };
 
-/* Checks the model (oc_params_check_model) and T <= P. */
+/* Checks the model (oc_params_check_model and the family's own check) and
+ * T <= P. */
 int oc_gpt_dims_init(struct oc_gpt_dims *d, const struct oc_model *m,
                      int64_t tp, int64_t tp_rank, int64_t B, int64_t T,
                      struct oc_status *st);
 
 /* Is this layout one the executor runs? Refuses sequence parallelism (with
- * t > 1), grouped-query attention, non-GPT blocks, sizes that do not
- * divide by t and sequences longer than P. Every recompute mode runs;
- * flash and classic attention run the same (classic) math. */
+ * t > 1), blocks other than GPT-2's and Llama's (and GQA in GPT-2 blocks),
+ * rope_scaling types other than linear and llama3, sizes that do not
+ * divide by t (KV heads included) and sequences longer than P. Every
+ * recompute mode runs; flash and classic attention run the same (classic)
+ * math. */
 int oc_gpt_check_layout(const struct oc_model *m, const struct oc_layout *l,
                         struct oc_status *st);
 
@@ -213,9 +234,10 @@ struct oc_gpt_call {
 struct oc_gpt_attn_act {
     float *in;    /* (B,T,C) input, the residual stream */
     float *ln;    /* (B,T,C) ln1(in) */
-    float *mean;  /* (B,T) */
+    float *mean;  /* (B,T); NULL for RMSNorm */
     float *rstd;  /* (B,T) */
-    float *qkv;   /* (B,T,nh,3,HS) local heads' q, k, v */
+    float *qkv;   /* (B,T,nkv,g+2,HS) local KV groups' q, k, v (q and k
+                     turned by RoPE in Llama) */
     float *y;     /* (B,T,nh*HS) attention output, before the projection */
     float *att;   /* (B,nh,T,T) causal softmax probabilities (last field) */
 };
@@ -223,16 +245,16 @@ struct oc_gpt_attn_act {
 struct oc_gpt_mlp_act {
     float *in;    /* (B,T,C) input, the residual stream */
     float *ln;    /* (B,T,C) ln2(in) */
-    float *mean;  /* (B,T) */
+    float *mean;  /* (B,T); NULL for RMSNorm */
     float *rstd;  /* (B,T) */
-    float *h;     /* (B,T,f) fc output, before GELU */
-    float *hg;    /* (B,T,f) GELU(h) */
+    float *h;     /* (B,T,up*f) fc output (gate | up), before the activation */
+    float *hg;    /* (B,T,f) GELU(h), or silu(gate) * up */
 };
 
 struct oc_gpt_head_act {
     float *in;     /* (B,T,C) input, the last layer's output */
     float *ln;     /* (B,T,C) lnf(in) */
-    float *mean;   /* (B,T) */
+    float *mean;   /* (B,T); NULL for RMSNorm */
     float *rstd;   /* (B,T) */
     float *probs;  /* (B,T,v) local logits, softmax probabilities after fwd */
     float *lmax;   /* (B,T) max logit over the whole vocabulary */
@@ -267,16 +289,18 @@ int oc_gpt_reserve(const struct oc_kernels *k, const struct oc_gpt_dims *d,
  * or head for those parts). Return OC_GPT_DONE, OC_GPT_REDUCE (step mode)
  * or -1 (a callback failed; the call is reset). */
 
-/* out (B,T,C) = wte[tokens] + wpe[0..T); tokens (B,T) in [0, V). */
+/* out (B,T,C) = wte[tokens] (+ wpe[0..T) where the model has positions);
+ * tokens (B,T) in [0, V). */
 int oc_gpt_embed_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
                      const struct oc_gpt_dims *d, const struct oc_params *p,
                      const int32_t *tokens, float *out);
-/* dwte, dwpe += from dout (B,T,C). */
+/* dwte (and dwpe) += from dout (B,T,C). */
 int oc_gpt_embed_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
                      const struct oc_gpt_dims *d, struct oc_params *p,
                      const int32_t *tokens, const float *dout);
 
-/* out (B,T,C) = in + attnproj(attn(ln1(in))); out must not alias a->in. */
+/* out (B,T,C) = in + attnproj(attn(ln1(in))) (Llama: RoPE on q and k
+ * before attn); out must not alias a->in. */
 int oc_gpt_attn_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
                     const struct oc_gpt_dims *d, const struct oc_params *p,
                     int64_t layer, struct oc_gpt_attn_act *a, float *out);
@@ -289,7 +313,8 @@ int oc_gpt_attn_bwd(const struct oc_kernels *k, struct oc_gpt_call *c,
                     int64_t layer, const struct oc_gpt_attn_act *a,
                     const float *dout, float *din, float *work);
 
-/* out (B,T,C) = in + fcproj(gelu(fc(ln2(in)))); out must not alias a->in. */
+/* out (B,T,C) = in + fcproj(act(fc(ln2(in)))), act GELU or SwiGLU; out
+ * must not alias a->in. */
 int oc_gpt_mlp_fwd(const struct oc_kernels *k, struct oc_gpt_call *c,
                    const struct oc_gpt_dims *d, const struct oc_params *p,
                    int64_t layer, struct oc_gpt_mlp_act *a, float *out);

@@ -5,7 +5,11 @@
  * cblas_sgemm and the vocab-parallel pieces of Megatron-LM (Shoeybi et al.
  * 2019). They are the loops exec/gpt.c ran before the model was written
  * against this table, operation for operation and in the same order: the
- * cpu executor's results did not move by one bit (tools/golden.sh).
+ * cpu executor's results did not move by one bit (tools/golden.sh). The
+ * Llama block's kernels (RMSNorm, SwiGLU, rotary embedding) follow
+ * Hugging Face's modeling_llama.py; attention reads grouped-query heads
+ * through the offsets of one KV group, which with one query head per
+ * group are the multi-head offsets and the same loops (bitwise).
  */
 #include "ops_cpu.h"
 
@@ -142,6 +146,52 @@ static void cpu_layernorm_bwd(void *ctx, float *dinp, float *dw, float *db,
 }
 
 /* ------------------------------------------------------------------ */
+/* RMSNorm (Zhang & Sennrich 2019) over the last dimension C, as Hugging
+ * Face's LlamaRMSNorm: x * rsqrt(mean(x^2) + eps), then the gain      */
+
+static void cpu_rmsnorm_fwd(void *ctx, float *out, float *rstd, const float *inp,
+                            const float *w, int64_t N, int64_t C, float eps)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < N; i++) {
+        const float *x = inp + i * C;
+        float ss = 0.0f;
+        for (int64_t j = 0; j < C; j++)
+            ss += x[j] * x[j];
+        ss /= (float)C;
+        const float s = 1.0f / sqrtf(ss + eps);
+        float *o = out + i * C;
+        for (int64_t j = 0; j < C; j++)
+            o[j] = (x[j] * s) * w[j];
+        rstd[i] = s;
+    }
+}
+
+/* y = w * x * r with r = (mean(x^2) + eps)^-1/2, so dr/dx_j = -r^3 x_j / C
+ * and, with dn = w * dy and xh = x * r:
+ *   dx_j = r * (dn_j - xh_j * mean(dn * xh));   dw_j += dy_j * xh_j. */
+static void cpu_rmsnorm_bwd(void *ctx, float *dinp, float *dw, const float *dout,
+                            const float *inp, const float *w, const float *rstd,
+                            int64_t N, int64_t C)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < N; i++) {
+        const float *dy = dout + i * C, *x = inp + i * C;
+        float *dx = dinp + i * C;
+        const float r = rstd[i];
+        float dot = 0.0f;
+        for (int64_t j = 0; j < C; j++)
+            dot += (w[j] * dy[j]) * (x[j] * r);
+        dot /= (float)C;
+        for (int64_t j = 0; j < C; j++) {
+            const float xh = x[j] * r;
+            dw[j] += dy[j] * xh;
+            dx[j] += (w[j] * dy[j] - xh * dot) * r;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. in section 2) */
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -174,15 +224,63 @@ static void cpu_gelu_bwd(void *ctx, float *d, const float *inp, int64_t n)
 }
 
 /* ------------------------------------------------------------------ */
-/* Causal softmax attention                                             */
+/* SwiGLU (Shazeer 2020): silu(gate) * up, silu(x) = x * sigmoid(x)     */
+
+static void cpu_swiglu_fwd(void *ctx, float *out, const float *h, int64_t N,
+                           int64_t f)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < N; i++) {
+        const float *gate = h + i * 2 * f, *up = gate + f;
+        for (int64_t j = 0; j < f; j++) {
+            const float sig = 1.0f / (1.0f + expf(-gate[j]));
+            out[i * f + j] = (gate[j] * sig) * up[j];
+        }
+    }
+}
+
+/* silu'(x) = sig(x) * (1 + x * (1 - sig(x))). */
+static void cpu_swiglu_bwd(void *ctx, float *dh, const float *dout, const float *h,
+                           int64_t N, int64_t f)
+{
+    (void)ctx;
+    for (int64_t i = 0; i < N; i++) {
+        const float *gate = h + i * 2 * f, *up = gate + f, *d = dout + i * f;
+        float *dgate = dh + i * 2 * f, *dup = dgate + f;
+        for (int64_t j = 0; j < f; j++) {
+            const float x = gate[j];
+            const float sig = 1.0f / (1.0f + expf(-x));
+            dgate[j] = d[j] * up[j] * (sig * (1.0f + x * (1.0f - sig)));
+            dup[j] = d[j] * (x * sig);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Causal softmax attention, grouped-query                              */
 
 /* The shapes of one attention call, for the offsets below. */
 struct att_dims {
-    int64_t B, T, nh, HS;
+    int64_t B, T, nh, nkv, g, HS; /* g = nh / nkv */
 };
 
-/* Offsets into qkv (B,T,nh,3,HS), y (B,T,nh,HS), att (B,nh,T,T). */
-#define QKV_AT(d, b, t, h) ((((b) * (d)->T + (t)) * (d)->nh + (h)) * 3 * (d)->HS)
+static struct att_dims att_dims(int64_t B, int64_t T, int64_t nh, int64_t nkv,
+                                int64_t HS)
+{
+    OC_ASSERT(nkv >= 1 && nh % nkv == 0);
+    return (struct att_dims){B, T, nh, nkv, nh / nkv, HS};
+}
+
+/* Offsets into qkv (B,T,nkv,g+2,HS): token (b, t); query head h (group
+ * h/g, slot h%g), its group's key (slot g) and value (slot g+1). With g = 1
+ * these are (B,T,nh,3,HS)'s q | k | v of head h. Into y (B,T,nh,HS) and
+ * att (B,nh,T,T). */
+#define TOK_AT(d, b, t) (((b) * (d)->T + (t)) * (d)->nkv * ((d)->g + 2) * (d)->HS)
+#define Q_AT(d, b, t, h)                                                       \
+    (TOK_AT(d, b, t) + ((h) / (d)->g * ((d)->g + 2) + (h) % (d)->g) * (d)->HS)
+#define K_AT(d, b, t, h)                                                       \
+    (TOK_AT(d, b, t) + ((h) / (d)->g * ((d)->g + 2) + (d)->g) * (d)->HS)
+#define V_AT(d, b, t, h) (K_AT(d, b, t, h) + (d)->HS)
 #define Y_AT(d, b, t, h) ((((b) * (d)->T + (t)) * (d)->nh + (h)) * (d)->HS)
 #define ATT_AT(d, b, h, t) ((((b) * (d)->nh + (h)) * (d)->T + (t)) * (d)->T)
 
@@ -194,11 +292,11 @@ static void attn_scores(const struct att_dims *d, float *att, const float *qkv)
     for (int64_t b = 0; b < d->B; b++)
         for (int64_t h = 0; h < d->nh; h++)
             for (int64_t t = 0; t < T; t++) {
-                const float *q = qkv + QKV_AT(d, b, t, h);
+                const float *q = qkv + Q_AT(d, b, t, h);
                 float *row = att + ATT_AT(d, b, h, t);
                 float maxv = -FLT_MAX;
                 for (int64_t t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + QKV_AT(d, b, t2, h) + HS;
+                    const float *k = qkv + K_AT(d, b, t2, h);
                     float dot = 0.0f;
                     for (int64_t i = 0; i < HS; i++)
                         dot += q[i] * k[i];
@@ -234,7 +332,7 @@ static void attn_values(const struct att_dims *d, float *y_all, const float *att
                 for (int64_t i = 0; i < HS; i++)
                     y[i] = 0.0f;
                 for (int64_t t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + QKV_AT(d, b, t2, h) + 2 * HS;
+                    const float *v = qkv + V_AT(d, b, t2, h);
                     float w = row[t2];
                     for (int64_t i = 0; i < HS; i++)
                         y[i] += w * v[i];
@@ -243,38 +341,39 @@ static void attn_values(const struct att_dims *d, float *y_all, const float *att
 }
 
 static void cpu_attn_fwd(void *ctx, float *att, float *y, const float *qkv,
-                         int64_t B, int64_t T, int64_t nh, int64_t HS)
+                         int64_t B, int64_t T, int64_t nh, int64_t nkv, int64_t HS)
 {
     (void)ctx;
-    const struct att_dims d = {B, T, nh, HS};
+    const struct att_dims d = att_dims(B, T, nh, nkv, HS);
     attn_scores(&d, att, qkv);
     if (y)
         attn_values(&d, y, att, qkv);
 }
 
-/* dqkv (written) from dy; 2*T floats of row scratch per call. */
+/* dqkv (written) from dy; 2*T floats of row scratch per call. A group's
+ * key and value gradients add its g heads' shares in (t, h) order. */
 static void cpu_attn_bwd(void *ctx, float *dqkv, const float *att, const float *qkv,
                          const float *dy, int64_t B, int64_t T, int64_t nh,
-                         int64_t HS)
+                         int64_t nkv, int64_t HS)
 {
     (void)ctx;
-    const struct att_dims dd = {B, T, nh, HS}, *d = &dd;
+    const struct att_dims dd = att_dims(B, T, nh, nkv, HS), *d = &dd;
     const float scale = 1.0f / sqrtf((float)HS);
     float *scratch = malloc((size_t)(2 * T) * sizeof *scratch);
     OC_ASSERT(scratch);
     float *datt = scratch, *dpre = scratch + T;
-    memset(dqkv, 0, (size_t)(B * T * 3 * nh * HS) * sizeof *dqkv);
+    memset(dqkv, 0, (size_t)(B * T * nkv * (d->g + 2) * HS) * sizeof *dqkv);
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++)
             for (int64_t h = 0; h < nh; h++) {
                 const float *row = att + ATT_AT(d, b, h, t);
-                const float *q = qkv + QKV_AT(d, b, t, h);
-                float *dq = dqkv + QKV_AT(d, b, t, h);
+                const float *q = qkv + Q_AT(d, b, t, h);
+                float *dq = dqkv + Q_AT(d, b, t, h);
                 const float *dyr = dy + Y_AT(d, b, t, h);
                 /* y = sum_t2 att[t2] v[t2] */
                 for (int64_t t2 = 0; t2 <= t; t2++) {
-                    const float *v = qkv + QKV_AT(d, b, t2, h) + 2 * HS;
-                    float *dv = dqkv + QKV_AT(d, b, t2, h) + 2 * HS;
+                    const float *v = qkv + V_AT(d, b, t2, h);
+                    float *dv = dqkv + V_AT(d, b, t2, h);
                     float s = 0.0f;
                     for (int64_t i = 0; i < HS; i++) {
                         s += v[i] * dyr[i];
@@ -290,8 +389,8 @@ static void cpu_attn_bwd(void *ctx, float *dqkv, const float *att, const float *
                     dpre[t2] = row[t2] * (datt[t2] - dot);
                 /* pre = scale * q . k[t2] */
                 for (int64_t t2 = 0; t2 <= t; t2++) {
-                    const float *k = qkv + QKV_AT(d, b, t2, h) + HS;
-                    float *dk = dqkv + QKV_AT(d, b, t2, h) + HS;
+                    const float *k = qkv + K_AT(d, b, t2, h);
+                    float *dk = dqkv + K_AT(d, b, t2, h);
                     float g = dpre[t2] * scale;
                     for (int64_t i = 0; i < HS; i++) {
                         dq[i] += k[i] * g;
@@ -300,6 +399,48 @@ static void cpu_attn_bwd(void *ctx, float *dqkv, const float *att, const float *
                 }
             }
     free(scratch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Rotary position embedding (Su et al. 2021) on q and k of qkv         */
+
+/* Turns the g query heads and the key of every (token, KV group) of qkv
+ * (B,T,nkv,g+2,HS) by sign * the angle of the token's position. */
+static void rope_turn(float *qkv, const struct oc_rope *r, int64_t B, int64_t T,
+                      int64_t nh, int64_t nkv, int64_t HS, float sign)
+{
+    const struct att_dims dd = att_dims(B, T, nh, nkv, HS), *d = &dd;
+    const int64_t half = HS / 2;
+    OC_ASSERT(HS % 2 == 0 && r->pairs == half && half <= OC_ROPE_MAX_PAIRS);
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t i = 0; i < half; i++) {
+                /* the angle in fp32, as transformers' LlamaRotaryEmbedding */
+                const float a = (float)t * r->inv_freq[i];
+                const float c = cosf(a), s = sign * sinf(a);
+                for (int64_t j = 0; j < nkv; j++)
+                    for (int64_t slot = 0; slot <= d->g; slot++) {
+                        float *x = qkv + TOK_AT(d, b, t) + (j * (d->g + 2) + slot) * HS;
+                        const float x1 = x[i], x2 = x[i + half];
+                        x[i] = x1 * c - x2 * s;
+                        x[i + half] = x2 * c + x1 * s;
+                    }
+            }
+}
+
+static void cpu_rope_fwd(void *ctx, float *qkv, const struct oc_rope *r, int64_t B,
+                         int64_t T, int64_t nh, int64_t nkv, int64_t HS)
+{
+    (void)ctx;
+    rope_turn(qkv, r, B, T, nh, nkv, HS, 1.0f);
+}
+
+/* The rotation's transpose is the rotation by -angle. */
+static void cpu_rope_bwd(void *ctx, float *dqkv, const struct oc_rope *r, int64_t B,
+                         int64_t T, int64_t nh, int64_t nkv, int64_t HS)
+{
+    (void)ctx;
+    rope_turn(dqkv, r, B, T, nh, nkv, HS, -1.0f);
 }
 
 /* ------------------------------------------------------------------ */
@@ -366,9 +507,11 @@ static void cpu_embed_bwd(void *ctx, float *dwte, float *dwpe,
         int64_t tok = tokens[i];
         OC_ASSERT(tok >= 0 && tok < V);
         const float *g = dout + i * C;
-        float *pe = dwpe + (i % T) * C;
-        for (int64_t j = 0; j < C; j++)
-            pe[j] += g[j];
+        if (dwpe) {
+            float *pe = dwpe + (i % T) * C;
+            for (int64_t j = 0; j < C; j++)
+                pe[j] += g[j];
+        }
         if (tok >= v0 && tok < v0 + v) {
             float *te = dwte + (tok - v0) * C;
             for (int64_t j = 0; j < C; j++)
@@ -483,8 +626,14 @@ const struct oc_kernel_ops oc_kernel_ops_cpu = {
     .linear_bwd = cpu_linear_bwd,
     .layernorm_fwd = cpu_layernorm_fwd,
     .layernorm_bwd = cpu_layernorm_bwd,
+    .rmsnorm_fwd = cpu_rmsnorm_fwd,
+    .rmsnorm_bwd = cpu_rmsnorm_bwd,
     .gelu_fwd = cpu_gelu_fwd,
     .gelu_bwd = cpu_gelu_bwd,
+    .swiglu_fwd = cpu_swiglu_fwd,
+    .swiglu_bwd = cpu_swiglu_bwd,
+    .rope_fwd = cpu_rope_fwd,
+    .rope_bwd = cpu_rope_bwd,
     .attn_fwd = cpu_attn_fwd,
     .attn_bwd = cpu_attn_bwd,
     .flash_attn_fwd = oc_cpu_flash_attn_fwd,

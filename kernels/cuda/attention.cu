@@ -1,6 +1,9 @@
 /* attention.cu: causal softmax attention (Vaswani et al. 2017, scale
- * 1/sqrt(HS)), forward and backward, fp32, on the cpu kernels' layouts:
- * qkv (B,T,nh,3,HS), att (B,nh,T,T), y and dy (B,T,nh,HS).
+ * 1/sqrt(HS)), grouped-query (Ainslie et al. 2023), forward and backward,
+ * fp32, on the cpu kernels' layouts: qkv (B,T,nkv,g+2,HS) (per token and
+ * KV group: g query heads, the key, the value; g = nh/nkv), att
+ * (B,nh,T,T), y and dy (B,T,nh,HS). Head h reads the key and value of
+ * group h/g; with g = 1 the layout is (B,T,nh,3,HS).
  *
  * This is the classic algorithm, not a fused flash kernel: the forward
  * writes the (B,nh,T,T) probabilities because the cpu kernels' backward (and
@@ -22,12 +25,15 @@
  * threads (no atomics, deterministic):
  *   bwd_q   one warp per query row t: D[t] (kept in scratch), then
  *           dq[t] = scale * sum_t2 att * ((v[t2] . dy[t]) - D[t]) * k[t2];
- *   bwd_kv  one warp per key row t2, query tiles of q and dy staged:
- *           dk[t2] = scale * sum_t att * (datt - D[t]) * q[t],
- *           dv[t2] = sum_t att[t,t2] * dy[t].
+ *   bwd_kv  one warp per key row t2 of a KV group, query tiles of q and
+ *           dy staged, the group's g heads one after the other:
+ *           dk[t2] = scale * sum_h sum_t att * (datt - D[t]) * q[t],
+ *           dv[t2] = sum_h sum_t att[t,t2] * dy[t].
  * Sums over keys (y, dq) and over queries (dk, dv) run in index order, as
- * the cpu kernels' loops do; only the row max, the exponential sum and D are
- * reduced in a tree. The (v . dy) dots are computed twice (bwd_q, bwd_kv)
+ * the cpu kernels' loops do (dk, dv: head by head, where the cpu adds the
+ * g heads' shares query row by query row: the same terms in another
+ * order); only the row max, the exponential sum and D are reduced in a
+ * tree. The (v . dy) dots are computed twice (bwd_q, bwd_kv)
  * instead of storing a (B,nh,T,T) gradient. Cost: O(T^2 HS) per head, as
  * the math; att traffic O(T^2) per head, as the classic kernel's is.
  */
@@ -54,6 +60,27 @@ __device__ __forceinline__ void load_tile(float *tile, int ks, const float *base
     }
 }
 
+/* Where head h's rows start in qkv (B,T,nkv,g+2,HS) for sequence b: its
+ * query (slot h%g of group h/g), its group's key (slot g) and value (slot
+ * g+1); rs = nkv*(g+2)*HS is the stride of a token. */
+struct att_heads {
+    int64_t rs;
+    int64_t q, k, v; /* offsets of row t = 0 */
+};
+
+__device__ __forceinline__ struct att_heads att_heads_of(int64_t b, int h, int64_t T,
+                                                         int nh, int nkv, int HS)
+{
+    const int g = nh / nkv;
+    struct att_heads a;
+    a.rs = (int64_t)nkv * (g + 2) * HS;
+    const int64_t grp = b * T * a.rs + (int64_t)(h / g) * (g + 2) * HS;
+    a.q = grp + (int64_t)(h % g) * HS;
+    a.k = grp + (int64_t)g * HS;
+    a.v = a.k + HS;
+    return a;
+}
+
 __device__ __forceinline__ float dot_hs(const float *a, const float *b, int HS)
 {
     float s = 0.0f;
@@ -63,7 +90,8 @@ __device__ __forceinline__ float dot_hs(const float *a, const float *b, int HS)
 }
 
 __global__ void __launch_bounds__(ATT_ROWS *OC_WARP)
-attn_fwd_kernel(float *att, float *y, const float *qkv, int64_t T, int nh, int HS)
+attn_fwd_kernel(float *att, float *y, const float *qkv, int64_t T, int nh, int nkv,
+                int HS)
 {
     extern __shared__ float sh[];
     const int ks = HS | 1;
@@ -76,21 +104,21 @@ attn_fwd_kernel(float *att, float *y, const float *qkv, int64_t T, int nh, int H
     const int64_t t = tb + threadIdx.x / OC_WARP;
     const bool valid = t < T; /* the same for the whole warp */
     const int64_t tlast = tb + ATT_ROWS - 1 < T ? tb + ATT_ROWS - 1 : T - 1;
-    const int64_t rs = (int64_t)nh * 3 * HS;
-    const float *base = qkv + (b * T * nh + h) * 3 * HS; /* q of row 0 */
+    const struct att_heads ah = att_heads_of(b, h, T, nh, nkv, HS);
+    const int64_t rs = ah.rs;
     float *row = att + ((b * nh + h) * T + (valid ? t : 0)) * T;
     const float scale = 1.0f / sqrtf((float)HS);
 
     if (valid)
         for (int i = lane; i < HS; i += OC_WARP)
-            q[i] = base[t * rs + i];
+            q[i] = qkv[ah.q + t * rs + i];
     __syncwarp();
 
     /* pass 1: scaled scores, running max */
     float lmax = -FLT_MAX;
     for (int64_t t0 = 0; t0 <= tlast; t0 += ATT_TILE) {
         __syncthreads();
-        load_tile(kv, ks, base + HS, rs, t0, T, HS);
+        load_tile(kv, ks, qkv + ah.k, rs, t0, T, HS);
         __syncthreads();
         const int64_t t2 = t0 + lane;
         if (valid && t2 <= t) {
@@ -116,7 +144,7 @@ attn_fwd_kernel(float *att, float *y, const float *qkv, int64_t T, int nh, int H
     for (int64_t t0 = 0; t0 <= tlast; t0 += ATT_TILE) {
         if (y) { /* the same for the whole block */
             __syncthreads();
-            load_tile(kv, ks, base + 2 * HS, rs, t0, T, HS);
+            load_tile(kv, ks, qkv + ah.v, rs, t0, T, HS);
             __syncthreads();
         }
         const int64_t t2 = t0 + lane;
@@ -157,7 +185,7 @@ attn_fwd_kernel(float *att, float *y, const float *qkv, int64_t T, int nh, int H
 /* dq, and D (B,nh,T) into dsum. */
 __global__ void __launch_bounds__(ATT_ROWS *OC_WARP)
 attn_bwd_q_kernel(float *dqkv, float *dsum, const float *att, const float *qkv,
-                  const float *dy, int64_t T, int nh, int HS)
+                  const float *dy, int64_t T, int nh, int nkv, int HS)
 {
     extern __shared__ float sh[];
     const int ks = HS | 1;
@@ -171,8 +199,8 @@ attn_bwd_q_kernel(float *dqkv, float *dsum, const float *att, const float *qkv,
     const int64_t t = tb + threadIdx.x / OC_WARP;
     const bool valid = t < T;
     const int64_t tlast = tb + ATT_ROWS - 1 < T ? tb + ATT_ROWS - 1 : T - 1;
-    const int64_t rs = (int64_t)nh * 3 * HS, yrs = (int64_t)nh * HS;
-    const float *base = qkv + (b * T * nh + h) * 3 * HS;
+    const struct att_heads ah = att_heads_of(b, h, T, nh, nkv, HS);
+    const int64_t rs = ah.rs, yrs = (int64_t)nh * HS;
     const float *dybase = dy + (b * T * nh + h) * HS;
     const float *row = att + ((b * nh + h) * T + (valid ? t : 0)) * T;
     const float scale = 1.0f / sqrtf((float)HS);
@@ -186,7 +214,7 @@ attn_bwd_q_kernel(float *dqkv, float *dsum, const float *att, const float *qkv,
     float part = 0.0f;
     for (int64_t t0 = 0; t0 <= tlast; t0 += ATT_TILE) {
         __syncthreads();
-        load_tile(vt, ks, base + 2 * HS, rs, t0, T, HS);
+        load_tile(vt, ks, qkv + ah.v, rs, t0, T, HS);
         __syncthreads();
         const int64_t t2 = t0 + lane;
         if (valid && t2 <= t)
@@ -203,8 +231,8 @@ attn_bwd_q_kernel(float *dqkv, float *dsum, const float *att, const float *qkv,
         acc[k] = 0.0f;
     for (int64_t t0 = 0; t0 <= tlast; t0 += ATT_TILE) {
         __syncthreads();
-        load_tile(kt, ks, base + HS, rs, t0, T, HS);
-        load_tile(vt, ks, base + 2 * HS, rs, t0, T, HS);
+        load_tile(kt, ks, qkv + ah.k, rs, t0, T, HS);
+        load_tile(vt, ks, qkv + ah.v, rs, t0, T, HS);
         __syncthreads();
         const int64_t t2 = t0 + lane;
         float g = 0.0f;
@@ -226,7 +254,7 @@ attn_bwd_q_kernel(float *dqkv, float *dsum, const float *att, const float *qkv,
     }
     if (!valid)
         return;
-    float *dq = dqkv + (b * T * nh + h) * 3 * HS + t * rs;
+    float *dq = dqkv + ah.q + t * rs;
 #pragma unroll
     for (int k = 0; k < ATT_REG; k++) {
         const int i = lane + k * OC_WARP;
@@ -235,10 +263,12 @@ attn_bwd_q_kernel(float *dqkv, float *dsum, const float *att, const float *qkv,
     }
 }
 
-/* dk and dv of key row t2, from the query rows t >= t2. */
+/* dk and dv of key row t2 of KV group j (blockIdx.y), from the query rows
+ * t >= t2 of the group's g heads, head after head. */
 __global__ void __launch_bounds__(ATT_ROWS *OC_WARP)
 attn_bwd_kv_kernel(float *dqkv, const float *dsum, const float *att,
-                   const float *qkv, const float *dy, int64_t T, int nh, int HS)
+                   const float *qkv, const float *dy, int64_t T, int nh, int nkv,
+                   int HS)
 {
     extern __shared__ float sh[];
     const int ks = HS | 1;
@@ -247,63 +277,67 @@ attn_bwd_kv_kernel(float *dqkv, const float *dsum, const float *att,
     float *vr = sh + 2 * ATT_TILE * ks + (threadIdx.x / OC_WARP) * HS; /* v[t2] */
     const int lane = threadIdx.x % OC_WARP;
     const int64_t b = blockIdx.z;
-    const int h = blockIdx.y;
+    const int heads = nh / nkv; /* g */
+    const int h0 = blockIdx.y * heads; /* the group's first head */
     const int64_t tb = (int64_t)blockIdx.x * ATT_ROWS;
     const int64_t t2 = tb + threadIdx.x / OC_WARP;
     const bool valid = t2 < T;
-    const int64_t rs = (int64_t)nh * 3 * HS, yrs = (int64_t)nh * HS;
-    const float *base = qkv + (b * T * nh + h) * 3 * HS;
-    const float *dybase = dy + (b * T * nh + h) * HS;
-    const float *col = att + (b * nh + h) * T * T + (valid ? t2 : 0); /* [t*T] */
-    const float *Dr = dsum + (b * nh + h) * T;
+    const struct att_heads a0 = att_heads_of(b, h0, T, nh, nkv, HS);
+    const int64_t rs = a0.rs, yrs = (int64_t)nh * HS;
     const float scale = 1.0f / sqrtf((float)HS);
 
     if (valid)
         for (int i = lane; i < HS; i += OC_WARP)
-            vr[i] = base[t2 * rs + 2 * HS + i];
+            vr[i] = qkv[a0.v + t2 * rs + i];
     __syncwarp();
 
     float ak[ATT_REG], av[ATT_REG];
 #pragma unroll
     for (int k = 0; k < ATT_REG; k++)
         ak[k] = av[k] = 0.0f;
-    for (int64_t t0 = tb; t0 < T; t0 += ATT_TILE) {
-        __syncthreads();
-        load_tile(qt, ks, base, rs, t0, T, HS);
-        load_tile(dyt, ks, dybase, yrs, t0, T, HS);
-        __syncthreads();
-        const int64_t t = t0 + lane;
-        float a = 0.0f, g = 0.0f;
-        if (valid && t < T && t >= t2) {
-            a = col[t * T];
-            g = a * (dot_hs(vr, dyt + lane * ks, HS) - Dr[t]) * scale;
-        }
-        if (!valid)
-            continue; /* no shuffles below for this warp; the syncs above are */
-        const int n = T - t0 < ATT_TILE ? (int)(T - t0) : ATT_TILE;
-        for (int j = 0; j < n; j++) {
-            const float aj = __shfl_sync(OC_FULL_MASK, a, j);
-            const float gj = __shfl_sync(OC_FULL_MASK, g, j);
-            const float *qj = qt + j * ks, *dyj = dyt + j * ks;
+    for (int h = h0; h < h0 + heads; h++) {
+        const struct att_heads ah = att_heads_of(b, h, T, nh, nkv, HS);
+        const float *dybase = dy + (b * T * nh + h) * HS;
+        const float *col = att + (b * nh + h) * T * T + (valid ? t2 : 0); /* [t*T] */
+        const float *Dr = dsum + (b * nh + h) * T;
+        for (int64_t t0 = tb; t0 < T; t0 += ATT_TILE) {
+            __syncthreads();
+            load_tile(qt, ks, qkv + ah.q, rs, t0, T, HS);
+            load_tile(dyt, ks, dybase, yrs, t0, T, HS);
+            __syncthreads();
+            const int64_t t = t0 + lane;
+            float a = 0.0f, g = 0.0f;
+            if (valid && t < T && t >= t2) {
+                a = col[t * T];
+                g = a * (dot_hs(vr, dyt + lane * ks, HS) - Dr[t]) * scale;
+            }
+            if (!valid)
+                continue; /* no shuffles below for this warp; the syncs above are */
+            const int n = T - t0 < ATT_TILE ? (int)(T - t0) : ATT_TILE;
+            for (int j = 0; j < n; j++) {
+                const float aj = __shfl_sync(OC_FULL_MASK, a, j);
+                const float gj = __shfl_sync(OC_FULL_MASK, g, j);
+                const float *qj = qt + j * ks, *dyj = dyt + j * ks;
 #pragma unroll
-            for (int k = 0; k < ATT_REG; k++) {
-                const int i = lane + k * OC_WARP;
-                if (i < HS) {
-                    ak[k] += gj * qj[i];
-                    av[k] += aj * dyj[i];
+                for (int k = 0; k < ATT_REG; k++) {
+                    const int i = lane + k * OC_WARP;
+                    if (i < HS) {
+                        ak[k] += gj * qj[i];
+                        av[k] += aj * dyj[i];
+                    }
                 }
             }
         }
     }
     if (!valid)
         return;
-    float *dk = dqkv + (b * T * nh + h) * 3 * HS + t2 * rs + HS;
+    float *dk = dqkv + a0.k + t2 * rs, *dv = dqkv + a0.v + t2 * rs;
 #pragma unroll
     for (int k = 0; k < ATT_REG; k++) {
         const int i = lane + k * OC_WARP;
         if (i < HS) {
             dk[i] = ak[k];
-            dk[HS + i] = av[k];
+            dv[i] = av[k];
         }
     }
 }
@@ -321,9 +355,10 @@ static size_t att_smem(const void *kernel, int tiles, int64_t HS)
     return bytes;
 }
 
-static void att_check(int64_t B, int64_t T, int64_t nh, int64_t HS)
+static void att_check(int64_t B, int64_t T, int64_t nh, int64_t nkv, int64_t HS)
 {
     OC_ASSERT(B >= 1 && B <= 65535 && nh >= 1 && nh <= 65535);
+    OC_ASSERT(nkv >= 1 && nh % nkv == 0);
     OC_ASSERT(T >= 1 && (T + ATT_ROWS - 1) / ATT_ROWS <= INT32_MAX);
     OC_ASSERT(HS >= 1 && HS <= ATT_HS_MAX);
 }
@@ -335,32 +370,34 @@ extern "C" int64_t oc_cuda_attn_bwd_scratch_floats(int64_t B, int64_t T,
 }
 
 extern "C" void oc_cuda_attn_fwd(float *att, float *y, const float *qkv,
-                                 int64_t B, int64_t T, int64_t nh, int64_t HS,
-                                 cudaStream_t stream)
+                                 int64_t B, int64_t T, int64_t nh, int64_t nkv,
+                                 int64_t HS, cudaStream_t stream)
 {
-    att_check(B, T, nh, HS);
+    att_check(B, T, nh, nkv, HS);
     OC_ASSERT(att && qkv);
     dim3 grid((unsigned)((T + ATT_ROWS - 1) / ATT_ROWS), (unsigned)nh, (unsigned)B);
     size_t smem = att_smem((const void *)attn_fwd_kernel, 1, HS);
-    attn_fwd_kernel<<<grid, ATT_ROWS * OC_WARP, smem, stream>>>(att, y, qkv, T,
-                                                                (int)nh, (int)HS);
+    attn_fwd_kernel<<<grid, ATT_ROWS * OC_WARP, smem, stream>>>(
+        att, y, qkv, T, (int)nh, (int)nkv, (int)HS);
     OC_LAUNCH_CHECK();
 }
 
 extern "C" void oc_cuda_attn_bwd(float *dqkv, const float *att, const float *qkv,
                                  const float *dy, int64_t B, int64_t T,
-                                 int64_t nh, int64_t HS, float *scratch,
-                                 cudaStream_t stream)
+                                 int64_t nh, int64_t nkv, int64_t HS,
+                                 float *scratch, cudaStream_t stream)
 {
-    att_check(B, T, nh, HS);
+    att_check(B, T, nh, nkv, HS);
     OC_ASSERT(dqkv && att && qkv && dy && scratch && dqkv != qkv);
     dim3 grid((unsigned)((T + ATT_ROWS - 1) / ATT_ROWS), (unsigned)nh, (unsigned)B);
     size_t smem = att_smem((const void *)attn_bwd_q_kernel, 2, HS);
     attn_bwd_q_kernel<<<grid, ATT_ROWS * OC_WARP, smem, stream>>>(
-        dqkv, scratch, att, qkv, dy, T, (int)nh, (int)HS);
+        dqkv, scratch, att, qkv, dy, T, (int)nh, (int)nkv, (int)HS);
     OC_LAUNCH_CHECK();
+    /* one block row per KV group: its key and value sum the g heads */
+    dim3 kv_grid(grid.x, (unsigned)nkv, (unsigned)B);
     smem = att_smem((const void *)attn_bwd_kv_kernel, 2, HS);
-    attn_bwd_kv_kernel<<<grid, ATT_ROWS * OC_WARP, smem, stream>>>(
-        dqkv, scratch, att, qkv, dy, T, (int)nh, (int)HS);
+    attn_bwd_kv_kernel<<<kv_grid, ATT_ROWS * OC_WARP, smem, stream>>>(
+        dqkv, scratch, att, qkv, dy, T, (int)nh, (int)nkv, (int)HS);
     OC_LAUNCH_CHECK();
 }

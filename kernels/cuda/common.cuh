@@ -69,4 +69,28 @@ __device__ __forceinline__ float oc_block_reduce(float x, float *sh, int is_max)
 #define OC_COLSUM_TX 32 /* columns per block: one 128-byte row segment */
 #define OC_COLSUM_TY 8  /* row lanes per block */
 
+/* Stage 1's end in a (OC_COLSUM_TX, OC_COLSUM_TY) block over chunk
+ * blockIdx.y: each row lane's sum `a` of column col, added in lane order,
+ * is the chunk's partial scratch[blockIdx.y * C + col]. Every thread of
+ * the block calls it (it synchronises the block). */
+__device__ __forceinline__ void oc_colsum_store(float *scratch, float a, int64_t col,
+                                                int64_t C)
+{
+    __shared__ float sh[OC_COLSUM_TY][OC_COLSUM_TX + 1];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    __syncthreads(); /* sh may still be read from a previous call */
+    sh[ty][tx] = a;
+    __syncthreads();
+    if (ty == 0 && col < C) {
+        for (int k = 1; k < OC_COLSUM_TY; k++)
+            a += sh[k][tx];
+        scratch[(int64_t)blockIdx.y * C + col] = a;
+    }
+}
+
+/* Stage 2 (residual.cu): dst[col] += the partials of col in scratch
+ * (OC_COLSUM_CHUNKS, C), in chunk order, for every col < C. */
+void oc_cuda_colsum_finish(float *dst, const float *scratch, int64_t C,
+                           cudaStream_t stream);
+
 #endif

@@ -9,7 +9,7 @@
  * Backward without atomics, so that it repeats bitwise and equals the cpu kernels
  * (which adds rows in token-position order):
  *   dwpe  one thread per (t, column), adding the B rows of position t in
- *         batch order;
+ *         batch order (none where dwpe is NULL: rotary positions);
  *   dwte  one block per position i; the block goes on only if i is the
  *         first position holding its token (the "owner": the block checks
  *         positions < i, 256 at a time). The owner walks positions i..N-1
@@ -133,9 +133,11 @@ extern "C" void oc_cuda_embed_bwd(float *dwte, float *dwpe, const int32_t *token
 {
     OC_ASSERT(B >= 1 && T >= 1 && C >= 1 && v >= 1 && v0 >= 0 && v0 + v <= V);
     OC_ASSERT(V <= INT32_MAX && B * T <= INT32_MAX);
-    OC_ASSERT(dwte && dwpe && tokens && dout);
-    pos_bwd_kernel<<<oc_grid_1d(T * C, 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
-    OC_LAUNCH_CHECK();
+    OC_ASSERT(dwte && tokens && dout);
+    if (dwpe) { /* NULL: a rotary model has no position table */
+        pos_bwd_kernel<<<oc_grid_1d(T * C, 256), 256, 0, stream>>>(dwpe, dout, B, T, C);
+        OC_LAUNCH_CHECK();
+    }
     tok_bwd_kernel<<<(unsigned)(B * T), EMB_THREADS, 0, stream>>>(
         dwte, tokens, dout, B * T, C, V, v0, v);
     OC_LAUNCH_CHECK();

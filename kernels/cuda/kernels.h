@@ -23,9 +23,11 @@
  * "Cross-entropy").
  *
  * Letters (kernels/ops.h): B = micro-batch, T = sequence, N = B*T tokens, C =
- * hidden, nh = local heads, HS = head size, v = local vocab rows starting at
- * v0, V = whole vocabulary. Layouts are kernels/ops.h's, row-major:
- *   qkv (B,T,nh,3,HS)   head-major q|k|v per token (Megatron-LM's layout)
+ * hidden, nh = local heads, nkv = local KV heads, g = nh/nkv, HS = head
+ * size, f = MLP width, v = local vocab rows starting at v0, V = whole
+ * vocabulary. Layouts are kernels/ops.h's, row-major:
+ *   qkv (B,T,nkv,g+2,HS) per token and KV group: g queries, key, value
+ *                        (Megatron-LM's layout; g = 1: q|k|v per head)
  *   att (B,nh,T,T)      causal softmax probabilities, zero above the diagonal
  *   y   (B,T,nh,HS)     attention output before the projection
  *   a linear layer's weight is (OC, IC) and computes y = x W^T + b.
@@ -132,6 +134,20 @@ void oc_cuda_layernorm_bwd(float *dinp, float *dw, float *db, const float *dout,
 int64_t oc_cuda_layernorm_bwd_scratch_floats(int64_t C);
 
 /* ------------------------------------------------------------------ */
+/* RMSNorm (rmsnorm.cu), Hugging Face's LlamaRMSNorm                    */
+
+/* out (N,C) = inp * rstd * w, rstd = 1/sqrt(mean(inp^2) + eps) (N) kept
+ * for backward. */
+void oc_cuda_rmsnorm_fwd(float *out, float *rstd, const float *inp, const float *w,
+                         int64_t N, int64_t C, float eps, cudaStream_t stream);
+/* dinp (N,C) += RMSNorm backward of dout; dw (C) += its gradient.
+ * scratch: oc_cuda_rmsnorm_bwd_scratch_floats(C) floats. */
+void oc_cuda_rmsnorm_bwd(float *dinp, float *dw, const float *dout,
+                         const float *inp, const float *w, const float *rstd,
+                         int64_t N, int64_t C, float *scratch, cudaStream_t stream);
+int64_t oc_cuda_rmsnorm_bwd_scratch_floats(int64_t C);
+
+/* ------------------------------------------------------------------ */
 /* GELU, tanh form (gelu.cu)                                            */
 
 void oc_cuda_gelu_fwd(float *out, const float *inp, int64_t n,
@@ -140,18 +156,42 @@ void oc_cuda_gelu_fwd(float *out, const float *inp, int64_t n,
 void oc_cuda_gelu_bwd(float *d, const float *inp, int64_t n, cudaStream_t stream);
 
 /* ------------------------------------------------------------------ */
-/* Causal softmax attention (attention.cu), scale 1/sqrt(HS), HS <= 256  */
+/* SwiGLU (swiglu.cu): silu(gate) * up                                  */
+
+/* out (N,f) = silu(gate) * up from h (N,2f) = gate | up per row. */
+void oc_cuda_swiglu_fwd(float *out, const float *h, int64_t N, int64_t f,
+                        cudaStream_t stream);
+/* dh (N,2f) = (dout * up * silu'(gate) | dout * silu(gate)), written. */
+void oc_cuda_swiglu_bwd(float *dh, const float *dout, const float *h, int64_t N,
+                        int64_t f, cudaStream_t stream);
+
+/* ------------------------------------------------------------------ */
+/* Rotary position embedding (rope.cu), rotate_half pairs (i, i + HS/2) */
+
+#define OC_CUDA_ROPE_MAX_PAIRS 128 /* ops.h's OC_ROPE_MAX_PAIRS */
+/* The g query heads and the key of every (token, KV group) of qkv
+ * (B,T,nkv,g+2,HS), g = nh/nkv, turned in place by the angle t *
+ * inv_freq[i] of their position t (backward 0), or back (backward 1: the
+ * gradient). inv_freq: pairs = HS/2 floats in host memory. */
+void oc_cuda_rope(float *qkv, const float *inv_freq, int64_t pairs, int64_t B,
+                  int64_t T, int64_t nh, int64_t nkv, int64_t HS, int backward,
+                  cudaStream_t stream);
+
+/* ------------------------------------------------------------------ */
+/* Causal softmax attention (attention.cu), scale 1/sqrt(HS), HS <= 256,
+ * grouped-query: head h reads KV group h/g of qkv (B,T,nkv,g+2,HS)     */
 
 /* att = causal softmax(q k^T / sqrt(HS)) with zeros above the diagonal;
  * y = att @ v. y may be NULL: att only (the model's oc_gpt_attn_scores,
  * for selective recompute). */
 void oc_cuda_attn_fwd(float *att, float *y, const float *qkv, int64_t B,
-                      int64_t T, int64_t nh, int64_t HS, cudaStream_t stream);
-/* dqkv (B,T,nh,3,HS), written, from dy (B,T,nh,HS), att and qkv.
+                      int64_t T, int64_t nh, int64_t nkv, int64_t HS,
+                      cudaStream_t stream);
+/* dqkv (B,T,nkv,g+2,HS), written, from dy (B,T,nh,HS), att and qkv.
  * scratch: oc_cuda_attn_bwd_scratch_floats(B, T, nh) floats. */
 void oc_cuda_attn_bwd(float *dqkv, const float *att, const float *qkv,
                       const float *dy, int64_t B, int64_t T, int64_t nh,
-                      int64_t HS, float *scratch, cudaStream_t stream);
+                      int64_t nkv, int64_t HS, float *scratch, cudaStream_t stream);
 int64_t oc_cuda_attn_bwd_scratch_floats(int64_t B, int64_t T, int64_t nh);
 
 /* ------------------------------------------------------------------ */
@@ -166,7 +206,8 @@ void oc_cuda_embed_fwd(float *out, const int32_t *tokens, const float *wte,
 /* out (N,C) += wpe[i mod T]: positions, after the all-reduce. */
 void oc_cuda_pos_fwd(float *out, const float *wpe, int64_t N, int64_t T,
                      int64_t C, cudaStream_t stream);
-/* dwpe (T rows of (P,C)) += dout summed over the batch; dwte (v,C) += dout
+/* dwpe (T rows of (P,C)) += dout summed over the batch (dwpe may be
+ * NULL: no position table); dwte (v,C) += dout
  * rows of the tokens in [v0, v0+v), each row summed in token-position
  * order (deterministic, no atomics). N = B*T. */
 void oc_cuda_embed_bwd(float *dwte, float *dwpe, const int32_t *tokens,

@@ -18,6 +18,9 @@
 
 #define ALIGN_FLOATS 64 /* 256 bytes, cudaMalloc's alignment */
 
+_Static_assert(OC_CUDA_ROPE_MAX_PAIRS == OC_ROPE_MAX_PAIRS,
+               "rope.cu's frequency table holds ops.h's largest");
+
 static int64_t round_up(int64_t n)
 {
     return (n + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS;
@@ -101,6 +104,7 @@ static int cu_reserve(void *ctx, const struct oc_kernel_sizes *s,
     z.att_T = max2(z.att_T, s->att_T);
     z.att_nh = max2(z.att_nh, s->att_nh);
     int64_t k = oc_cuda_layernorm_bwd_scratch_floats(z.norm);
+    k = max2(k, oc_cuda_rmsnorm_bwd_scratch_floats(z.norm));
     k = max2(k, oc_cuda_attn_bwd_scratch_floats(z.att_B, z.att_T, z.att_nh));
     k = max2(k, oc_cuda_flash_attn_bwd_scratch_floats(z.att_B, z.att_T, z.att_nh));
     k = max2(k, oc_cuda_colsum_scratch_floats(z.bias_out));
@@ -289,6 +293,21 @@ static void cu_layernorm_bwd(void *ctx, float *dinp, float *dw, float *db,
                           x->stream);
 }
 
+static void cu_rmsnorm_fwd(void *ctx, float *out, float *rstd, const float *inp,
+                           const float *w, int64_t N, int64_t C, float eps)
+{
+    oc_cuda_rmsnorm_fwd(out, rstd, inp, w, N, C, eps, of(ctx)->stream);
+}
+
+static void cu_rmsnorm_bwd(void *ctx, float *dinp, float *dw, const float *dout,
+                           const float *inp, const float *w, const float *rstd,
+                           int64_t N, int64_t C)
+{
+    struct oc_cuda_kernels *x = of(ctx);
+    oc_cuda_rmsnorm_bwd(dinp, dw, dout, inp, w, rstd, N, C,
+                        kscratch(x, oc_cuda_rmsnorm_bwd_scratch_floats(C)), x->stream);
+}
+
 static void cu_gelu_fwd(void *ctx, float *out, const float *inp, int64_t n)
 {
     oc_cuda_gelu_fwd(out, inp, n, of(ctx)->stream);
@@ -299,18 +318,43 @@ static void cu_gelu_bwd(void *ctx, float *d, const float *inp, int64_t n)
     oc_cuda_gelu_bwd(d, inp, n, of(ctx)->stream);
 }
 
-static void cu_attn_fwd(void *ctx, float *att, float *y, const float *qkv,
-                        int64_t B, int64_t T, int64_t nh, int64_t HS)
+static void cu_swiglu_fwd(void *ctx, float *out, const float *h, int64_t N,
+                          int64_t f)
 {
-    oc_cuda_attn_fwd(att, y, qkv, B, T, nh, HS, of(ctx)->stream);
+    oc_cuda_swiglu_fwd(out, h, N, f, of(ctx)->stream);
+}
+
+static void cu_swiglu_bwd(void *ctx, float *dh, const float *dout, const float *h,
+                          int64_t N, int64_t f)
+{
+    oc_cuda_swiglu_bwd(dh, dout, h, N, f, of(ctx)->stream);
+}
+
+/* The frequencies are the model's (host memory), passed by value. */
+static void cu_rope_fwd(void *ctx, float *qkv, const struct oc_rope *r, int64_t B,
+                        int64_t T, int64_t nh, int64_t nkv, int64_t HS)
+{
+    oc_cuda_rope(qkv, r->inv_freq, r->pairs, B, T, nh, nkv, HS, 0, of(ctx)->stream);
+}
+
+static void cu_rope_bwd(void *ctx, float *dqkv, const struct oc_rope *r, int64_t B,
+                        int64_t T, int64_t nh, int64_t nkv, int64_t HS)
+{
+    oc_cuda_rope(dqkv, r->inv_freq, r->pairs, B, T, nh, nkv, HS, 1, of(ctx)->stream);
+}
+
+static void cu_attn_fwd(void *ctx, float *att, float *y, const float *qkv,
+                        int64_t B, int64_t T, int64_t nh, int64_t nkv, int64_t HS)
+{
+    oc_cuda_attn_fwd(att, y, qkv, B, T, nh, nkv, HS, of(ctx)->stream);
 }
 
 static void cu_attn_bwd(void *ctx, float *dqkv, const float *att, const float *qkv,
                         const float *dy, int64_t B, int64_t T, int64_t nh,
-                        int64_t HS)
+                        int64_t nkv, int64_t HS)
 {
     struct oc_cuda_kernels *x = of(ctx);
-    oc_cuda_attn_bwd(dqkv, att, qkv, dy, B, T, nh, HS,
+    oc_cuda_attn_bwd(dqkv, att, qkv, dy, B, T, nh, nkv, HS,
                      kscratch(x, oc_cuda_attn_bwd_scratch_floats(B, T, nh)), x->stream);
 }
 
@@ -408,8 +452,14 @@ const struct oc_kernel_ops oc_kernel_ops_cuda = {
     .linear_bwd = cu_linear_bwd,
     .layernorm_fwd = cu_layernorm_fwd,
     .layernorm_bwd = cu_layernorm_bwd,
+    .rmsnorm_fwd = cu_rmsnorm_fwd,
+    .rmsnorm_bwd = cu_rmsnorm_bwd,
     .gelu_fwd = cu_gelu_fwd,
     .gelu_bwd = cu_gelu_bwd,
+    .swiglu_fwd = cu_swiglu_fwd,
+    .swiglu_bwd = cu_swiglu_bwd,
+    .rope_fwd = cu_rope_fwd,
+    .rope_bwd = cu_rope_bwd,
     .attn_fwd = cu_attn_fwd,
     .attn_bwd = cu_attn_bwd,
     .flash_attn_fwd = cu_flash_attn_fwd,

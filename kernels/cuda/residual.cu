@@ -42,23 +42,15 @@ template <typename T>
 __global__ void colsum_partial_kernel(float *scratch, const T *dout, int64_t N,
                                       int64_t OC)
 {
-    __shared__ float sh[OC_COLSUM_TY][OC_COLSUM_TX + 1];
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int64_t col = (int64_t)blockIdx.x * OC_COLSUM_TX + tx;
+    const int64_t col = (int64_t)blockIdx.x * OC_COLSUM_TX + threadIdx.x;
     const int64_t per = (N + OC_COLSUM_CHUNKS - 1) / OC_COLSUM_CHUNKS;
     const int64_t r0 = blockIdx.y * per;
     const int64_t r1 = r0 + per < N ? r0 + per : N;
     float a = 0.0f;
     if (col < OC)
-        for (int64_t i = r0 + ty; i < r1; i += OC_COLSUM_TY)
+        for (int64_t i = r0 + threadIdx.y; i < r1; i += OC_COLSUM_TY)
             a += to_f32(dout[i * OC + col]);
-    sh[ty][tx] = a;
-    __syncthreads();
-    if (ty == 0 && col < OC) {
-        for (int k = 1; k < OC_COLSUM_TY; k++)
-            a += sh[k][tx];
-        scratch[(int64_t)blockIdx.y * OC + col] = a;
-    }
+    oc_colsum_store(scratch, a, col, OC);
 }
 
 /* Stage 2: dbias[col] += its partials, in chunk order. */
@@ -124,7 +116,13 @@ extern "C" void oc_cuda_bias_bwd(float *dbias, const void *dout,
         colsum_partial_kernel<float><<<grid, block, 0, stream>>>(
             scratch, (const float *)dout, N, OC);
     OC_LAUNCH_CHECK();
-    colsum_finish_kernel<<<oc_grid_1d(OC, 256), 256, 0, stream>>>(dbias, scratch, OC);
+    oc_cuda_colsum_finish(dbias, scratch, OC, stream);
+}
+
+void oc_cuda_colsum_finish(float *dst, const float *scratch, int64_t C,
+                           cudaStream_t stream)
+{
+    colsum_finish_kernel<<<oc_grid_1d(C, 256), 256, 0, stream>>>(dst, scratch, C);
     OC_LAUNCH_CHECK();
 }
 
