@@ -24,7 +24,7 @@
  * Order and streams. The runner calls the table in the op list's order.
  * The cpu backend does each call before it returns (sends and async DP
  * collectives excepted: they return a request). The cuda backend only
- * enqueues: compute (the kernels) and the TP all-reduces on the compute
+ * enqueues: compute (the kernels) and the TP collectives on the compute
  * stream; each
  * pipeline op and each DP collective on its own stream, after that stream
  * waited for the compute stream's position at the op's OC_MARK_START (so an
@@ -115,6 +115,16 @@ struct oc_backend_ops {
     /* In place over the TP group (the part's all-reduce, step mode). */
     int (*tp_allreduce)(struct oc_backend *b, float *buf, int64_t n,
                         enum oc_gpt_reduce op, struct oc_status *st);
+    /* Sequence parallelism's TP collectives (model/gpt.h, "Communication"),
+     * on the compute stream as tp_allreduce, n floats in all (t | n):
+     * all-gather in place (this rank's n/t floats at buf + tp_rank * n/t
+     * on entry, every rank's in rank order on return); reduce-scatter (sum)
+     * of buf into this rank's n/t floats at shard, which does not overlap
+     * buf. */
+    int (*tp_allgather)(struct oc_backend *b, float *buf, int64_t n,
+                        struct oc_status *st);
+    int (*tp_reduce_scatter)(struct oc_backend *b, const float *buf, float *shard,
+                             int64_t n, struct oc_status *st);
     /* In place sum over the EMBED group (first and last stage). */
     int (*embed_allreduce)(struct oc_backend *b, float *buf, int64_t n,
                            struct oc_status *st);

@@ -147,12 +147,14 @@ void oc_calib_parts_run(struct oc_calib_parts *b, int64_t step,
     struct oc_gpt_call call;
     k->ops->zero(k->ctx, p->g, p->n);
     mark(ctx, -1);
-    RUN_PART(oc_gpt_embed_fwd(k, &call, d, p, b->tok, b->x));
+    RUN_PART(oc_gpt_embed_fwd(k, &call, d, p, b->tok, b->x, b->work));
     mark(ctx, OC_PT_EMBED_FWD);
     for (int64_t l = 0; l < L; l++) {
-        RUN_PART(oc_gpt_attn_fwd(k, &call, d, p, l, &b->aa[l], b->x + (2 * l + 1) * N * C));
+        RUN_PART(oc_gpt_attn_fwd(k, &call, d, p, l, &b->aa[l], b->x + (2 * l + 1) * N * C,
+                                 b->work));
         mark(ctx, OC_PT_ATTN_FWD);
-        RUN_PART(oc_gpt_mlp_fwd(k, &call, d, p, l, &b->ma[l], b->x + (2 * l + 2) * N * C));
+        RUN_PART(oc_gpt_mlp_fwd(k, &call, d, p, l, &b->ma[l], b->x + (2 * l + 2) * N * C,
+                                b->work));
         mark(ctx, OC_PT_MLP_FWD);
     }
     RUN_PART(oc_gpt_head_fwd(k, &call, d, p, &b->ha, b->tgt,
@@ -168,7 +170,7 @@ void oc_calib_parts_run(struct oc_calib_parts *b, int64_t step,
         RUN_PART(oc_gpt_attn_bwd(k, &call, d, p, l, &b->aa[l], b->gs, b->gs, b->work));
         mark(ctx, OC_PT_ATTN_BWD);
     }
-    RUN_PART(oc_gpt_embed_bwd(k, &call, d, p, b->tok, b->gs));
+    RUN_PART(oc_gpt_embed_bwd(k, &call, d, p, b->tok, b->gs, b->work));
     mark(ctx, OC_PT_EMBED_BWD);
     oc_params_adamw(k, p, &hyper, step);
     mark(ctx, OC_PT_ADAMW);

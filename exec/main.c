@@ -80,10 +80,11 @@ static void help(void)
          "(default DIR: out/exec).\n");
     oc_opts_print_exec_help(stdout);
     puts("Defaults that differ from `ocsim simulate`: --cards is the number of ranks,\n"
-         "--model tiny, --global-batch 8, no sequence parallelism (the executor\n"
-         "does not run it). The executor runs GPT-2 blocks and Llama blocks (RMSNorm,\n"
-         "RoPE with rope_scaling none, linear or llama3, SwiGLU, grouped-query\n"
-         "attention with TP dividing the KV heads).");
+         "--model tiny, --global-batch 8. The executor runs GPT-2 blocks and Llama\n"
+         "blocks (RMSNorm, RoPE with rope_scaling none, linear or llama3, SwiGLU,\n"
+         "grouped-query attention with TP dividing the KV heads), with sequence\n"
+         "parallelism (sp, the default, or nosp) and flash (the default) or classic\n"
+         "attention, as the layout says.");
     oc_opts_print_help(stdout, GROUPS);
 }
 
@@ -410,7 +411,6 @@ int main(int argc, char **argv)
     oc_opts_default(o);
     o->model_name = "tiny";
     o->layout.global_batch = 8;
-    o->layout.sequence_parallel = 0;
     o->layout.precision = OC_PREC_FP32; /* both backends' (backends.h) */
     o->cards = 1; /* --cards defaults to the number of ranks, known below */
     /* Parsed before MPI starts (the backend and --no-mpi decide whether it

@@ -67,8 +67,7 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
                        (long long)l->vchunks);
     if (oc_gpt_check_layout(m, l, st) != 0)
         return -1;
-    if (oc_gpt_dims_init(&r->d, m, l->tp, r->me.tp, l->micro_batch, l->seq_length,
-                         st) != 0)
+    if (oc_gpt_dims_layout(&r->d, m, l, r->me.tp, st) != 0)
         return -1;
     r->t = l->tp;
     r->pp = l->pp;
@@ -78,16 +77,13 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     r->lc = oc_layout_layers_per_chunk(l, m);
     r->N = r->d.B * r->d.T;
     r->C = r->d.C;
+    r->S = oc_gpt_stream_floats(&r->d);
     r->A = oc_gpt_attn_act_floats(&r->d);
     r->Aatt = oc_gpt_att_floats(&r->d);
     r->M = oc_gpt_mlp_act_floats(&r->d);
     r->H = oc_gpt_head_act_floats(&r->d);
-    const int64_t NC = r->N * r->C;
-    switch (l->recompute) {
-    case OC_RECOMPUTE_NONE: r->per_layer = NC + r->A + NC + r->M; break;
-    case OC_RECOMPUTE_SELECTIVE: r->per_layer = NC + r->A - r->Aatt + NC + r->M; break;
-    case OC_RECOMPUTE_FULL: r->per_layer = NC; break;
-    }
+    const int64_t S = r->S;
+    r->per_layer = oc_gpt_layer_kept_floats(&r->d, l->recompute);
     /* The head's gradient is of grad_scale * the sum of token losses; with
      * the DP sum of gradients this is the gradient of the global batch's
      * mean loss (gpt.h, "Gradients"). */
@@ -116,14 +112,14 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     r->send_act = oc_xcalloc(units, sizeof *r->send_act);
     r->send_grad = oc_xcalloc(units, sizeof *r->send_grad);
     r->logits = oc_xcalloc((size_t)r->m, sizeof *r->logits);
-    r->gs = oc_rn_mem_get(r, OC_BUF_COMM, NC);
+    r->gs = oc_rn_mem_get(r, OC_BUF_COMM, S);
     if (oc_gpt_reserve(&b->kernels, &r->d, st) != 0)
         return -1;
     r->work = oc_rn_mem_get(r, OC_BUF_ACTIVATIONS, oc_gpt_work_floats(&b->kernels, &r->d));
     if (r->p.has_head)
         r->losses = oc_rn_mem_get(r, OC_BUF_LOGITS, r->m * r->N);
     if (l->recompute == OC_RECOMPUTE_FULL)
-        r->shared = oc_rn_mem_get(r, OC_BUF_ACTIVATIONS, r->A + r->M + 2 * NC);
+        r->shared = oc_rn_mem_get(r, OC_BUF_ACTIVATIONS, r->A + r->M + 2 * S);
     else if (l->recompute == OC_RECOMPUTE_SELECTIVE)
         r->shared = oc_rn_mem_get(r, OC_BUF_ACTIVATIONS, r->Aatt);
     r->tok = oc_xmalloc((size_t)(r->m * r->N) * sizeof *r->tok);

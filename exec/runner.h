@@ -15,18 +15,26 @@
  *       r.loss_sum the step's token losses, r.mem_hw_bytes the peaks ...
  *   oc_runner_free(&r);
  *
- * What it does with each op of its list, in order (grain OC_GRAIN_LAYER,
- * no sequence parallelism):
+ * What it does with each op of its list, in order (grain OC_GRAIN_LAYER):
  *   COMPUTE      the part's function (gpt.h) in step mode for (micro-batch,
  *                chunk, layer); the optimizer op is AdamW over the arena,
  *                or over this DP rank's slice of every tensor when optimizer
  *                states are sharded.
- *   COLLECTIVE   TP: one all-reduce per repetition (`count`), each the
+ *   COLLECTIVE   TP: one collective per repetition (`count`), each the
  *                one the part asked for (checked: a part must ask for exactly
- *                the TP collectives that the schedule lists after it), then
- *                the part resumes; its local work after the all-reduce
- *                (bias, residual, LayerNorm backward) is timed as inner
- *                compute of the collective op (inner_s).
+ *                the TP collectives that the schedule lists around it, of
+ *                the listed kind and size), then the part resumes; its
+ *                local work after the collective (bias, residual, the
+ *                norm's backward) is timed as inner compute of the
+ *                collective op (inner_s). Under sequence parallelism an
+ *                all-gather listed just before a COMPUTE op starts that
+ *                op's part (its norm on the rows here is inner compute of
+ *                the all-gather), and the COMPUTE op resumes it.
+ *                Sequence parallelism leaves the norms' gradients partial
+ *                on each TP rank (gpt.h): they are summed over the TP group
+ *                (one all-reduce, not an op of the schedule, as Megatron-
+ *                LM's finalize_model_grads) before their DP bucket's
+ *                reduction, or before AdamW without DP.
  *                DP: the gradient arena's all-reduce, or reduce-scatter of
  *                the gradients and, after AdamW, all-gather of the weights
  *                (d equal blocks: each rank's slices padded to the largest,
@@ -53,12 +61,13 @@
  * and last pipeline stage, whose arenas differ, so that the EMBED
  * all-reduce after the reduce-scatter is correct on every owned element.
  *
- * Buffers of one (micro-batch, chunk), by recompute mode (N = B*T tokens,
- * C hidden, A/M = oc_gpt_attn/mlp_act_floats, Aatt the attention scores):
- *   none       per layer: attention input (N*C) + A, MLP input (N*C) + M
+ * Buffers of one (micro-batch, chunk), by recompute mode (S = the
+ * residual stream, N*C or N*C/t under sequence parallelism; A/M =
+ * oc_gpt_attn/mlp_act_floats, Aatt the attention scores):
+ *   none       per layer: attention input (S) + A, MLP input (S) + M
  *   selective  the same without Aatt (one shared score buffer)
- *   full       per layer: the attention input (N*C); one shared set of acts
- *   last chunk + the LM head input (N*C); its other act fields are the
+ *   full       per layer: the attention input (S); one shared set of acts
+ *   last chunk + the LM head input (S); its other act fields are the
  *              LOGITS buffer of the micro-batch.
  * A chunk's output to the next stage and its input gradient to the
  * previous one are COMM buffers that live until their send completes.
@@ -113,6 +122,8 @@ struct oc_runner {
     struct oc_synth syn;
     int64_t t, pp, dp, m, v, lc; /* sizes; lc layers per chunk */
     int64_t N, C;                /* tokens per micro-batch, hidden */
+    int64_t S;                   /* floats of the residual stream here: N*C,
+                                    or N*C/t under sequence parallelism */
     int64_t A, Aatt, M, H;       /* act floats (gpt.h) */
     int64_t per_layer;           /* floats per layer in an activation block */
     float grad_scale;            /* 1/(G*T) */

@@ -6,8 +6,10 @@
  * every tensor: oc_params_slice), the reduce-scatter's packing and the
  * weights' all-gather, AdamW over the arena or this DP rank's slices (the
  * ones its optimizer states were allocated for, params.h), the tied embedding's
- * all-reduce after its bucket, and the outstanding requests (sends' and
- * buckets') with the work done when one completes. What it is not: the
+ * all-reduce after its bucket, the TP sum of the norms' gradients under
+ * sequence parallelism before their bucket's reduction, and the
+ * outstanding requests (sends' and buckets') with the work done when one
+ * completes. What it is not: the
  * collectives themselves (the backends' dp_* and embed_allreduce), AdamW's
  * math (params.c on the kernels), or the choice of when (the schedule's
  * ops, walked by runner_step.c).
@@ -151,7 +153,7 @@ void oc_rn_pend_add(struct oc_runner *r, const struct oc_runner_pending *p)
 static void complete(struct oc_runner *r, struct oc_runner_pending *p)
 {
     if (p->kind == PEND_SEND) {
-        oc_rn_mem_put(r, OC_BUF_COMM, p->slot, r->N * r->C);
+        oc_rn_mem_put(r, OC_BUF_COMM, p->slot, r->S);
         return;
     }
     struct oc_runner_bucket *k = &r->bk[p->bucket];
@@ -198,12 +200,62 @@ int oc_rn_wait_pending(struct oc_runner *r, int64_t i, struct oc_status *st)
 /* ------------------------------------------------------------------ */
 /* The optimizer and the DP / EMBED ops                                 */
 
-void oc_rn_optimizer(struct oc_runner *r)
+/* Sequence parallelism leaves the norms' gains and biases with this TP
+ * rank's share of their gradient (gpt.h: oc_gpt_sp_partial_grad): their
+ * sum over the TP group, once per step for bucket b's tensors, packed
+ * into one all-reduce (Megatron-LM's finalize_model_grads does this for
+ * its sequence-parallel parameters; the schedule has no op for it, so its
+ * time is the DP op's or the optimizer's). */
+static int sp_grads_sum(struct oc_runner *r, int64_t b, struct oc_status *st)
 {
+    struct oc_runner_bucket *k = &r->bk[b];
+    if (!r->d.sp || k->sp_summed)
+        return 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < k->nt; i++) {
+        const struct oc_param_tensor *t = &r->p.t[k->tensors[i]];
+        if (oc_gpt_sp_partial_grad(&r->d, t->kind))
+            n += tensor_floats(t);
+    }
+    k->sp_summed = 1;
+    if (n == 0)
+        return 0;
+    float *buf = oc_rn_mem_get(r, OC_BUF_COMM, n);
+    const int64_t fb = (int64_t)sizeof *buf;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t pos = 0;
+        for (int64_t i = 0; i < k->nt; i++) {
+            const struct oc_param_tensor *t = &r->p.t[k->tensors[i]];
+            if (!oc_gpt_sp_partial_grad(&r->d, t->kind))
+                continue;
+            float *g = r->p.g + t->offset;
+            if (pass == 0)
+                r->b->ops->copy(r->b, buf + pos, g, tensor_floats(t) * fb);
+            else
+                r->b->ops->copy(r->b, g, buf + pos, tensor_floats(t) * fb);
+            pos += tensor_floats(t);
+        }
+        if (pass == 0 && r->b->ops->tp_allreduce(r->b, buf, n, OC_GPT_SUM, st) != 0) {
+            oc_rn_mem_put(r, OC_BUF_COMM, &buf, n);
+            return -1;
+        }
+    }
+    oc_rn_mem_put(r, OC_BUF_COMM, &buf, n);
+    return 0;
+}
+
+int oc_rn_optimizer(struct oc_runner *r, struct oc_status *st)
+{
+    for (int64_t b = 0; b < r->nbk; b++) /* without DP ops: not summed yet */
+        if (sp_grads_sum(r, b, st) != 0)
+            return -1;
     /* over the slices the moments were allocated for: this DP rank's under
      * ZeRO-1 (runner.c's oc_params_init_sharded), else the arena */
     OC_ASSERT(r->p.opt_d == (r->l->shard_optimizer ? r->dp : 1));
     oc_params_adamw(&r->b->kernels, &r->p, &r->o.adamw, r->step + 1); /* steps from 1 */
+    for (int64_t b = 0; b < r->nbk; b++)
+        r->bk[b].sp_summed = 0;
+    return 0;
 }
 
 /* Starts the DP reduction of bucket b: in-place all-reduce of its
@@ -216,6 +268,8 @@ static int bucket_start(struct oc_runner *r, int64_t b, void **rq,
     struct oc_runner_bucket *k = &r->bk[b];
     const struct oc_backend_ops *B = r->b->ops;
     OC_ASSERT(!k->in_flight && k->nt > 0);
+    if (sp_grads_sum(r, b, st) != 0)
+        return -1;
     k->in_flight = 1;
     if (!r->l->shard_optimizer)
         return B->dp_allreduce_start(r->b, r->p.g + k->lo, k->hi - k->lo, rq, st);

@@ -71,7 +71,7 @@ int64_t oc_rn_chunk_layer0(const struct oc_runner *r, int64_t c)
 
 int64_t oc_rn_block_floats(const struct oc_runner *r, int64_t c)
 {
-    return r->lc * r->per_layer + (chunk_last(r, c) ? r->N * r->C : 0);
+    return r->lc * r->per_layer + (chunk_last(r, c) ? r->S : 0);
 }
 
 /* The activation block of (mb, c), allocated on first use (a RECV of the
@@ -94,7 +94,7 @@ float *oc_rn_attn_in(struct oc_runner *r, int64_t mb, int64_t c, int64_t j)
 static float *mlp_in(struct oc_runner *r, int64_t mb, int64_t c, int64_t j)
 {
     int64_t kept = r->A - (r->l->recompute == OC_RECOMPUTE_SELECTIVE ? r->Aatt : 0);
-    return oc_rn_attn_in(r, mb, c, j) + r->N * r->C + kept;
+    return oc_rn_attn_in(r, mb, c, j) + r->S + kept;
 }
 
 static float *head_in(struct oc_runner *r, int64_t mb, int64_t c)
@@ -104,13 +104,13 @@ static float *head_in(struct oc_runner *r, int64_t mb, int64_t c)
 }
 
 /* Full recompute's shared scratch: attention act, MLP act, MLP input,
- * recomputed MLP output. */
+ * recomputed MLP output (the last two residual streams, r->S floats). */
 static float *full_attn_mem(struct oc_runner *r) { return r->shared; }
 static float *full_mlp_mem(struct oc_runner *r) { return r->shared + r->A; }
 static float *full_rin(struct oc_runner *r) { return r->shared + r->A + r->M; }
 static float *full_junk(struct oc_runner *r)
 {
-    return r->shared + r->A + r->M + r->N * r->C;
+    return r->shared + r->A + r->M + r->S;
 }
 
 void oc_rn_bind_attn(struct oc_runner *r, int64_t mb, int64_t c, int64_t j,
@@ -122,12 +122,12 @@ void oc_rn_bind_attn(struct oc_runner *r, int64_t mb, int64_t c, int64_t j,
         oc_gpt_attn_act_bind(a, &r->d, in, full_attn_mem(r));
         break;
     case OC_RECOMPUTE_SELECTIVE:
-        /* att is the last field: the block keeps the others only */
-        oc_gpt_attn_act_bind(a, &r->d, in, in + r->N * r->C);
-        a->att = r->shared;
+        /* the scores are the last field: the block keeps the others only */
+        oc_gpt_attn_act_bind(a, &r->d, in, in + r->S);
+        oc_gpt_attn_act_scores_at(a, &r->d, r->shared);
         break;
     case OC_RECOMPUTE_NONE:
-        oc_gpt_attn_act_bind(a, &r->d, in, in + r->N * r->C);
+        oc_gpt_attn_act_bind(a, &r->d, in, in + r->S);
         break;
     }
 }
@@ -140,7 +140,7 @@ static void bind_mlp(struct oc_runner *r, int64_t mb, int64_t c, int64_t j,
         return;
     }
     float *in = mlp_in(r, mb, c, j);
-    oc_gpt_mlp_act_bind(a, &r->d, in, in + r->N * r->C);
+    oc_gpt_mlp_act_bind(a, &r->d, in, in + r->S);
 }
 
 static void bind_head(struct oc_runner *r, int64_t mb, int64_t c,
@@ -152,11 +152,12 @@ static void bind_head(struct oc_runner *r, int64_t mb, int64_t c,
     oc_gpt_head_act_bind(a, &r->d, head_in(r, mb, c), *lg);
 }
 
-/* A COMM buffer of N*C floats in slot, allocated on first use. */
+/* A COMM buffer of one residual stream (r->S floats) in slot, allocated
+ * on first use. */
 static float *comm_buf(struct oc_runner *r, float **slot)
 {
     if (!*slot)
-        *slot = oc_rn_mem_get(r, OC_BUF_COMM, r->N * r->C);
+        *slot = oc_rn_mem_get(r, OC_BUF_COMM, r->S);
     return *slot;
 }
 
@@ -197,13 +198,16 @@ int oc_rn_part_call(struct oc_runner *r, const struct oc_op *op,
         switch (part) {
         case OC_PART_EMBED:
             OC_ASSERT(chunk_first(r, ch));
-            return oc_gpt_embed_fwd(k, c, &r->d, &r->p, tok, oc_rn_attn_in(r, mb, ch, 0));
+            return oc_gpt_embed_fwd(k, c, &r->d, &r->p, tok, oc_rn_attn_in(r, mb, ch, 0),
+                                    r->work);
         case OC_PART_ATTN:
             oc_rn_bind_attn(r, mb, ch, j, &aa);
-            return oc_gpt_attn_fwd(k, c, &r->d, &r->p, l, &aa, attn_out(r, mb, ch, j));
+            return oc_gpt_attn_fwd(k, c, &r->d, &r->p, l, &aa, attn_out(r, mb, ch, j),
+                                   r->work);
         case OC_PART_MLP:
             bind_mlp(r, mb, ch, j, &ma);
-            return oc_gpt_mlp_fwd(k, c, &r->d, &r->p, l, &ma, mlp_out(r, mb, ch, j));
+            return oc_gpt_mlp_fwd(k, c, &r->d, &r->p, l, &ma, mlp_out(r, mb, ch, j),
+                                  r->work);
         case OC_PART_HEAD:
             bind_head(r, mb, ch, &ha);
             return oc_gpt_head_fwd(k, c, &r->d, &r->p, &ha, tgt, r->losses + mb * r->N);
@@ -217,11 +221,11 @@ int oc_rn_part_call(struct oc_runner *r, const struct oc_op *op,
         OC_ASSERT(r->l->recompute == OC_RECOMPUTE_FULL);
         if (part == OC_PART_ATTN) {
             oc_rn_bind_attn(r, mb, ch, j, &aa);
-            return oc_gpt_attn_fwd(k, c, &r->d, &r->p, l, &aa, full_rin(r));
+            return oc_gpt_attn_fwd(k, c, &r->d, &r->p, l, &aa, full_rin(r), r->work);
         }
         if (part == OC_PART_MLP) {
             bind_mlp(r, mb, ch, j, &ma);
-            return oc_gpt_mlp_fwd(k, c, &r->d, &r->p, l, &ma, full_junk(r));
+            return oc_gpt_mlp_fwd(k, c, &r->d, &r->p, l, &ma, full_junk(r), r->work);
         }
         break;
     case OC_PHASE_BWD:
@@ -242,7 +246,7 @@ int oc_rn_part_call(struct oc_runner *r, const struct oc_op *op,
         }
         case OC_PART_EMBED:
             OC_ASSERT(chunk_first(r, ch));
-            return oc_gpt_embed_bwd(k, c, &r->d, &r->p, tok, r->gs);
+            return oc_gpt_embed_bwd(k, c, &r->d, &r->p, tok, r->gs, r->work);
         default:
             break;
         }

@@ -36,6 +36,7 @@ struct oc_runner_bucket {
     float *pack;      /* reduce-scatter input: d blocks of blk, rank-major */
     float *mine;      /* reduce-scatter output: this rank's block */
     int in_flight;
+    int sp_summed;    /* this step's SP-partial gradients are summed over TP */
 };
 
 enum { PEND_SEND, PEND_BUCKET };
@@ -71,7 +72,7 @@ void oc_rn_buckets_free(struct oc_runner *r);
 void oc_rn_pend_add(struct oc_runner *r, const struct oc_runner_pending *p);
 void oc_rn_poll_pending(struct oc_runner *r);
 int oc_rn_wait_pending(struct oc_runner *r, int64_t i, struct oc_status *st);
-void oc_rn_optimizer(struct oc_runner *r);
+int oc_rn_optimizer(struct oc_runner *r, struct oc_status *st);
 int oc_rn_run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
                  struct oc_status *st);
 int oc_rn_run_embed(struct oc_runner *r, const struct oc_op *op, struct oc_status *st);

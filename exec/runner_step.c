@@ -75,10 +75,8 @@ static void describe(const struct oc_op *op, char *b, size_t n)
 static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
                        struct oc_status *st)
 {
-    if (op->phase == OC_PHASE_OPTIMIZER) {
-        oc_rn_optimizer(r);
-        return 0;
-    }
+    if (op->phase == OC_PHASE_OPTIMIZER)
+        return oc_rn_optimizer(r, st);
     if (op->phase == OC_PHASE_RECOMPUTE && op->part == OC_PART_ATTN &&
         r->l->recompute == OC_RECOMPUTE_SELECTIVE) {
         struct oc_gpt_attn_act aa;
@@ -87,13 +85,69 @@ static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
         oc_gpt_attn_scores(&r->b->kernels, &r->d, &aa);
         return 0;
     }
-    memset(&r->call, 0, sizeof r->call);
+    /* under SP the all-gather listed before this op started its part */
+    if (r->call_op != i)
+        memset(&r->call, 0, sizeof r->call);
     int rc = oc_rn_part_call(r, op, &r->call);
     if (rc < 0)
         return oc_fail(st, "the part failed");
-    if (rc == OC_GPT_REDUCE)
-        r->call_op = i;
+    r->call_op = rc == OC_GPT_REDUCE ? i : -1;
     return 0;
+}
+
+/* The collective kind a part asks for, as the schedule names it. */
+static enum oc_coll_kind coll_of(enum oc_gpt_coll c)
+{
+    switch (c) {
+    case OC_GPT_ALLGATHER: return OC_COLL_ALLGATHER;
+    case OC_GPT_REDUCESCATTER: return OC_COLL_REDUCESCATTER;
+    case OC_GPT_ALLREDUCE: break;
+    }
+    return OC_COLL_ALLREDUCE;
+}
+
+/* A TP all-gather with no part waiting: sequence parallelism's gather
+ * into the column-parallel region of the COMPUTE op right after it, which
+ * starts here (its norm on the rows here, timed as inner compute) and
+ * asks for it. */
+static int start_gathering_part(struct oc_runner *r, int64_t i, const struct oc_op *op,
+                                struct oc_status *st)
+{
+    const struct oc_op *next = i + 1 < r->nops ? &r->ops->ops[i + 1] : NULL;
+    if (op->coll != OC_COLL_ALLGATHER || op->count != 1 || !next ||
+        next->kind != OC_OP_COMPUTE || next->phase != op->phase ||
+        next->part != op->part || next->mb != op->mb ||
+        next->layer_first != op->layer_first)
+        return oc_fail(st, "the schedule lists TP %s here, but no part asked for it",
+                       oc_coll_name(op->coll));
+    memset(&r->call, 0, sizeof r->call);
+    r->b->ops->mark(r->b, OC_MARK_INNER_START, i, OC_STREAM_COMPUTE);
+    int rc = oc_rn_part_call(r, next, &r->call);
+    r->b->ops->mark(r->b, OC_MARK_INNER_END, i, OC_STREAM_COMPUTE);
+    if (rc < 0)
+        return oc_fail(st, "the part failed");
+    if (rc != OC_GPT_REDUCE)
+        return oc_fail(st, "the schedule lists a TP all-gather before %s %s mb %d, "
+                           "but its part asked for none",
+                       oc_phase_name(next->phase), oc_part_name(next->part), next->mb);
+    r->call_op = i + 1;
+    return 0;
+}
+
+/* The backend's collective for the part's request. */
+static int tp_collective(struct oc_runner *r, struct oc_status *st)
+{
+    const struct oc_gpt_call *c = &r->call;
+    switch (c->coll) {
+    case OC_GPT_ALLREDUCE:
+        return r->b->ops->tp_allreduce(r->b, c->buf, c->n, c->op, st);
+    case OC_GPT_ALLGATHER:
+        OC_ASSERT(c->shard == c->buf + r->me.tp * (c->n / r->t)); /* in place */
+        return r->b->ops->tp_allgather(r->b, c->buf, c->n, st);
+    case OC_GPT_REDUCESCATTER:
+        return r->b->ops->tp_reduce_scatter(r->b, c->buf, c->shard, c->n, st);
+    }
+    return oc_fail(st, "a TP collective of unknown kind");
 }
 
 static int run_tp(struct oc_runner *r, int64_t i, const struct oc_op *op,
@@ -101,30 +155,36 @@ static int run_tp(struct oc_runner *r, int64_t i, const struct oc_op *op,
 {
     if (r->t == 1)
         return oc_fail(st, "a TP collective with TP size 1");
-    if (op->coll != OC_COLL_ALLREDUCE)
-        return oc_fail(st, "TP %s is not run by the executor (it runs without "
-                           "sequence parallelism)", oc_coll_name(op->coll));
     for (int32_t k = 0; k < op->count; k++) {
+        if (r->call_op < 0 && k == 0 && start_gathering_part(r, i, op, st) != 0)
+            return -1;
         if (r->call_op < 0)
-            return oc_fail(st, "the schedule lists TP all-reduce %d of %d here, "
-                               "but the part before asked for no more",
-                           k + 1, op->count);
+            return oc_fail(st, "the schedule lists TP %s %d of %d here, but the "
+                               "part before asked for no more",
+                           oc_coll_name(op->coll), k + 1, op->count);
         const struct oc_op *pop = &r->ops->ops[r->call_op];
         if (pop->phase != op->phase || pop->part != op->part || pop->mb != op->mb)
-            return oc_fail(st, "the TP all-reduce is listed for %s %s mb %d, but "
-                               "the part waiting is %s %s mb %d",
+            return oc_fail(st, "the TP %s is listed for %s %s mb %d, but "
+                               "the part waiting is %s %s mb %d", oc_coll_name(op->coll),
                            oc_phase_name(op->phase), oc_part_name(op->part), op->mb,
                            oc_phase_name(pop->phase), oc_part_name(pop->part), pop->mb);
+        if (coll_of(r->call.coll) != (enum oc_coll_kind)op->coll)
+            return oc_fail(st, "the part asked for a TP %s, the schedule lists a %s",
+                           oc_coll_name(coll_of(r->call.coll)), oc_coll_name(op->coll));
         /* The schedule counts activations at the layout's element size
-         * (s*b*h*e bytes) and, for the cross-entropy, fp32 values (s*b*4
-         * bytes); schedule.c. */
-        const int ce = pop->part == OC_PART_HEAD && pop->phase == OC_PHASE_FWD;
+         * (s*b*h*e bytes, the whole (B,T,C) tensor for every kind) and, for
+         * the cross-entropy, fp32 values (s*b*4 bytes); schedule.c. */
+        const int ce = pop->part == OC_PART_HEAD && pop->phase == OC_PHASE_FWD &&
+                       op->coll == OC_COLL_ALLREDUCE;
         const double want = op->bytes / (ce ? 4.0 : oc_layout_act_bytes(r->l));
         if ((double)r->call.n != want)
-            return oc_fail(st, "the part asked for an all-reduce of %lld values, "
-                               "the schedule lists %g", (long long)r->call.n, want);
-        if (r->b->ops->tp_allreduce(r->b, r->call.buf, r->call.n, r->call.op, st) != 0)
+            return oc_fail(st, "the part asked for a TP %s of %lld values, "
+                               "the schedule lists %g", oc_coll_name(op->coll),
+                           (long long)r->call.n, want);
+        if (tp_collective(r, st) != 0)
             return -1;
+        if (r->call_op > i)
+            continue; /* the part goes on at its COMPUTE op */
         r->b->ops->mark(r->b, OC_MARK_INNER_START, i, OC_STREAM_COMPUTE);
         int rc = oc_rn_part_call(r, pop, &r->call);
         r->b->ops->mark(r->b, OC_MARK_INNER_END, i, OC_STREAM_COMPUTE);
@@ -146,11 +206,11 @@ static int run_send(struct oc_runner *r, int64_t i, const struct oc_op *op,
                        op->p2p == OC_P2P_ACT ? "activation" : "gradient");
     /* the layout's element size in the schedule (schedule.c); main.c runs
      * fp32 layouts, as the runner keeps its activations */
-    if (op->bytes != oc_layout_act_bytes(r->l) * (double)(r->N * r->C))
+    if (op->bytes != oc_layout_act_bytes(r->l) * (double)r->S)
         return oc_fail(st, "the schedule sends %g bytes, the runner %lld values",
-                       op->bytes, (long long)(r->N * r->C));
+                       op->bytes, (long long)r->S);
     struct oc_runner_pending p = {NULL, PEND_SEND, i, slot, -1};
-    if (r->b->ops->send(r->b, *slot, r->N * r->C, op->peer, op->tag, &p.req, st) != 0)
+    if (r->b->ops->send(r->b, *slot, r->S, op->peer, op->tag, &p.req, st) != 0)
         return -1;
     oc_rn_pend_add(r, &p);
     return 0;
@@ -159,7 +219,7 @@ static int run_send(struct oc_runner *r, int64_t i, const struct oc_op *op,
 static int run_recv(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
 {
     float *buf = op->p2p == OC_P2P_ACT ? oc_rn_attn_in(r, op->mb, op->chunk, 0) : r->gs;
-    return r->b->ops->recv(r->b, buf, r->N * r->C, op->peer, op->tag, st);
+    return r->b->ops->recv(r->b, buf, r->S, op->peer, op->tag, st);
 }
 
 static int run_mem(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
@@ -222,9 +282,12 @@ static int run_op(struct oc_runner *r, int64_t i, struct oc_status *st)
 {
     const struct oc_op *op = &r->ops->ops[i];
     const int tp = op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP;
-    if (!tp && r->call_op >= 0)
-        return oc_fail(st, "the part of op %lld asked for %lld TP all-reduce(s), "
-                           "more than the schedule lists after it",
+    /* a part waits for its TP collectives; under SP a COMPUTE op resumes
+     * the part its all-gather started */
+    const int resumes = op->kind == OC_OP_COMPUTE && r->call_op == i;
+    if (!tp && !resumes && r->call_op >= 0)
+        return oc_fail(st, "the part of op %lld asked for %lld TP collective(s), "
+                           "more than the schedule lists around it",
                        (long long)r->call_op, (long long)r->call.nreduce);
     switch ((enum oc_op_kind)op->kind) {
     case OC_OP_COMPUTE:
@@ -353,7 +416,7 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
     sum_losses(r);
     if (r->call_op >= 0)
         return oc_fail(st, "step %lld: the part of op %lld still waits for TP "
-                           "all-reduces the schedule does not list",
+                           "collectives the schedule does not list",
                        (long long)step + 1, (long long)r->call_op);
     if (r->npend > 0)
         return oc_fail(st, "step %lld: %lld requests are outstanding after the "

@@ -52,9 +52,17 @@ struct oc_model llama_tiny(int64_t L)
 void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
                 int64_t r, int64_t B, int64_t T, enum oc_recompute rc)
 {
+    shard_init_v(s, m, t, r, B, T, rc, CLASSIC);
+}
+
+void shard_init_v(struct shard *s, const struct oc_model *m, int64_t t,
+                  int64_t r, int64_t B, int64_t T, enum oc_recompute rc,
+                  struct variant v)
+{
     memset(s, 0, sizeof *s);
     struct oc_status st = {{0}};
     OC_ASSERT(oc_gpt_dims_init(&s->d, m, t, r, B, T, &st) == 0);
+    oc_gpt_dims_knobs(&s->d, v.attention, v.sp);
     int64_t layers[LMAX];
     OC_ASSERT(m->num_hidden_layers <= LMAX);
     for (int64_t l = 0; l < m->num_hidden_layers; l++)
@@ -65,11 +73,11 @@ void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
     s->N = B * T;
     s->C = m->hidden_size;
     s->L = m->num_hidden_layers;
-    const int64_t NC = s->N * s->C;
-    s->x = oc_xcalloc((size_t)((2 * s->L + 1) * NC), sizeof(float));
-    s->dx = oc_xcalloc((size_t)NC, sizeof(float));
-    s->rin = oc_xcalloc((size_t)NC, sizeof(float));
-    s->junk = oc_xcalloc((size_t)NC, sizeof(float));
+    s->S = oc_gpt_stream_floats(&s->d);
+    s->x = oc_xcalloc((size_t)((2 * s->L + 1) * s->S), sizeof(float));
+    s->dx = oc_xcalloc((size_t)s->S, sizeof(float));
+    s->rin = oc_xcalloc((size_t)s->S, sizeof(float));
+    s->junk = oc_xcalloc((size_t)s->S, sizeof(float));
     OC_ASSERT(oc_gpt_reserve(&K, &s->d, &st) == 0);
     s->work = oc_xcalloc((size_t)oc_gpt_work_floats(&K, &s->d), sizeof(float));
     s->losses = oc_xcalloc((size_t)s->N, sizeof(float));
@@ -95,8 +103,8 @@ void shard_init(struct shard *s, const struct oc_model *m, int64_t t,
     float *mem = s->actmem;
     for (int64_t l = 0; l < s->L; l++) {
         oc_gpt_attn_act_bind(&s->attn[l], &s->d, X(s, 2 * l), mem);
-        if (rc == OC_RECOMPUTE_SELECTIVE)
-            s->attn[l].att = s->att_scratch; /* laid out last: past `per` */
+        if (rc == OC_RECOMPUTE_SELECTIVE) /* laid out last: past `per` */
+            oc_gpt_attn_act_scores_at(&s->attn[l], &s->d, s->att_scratch);
         mem += per;
         oc_gpt_mlp_act_bind(&s->mlp[l], &s->d, X(s, 2 * l + 1), mem);
         mem += M;
@@ -128,12 +136,13 @@ int part_call(struct shard *s, struct oc_gpt_call *c,
     case OC_PHASE_FWD:
         switch ((enum oc_part)op->part) {
         case OC_PART_EMBED:
-            return oc_gpt_embed_fwd(&K, c, &s->d, &s->p, s->tok, X(s, 0));
+            return oc_gpt_embed_fwd(&K, c, &s->d, &s->p, s->tok, X(s, 0), s->work);
         case OC_PART_ATTN:
-            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], attn_out);
+            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], attn_out,
+                                   s->work);
         case OC_PART_MLP:
             return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l],
-                                  X(s, 2 * l + 2));
+                                  X(s, 2 * l + 2), s->work);
         case OC_PART_HEAD:
             return oc_gpt_head_fwd(&K, c, &s->d, &s->p, &s->head, s->tgt,
                                    s->losses);
@@ -147,9 +156,11 @@ int part_call(struct shard *s, struct oc_gpt_call *c,
             return OC_GPT_DONE;
         }
         if (op->part == OC_PART_ATTN && full) /* rebuilds rin */
-            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->rin);
+            return oc_gpt_attn_fwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->rin,
+                                   s->work);
         if (op->part == OC_PART_MLP && full)
-            return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l], s->junk);
+            return oc_gpt_mlp_fwd(&K, c, &s->d, &s->p, l, &s->mlp[l], s->junk,
+                                  s->work);
         break;
     case OC_PHASE_BWD:
         switch ((enum oc_part)op->part) {
@@ -163,7 +174,7 @@ int part_call(struct shard *s, struct oc_gpt_call *c,
             return oc_gpt_attn_bwd(&K, c, &s->d, &s->p, l, &s->attn[l], s->dx,
                                    s->dx, s->work);
         case OC_PART_EMBED:
-            return oc_gpt_embed_bwd(&K, c, &s->d, &s->p, s->tok, s->dx);
+            return oc_gpt_embed_bwd(&K, c, &s->d, &s->p, s->tok, s->dx, s->work);
         default:
             break;
         }
@@ -183,9 +194,56 @@ void combine(float *acc, const float *x, int64_t n, enum oc_gpt_reduce op)
         acc[i] = op == OC_GPT_SUM ? acc[i] + x[i] : fmaxf(acc[i], x[i]);
 }
 
-/* Runs one COMPUTE op on t shards in step mode, reducing their requests
- * in rank order; returns the number of all-reduces. */
-int64_t lockstep(struct shard *sh, int64_t t, const struct oc_op *op)
+/* One collective of the t shards' calls c, in rank order. */
+static void collective(struct oc_gpt_call *c, int64_t t)
+{
+    const int64_t n = c[0].n, cnt = n / t;
+    switch (c[0].coll) {
+    case OC_GPT_ALLREDUCE: {
+        float *acc = oc_xmalloc((size_t)n * sizeof *acc);
+        memcpy(acc, c[0].buf, (size_t)n * sizeof *acc);
+        for (int64_t r = 1; r < t; r++)
+            combine(acc, c[r].buf, n, c[0].op);
+        for (int64_t r = 0; r < t; r++)
+            memcpy(c[r].buf, acc, (size_t)n * sizeof *acc);
+        free(acc);
+        return;
+    }
+    case OC_GPT_ALLGATHER:
+        /* in place: rank r's block is at its place in its own buffer */
+        for (int64_t r = 0; r < t; r++) {
+            CU_ASSERT_PTR_EQUAL(c[r].shard, c[r].buf + r * cnt);
+            for (int64_t q = 0; q < t; q++)
+                if (q != r)
+                    memcpy(c[q].buf + r * cnt, c[r].shard, (size_t)cnt * sizeof(float));
+        }
+        return;
+    case OC_GPT_REDUCESCATTER: {
+        float *acc = oc_xmalloc((size_t)n * sizeof *acc);
+        memcpy(acc, c[0].buf, (size_t)n * sizeof *acc);
+        for (int64_t r = 1; r < t; r++)
+            combine(acc, c[r].buf, n, OC_GPT_SUM);
+        for (int64_t r = 0; r < t; r++) {
+            /* the shard is its own memory, not inside the summed buffer */
+            CU_ASSERT(c[r].shard + cnt <= c[r].buf || c[r].shard >= c[r].buf + n);
+            memcpy(c[r].shard, acc + r * cnt, (size_t)cnt * sizeof *acc);
+        }
+        free(acc);
+        return;
+    }
+    }
+    OC_ASSERT(0);
+}
+
+static enum oc_coll_kind coll_kind(enum oc_gpt_coll c)
+{
+    return c == OC_GPT_ALLGATHER       ? OC_COLL_ALLGATHER
+           : c == OC_GPT_REDUCESCATTER ? OC_COLL_REDUCESCATTER
+                                       : OC_COLL_ALLREDUCE;
+}
+
+int64_t lockstep_req(struct shard *sh, int64_t t, const struct oc_op *op,
+                     struct request *req)
 {
     struct oc_gpt_call c[TMAX];
     memset(c, 0, sizeof c);
@@ -196,29 +254,38 @@ int64_t lockstep(struct shard *sh, int64_t t, const struct oc_op *op)
             rc[r] = part_call(&sh[r], &c[r], op);
         for (int64_t r = 1; r < t; r++) {
             CU_ASSERT_EQUAL(rc[r], rc[0]);
+            CU_ASSERT_EQUAL(c[r].coll, c[0].coll);
             CU_ASSERT_EQUAL(c[r].n, c[0].n);
             CU_ASSERT_EQUAL(c[r].op, c[0].op);
         }
         if (rc[0] == OC_GPT_DONE)
             break;
         OC_ASSERT(rc[0] == OC_GPT_REDUCE);
-        float *acc = oc_xmalloc((size_t)c[0].n * sizeof *acc);
-        memcpy(acc, c[0].buf, (size_t)c[0].n * sizeof *acc);
-        for (int64_t r = 1; r < t; r++)
-            combine(acc, c[r].buf, c[0].n, c[0].op);
-        for (int64_t r = 0; r < t; r++)
-            memcpy(c[r].buf, acc, (size_t)c[0].n * sizeof *acc);
-        free(acc);
+        collective(c, t);
+        if (req && nreq < REQ_MAX)
+            req[nreq] = (struct request){coll_kind(c[0].coll), c[0].n};
         nreq++;
         CU_ASSERT_EQUAL(c[0].nreduce, nreq);
     }
     return nreq;
 }
 
+int64_t lockstep(struct shard *sh, int64_t t, const struct oc_op *op)
+{
+    return lockstep_req(sh, t, op, NULL);
+}
+
 /* A tp<t>-pp1-dp1 layout of one micro-batch of B sequences of length T. */
 struct oc_schedule one_stage_schedule(const struct oc_model *m, int64_t t,
                                       int64_t B, int64_t T,
                                       enum oc_recompute rc)
+{
+    return one_stage_schedule_v(m, t, B, T, rc, CLASSIC);
+}
+
+struct oc_schedule one_stage_schedule_v(const struct oc_model *m, int64_t t,
+                                        int64_t B, int64_t T,
+                                        enum oc_recompute rc, struct variant v)
 {
     struct oc_layout l;
     oc_layout_default(&l);
@@ -227,7 +294,8 @@ struct oc_schedule one_stage_schedule(const struct oc_model *m, int64_t t,
     l.global_batch = B;
     l.seq_length = T;
     l.recompute = rc;
-    l.sequence_parallel = 0;
+    l.attention = v.attention;
+    l.sequence_parallel = v.sp;
     l.shard_optimizer = 0;
     l.overlap_grad_reduce = 0;
     struct oc_status st = {{0}};
@@ -237,29 +305,59 @@ struct oc_schedule one_stage_schedule(const struct oc_model *m, int64_t t,
     return s;
 }
 
+/* The collectives a part asked for (got) against the ones the schedule
+ * lists around its COMPUTE op (want): kind, and values at the layout's
+ * element size (fp32 for the cross-entropy's). */
+static void same_requests(const struct request *got, int64_t ngot,
+                          const struct request *want, int64_t nwant)
+{
+    CU_ASSERT_EQUAL(ngot, nwant);
+    for (int64_t k = 0; k < ngot && k < nwant && k < REQ_MAX; k++) {
+        CU_ASSERT_EQUAL(got[k].coll, want[k].coll);
+        CU_ASSERT_EQUAL(got[k].n, want[k].n);
+    }
+}
+
 /* Forward and backward of one micro-batch on t shards, walking rank 0's op
  * list (every TP rank of the stage has the same list). Each COMPUTE op's
- * all-reduces must be the TP collectives (count included) that follow it
- * before the next COMPUTE op. */
+ * collectives must be the TP collectives the schedule lists around it:
+ * an all-gather right before it (sequence parallelism), then those after
+ * it up to the next op of another kind, in order, kind and size. */
 static void run_schedule(struct shard *sh, int64_t t, const struct oc_model *m,
-                         int64_t B, int64_t T, enum oc_recompute rc)
+                         int64_t B, int64_t T, enum oc_recompute rc, struct variant v)
 {
-    struct oc_schedule s = one_stage_schedule(m, t, B, T, rc);
-    int64_t pending = 0, computes = 0;
+    struct oc_schedule s = one_stage_schedule_v(m, t, B, T, rc, v);
+    const double e = oc_layout_act_bytes(&s.layout);
+    const struct oc_op *ops = s.ranks[0].ops;
+    struct request got[REQ_MAX], want[REQ_MAX];
+    int64_t ngot = 0, nwant = 0, computes = 0;
     for (int64_t i = 0; i < s.ranks[0].n; i++) {
-        const struct oc_op *op = &s.ranks[0].ops[i];
-        if (op->kind == OC_OP_COMPUTE) {
-            CU_ASSERT_EQUAL(pending, 0);
-            if (op->phase == OC_PHASE_OPTIMIZER)
-                continue;
-            pending = lockstep(sh, t, op);
-            computes++;
-        } else if (op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP) {
-            pending -= op->count;
-            CU_ASSERT(pending >= 0);
+        const struct oc_op *op = &ops[i];
+        if (op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP) {
+            const int ce = op->part == OC_PART_HEAD && op->phase == OC_PHASE_FWD &&
+                           op->coll == OC_COLL_ALLREDUCE;
+            for (int32_t k = 0; k < op->count; k++, nwant++)
+                if (nwant < REQ_MAX)
+                    want[nwant] = (struct request){(enum oc_coll_kind)op->coll,
+                                                   (int64_t)(op->bytes / (ce ? 4.0 : e))};
         }
+        if (op->kind != OC_OP_COMPUTE || op->phase == OC_PHASE_OPTIMIZER)
+            continue;
+        /* the all-gather just before this op is this op's */
+        const int before = i > 0 && ops[i - 1].kind == OC_OP_COLLECTIVE &&
+                           ops[i - 1].group == OC_GROUP_TP &&
+                           ops[i - 1].coll == OC_COLL_ALLGATHER;
+        if (computes > 0)
+            same_requests(got, ngot, want, nwant - before);
+        else
+            CU_ASSERT_EQUAL(nwant - before, 0);
+        if (before)
+            want[0] = want[nwant - 1];
+        nwant = before;
+        ngot = lockstep_req(sh, t, op, got);
+        computes++;
     }
-    CU_ASSERT_EQUAL(pending, 0);
+    same_requests(got, ngot, want, nwant);
     /* embed, head and 2 parts per layer, forward and backward, plus the
      * recompute ops: 2 per layer (full) or 1 (selective) */
     int64_t L = m->num_hidden_layers;
@@ -268,6 +366,23 @@ static void run_schedule(struct shard *sh, int64_t t, const struct oc_model *m,
                       : rc == OC_RECOMPUTE_SELECTIVE ? L : 0);
     CU_ASSERT_EQUAL(computes, expect);
     oc_schedule_free(&s);
+}
+
+void sp_grads_sum(struct shard *sh, int64_t t)
+{
+    for (int64_t i = 0; i < sh[0].p.nt; i++) {
+        const struct oc_param_tensor *tt = &sh[0].p.t[i];
+        if (!oc_gpt_sp_partial_grad(&sh[0].d, tt->kind))
+            continue;
+        const int64_t n = tt->rows * tt->cols;
+        float *acc = oc_xmalloc((size_t)n * sizeof *acc);
+        memcpy(acc, sh[0].p.g + tt->offset, (size_t)n * sizeof *acc);
+        for (int64_t r = 1; r < t; r++)
+            combine(acc, sh[r].p.g + tt->offset, n, OC_GPT_SUM);
+        for (int64_t r = 0; r < t; r++)
+            memcpy(sh[r].p.g + tt->offset, acc, (size_t)n * sizeof *acc);
+        free(acc);
+    }
 }
 
 struct batch make_batch(int64_t V, int64_t g0, int64_t B, int64_t T)
@@ -314,14 +429,21 @@ void perturb_vectors(struct oc_params *p)
 void shards_run(struct shard *sh, int64_t t, const struct oc_model *m,
                 const struct batch *b, enum oc_recompute rc)
 {
+    shards_run_v(sh, t, m, b, rc, CLASSIC);
+}
+
+void shards_run_v(struct shard *sh, int64_t t, const struct oc_model *m,
+                  const struct batch *b, enum oc_recompute rc, struct variant v)
+{
     for (int64_t r = 0; r < t; r++) {
-        shard_init(&sh[r], m, t, r, b->B, b->T, rc);
+        shard_init_v(&sh[r], m, t, r, b->B, b->T, rc, v);
         perturb_vectors(&sh[r].p);
         sh[r].tok = b->tok;
         sh[r].tgt = b->tgt;
         sh[r].grad_scale = 1.0f / (float)(b->B * b->T);
     }
-    run_schedule(sh, t, m, b->B, b->T, rc);
+    run_schedule(sh, t, m, b->B, b->T, rc, v);
+    sp_grads_sum(sh, t);
 }
 
 /* ||a - b|| / ||b|| */
@@ -357,8 +479,8 @@ static void tp_like_ref(const struct shard *ref, const struct shard *sh, int64_t
         /* every rank has the same losses after the all-reduces */
         CU_ASSERT(memcmp(sh[r].losses, sh[0].losses, (size_t)sh[0].N * sizeof(float)) == 0);
         CU_ASSERT(rel_l2(sh[r].losses, ref->losses, ref->N) < 1e-5);
-        /* and the same input gradient of the embedding */
-        CU_ASSERT(rel_l2(sh[r].dx, ref->dx, ref->N * ref->C) < 1e-5);
+        /* and the same input gradient of the embedding (its rows here) */
+        CU_ASSERT(rel_l2(sh[r].dx, ref->dx + sh[r].d.s0 * ref->C, sh[r].S) < 1e-5);
     }
     float *g = gather_grads(sh, t, &ref->p);
     for (int64_t i = 0; i < ref->p.nt; i++) {
@@ -384,9 +506,17 @@ static void tp_like_ref(const struct shard *ref, const struct shard *sh, int64_t
 void check_tp_like_ref(const struct shard *ref, const struct oc_model *m,
                        const struct batch *b, int64_t t)
 {
+    check_tp_like_ref_v(ref, m, b, t, CLASSIC);
+}
+
+void check_tp_like_ref_v(const struct shard *ref, const struct oc_model *m,
+                         const struct batch *b, int64_t t, struct variant v)
+{
     static struct shard sh[TMAX];
     OC_ASSERT(t >= 1 && t <= TMAX);
-    shards_run(sh, t, m, b, OC_RECOMPUTE_NONE);
+    shards_run_v(sh, t, m, b, OC_RECOMPUTE_NONE, v);
+    CU_ASSERT_EQUAL(sh[0].d.sp, v.sp && t > 1);
+    CU_ASSERT_EQUAL(sh[0].d.flash, v.attention == OC_ATTN_FLASH);
     tp_like_ref(ref, sh, t);
     for (int64_t r = 0; r < t; r++)
         shard_free(&sh[r]);
@@ -405,25 +535,52 @@ void check_grads_nonzero(const struct shard *s)
 
 void check_recompute_bitwise(const struct oc_model *m, const struct batch *b)
 {
+    check_recompute_bitwise_v(m, b, CLASSIC);
+}
+
+void check_recompute_bitwise_v(const struct oc_model *m, const struct batch *b,
+                               struct variant v)
+{
     static struct shard base[2], other[2];
     for (int64_t t = 1; t <= 2; t++) {
-        shards_run(base, t, m, b, OC_RECOMPUTE_NONE);
+        shards_run_v(base, t, m, b, OC_RECOMPUTE_NONE, v);
         enum oc_recompute modes[] = {OC_RECOMPUTE_FULL, OC_RECOMPUTE_SELECTIVE};
         for (int k = 0; k < 2; k++) {
-            shards_run(other, t, m, b, modes[k]);
+            shards_run_v(other, t, m, b, modes[k], v);
             for (int64_t r = 0; r < t; r++) {
                 CU_ASSERT(memcmp(other[r].p.g, base[r].p.g,
                                  (size_t)base[r].p.n * sizeof(float)) == 0);
                 CU_ASSERT(memcmp(other[r].losses, base[r].losses,
                                  (size_t)base[r].N * sizeof(float)) == 0);
                 CU_ASSERT(memcmp(other[r].dx, base[r].dx,
-                                 (size_t)(base[r].N * base[r].C) * sizeof(float)) == 0);
+                                 (size_t)base[r].S * sizeof(float)) == 0);
                 shard_free(&other[r]);
             }
         }
         for (int64_t r = 0; r < t; r++)
             shard_free(&base[r]);
     }
+}
+
+void check_flash_like_classic(const struct oc_model *m, const struct batch *b)
+{
+    static struct shard fl[1], cl[1];
+    shards_run_v(fl, 1, m, b, OC_RECOMPUTE_NONE, FLASH);
+    shards_run_v(cl, 1, m, b, OC_RECOMPUTE_NONE, CLASSIC);
+    CU_ASSERT(memcmp(fl[0].losses, cl[0].losses, (size_t)cl[0].N * sizeof(float)) == 0);
+    double worst = 0;
+    for (int64_t i = 0; i < cl[0].p.nt; i++) {
+        const struct oc_param_tensor *tt = &cl[0].p.t[i];
+        const double e = rel_l2(fl[0].p.g + tt->offset, cl[0].p.g + tt->offset,
+                                tt->rows * tt->cols);
+        worst = e > worst ? e : worst;
+        CU_ASSERT(e < 1e-5);
+    }
+    fprintf(stderr, " [flash vs classic: gradients within %.2g] ", worst);
+    CU_ASSERT(worst > 0);
+    CU_ASSERT(rel_l2(fl[0].dx, cl[0].dx, cl[0].S) < 1e-5);
+    shard_free(&fl[0]);
+    shard_free(&cl[0]);
 }
 
 double mean_loss(const struct shard *s)

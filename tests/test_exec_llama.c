@@ -8,7 +8,12 @@
  *   list; losses and every gathered gradient equal t = 1's within 1e-5,
  *   every part asks for exactly the TP all-reduces the schedule emits;
  *   replicated tensors (the RMSNorm gains) get bitwise equal gradients.
- * - recompute (full, selective) gives bitwise the same numbers.
+ * - recompute (full, selective) gives bitwise the same numbers (classic;
+ *   flash under sequence parallelism).
+ * - sequence parallelism (flash) at t = 2 and, with 4 KV heads, t = 4
+ *   equals t = 1.
+ * - flash attention gives classic's losses bitwise, its gradients within
+ *   1e-5.
  * - finite differences confirm the backward at t = 1, in each half (gate,
  *   up) of the fused MLP projection too.
  * - tied embeddings where the config asks for them.
@@ -53,12 +58,46 @@ static void test_tp_equivalence(void)
 }
 
 /* Full and selective recompute: bitwise the same losses and gradients as
- * keeping everything, at t = 1 and t = 2. */
+ * keeping everything, at t = 1 and t = 2; classic attention, and flash
+ * under sequence parallelism. */
 static void test_recompute_bitwise(void)
 {
     struct oc_model m = llama_tiny(2);
     struct batch b = make_batch(m.vocab_size, 3, 2, 32);
     check_recompute_bitwise(&m, &b);
+    check_recompute_bitwise_v(&m, &b, FLASH_SP);
+    batch_free(&b);
+}
+
+/* Sequence parallelism with flash attention: llama-tiny at t = 2 (its 2
+ * KV heads split), and the 4-KV-head variant at t = 2 and 4, against t =
+ * 1 (B = 3, T = 16: rank rows start inside a sequence; RoPE turns q and k
+ * after the all-gather, by each row's position). As test_exec_gpt.c's:
+ * the schedule's collectives, losses and gradients within 1e-5, the
+ * RMSNorm gains' summed gradients bitwise alike on every rank. */
+static void test_sp_equivalence(void)
+{
+    struct oc_model m = llama_tiny(2);
+    struct batch b = make_batch(m.vocab_size, 13, 3, 16);
+    static struct shard ref[1];
+    shards_run_v(ref, 1, &m, &b, OC_RECOMPUTE_NONE, FLASH);
+    check_tp_like_ref_v(&ref[0], &m, &b, 2, FLASH_SP);
+    shard_free(&ref[0]);
+    m.num_key_value_heads = 4;
+    shards_run_v(ref, 1, &m, &b, OC_RECOMPUTE_NONE, FLASH);
+    for (int64_t t = 2; t <= 4; t *= 2)
+        check_tp_like_ref_v(&ref[0], &m, &b, t, FLASH_SP);
+    shard_free(&ref[0]);
+    batch_free(&b);
+}
+
+/* Flash against classic attention at t = 1 over grouped-query heads:
+ * losses bitwise alike, gradients within 1e-5 (check_flash_like_classic). */
+static void test_flash_like_classic(void)
+{
+    struct oc_model m = llama_tiny(2);
+    struct batch b = make_batch(m.vocab_size, 4, 2, 32);
+    check_flash_like_classic(&m, &b);
     batch_free(&b);
 }
 
@@ -173,6 +212,8 @@ static void test_training_loss_falls(void)
 static CU_TestInfo tests[] = {
     {"tp_equivalence", test_tp_equivalence},
     {"recompute_bitwise", test_recompute_bitwise},
+    {"sp_equivalence", test_sp_equivalence},
+    {"flash_like_classic", test_flash_like_classic},
     {"finite_difference", test_finite_difference},
     {"tied", test_tied},
     {"rope_frequencies", test_rope_frequencies},

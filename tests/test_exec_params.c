@@ -300,13 +300,23 @@ static void test_refusals(void)
     CU_ASSERT(strstr(st.msg, "vocabulary 514") != NULL);
 
     struct oc_layout l;
-    oc_layout_default(&l); /* sequence parallel on by default */
+    oc_layout_default(&l); /* sequence parallel and flash attention by default */
     l.tp = 2;
     l.seq_length = 32;
-    CU_ASSERT_EQUAL(oc_gpt_check_layout(&m, &l, &st), -1);
-    CU_ASSERT(strstr(st.msg, "sequence parallelism") != NULL);
+    CU_ASSERT_EQUAL(oc_gpt_check_layout(&m, &l, &st), 0); /* both run */
+    struct oc_gpt_dims d;
+    CU_ASSERT_EQUAL_FATAL(oc_gpt_dims_layout(&d, &m, &l, 1, &st), 0);
+    /* rank 1 of 2 holds the second half of the 32 * micro-batch rows */
+    CU_ASSERT_EQUAL(d.sp, 1);
+    CU_ASSERT_EQUAL(d.flash, 1);
+    CU_ASSERT_EQUAL(d.n, 16 * l.micro_batch);
+    CU_ASSERT_EQUAL(d.s0, 16 * l.micro_batch);
+    CU_ASSERT_EQUAL(oc_gpt_stream_floats(&d), d.n * 64);
     l.sequence_parallel = 0;
+    l.attention = OC_ATTN_CLASSIC;
     CU_ASSERT_EQUAL(oc_gpt_check_layout(&m, &l, &st), 0);
+    CU_ASSERT_EQUAL_FATAL(oc_gpt_dims_layout(&d, &m, &l, 1, &st), 0);
+    CU_ASSERT(d.sp == 0 && d.flash == 0 && d.n == 32 * l.micro_batch && d.s0 == 0);
     l.seq_length = 129; /* P = 128 */
     CU_ASSERT_EQUAL(oc_gpt_check_layout(&m, &l, &st), -1);
     CU_ASSERT(strstr(st.msg, "129") != NULL);
@@ -320,7 +330,6 @@ static void test_refusals(void)
     oc_test_msg_has(st.msg, "exec: model 'model_llama_rope_yarn' has rope_scaling type "
                             "'yarn'; the executor runs none, 'linear' and 'llama3'");
     CU_ASSERT(strchr(st.msg, '\n') == NULL);
-    struct oc_gpt_dims d;
     CU_ASSERT_EQUAL(oc_gpt_dims_init(&d, &m, 2, 2, 1, 8, &st), -1);
     CU_ASSERT(strstr(st.msg, "TP rank 2") != NULL);
 

@@ -9,10 +9,23 @@
  * evenly over d, and over d = 3 (uneven slices) the DP ranks' optimizer
  * bytes must add up to the unsharded 8 bytes per parameter, each rank
  * within a float per tensor of 8/d.
+ *
+ * Activations: what a layer keeps for its backward in the executor
+ * (gpt.h's oc_gpt_layer_kept_floats, the runner's share of an activation
+ * block per layer) against memory.c's layer bytes for the same fp32
+ * layout, over both blocks, TP 1, 2, 4, sequence parallelism on and off,
+ * flash and classic attention and the three recompute modes: equal under
+ * full recompute, else exactly the two terms gpt.h names more (the norms'
+ * statistics; under SP the gathered norm outputs kept whole). The head:
+ * its kept input plus the LOGITS buffer's act against memory.c's head and
+ * logits bytes, exactly the whole final-norm output's extra rows, its
+ * statistics and the cross-entropy's three per-token vectors more.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "gpt.h"
 #include "layout.h"
 #include "memory.h"
 #include "model.h"
@@ -129,9 +142,61 @@ static void test_uneven_slices(void)
         }
 }
 
+/* One layout's layer and head against memory.c (see the file comment). */
+static void activations_case(const struct oc_model *m, int64_t t, int sp,
+                             enum oc_attention at, enum oc_recompute rc)
+{
+    struct oc_layout l = oc_test_layout(t, 1, 1, 2, 2, 32);
+    l.precision = OC_PREC_FP32;
+    l.sequence_parallel = sp;
+    l.attention = at;
+    l.recompute = rc;
+    struct oc_gpt_dims d;
+    struct oc_status st = {{0}};
+    /* the last TP rank: its rows start at s0 > 0 under SP */
+    CU_ASSERT_EQUAL_FATAL(oc_gpt_dims_layout(&d, m, &l, t - 1, &st), 0);
+    const double N = 64, C = 64, n = sp && t > 1 ? N / (double)t : N;
+    const double stats = m->arch == OC_ARCH_LLAMA ? 1 : 2; /* RMSNorm: rstd */
+    CU_ASSERT_EQUAL(d.n, (int64_t)n);
+    double want = oc_mem_layer_activation_bytes(m, &l);
+    if (rc != OC_RECOMPUTE_FULL)
+        want += 4.0 * (2.0 * stats * n + 2.0 * (N - n) * C);
+    const double got = 4.0 * (double)oc_gpt_layer_kept_floats(&d, rc);
+    CU_ASSERT_EQUAL(got, want);
+    if (got != want)
+        fprintf(stderr, "\n  %s t%lld sp%d %s rc%d: %.0f bytes, memory.c %.0f\n", m->name,
+                (long long)t, sp, at == OC_ATTN_FLASH ? "flash" : "classic", (int)rc, got,
+                oc_mem_layer_activation_bytes(m, &l));
+    /* the head: its input in the block, its act in the LOGITS buffer */
+    const double head = 4.0 * (double)(oc_gpt_stream_floats(&d) + oc_gpt_head_act_floats(&d));
+    CU_ASSERT_EQUAL(head, oc_mem_head_activation_bytes(m, &l) + oc_mem_logits_bytes(m, &l) +
+                              4.0 * ((N - n) * C + stats * n + 3.0 * N));
+}
+
+static void test_activations(void)
+{
+    struct oc_model gpt, llama;
+    struct oc_status st = {{0}};
+    oc_test_tiny_model(&gpt);
+    gpt.has_dropout = 0; /* the executor runs dropout-free (gpt.h) */
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("llama-tiny", &llama, &st), 0);
+    const enum oc_recompute rcs[] = {OC_RECOMPUTE_NONE, OC_RECOMPUTE_SELECTIVE,
+                                     OC_RECOMPUTE_FULL};
+    for (int64_t t = 1; t <= 4; t *= 2)
+        for (int sp = 0; sp <= 1; sp++)
+            for (int a = 0; a <= 1; a++)
+                for (int k = 0; k < 3; k++) {
+                    const enum oc_attention at = a ? OC_ATTN_FLASH : OC_ATTN_CLASSIC;
+                    activations_case(&gpt, t, sp, at, rcs[k]);
+                    if (t <= 2) /* llama-tiny's 2 KV heads */
+                        activations_case(&llama, t, sp, at, rcs[k]);
+                }
+}
+
 static CU_TestInfo tests[] = {
     {"optimizer bytes = memory.c's, even slices", test_even_slices},
     {"optimizer bytes, uneven slices", test_uneven_slices},
+    {"activations = memory.c's + named terms", test_activations},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

@@ -56,6 +56,39 @@ int oc_cpu_tp_allreduce(struct oc_backend *b, float *buf, int64_t n,
                                       op == OC_GPT_MAX ? MPI_MAX : MPI_SUM, st));
 }
 
+/* The n/t floats of one TP rank's share of n. */
+static int64_t tp_share(const struct oc_comm *c, int64_t n)
+{
+    OC_ASSERT(c->tp_size >= 1 && n % c->tp_size == 0);
+    return n / c->tp_size;
+}
+
+int oc_cpu_tp_allgather(struct oc_backend *b, float *buf, int64_t n,
+                        struct oc_status *st)
+{
+    if (solo(b, st) != 0)
+        return -1;
+    struct oc_comm *c = comm_of(b);
+    const int cnt = oc_mpi_count(tp_share(c, n));
+    MPI_Request rq;
+    /* in place: this rank's block is where its contribution lands */
+    mpiCheck(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, MPI_FLOAT,
+                            c->tp, &rq));
+    return after(b, oc_comm_wait(c, &rq, st));
+}
+
+int oc_cpu_tp_reduce_scatter(struct oc_backend *b, const float *buf, float *shard,
+                             int64_t n, struct oc_status *st)
+{
+    if (solo(b, st) != 0)
+        return -1;
+    struct oc_comm *c = comm_of(b);
+    const int cnt = oc_mpi_count(tp_share(c, n));
+    MPI_Request rq;
+    mpiCheck(MPI_Ireduce_scatter_block(buf, shard, cnt, MPI_FLOAT, MPI_SUM, c->tp, &rq));
+    return after(b, oc_comm_wait(c, &rq, st));
+}
+
 int oc_cpu_embed_allreduce(struct oc_backend *b, float *buf, int64_t n,
                            struct oc_status *st)
 {

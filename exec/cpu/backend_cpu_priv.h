@@ -44,6 +44,10 @@ void oc_cpu_be_attach(struct oc_backend *b, struct oc_ctl *ctl);
 
 int oc_cpu_tp_allreduce(struct oc_backend *b, float *buf, int64_t n,
                         enum oc_gpt_reduce op, struct oc_status *st);
+int oc_cpu_tp_allgather(struct oc_backend *b, float *buf, int64_t n,
+                        struct oc_status *st);
+int oc_cpu_tp_reduce_scatter(struct oc_backend *b, const float *buf, float *shard,
+                             int64_t n, struct oc_status *st);
 int oc_cpu_embed_allreduce(struct oc_backend *b, float *buf, int64_t n,
                            struct oc_status *st);
 int oc_cpu_send(struct oc_backend *b, const float *buf, int64_t n, int64_t peer,

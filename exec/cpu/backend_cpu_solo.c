@@ -15,6 +15,20 @@ int oc_cpu_tp_allreduce(struct oc_backend *b, float *buf, int64_t n,
     return oc_cpu_solo_fail(st);
 }
 
+int oc_cpu_tp_allgather(struct oc_backend *b, float *buf, int64_t n,
+                        struct oc_status *st)
+{
+    (void)b, (void)buf, (void)n;
+    return oc_cpu_solo_fail(st);
+}
+
+int oc_cpu_tp_reduce_scatter(struct oc_backend *b, const float *buf, float *shard,
+                             int64_t n, struct oc_status *st)
+{
+    (void)b, (void)buf, (void)shard, (void)n;
+    return oc_cpu_solo_fail(st);
+}
+
 int oc_cpu_embed_allreduce(struct oc_backend *b, float *buf, int64_t n,
                            struct oc_status *st)
 {

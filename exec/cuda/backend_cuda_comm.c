@@ -100,6 +100,48 @@ int oc_cuda_be_tp_allreduce(struct oc_backend *b, float *buf, int64_t n,
                          "ncclAllReduce (TP)", st);
 }
 
+/* Sequence parallelism's TP collectives (backend.h) on the compute
+ * stream: the all-gather in place in out (in == out: this rank's share is
+ * at out + rank * n/t, NCCL's in-place form sendbuff == recvbuff + rank *
+ * sendcount), or the reduce-scatter (sum) of in into this rank's n/t
+ * floats at out (recvcount n/t, in holds tp_size of them: NCCL's API). */
+static int tp_sp_collective(struct oc_backend *b, int gather, const float *in, float *out,
+                            int64_t n, struct oc_status *st)
+{
+    struct oc_cuda_be *x = oc_cuda_be_of(b);
+    ncclComm_t c = oc_nccl_of(&x->nccl, OC_GROUP_TP);
+    if (!c)
+        return oc_fail(st, "a TP %s on a rank without a TP group",
+                       gather ? "all-gather" : "reduce-scatter");
+    int rank = 0;
+    if (oc_nccl_check(&x->nccl, ncclCommUserRank(c, &rank), "ncclCommUserRank (TP)",
+                      st) != 0)
+        return -1;
+    OC_ASSERT(x->nccl.tp_size >= 1 && n % x->nccl.tp_size == 0);
+    const int64_t cnt = n / x->nccl.tp_size;
+    if (gather)
+        return oc_nccl_check(&x->nccl,
+                             ncclAllGather(in + (int64_t)rank * cnt, out,
+                                           oc_nccl_count(cnt), ncclFloat, c, x->compute),
+                             "ncclAllGather (TP)", st);
+    return oc_nccl_check(&x->nccl,
+                         ncclReduceScatter(in, out, oc_nccl_count(cnt), ncclFloat, ncclSum,
+                                           c, x->compute),
+                         "ncclReduceScatter (TP)", st);
+}
+
+int oc_cuda_be_tp_allgather(struct oc_backend *b, float *buf, int64_t n,
+                            struct oc_status *st)
+{
+    return tp_sp_collective(b, 1, buf, buf, n, st);
+}
+
+int oc_cuda_be_tp_reduce_scatter(struct oc_backend *b, const float *buf, float *shard,
+                                 int64_t n, struct oc_status *st)
+{
+    return tp_sp_collective(b, 0, buf, shard, n, st);
+}
+
 int oc_cuda_be_embed_allreduce(struct oc_backend *b, float *buf, int64_t n,
                                struct oc_status *st)
 {

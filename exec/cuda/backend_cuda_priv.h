@@ -119,6 +119,10 @@ double oc_cuda_be_mem_peak_bytes(struct oc_backend *b);
 /* backend_cuda_comm.c */
 int oc_cuda_be_tp_allreduce(struct oc_backend *b, float *buf, int64_t n,
                             enum oc_gpt_reduce op, struct oc_status *st);
+int oc_cuda_be_tp_allgather(struct oc_backend *b, float *buf, int64_t n,
+                            struct oc_status *st);
+int oc_cuda_be_tp_reduce_scatter(struct oc_backend *b, const float *buf, float *shard,
+                                 int64_t n, struct oc_status *st);
 int oc_cuda_be_embed_allreduce(struct oc_backend *b, float *buf, int64_t n,
                                struct oc_status *st);
 void oc_cuda_be_p2p_begin(struct oc_backend *b);

@@ -204,8 +204,9 @@ static void pt_repeat(struct pt_bufs *b, struct cal *c, int64_t step,
     /* Untimed: the last repeat's AdamW left the bf16 weights stale, and the
      * next linear layer recasts them (ops_cuda.h); let these two parts do
      * it, so that no timed part carries a whole-arena cast. */
-    RUN_PART(oc_gpt_embed_fwd(&b->k, &call, &t->d, &b->p, t->tok, t->x));
-    RUN_PART(oc_gpt_attn_fwd(&b->k, &call, &t->d, &b->p, 0, &t->aa[0], t->x + N * C));
+    RUN_PART(oc_gpt_embed_fwd(&b->k, &call, &t->d, &b->p, t->tok, t->x, t->work));
+    RUN_PART(oc_gpt_attn_fwd(&b->k, &call, &t->d, &b->p, 0, &t->aa[0], t->x + N * C,
+                             t->work));
     struct pt_events m = {b, c->stream, 0};
     oc_calib_parts_run(t, step, pt_mark, &m);
     OC_ASSERT(m.e == b->nev);

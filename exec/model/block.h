@@ -73,5 +73,8 @@ extern const struct oc_gpt_block oc_gpt_block_llama; /* llama.c */
 /* n floats rounded up to the kernels' alignment (ops.h's align_floats):
  * where the next piece of a work buffer may start. */
 int64_t oc_gpt_piece(const struct oc_kernels *k, int64_t n);
+/* Floats of one token's q, k, v here: nkv groups of g queries, a key and
+ * a value (3 * nh * HS without GQA); gpt_dims.c. */
+int64_t oc_gpt_qkv_width(const struct oc_gpt_dims *d);
 
 #endif
