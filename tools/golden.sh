@@ -19,7 +19,10 @@
 #   tp-pp-dp order, coarse rings;
 # - layouts64 / memory64: the closed-form commands' CSV;
 # - exec-<layout>: ocsim-exec (cpu backend, mpirun) on the tiny model:
-#   loss.csv and weights.bin (bitwise: the cpu math must not move).
+#   loss.csv and weights.bin (bitwise: the cpu math must not move). The
+#   environment's GOLDEN_EXEC_SUFFIX is appended to these layouts (for
+#   example -classic: classic attention, the executor's only attention
+#   before issue 10, to compare with outputs written before it).
 # Timing lines (wall clock) are cut; everything left is deterministic.
 set -euo pipefail
 build=${1:?usage: golden.sh BUILD_DIR OUT_DIR}
@@ -106,7 +109,8 @@ ex() { # ex NAME NP LAYOUT [ARGS...]
   local n=$1 np=$2 l=$3
   shift 3
   "${mpi[@]}" -np "$np" "$exe" --model tiny --global-batch 8 --seq 32 --steps 3 \
-    --timeout 60 --layout "$l" "$@" --out "$tmp/exec-$n" >"$tmp/exec-$n.log" 2>&1
+    --timeout 60 --layout "$l${GOLDEN_EXEC_SUFFIX:-}" "$@" --out "$tmp/exec-$n" \
+    >"$tmp/exec-$n.log" 2>&1
   keep "exec-$n" loss.csv
   sha256sum <"$tmp/exec-$n/weights.bin" >"$out/exec-$n/weights.bin.sha256"
 }

@@ -12,7 +12,7 @@
  *   b->qk_fwd(k, d, qkv);                         // RoPE, or nothing
  *   b->act_fwd(k, d, hg, h);                      // GELU, or SwiGLU
  *
- * Families (the arch of core/model.h, the table's row in gpt.c):
+ * Families (the arch of core/model.h, the table's row in gpt_dims.c):
  *   GPT-2 (gpt.c)    LayerNorm (mean, rstd kept), learned positions added
  *                    to the embedding (nothing inside attention), GELU on
  *                    an MLP of width f.

@@ -45,7 +45,7 @@
  *              tests/test_kernels_*.c; any scratch it needs sized through
  *              struct oc_kernel_sizes (filled by oc_gpt_reserve).
  *   a family   its struct oc_gpt_block (block.h) in a file of its own (as
- *              llama.c), its row in gpt.c's table of blocks, its tensor
+ *              llama.c), its row in gpt_dims.c's table of blocks, its tensor
  *              table in params.c. Nothing here may loop over tensor
  *              elements, call BLAS or CUDA, or ask which kernels it runs
  *              on.
