@@ -1,8 +1,8 @@
 /* emu_cuda.h: the device side of the CUDA emulator (kernels/emu/README.md):
- * what a kernel file (the .cu files of kernels/cuda) sees when it is compiled as C++ by
- * the host compiler instead of nvcc. The build force-includes it (-include)
- * into each .cu after emu_rewrite.pl has turned its launches and __shared__
- * declarations into calls of this header:
+ * what a kernel file (the .cu files of kernels/cuda) sees when it is
+ * compiled as C++ by the host compiler instead of nvcc. The build
+ * force-includes it (-include) into each .cu after emu_rewrite.pl has turned
+ * its launches and __shared__ declarations into calls of this header:
  *
  *   k<<<grid, block, smem, stream>>>(a, b);
  *     -> emu_launch(emu_cfg(grid, block, smem, stream), "k", &k, a, b);

@@ -1,6 +1,6 @@
-/* emu_internal.h: what the emulator's own files share (the .cpp files of kernels/emu):
- * the failure report, the registry of device allocations, the thread's
- * last error, and the launch limits of the emulated device. Not for the
+/* emu_internal.h: what the emulator's own files share (the .cpp files of
+ * kernels/emu): the failure report, the registry of device allocations, the
+ * thread's last error, and the launch limits of the emulated device. Not for the
  * kernels (they see emu_cuda.h) nor for the programs (they see the CUDA
  * headers).
  *
