@@ -5,7 +5,7 @@
  * its launches and __shared__ declarations into calls of this header:
  *
  *   k<<<grid, block, smem, stream>>>(a, b);
- *     -> emu_launch(emu_cfg(grid, block, smem, stream), "k", &k, a, b);
+ *     -> emu_launch(emu_cfg(grid, block, smem, stream), "k", k, a, b);
  *   __shared__ float s[8][33];
  *     -> static float s[8][33]; emu_shared_static(&s, sizeof s);
  *   extern __shared__ float sh[];
@@ -32,7 +32,10 @@
 #error "emu_cuda.h is for the kernels compiled as C++ (kernels/emu)"
 #endif
 
-#include <cuda_runtime_api.h>
+/* The whole runtime header first, as nvcc includes it: its host-mode
+ * declarations of threadIdx, blockDim, warpSize... come before the macros
+ * below take those names. */
+#include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -256,6 +259,14 @@ inline typename std::common_type<A, B>::type max(A a, B b)
 
 /* ------------------------------------------------------------------ */
 /* Launches                                                            */
+
+/* nvcc's host pass takes a kernel for the runtime's const void * (the
+ * template overloads of <cuda_runtime.h> that host compilers do not see). */
+template <class T>
+inline cudaError_t cudaFuncSetAttribute(T *kernel, cudaFuncAttribute attr, int value)
+{
+    return cudaFuncSetAttribute((const void *)kernel, attr, value);
+}
 
 struct emu_config {
     dim3 grid, block;

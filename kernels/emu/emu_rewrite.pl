@@ -4,14 +4,15 @@
 # (perl-base is Essential); the build runs it, nothing else does.
 #
 #   k<<<grid, block[, smem[, stream]]>>>(args);
-#     -> emu_launch(emu_cfg(grid, block[, smem[, stream]]), "k", &k, args);
+#     -> emu_launch(emu_cfg(grid, block[, smem[, stream]]), "k", k, args);
 #   extern __shared__ [__align__(n)] T name[];
 #     -> T *name = (T *)emu_shared_dynamic();
 #   __shared__ [__align__(n)] T name[d1][d2];
 #     -> static T name[d1][d2]; emu_shared_static(&name, sizeof name);
 #
 # A template kernel must be launched with its arguments named (k<T><<<...),
-# as the .cu files do: the emulator takes the kernel's address. Newlines
+# as the .cu files do: the emulator takes the kernel as a function pointer
+# (a pointer variable holding the kernel works too). Newlines
 # inside a launch are kept and a #line directive names the source, so the
 # compiler's messages and ASan's reports point into the .cu file.
 use strict;
@@ -36,7 +37,7 @@ $s =~ s{
     my ($all, $k, $cfg, $args) = ($&, $1, $2, $3);
     $launches++;
     my $sep = $args =~ /\S/ ? ", " : "";
-    my $text = "emu_launch(emu_cfg($cfg), \"$k\", &$k$sep$args);";
+    my $text = "emu_launch(emu_cfg($cfg), \"$k\", $k$sep$args);";
     $text . "\n" x (($all =~ tr/\n//) - ($text =~ tr/\n//)) # the same lines
 
 }gsex;

@@ -303,6 +303,29 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
     return copy("cudaMemcpyAsync", dst, src, bytes, kind);
 }
 
+/* __constant__ and __device__ variables are host globals here. */
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t bytes,
+                               size_t offset, cudaMemcpyKind kind)
+{
+    if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyHostToHost)
+        return ret(cudaErrorInvalidMemcpyDirection);
+    if (kind == cudaMemcpyDeviceToDevice)
+        need_device("cudaMemcpyToSymbol", src, bytes);
+    memcpy((char *)symbol + offset, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t bytes, size_t offset,
+                                 cudaMemcpyKind kind)
+{
+    if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost)
+        return ret(cudaErrorInvalidMemcpyDirection);
+    if (kind == cudaMemcpyDeviceToDevice)
+        need_device("cudaMemcpyFromSymbol", dst, bytes);
+    memcpy(dst, (const char *)symbol + offset, bytes);
+    return cudaSuccess;
+}
+
 cudaError_t cudaMemset(void *p, int value, size_t bytes)
 {
     if (bytes == 0)
