@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# func-lengths.sh: the C (and CUDA C) functions longer than N lines, and
-# optionally the source files longer than F lines, longest first. The
-# STYLE.md limits are 120 lines a function and 800 lines a file.
+# func-lengths.sh: the C (and CUDA C, and the CUDA emulator's C++) functions
+# longer than N lines, and optionally the source files longer than F lines,
+# longest first. The STYLE.md limits are 120 lines a function and 800 lines
+# a file.
 #
 #   tools/func-lengths.sh                  # functions over 120 lines in the tree
 #   tools/func-lengths.sh -n 80 sim core   # over 80 lines, in sim/ and core/
@@ -37,7 +38,7 @@ if [ $# -eq 0 ]; then
     cd "$root"
     set -- core sim exec kernels reports tools tests
 fi
-mapfile -t srcs < <(find "$@" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+mapfile -t srcs < <(find "$@" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \) | sort)
 [ ${#srcs[@]} -gt 0 ] || { echo "func-lengths.sh: no C sources under $*" >&2; exit 2; }
 
 funcs=$(awk -v max="$max" '

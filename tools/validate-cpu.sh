@@ -12,7 +12,7 @@
 #   calibration and its log), sim-K/ (its prediction), exec-R/ (each run),
 #   and cal, sim, exec (links to the median ones), cmp/ (compare.csv,
 #   scatter.png) and compare.txt; OUT_DIR/summary.md is the table.
-# Environment: MODELS (default "tiny gpt-50m"), CALIBRATIONS (3), RUNS (5),
+# Environment: MODELS (default "tiny gpt-50m llama-tiny llama-50m"), CALIBRATIONS (3), RUNS (5),
 #   STEPS (10), TOLERANCE (15), MPIRUN (mpirun), QUIET_BUSY (10),
 #   QUIET_WAIT (600).
 #
@@ -35,7 +35,7 @@ if [ $# -lt 1 ] || [ ! -x "$1/ocsim" ] || [ ! -x "$1/ocsim-exec" ]; then
 fi
 build=$(cd "$1" && pwd)
 out=${2:-out/validate-cpu}
-models=${MODELS:-tiny gpt-50m}
+models=${MODELS:-tiny gpt-50m llama-tiny llama-50m}
 ncal=${CALIBRATIONS:-3}
 runs=${RUNS:-5}
 steps=${STEPS:-10}
@@ -59,7 +59,7 @@ ranks=2
 shape() {
   case "$1" in
     tiny) echo "8 128" ;;
-    gpt-50m) echo "8 64" ;;
+    gpt-50m | llama-50m) echo "8 64" ;;
     *) echo "8 128" ;;
   esac
 }

@@ -18,24 +18,24 @@ struct rope_freqs {
 };
 
 __global__ void rope_kernel(float *qkv, struct rope_freqs fr, int64_t N, int64_t T,
-                            int nkv, int g, int half, float sign)
+                            int nkv, int g, int npairs, float sign)
 {
     const int slots = g + 1; /* query heads and the key */
-    const int64_t per_tok = (int64_t)nkv * slots * half;
-    const int64_t rs = (int64_t)nkv * (g + 2) * 2 * half; /* a token's floats */
+    const int64_t per_tok = (int64_t)nkv * slots * npairs;
+    const int64_t rs = (int64_t)nkv * (g + 2) * 2 * npairs; /* a token's floats */
     for (int64_t k = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; k < N * per_tok;
          k += (int64_t)gridDim.x * blockDim.x) {
         const int64_t n = k / per_tok;
         const int64_t r = k % per_tok;
-        const int i = (int)(r % half);
-        const int64_t hs = r / half; /* (group, slot) */
+        const int i = (int)(r % npairs);
+        const int64_t hs = r / npairs; /* (group, slot) */
         const int64_t j = hs / slots, slot = hs % slots;
-        float *x = qkv + n * rs + (j * (g + 2) + slot) * 2 * half;
+        float *x = qkv + n * rs + (j * (g + 2) + slot) * 2 * npairs;
         const float a = (float)(n % T) * fr.f[i];
         const float c = cosf(a), s = sign * sinf(a);
-        const float x1 = x[i], x2 = x[i + half];
+        const float x1 = x[i], x2 = x[i + npairs];
         x[i] = x1 * c - x2 * s;
-        x[i + half] = x2 * c + x1 * s;
+        x[i + npairs] = x2 * c + x1 * s;
     }
 }
 
