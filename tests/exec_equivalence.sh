@@ -9,10 +9,11 @@
 # - recompute none, selective and full bitwise the same numbers;
 # for tp2-pp2-dp2, tp4-pp1-dp2, tp1-pp4-dp2 and tp2-pp4-dp1 under 1f1b, and
 # gpipe and interleaved (v2) on the pipelined ones, ZeRO-1 and plain DP
-# all-reduce, with and without overlapped gradient reduction.
-# and sequence parallelism (tp2-pp2-dp2, tp4-pp1-dp2: the residual stream
-# split over the TP ranks by token rows, GPT-2's learned positions added by
-# each row's position, the LayerNorm gains' gradients summed over TP).
+# all-reduce, with and without overlapped gradient reduction; and sequence
+# parallelism (tp2-pp2-dp2, tp4-pp1-dp2, tp2-pp4-dp1-v2: the residual
+# stream split over the TP ranks by token rows, GPT-2's learned positions
+# added by each row's position, the LayerNorm gains' gradients summed over
+# TP).
 # Every run uses the layouts' default flash attention unless it says
 # classic: a classic run's losses are bitwise the flash run's at step 1
 # (the cpu kernels' fused forward is the classic loop) and within 1e-5 after.
@@ -75,6 +76,9 @@ check tp2-pp2-dp2-mb2 8 --layout tp2-pp2-dp2-nosp-mb2
 # sequence parallelism, and classic attention against flash
 check tp2-pp2-dp2-sp 8 --layout tp2-pp2-dp2-sp
 check tp4-pp1-dp2-sp 8 --layout tp4-pp1-dp2-sp-rfull
+# without DP the norms' gradients are summed over TP at the optimizer; the
+# tied embedding's copy on the last stage
+check tp2-pp4-dp1-sp-v2 8 --layout tp2-pp4-dp1-sp-v2
 check classic 1 --layout tp1-pp1-dp1-nosp-classic
 awk -F, 'NR == FNR { r[$1] = $2; next } FNR == 2 { exit !($2 == r[$1]) }' \
   "$tmp/ref/loss.csv" "$tmp/classic/loss.csv" && ok ||
