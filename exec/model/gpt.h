@@ -80,8 +80,9 @@
  * keeps the log-sum-exp (B,nh,T) for the backward; classic calls attn_fwd
  * / attn_bwd and keeps the probabilities (B,nh,T,T). The two are the same
  * function summed in another order (the flash backward's D = dy . y for
- * the classic sum(att * datt)): results agree to ~1e-6 relative, not
- * bitwise.
+ * the classic sum(att * datt)): gradients agree to ~1e-6 relative, not
+ * bitwise (on the cpu kernels the fused forward is the classic loop, so a
+ * step's losses are bitwise alike until the first update).
  *
  * Sequence parallelism (Korthikanti et al. 2022, section 4.2.2;
  * Megatron-LM's sequence_parallel), with t > 1: the residual stream
@@ -178,19 +179,20 @@
  * one call (oc_gpt_work_floats, its pieces aligned as the kernels ask):
  * every backward uses it, a forward only under sequence parallelism (the
  * row-parallel output before its reduce-scatter; NULL is fine without
- * SP); it must not be touched between the steps of one call. Pointers are the kernels' memory (device memory
- * for the cuda kernels: tokens, targets and losses too); a part's calls
- * are ordered as the kernels order them (on the cuda kernels' stream, so
- * an all-reduce the caller does must be on that stream too).
+ * SP); it must not be touched between the steps of one call. Pointers are
+ * the kernels' memory (device memory for the cuda kernels: tokens,
+ * targets and losses too); a part's calls are ordered as the kernels
+ * order them (on the cuda kernels' stream, so a collective the caller
+ * does must be on that stream too).
  *
  * Recompute (the layout's recompute mode):
  *   none       keep every act struct from forward to backward.
- *   full       keep only each layer's attention input (attn act `in`, B*T*C
- *              floats); bind the rest of both parts' acts to scratch shared
- *              by all layers. Before layer l's backward (the schedule's
+ *   full       keep only each layer's attention input (attn act `in`, a
+ *              residual stream); bind the rest of both parts' acts to
+ *              scratch shared by all layers. Before layer l's backward (the schedule's
  *              RECOMPUTE ATTN, RECOMPUTE MLP ops) call oc_gpt_attn_fwd with
  *              `out` = the MLP act's `in`, then oc_gpt_mlp_fwd with a
- *              scratch `out`: the same functions as forward, TP all-reduces
+ *              scratch `out`: the same functions as forward, TP collectives
  *              included, so the backward sees bitwise the same activations.
  *   selective  keep the attention act but point its scores (`att`, or
  *              `lse` under flash: the last field, oc_gpt_att_floats) at
