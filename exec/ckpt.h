@@ -46,8 +46,9 @@
  * whichever shards hold them, the weights and AdamW moments of its own
  * tensors by global position (oc_ckpt_piece_copy: the same layout reads
  * its own shard; another layout is resharded), checks that every element
- * was found, uploads them to the backend and sets first_step: the next
- * step draws the data and AdamW's counter where the saved run stopped, so
+ * was found, uploads them to the backend and sets first_step (and the
+ * data's seed, if --seed differs): the next step draws the data and
+ * AdamW's counter where the saved run stopped, so
  * a resume is bitwise the run that did not stop (same layout), and another
  * layout differs only in the sums' order.
  *

@@ -474,9 +474,10 @@ static void print_loaded(const struct oc_exec_job *j, const char *dir,
     for (int64_t i = 0; i < mf->nshards; i++)
         bytes += mf->shards[i].bytes;
     char bs[32], ts[32];
-    printf("checkpoint: loaded %s (step %lld, %lld shards, %s verified) in %s", dir,
-           (long long)mf->step, (long long)mf->nshards,
-           oc_fmt_si(bs, sizeof bs, (double)bytes, "B"), oc_fmt_si(ts, sizeof ts, s, "s"));
+    printf("checkpoint: loaded %s (step %lld, %lld shards, %s verified) in %s (%.3g s/GB)",
+           dir, (long long)mf->step, (long long)mf->nshards,
+           oc_fmt_si(bs, sizeof bs, (double)bytes, "B"), oc_fmt_si(ts, sizeof ts, s, "s"),
+           bytes > 0 ? s / ((double)bytes / 1e9) : 0);
     if (strcmp(mf->layout, j->lname) != 0)
         printf(", resharded from %s to %s", mf->layout, j->lname);
     printf("\n");
@@ -517,6 +518,16 @@ int oc_ckpt_load(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner
         B->upload(r->b, p->m, d.m, p->nopt * (int64_t)sizeof *d.m);
         B->upload(r->b, p->v, d.v, p->nopt * (int64_t)sizeof *d.v);
         r->o.first_step = mf.step;
+        /* the data position is the checkpoint's: its stream (data.h), not
+         * the one a different --seed would key */
+        if (mf.seed != r->o.seed) {
+            oc_synth_free(&r->syn);
+            if (oc_synth_init(&r->syn, r->model->vocab_size, mf.seed + 1, st) != 0)
+                rc = LOAD_FAILED;
+            r->o.seed = mf.seed;
+        }
+    }
+    if (rc == LOAD_OK) {
         if (c->rank == 0)
             print_loaded(j, dir, &mf, oc_now_s() - t0);
     }

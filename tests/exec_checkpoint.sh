@@ -15,7 +15,8 @@
 #   a folder without a manifest (a save that crashed);
 # - crash mid-save: a rank killed halfway through its shard of the second
 #   save; DIR/latest still names the first, which loads and resumes
-#   exactly; --save-keep 1 then leaves only the newest.
+#   exactly (under another --seed: the checkpoint's data seed is used);
+#   --save-keep 1 then leaves only the newest.
 # usage: exec_checkpoint.sh path/to/ocsim-exec path/to/ocsim-weights-diff [mpirun]
 set -u
 exe=$1
@@ -116,8 +117,9 @@ cp -r "$tmp/cr/step-000004.partial" "$tmp/bad"
 run partial 1 --layout tp1-pp1-dp1 --steps 1 --load "$tmp/bad"
 [ $? -eq 2 ] && grep -q "^ocsim-exec: --load .*/bad: no manifest.json there" "$tmp/partial.log" &&
   ok || bad "a crashed save's folder: $(grep '^ocsim-exec' "$tmp/partial.log")"
+# (--seed 7: the data position is the checkpoint's, seed included)
 if run after-crash 8 --layout $L --steps 2 --load "$tmp/cr" --save "$tmp/cr" --save-every 1 \
-     --save-keep 1 &&
+     --save-keep 1 --seed 7 &&
    grep -q "^checkpoint: loaded $tmp/cr/step-000002 (step 2" "$tmp/after-crash.log" &&
    [ "$(sed -n '4,5p' "$tmp/ref/loss.csv")" = "$(sed -n '2,3p' "$tmp/after-crash/loss.csv")" ] &&
    [ "$(cd "$tmp/cr" && ls -d step-*)" = step-000004 ]; then
