@@ -242,7 +242,12 @@ static json_t *manifest_layout(const struct oc_ckpt_manifest *mf)
     json_object_set_new(l, "dp", json_integer(mf->dp));
     json_object_set_new(l, "vchunks", json_integer(mf->vchunks));
     json_object_set_new(l, "micro_batch", json_integer(mf->micro_batch));
+    json_object_set_new(l, "schedule", json_string(mf->schedule));
+    json_object_set_new(l, "recompute", json_string(mf->recompute));
+    json_object_set_new(l, "sequence_parallel", json_boolean(mf->sequence_parallel));
     json_object_set_new(l, "shard_optimizer", json_boolean(mf->shard_optimizer));
+    json_object_set_new(l, "overlap_grad_reduce", json_boolean(mf->overlap_grad_reduce));
+    json_object_set_new(l, "order", json_string(mf->order));
     return l;
 }
 
@@ -313,7 +318,12 @@ static int parse_manifest_head(const struct rd *d, json_t *root,
         get_i64(d, layout, "dp", 1, &mf->dp) != 0 ||
         get_i64(d, layout, "vchunks", 1, &mf->vchunks) != 0 ||
         get_i64(d, layout, "micro_batch", 1, &mf->micro_batch) != 0 ||
+        get_str(d, layout, "schedule", mf->schedule, sizeof mf->schedule) != 0 ||
+        get_str(d, layout, "recompute", mf->recompute, sizeof mf->recompute) != 0 ||
+        get_bool(d, layout, "sequence_parallel", &mf->sequence_parallel) != 0 ||
         get_bool(d, layout, "shard_optimizer", &mf->shard_optimizer) != 0 ||
+        get_bool(d, layout, "overlap_grad_reduce", &mf->overlap_grad_reduce) != 0 ||
+        get_str(d, layout, "order", mf->order, sizeof mf->order) != 0 ||
         !(prec = get_obj(d, root, "precision")) ||
         get_str(d, prec, "run", mf->precision_run, sizeof mf->precision_run) != 0 ||
         get_str(d, prec, "gemm", mf->precision_gemm, sizeof mf->precision_gemm) != 0 ||

@@ -108,6 +108,8 @@ struct oc_ckpt_manifest {
     char layout[128];
     int64_t tp, pp, dp, vchunks, micro_batch;
     int shard_optimizer;           /* ZeRO-1: m, v sliced over DP */
+    int sequence_parallel, overlap_grad_reduce;
+    char schedule[16], recompute[16], order[16]; /* layout.h's names */
     /* precision: of the run (layout.h: activations, gradients, messages),
      * of the GEMM operands (the cuda backend's --precision; the run's
      * where the backend has no choice); weights and moments are fp32 */

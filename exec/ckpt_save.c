@@ -64,6 +64,11 @@ void oc_ckpt_run_manifest(const struct oc_exec_job *j, const struct oc_runner *r
     mf->vchunks = l->vchunks;
     mf->micro_batch = l->micro_batch;
     mf->shard_optimizer = r->p.opt_d > 1;
+    mf->sequence_parallel = l->sequence_parallel;
+    mf->overlap_grad_reduce = l->overlap_grad_reduce;
+    snprintf(mf->schedule, sizeof mf->schedule, "%s", oc_schedule_name(l->schedule));
+    snprintf(mf->recompute, sizeof mf->recompute, "%s", oc_recompute_name(l->recompute));
+    snprintf(mf->order, sizeof mf->order, "%s", oc_order_name(l->order));
     const char *run = oc_precision_name(l->precision);
     snprintf(mf->precision_run, sizeof mf->precision_run, "%s", run);
     /* the GEMM operands: --precision where the backend has the choice

@@ -140,6 +140,10 @@ static struct oc_ckpt_manifest hand_manifest(struct oc_ckpt_shard sh[2])
     snprintf(mf.layout, sizeof mf.layout, "tp1-pp2-dp1-mb1-1f1b");
     mf.tp = 1, mf.pp = 2, mf.dp = 1, mf.vchunks = 1, mf.micro_batch = 1;
     mf.shard_optimizer = 0;
+    mf.overlap_grad_reduce = 1;
+    snprintf(mf.schedule, sizeof mf.schedule, "1f1b");
+    snprintf(mf.recompute, sizeof mf.recompute, "selective");
+    snprintf(mf.order, sizeof mf.order, "tp-dp-pp");
     snprintf(mf.precision_run, sizeof mf.precision_run, "fp32");
     snprintf(mf.precision_gemm, sizeof mf.precision_gemm, "bf16");
     snprintf(mf.backend, sizeof mf.backend, "cuda");
@@ -175,6 +179,11 @@ static void test_manifest_round_trip(void)
     CU_ASSERT_STRING_EQUAL(back.layout, "tp1-pp2-dp1-mb1-1f1b");
     CU_ASSERT(back.tp == 1 && back.pp == 2 && back.dp == 1 && back.vchunks == 1);
     CU_ASSERT_EQUAL(back.shard_optimizer, 0);
+    CU_ASSERT_EQUAL(back.sequence_parallel, 0);
+    CU_ASSERT_EQUAL(back.overlap_grad_reduce, 1);
+    CU_ASSERT_STRING_EQUAL(back.schedule, "1f1b");
+    CU_ASSERT_STRING_EQUAL(back.recompute, "selective");
+    CU_ASSERT_STRING_EQUAL(back.order, "tp-dp-pp");
     CU_ASSERT_STRING_EQUAL(back.precision_run, "fp32");
     CU_ASSERT_STRING_EQUAL(back.precision_gemm, "bf16");
     CU_ASSERT_STRING_EQUAL(back.backend, "cuda");
