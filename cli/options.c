@@ -15,7 +15,7 @@ enum {
     O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_PLATFORM, O_CFG,
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
-    O_BF16, O_FP16, O_FP32,
+    O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
 };
 
 struct flag {
@@ -80,6 +80,10 @@ static const struct flag flags[] = {
     {{"max-msg", required_argument, 0, O_MAXMSG}, OC_OPT_EXEC},
     {{"no-weights", no_argument, 0, O_NOWEIGHTS}, OC_OPT_EXEC},
     {{"no-mpi", no_argument, 0, O_NOMPI}, OC_OPT_EXEC},
+    {{"save", required_argument, 0, O_SAVE}, OC_OPT_EXEC},
+    {{"save-every", required_argument, 0, O_SAVE_EVERY}, OC_OPT_EXEC},
+    {{"save-keep", required_argument, 0, O_SAVE_KEEP}, OC_OPT_EXEC},
+    {{"load", required_argument, 0, O_LOAD}, OC_OPT_EXEC},
     {{"help", no_argument, 0, O_HELP}, 0},
 };
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -266,6 +270,10 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
     case O_MAXMSG: return byte_size("max-msg", val, &x->max_msg_bytes, st);
     case O_NOWEIGHTS: x->weights = 0; return 0;
     case O_NOMPI: x->no_mpi = 1; return 0;
+    case O_SAVE: x->save_dir = val; return 0;
+    case O_SAVE_EVERY: return positive("save-every", val, &x->save_every, st);
+    case O_SAVE_KEEP: return positive("save-keep", val, &x->save_keep, st);
+    case O_LOAD: x->load_dir = val; return 0;
     }
     return 1;
 }

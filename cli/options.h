@@ -39,7 +39,8 @@ enum {
     OC_OPT_EXEC = 1 << 5,   /* ocsim-exec's own: --backend, --precision, --steps,
                                --lr, --seed, --timeout, --calibrate,
                                --netbw, --ranks-per-node, --max-msg,
-                               --no-weights, --no-mpi */
+                               --no-weights, --no-mpi, --save, --save-every,
+                               --save-keep, --load */
 };
 
 #define OC_MAX_LIST 16
@@ -60,6 +61,13 @@ struct oc_exec_flags {
                               (64 MiB) */
     int weights;           /* 0: --no-weights */
     int no_mpi;            /* --no-mpi: one process even in an MPI build */
+    /* checkpoints (exec/ckpt.h) */
+    const char *save_dir;  /* --save DIR; NULL: none */
+    int64_t save_every;    /* --save-every N: also after every N-th step (0:
+                              after the last step only) */
+    int64_t save_keep;     /* --save-keep K: the newest K checkpoints stay
+                              (0: all) */
+    const char *load_dir;  /* --load DIR: resume (a checkpoint, or DIR/latest) */
 };
 
 struct oc_opts {

@@ -104,6 +104,14 @@ void oc_opts_print_exec_help(FILE *f)
           "                          bandwidth and latency measured); no training\n"
           "  --ranks-per-node K      --netbw: each K consecutive ranks form a node (tests\n"
           "                          on one machine; default: ranks sharing a host name)\n"
-          "  --max-msg BYTES         --netbw: the largest message (default 64M; K, M, G)\n",
+          "  --max-msg BYTES         --netbw: the largest message (default 64M; K, M, G)\n"
+          "  --save DIR              checkpoint after the last step into DIR/step-NNNNNN/\n"
+          "                          (one shard per rank and a manifest with SHA-256s;\n"
+          "                          DIR/latest names the newest complete one)\n"
+          "  --save-every N          also after every N-th step\n"
+          "  --save-keep K           keep the newest K checkpoints in DIR (default all)\n"
+          "  --load DIR              resume from a checkpoint (its folder, or DIR with\n"
+          "                          latest): every shard verified first; another layout\n"
+          "                          is resharded; --steps more steps are run\n",
           f);
 }

@@ -91,6 +91,9 @@
 
 struct oc_runner_opts {
     int64_t steps;        /* steps that will be run (sizes the time arrays) */
+    int64_t first_step;   /* the global number of the first (0; a resumed
+                             run: the checkpoint's step, ckpt.h; may be set
+                             in r.o after init, before the first step) */
     uint64_t seed;        /* weights (params.h) and data (data.h) */
     struct oc_adamw adamw;
     int test_hang;        /* tests: sleep forever before op 0 of step 0 */
@@ -172,7 +175,8 @@ struct oc_runner {
 int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
                    const struct oc_schedule *s, struct oc_backend *b,
                    const struct oc_runner_opts *o, struct oc_status *st);
-/* Runs step `step` (from 0, < opts.steps): zeroes the gradients, draws the
+/* Runs step `step` (global, from first_step, < first_step + steps; the
+ * data and AdamW's counter follow it): zeroes the gradients, draws the
  * step's data, waits for every rank (a barrier) and runs the op list. On a
  * failure st->msg says "in op I (...) of step K" (and ctl->timed_out tells
  * a timeout). */

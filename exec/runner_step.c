@@ -340,7 +340,10 @@ static void sum_losses(struct oc_runner *r)
 
 int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
 {
-    OC_ASSERT(step >= 0 && step < r->o.steps);
+    /* k: the step of this run (the time arrays' row); step: the global
+     * one (data, AdamW's counter), from first_step on a resumed run */
+    const int64_t k = step - r->o.first_step;
+    OC_ASSERT(k >= 0 && k < r->o.steps);
     struct oc_ctl *c = r->ctl;
     struct oc_backend *b = r->b;
     const struct oc_backend_ops *B = b->ops;
@@ -361,14 +364,14 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
     if (oc_ctl_barrier(c, st) != 0)
         return -1;
     B->step_begin(b, r->nops);
-    if (step == 0 && r->o.test_die)
+    if (k == 0 && r->o.test_die)
         raise(SIGKILL);
-    if (step == 0 && r->o.test_hang)
+    if (k == 0 && r->o.test_hang)
         for (;;)
             sleep(1000);
 
-    double *S = r->start_s + step * r->nops, *E = r->end_s + step * r->nops;
-    double *I = r->inner_s + step * r->nops;
+    double *S = r->start_s + k * r->nops, *E = r->end_s + k * r->nops;
+    double *I = r->inner_s + k * r->nops;
     char desc[160];
     for (int64_t i = 0; i < r->nops; i++) {
         const struct oc_op *op = &r->ops->ops[i];

@@ -123,6 +123,32 @@ static void test_netbw_flags(void)
     refused(EXEC, ARGC(f), f, "--ranks-per-node must be positive (got 0)");
 }
 
+/* The checkpoints' flags (exec/ckpt.h): folders as given, counts positive. */
+static void test_ckpt_flags(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    CU_ASSERT_PTR_NULL(o.exec.save_dir);
+    CU_ASSERT_PTR_NULL(o.exec.load_dir);
+    CU_ASSERT_EQUAL(o.exec.save_every, 0); /* after the last step only */
+    CU_ASSERT_EQUAL(o.exec.save_keep, 0);  /* keep all */
+    char *a[] = {"ocsim-exec", "--cards", "1", "--layout", "tp1-pp1-dp1", "--save", "ck",
+                 "--save-every=3", "--save-keep", "2", "--load=old/step-000010"};
+    oc_test_expect_ok(oc_opts_parse(&o, ARGC(a), a, EXEC, &st), st.msg);
+    CU_ASSERT_STRING_EQUAL(o.exec.save_dir, "ck");
+    CU_ASSERT_EQUAL(o.exec.save_every, 3);
+    CU_ASSERT_EQUAL(o.exec.save_keep, 2);
+    CU_ASSERT_STRING_EQUAL(o.exec.load_dir, "old/step-000010");
+    char *b[] = {"x", "--save", "ck", "--save-every", "0"};
+    refused(EXEC, ARGC(b), b, "--save-every must be positive (got 0)");
+    char *c[] = {"x", "--save-keep", "-1"};
+    refused(EXEC, ARGC(c), c, "--save-keep must be positive (got -1)");
+    char *d[] = {"simulate", "--cards", "8", "--load", "ck"};
+    refused(OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM, ARGC(d), d,
+            "unknown or misplaced option '--load' for 'simulate' (see --help)");
+}
+
 static void test_layout_flags(void)
 {
     struct oc_opts o;
@@ -178,6 +204,7 @@ static CU_TestInfo tests[] = {
     {"exec flags", test_exec_flags},
     {"exec refusals", test_exec_refusals},
     {"netbw flags", test_netbw_flags},
+    {"checkpoint flags", test_ckpt_flags},
     {"layout flags", test_layout_flags},
     {"precision flags", test_precision_flags},
     CU_TEST_INFO_NULL,

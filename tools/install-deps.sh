@@ -14,6 +14,7 @@ packages=(
   gnuplot-nox        # plots
   libopenmpi-dev openmpi-bin  # the executor's cpu backend
   libopenblas-dev    # the executor's cpu GEMMs
+  libssl-dev         # SHA-256 of the executor's checkpoints (libcrypto)
 )
 
 missing=()
