@@ -148,9 +148,10 @@ int oc_compare_write_csv(const char *path, const struct oc_compare *c,
                                        "within"};
     char line[2 * OC_MSG_MAX + 64];
     /* The '#' lines first (as csv_table.h's files), then the table. */
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    struct oc_csv csv;
+    if (oc_csv_open_bare(&csv, path, st) != 0)
+        return -1;
+    FILE *f = csv.f;
     fprintf(f, "# predicted: %s%s%s\n", c->pred_metrics, c->pred_ops[0] ? " " : "",
             c->pred_ops);
     fprintf(f, "# measured: %s%s%s\n", c->meas_metrics, c->meas_ops[0] ? " " : "",
@@ -160,13 +161,7 @@ int oc_compare_write_csv(const char *path, const struct oc_compare *c,
             c->tolerance_pct);
     pairing_text(c, line, sizeof line);
     fprintf(f, "# pairing: %s\n", line);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return oc_fail(st, "%s: writing failed", path);
-    struct oc_csv csv;
-    if (oc_csv_open_append(&csv, path, 5, st) != 0)
-        return -1;
-    oc_csv_write_header(csv.f, cols, 5);
+    oc_csv_header(&csv, cols, 5);
     for (int i = 0; i < c->nrows; i++) {
         const struct oc_cmp_row *r = &c->rows[i];
         oc_csv_field_str(&csv, r->name);

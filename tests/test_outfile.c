@@ -1,7 +1,8 @@
 /* test_outfile.c: core/outfile.h, an output file written whole or not at
  * all: nothing under the final name before the commit, the temporary
  * hidden beside it, an earlier file kept intact by a failed write, every
- * failure naming the final file and the reason, devices written in place.
+ * failure naming the final file and the reason, a rewind, devices written
+ * in place; and csv_table.h's tables on top of it.
  *
  * A full disk is a file size limit here (setrlimit RLIMIT_FSIZE with
  * SIGXFSZ ignored, so that write(2) fails with EFBIG): any user may lower
@@ -18,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "csv_table.h"
 #include "outfile.h"
 #include "test_util.h"
 
@@ -132,10 +134,60 @@ static void test_full(void)
     oc_test_expect_fail(oc_outfile_check(&o, &st), st.msg,
                         (const char *const[]){path, strerror(EFBIG), NULL});
     CU_ASSERT_EQUAL(oc_outfile_commit(&o, &st), -1);
+    /* A table: the row that does not fit is seen at its end, the close
+     * names the file. */
+    struct oc_csv c;
+    static const char *const cols[] = {"i", "row"};
+    CU_ASSERT_EQUAL_FATAL(oc_csv_open(&c, path, cols, 2, &st), 0);
+    int first_bad = -1;
+    for (int i = 0; i < 200; i++) {
+        oc_csv_field_i64(&c, i);
+        oc_csv_field_str(&c, row);
+        if (oc_csv_end_row(&c) != 0 && first_bad < 0)
+            first_bad = i;
+    }
+    /* Each row is flushed at its end: the header (6 bytes), rows 0-9 (102
+     * bytes each) and 10-38 (103) make 4013 bytes; row 39 would end at
+     * 4116, past the 4096 allowed. */
+    CU_ASSERT_EQUAL(first_bad, 39);
+    oc_test_expect_fail(oc_csv_close(&c, &st), st.msg,
+                        (const char *const[]){path, strerror(EFBIG), NULL});
     limit_files(RLIM_INFINITY);
 
     char *text = oc_test_read_file(path);
     CU_ASSERT_STRING_EQUAL(text, "the earlier run's table\n");
+    free(text);
+    CU_ASSERT_EQUAL(temporaries(), 0);
+}
+
+/* A table streamed as rows finish, rewritten in another order: the same
+ * temporary, only the second version under the name. */
+static void test_rewind(void)
+{
+    struct oc_status st = {{0}};
+    char path[512];
+    snprintf(path, sizeof path, "%s/ranked.csv", oc_test_dir);
+    struct oc_csv c;
+    static const char *const cols[] = {"layout", "tokens_per_s"};
+    CU_ASSERT_EQUAL_FATAL(oc_csv_open(&c, path, cols, 2, &st), 0);
+    const char *names[] = {"b", "a", "c"};
+    const int tps[] = {2, 3, 1};
+    for (int i = 0; i < 3; i++) {
+        oc_csv_field_str(&c, names[i]);
+        oc_csv_field_i64(&c, tps[i]);
+        CU_ASSERT_EQUAL(oc_csv_end_row(&c), 0);
+    }
+    CU_ASSERT(!exists(path));
+    CU_ASSERT_EQUAL_FATAL(oc_csv_restart(&c, &st), 0);
+    const int order[] = {1, 0, 2};
+    for (int i = 0; i < 3; i++) {
+        oc_csv_field_str(&c, names[order[i]]);
+        oc_csv_field_i64(&c, tps[order[i]]);
+        oc_csv_end_row(&c);
+    }
+    CU_ASSERT_EQUAL(oc_csv_close(&c, &st), 0);
+    char *text = oc_test_read_file(path);
+    CU_ASSERT_STRING_EQUAL(text, "layout,tokens_per_s\na,3\nb,2\nc,1\n");
     free(text);
     CU_ASSERT_EQUAL(temporaries(), 0);
 }
@@ -204,6 +256,7 @@ static int suite_init(void) { return oc_test_dir_make("outfile"); }
 static CU_TestInfo tests[] = {
     {"commit, two writers, abandon", test_commit},
     {"a full disk", test_full},
+    {"a table rewritten in another order", test_rewind},
     {"devices, folders, long paths", test_special},
     {"publish and write_all", test_publish},
     CU_TEST_INFO_NULL,
