@@ -203,7 +203,8 @@ static int scatter_dat(const char *dir, const struct oc_compare *c, struct scatt
     const struct oc_cmp_pairs *p = &c->pairs;
     memset(sc, 0, sizeof *sc);
     sc->lo = INFINITY;
-    FILE *f = oc_gp_open(dir, "scatter.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "scatter.dat", st);
     if (!f)
         return -1;
     char pt[OC_MSG_MAX];
@@ -236,7 +237,7 @@ static int scatter_dat(const char *dir, const struct oc_compare *c, struct scatt
             sc->hi = fmax(sc->hi, fmax(q->pred_s, q->meas_s));
         }
     }
-    return oc_gp_close(f, dir, "scatter.dat", st);
+    return oc_gp_close(&of, st);
 }
 
 /* scatter.gp: log-log on a decade-aligned square around the data, y = x,
@@ -245,7 +246,8 @@ static int scatter_gp(const char *dir, const struct oc_compare *c, const struct 
                       const struct oc_plot_opts *po, struct oc_status *st)
 {
     const struct oc_cmp_pairs *p = &c->pairs;
-    FILE *f = oc_gp_open(dir, "scatter.gp", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "scatter.gp", st);
     if (!f)
         return -1;
     const int w = po->width_px, h = po->height_px > 0 ? po->height_px : 700;
@@ -290,7 +292,7 @@ static int scatter_gp(const char *dir, const struct oc_compare *c, const struct 
                     sc->block_of[k], class_colour[k], oc_cmp_class_name((enum oc_cmp_class)k));
     fputc('\n', f);
     oc_gp_script_end(f, "scatter", w, h);
-    return oc_gp_close(f, dir, "scatter.gp", st);
+    return oc_gp_close(&of, st);
 }
 
 int oc_compare_plot(const char *dir, const struct oc_compare *c,
