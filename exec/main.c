@@ -20,8 +20,11 @@
  * --lr, --seed, --timeout, --calibrate, --no-weights, --no-mpi, and the
  * checkpoints' --save, --save-every, --save-keep, --load (ckpt.h). Writes into
  * DIR, each file as soon as it is complete (so a run that fails later keeps
- * them):
+ * them), whole or not at all (core/outfile.h: a full disk leaves no file cut
+ * short, and one line names the file):
  *   loss.csv      step,loss: the global batch's mean token loss, per step
+ *                 (put under its name after the last step: a run that ends
+ *                 early leaves none)
  *   measured.csv, ops.csv, memory.csv, timeline.json   (out_measured.h)
  *   weights.bin   the whole model's fp32 weights after the last step, in the
  *                 arena order of a one-rank run (see weights.txt;
@@ -118,6 +121,17 @@ static void die(struct oc_ctl *c, int code, const char *how, const struct oc_sta
     oc_ctl_abort(c, code);
 }
 
+/* die() from the training loop: rank 0's loss.csv is given up first (its
+ * temporary removed: csv_table.h), so that a run that ends early leaves no
+ * loss.csv that looks complete. */
+static void train_die(struct oc_ctl *c, struct oc_csv *loss, int code, const char *how,
+                      const struct oc_status *st)
+{
+    if (c->rank == 0)
+        oc_csv_abandon(loss);
+    die(c, code, how, st);
+}
+
 /* ------------------------------------------------------------------ */
 /* One rank                                                             */
 
@@ -167,11 +181,11 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
     double *step_info = rank == 0 ? oc_xmalloc((size_t)world * 2 * sizeof(double)) : NULL;
     for (int64_t k = first; k < end; k++) {
         if (oc_runner_step(r, k, &st) != 0)
-            die(c, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
+            train_die(c, &loss, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
         double mine[2] = {r->loss_sum, r->step_end_s};
         oc_ctl_set_what(c, "gathering the loss of step %lld", (long long)k + 1);
         if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0)
-            die(c, 3, " ", &st);
+            train_die(c, &loss, 3, " ", &st);
         if (rank == 0) {
             double sum = 0, t = 0;
             for (int q = 0; q < world; q++) { /* rank order: deterministic */
@@ -181,7 +195,10 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             }
             oc_csv_field_i64(&loss, k + 1);
             oc_csv_field_f64(&loss, sum / tokens);
-            oc_csv_end_row(&loss);
+            /* A full disk ends the run now, not after the last step; the
+             * close removes the temporary and names loss.csv. */
+            if (oc_csv_end_row(&loss) != 0 && oc_csv_close(&loss, &st) != 0)
+                die(c, 1, ": ", &st);
             char bs[32];
             printf("step %4lld  loss %.6f  %s\n", (long long)k + 1, sum / tokens,
                    oc_fmt_si(bs, sizeof bs, t, "s"));
@@ -189,7 +206,7 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
         }
         if (oc_ckpt_due(&j->o.exec, k + 1, k + 1 == end) &&
             oc_ckpt_save(c, j, r, k + 1, &hook, &st) != 0)
-            die(c, c->timed_out ? 3 : 1, " failed ", &st);
+            train_die(c, &loss, c->timed_out ? 3 : 1, " failed ", &st);
     }
     free(step_info);
     if (rank == 0 && oc_csv_close(&loss, &st) != 0)

@@ -112,7 +112,8 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
     *written = 0;
     if (k == 0)
         return 0;
-    FILE *f = oc_gp_open(dir, "throughput.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "throughput.dat", st);
     if (!f)
         return -1;
     fprintf(f, "# throughput.dat: tokens/s of the layouts that fit, best first\n"
@@ -130,13 +131,13 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
         if (m->tokens_per_s > vmax)
             vmax = m->tokens_per_s;
     }
-    if (oc_gp_close(f, dir, "throughput.dat", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
 
     int h = in->o->height_px;
     if (k > 30) /* keep about 20 px per bar */
         h = (int)(120 + 20 * k);
-    f = oc_gp_open(dir, "throughput.gp", st);
+    f = oc_gp_open(&of, dir, "throughput.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "throughput", "tokens per second per layout, best first", "ocsim",
@@ -158,7 +159,7 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
             (long long)k, (long long)in->nfit, (long long)in->n, vmax * 1.18,
             (long long)k, OC_GP_FWD);
     oc_gp_script_end(f, "throughput", in->o->width_px, h);
-    if (oc_gp_close(f, dir, "throughput.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;
@@ -205,7 +206,8 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
         free(oom);
         return 0;
     }
-    FILE *f = oc_gp_open(dir, "memory.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "memory.dat", st);
     if (!f) {
         free(oom);
         return -1;
@@ -243,10 +245,10 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
         fprintf(f, " %.9g %d %s %ld\n", r.bytes, r.fits, r.source, oc_gp_rgb(r.color));
     }
     free(oom);
-    if (oc_gp_close(f, dir, "memory.dat", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
 
-    f = oc_gp_open(dir, "memory.gp", st);
+    f = oc_gp_open(&of, dir, "memory.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "memory", "peak memory per GPU per layout against the device",
@@ -278,7 +280,7 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
                     key_color[i], key_title[i]);
     fputc('\n', f);
     oc_gp_script_end(f, "memory", in->o->width_px, in->o->height_px);
-    if (oc_gp_close(f, dir, "memory.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;
@@ -292,7 +294,8 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
     *written = 0;
     if (k == 0)
         return 0;
-    FILE *f = oc_gp_open(dir, "breakdown.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "breakdown.dat", st);
     if (!f)
         return -1;
     /* Definitions in core/metrics.h: compute_s and exposed_comm_s are means
@@ -316,9 +319,9 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
         fprintf(f, " %.9g %.9g %.9g %.9g %.9g\n", m->compute_s, bub, m->exposed_comm_s,
                 other, m->step_time_s);
     }
-    if (oc_gp_close(f, dir, "breakdown.dat", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
-    f = oc_gp_open(dir, "breakdown.gp", st);
+    f = oc_gp_open(&of, dir, "breakdown.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "breakdown", "where the step time goes, per layout", "ocsim",
@@ -344,7 +347,7 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
             (long long)k, smax * 1.3, (long long)k - 1, OC_GP_FWD, OC_GP_BUBBLE, OC_GP_PP,
             OC_GP_RECOMP);
     oc_gp_script_end(f, "breakdown", in->o->width_px, in->o->height_px);
-    if (oc_gp_close(f, dir, "breakdown.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;
@@ -393,7 +396,8 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
         free(g);
         return 0;
     }
-    FILE *f = oc_gp_open(dir, "bubble.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "bubble.dat", st);
     if (!f) {
         free(g);
         return -1;
@@ -415,11 +419,11 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
             fputc('\n', f);
         }
     }
-    if (oc_gp_close(f, dir, "bubble.dat", st) != 0) {
+    if (oc_gp_close(&of, st) != 0) {
         free(g);
         return -1;
     }
-    f = oc_gp_open(dir, "bubble.gp", st);
+    f = oc_gp_open(&of, dir, "bubble.gp", st);
     if (!f) {
         free(g);
         return -1;
@@ -457,7 +461,7 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
     fputc('\n', f);
     oc_gp_script_end(f, "bubble", in->o->width_px, in->o->height_px);
     free(g);
-    if (oc_gp_close(f, dir, "bubble.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;

@@ -15,6 +15,7 @@
 #include "closed_form.h"
 #include "format.h"
 #include "layout.h"
+#include "outfile.h"
 #include "paths.h" /* oc_mkdir_p */
 #include "placement.h"
 #include "schedule.h"
@@ -588,9 +589,10 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
 
     char path[4096];
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    struct oc_outfile of;
+    if (oc_outfile_open(&of, path, st) != 0)
+        return -1;
+    FILE *f = of.f;
     int64_t nfit;
     int64_t *order = ranked(mt, n, &nfit);
 
@@ -620,9 +622,8 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
     md_plots(f, out_dir, ctx->no_plots, warning);
     md_scope(f);
     free(order);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return oc_fail(st, "%s: writing failed", path);
+    if (oc_outfile_commit(&of, st) != 0)
+        return -1;
     if (plot_rc > 0) {
         oc_fail(st, "%s", warning); /* a warning: report.md is complete */
         return 1;

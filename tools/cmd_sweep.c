@@ -1,8 +1,9 @@
 /* cmd_sweep.c: `ocsim sweep` enumerates every layout of N cards, simulates
  * the ones that are legal and fit in memory, in parallel, and ranks them.
- * Rows of sweep.csv are written as layouts finish (an interrupted sweep
- * keeps them); at the end the file is rewritten in rank order, and the
- * plots and report.md are made. */
+ * Rows of sweep.csv are written to its temporary as layouts finish; at the
+ * end they are rewritten there in rank order and the table is put under its
+ * name (core/outfile.h: whole or not at all), then the plots and report.md
+ * are made. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -212,21 +213,19 @@ static int64_t plan(struct run *r, const struct oc_opts *o, struct oc_layout **t
     return n;
 }
 
-/* Rewrites sweep.csv in rank order, atomically (a failure keeps the file
- * written as the layouts finished). Sorts r->items. */
-static void rewrite_ranked(struct run *r, int64_t n, const char *path)
+/* Writes sweep.csv in rank order and puts it under its name (csv_table.h:
+ * the rows streamed as the layouts finished are replaced in the same
+ * temporary; the table appears whole or not at all). Sorts r->items. */
+static int write_ranked(struct run *r, int64_t n, struct oc_status *st)
 {
     qsort(r->items, (size_t)n, sizeof *r->items, cmp_items);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    struct oc_csv c2;
-    struct oc_status st = {{0}};
-    if (oc_metrics_csv_open(&c2, tmp, &st) == 0) {
-        for (int64_t i = 0; i < n; i++)
-            row(&c2, &r->items[i], r->device_mem_bytes);
-        if (oc_csv_close(&c2, &st) == 0)
-            rename(tmp, path);
+    if (oc_csv_restart(&r->csv, st) != 0) {
+        oc_csv_abandon(&r->csv);
+        return -1;
     }
+    for (int64_t i = 0; i < n; i++)
+        row(&r->csv, &r->items[i], r->device_mem_bytes);
+    return oc_csv_close(&r->csv, st);
 }
 
 /* The ranked results for the report and the plots: the simulated layouts'
@@ -287,7 +286,8 @@ static void print_chosen(const struct results *x, const struct oc_topology *topo
 }
 
 /* The table and the chosen layout on stdout, then report.md and the
- * plots. Returns 0, or 2 when the report could not be written. */
+ * plots into `out` (NULL: none). Returns 0, or 2 when the report could not
+ * be written. */
 static int report(const struct oc_opts *o, int argc, char **argv, const char *out,
                   const struct results *x, double wall)
 {
@@ -305,7 +305,7 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
     oc_report_print_table(stdout, x->res, x->nres, (int)o->top);
     print_chosen(x, &o->topo);
     int rc = 0;
-    int prc = oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st);
+    int prc = out ? oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st) : 0;
     if (prc < 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         rc = 2;
@@ -366,23 +366,33 @@ int oc_cmd_sweep(int argc, char **argv)
                                .on_done = on_done, .ctx = &r};
     int rc = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
     double wall = now_s() - r.t0;
-    oc_csv_close(&r.csv, NULL);
     free(to_sim);
     if (rc != 0) {
+        oc_csv_abandon(&r.csv);
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         run_free(&r, n);
         return 2;
     }
-    rewrite_ranked(&r, n, path);
+    /* A table that could not be written: one line naming it, and neither
+     * the report nor a "table:" line (the plots and report.md would fail
+     * on the same full disk; the ranking still goes to stdout). */
+    const int table_rc = write_ranked(&r, n, &st);
+    if (table_rc != 0)
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
 
     struct results x;
     results_gather(&x, &r, n, nsim);
-    rc = report(&o, argc, argv, out, &x, wall);
+    rc = report(&o, argc, argv, table_rc == 0 ? out : NULL, &x, wall);
     printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld out of memory, "
            "%lld illegal, %lld failed\n",
            (long long)n, (long long)x.nres, wall, (long long)x.nfit, (long long)x.noom,
            (long long)x.ninvalid, (long long)x.nfail);
-    printf("report: %s/report.md   table: %s\n", out, path);
+    if (table_rc != 0)
+        rc = 2;
+    else if (rc == 0)
+        printf("report: %s/report.md   table: %s\n", out, path);
+    else
+        printf("table: %s\n", path);
     free(x.rej);
     free(x.res);
     run_free(&r, n);
