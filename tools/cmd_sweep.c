@@ -6,15 +6,14 @@
  * file is rewritten in rank order, and the plots and report.md are made.
  *
  * Signals: SIGINT and SIGTERM (unless inherited as ignored) stop the
- * simulations (sim/sweep.h: the workers are killed and reaped); the
+ * simulations (sim/sweep_stop.h, sim/sweep.h: the workers are killed and
+ * reaped); the
  * report, the plots and the ranked sweep.csv are then written for the
  * layouts finished, marked as interrupted, and the command exits 130.
  * During that write-up (and the one of a sweep that ran through) both
  * signals are ignored, gnuplot included (an ignored signal stays ignored
  * across exec): a second Ctrl-C cannot cut a file half-written. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +35,7 @@
 #include "sim_opts.h"
 #include "sweep.h"
 #include "sweep_journal.h"
+#include "sweep_stop.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM)
 
@@ -510,61 +510,6 @@ static void run_free(struct run *r)
     free(r->sim_index);
 }
 
-/* ---- signals ----------------------------------------------------------- */
-
-/* The self-pipe the handler writes to (sim/sweep.h: stop_fd) and the first
- * signal that came. */
-static int stop_pipe[2] = {-1, -1};
-static volatile sig_atomic_t stop_signal;
-static const int caught_signals[] = {SIGINT, SIGTERM};
-static int caught[2];
-
-static void on_signal(int sig)
-{
-    int e = errno;
-    if (!stop_signal)
-        stop_signal = sig;
-    ssize_t k = write(stop_pipe[1], "s", 1); /* non-blocking: a full pipe is fine */
-    (void)k;
-    errno = e;
-}
-
-/* Handlers for SIGINT and SIGTERM, except where one was inherited as
- * ignored (nohup, a background job of a script): that caller asked for
- * it to be ignored. Returns 0, or -1 with st->msg. */
-static int signals_catch(struct oc_status *st)
-{
-    if (pipe(stop_pipe) != 0)
-        return oc_fail(st, "cannot create a pipe: %s", strerror(errno));
-    for (int i = 0; i < 2; i++) {
-        fcntl(stop_pipe[i], F_SETFD, FD_CLOEXEC);
-        fcntl(stop_pipe[i], F_SETFL, fcntl(stop_pipe[i], F_GETFL) | O_NONBLOCK);
-    }
-    for (int i = 0; i < 2; i++) {
-        struct sigaction sa, old;
-        if (sigaction(caught_signals[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0; /* no SA_RESTART: poll returns EINTR */
-        caught[i] = sigaction(caught_signals[i], &sa, NULL) == 0;
-    }
-    return 0;
-}
-
-/* The write-up: the signals caught before are ignored from here on. */
-static void signals_ignore(void)
-{
-    for (int i = 0; i < 2; i++)
-        if (caught[i])
-            signal(caught_signals[i], SIG_IGN);
-    for (int i = 0; i < 2; i++)
-        if (stop_pipe[i] >= 0)
-            close(stop_pipe[i]);
-    stop_pipe[0] = stop_pipe[1] = -1;
-}
-
 /* ---- the command ------------------------------------------------------- */
 
 /* Parses and checks everything a sweep needs before it writes a file:
@@ -651,7 +596,7 @@ int oc_cmd_sweep(int argc, char **argv)
     struct oc_layout *to_sim = NULL;
     int64_t nsim = 0;
     struct oc_status st = {{0}};
-    if (sweep_start(&r, &o, out, path, &to_sim, &nsim) != 0 || signals_catch(&st) != 0) {
+    if (sweep_start(&r, &o, out, path, &to_sim, &nsim) != 0 || oc_sweep_stop_catch(&st) != 0) {
         if (st.msg[0])
             fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         oc_sweep_journal_close(&r.journal, NULL);
@@ -663,10 +608,10 @@ int oc_cmd_sweep(int argc, char **argv)
     r.progress = isatty(2);
     r.t0 = now_s();
     struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro, .on_done = on_done,
-                               .ctx = &r, .stop_fd = &stop_pipe[0]};
+                               .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
     int src = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
-    const int sig = src == 1 ? (int)stop_signal : 0;
-    signals_ignore();
+    const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
+    oc_sweep_stop_ignore();
     double wall = now_s() - r.t0;
     oc_csv_close(&r.csv, NULL);
     struct oc_status jst = {{0}};
