@@ -16,6 +16,7 @@ enum {
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
+    O_RESUME,
 };
 
 struct flag {
@@ -38,6 +39,7 @@ static const struct flag flags[] = {
     {{"micro-batch", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batch-size", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batches", required_argument, 0, O_MBS}, OC_OPT_SWEEP},
+    {{"resume", no_argument, 0, O_RESUME}, OC_OPT_SWEEP},
     {{"global-batch", required_argument, 0, O_GB}, 0},
     {{"global-batch-size", required_argument, 0, O_GB}, 0},
     {{"seq", required_argument, 0, O_SEQ}, 0},
@@ -360,6 +362,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_FP16: o->layout.precision = OC_PREC_FP16; return 0;
     case O_FP32: o->layout.precision = OC_PREC_FP32; return 0;
     case O_COARSE: o->coarse = 1; return 0;
+    case O_RESUME: o->resume = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;
     case O_JOBS: return positive(name, val, &o->jobs, st);

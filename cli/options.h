@@ -34,7 +34,7 @@ enum {
     OC_OPT_LAYOUT = 1 << 0, /* --layout, --tp, --pp, --dp (one layout) */
     OC_OPT_CSV = 1 << 1,    /* --csv FILE */
     OC_OPT_OUT = 1 << 2,    /* --out DIR */
-    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST */
+    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST, --resume */
     OC_OPT_SIM = 1 << 4,    /* --fidelity, --collective, --platform, --cfg, --jobs */
     OC_OPT_EXEC = 1 << 5,   /* ocsim-exec's own: --backend, --precision, --steps,
                                --lr, --seed, --timeout, --calibrate,
@@ -84,6 +84,7 @@ struct oc_opts {
     enum oc_schedule_kind schedules[OC_MAX_LIST];
     int64_t vchunks[OC_MAX_LIST];
     int n_schedules;
+    int resume;               /* --resume: continue the sweep in --out */
     /* OC_OPT_SIM */
     const char *fidelity;     /* "fast" | "full" */
     const char *collective;   /* "auto" | "ring" | "tree" | "hier" */

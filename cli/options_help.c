@@ -47,7 +47,10 @@ void oc_opts_print_help(FILE *f, unsigned groups)
         fputs("Candidates:\n"
               "  --micro-batches LIST    micro-batch sizes to try (default 1,2,4)\n"
               "  --schedule LIST         schedules to try: gpipe, 1f1b, interleaved[:v],\n"
-              "                          all (default 1f1b,interleaved:2)\n", f);
+              "                          all (default 1f1b,interleaved:2)\n"
+              "  --resume                continue the sweep in --out (interrupted, or\n"
+              "                          to redo its report): the same flags, only the\n"
+              "                          layouts its sweep.journal lacks are simulated\n", f);
     if (groups & OC_OPT_SIM)
         fputs("Simulation:\n"
               "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"

@@ -104,6 +104,16 @@ struct sweep_in {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The caller's note (an interrupted sweep) under every sweep plot. */
+static void sweep_note(FILE *f, const struct sweep_in *in)
+{
+    if (!in->o->note || !in->o->note[0])
+        return;
+    fputs("set label 99 ", f);
+    oc_gp_str(f, in->o->note);
+    fprintf(f, " at screen 0.01, screen 0.02 left font \",10\" tc rgb '%s'\n", OC_GP_REJ);
+}
+
 /* throughput: the top_n that fit, best first, as horizontal bars. */
 static int plot_throughput(const char *dir, const struct sweep_in *in, int *written,
                            struct oc_status *st)
@@ -142,6 +152,7 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
         return -1;
     oc_gp_script_begin(f, "throughput", "tokens per second per layout, best first", "ocsim",
                        in->o->width_px, h);
+    sweep_note(f, in);
     fprintf(f,
             "set title \"Throughput: the %lld best of %lld layouts that fit in memory "
             "(%lld simulated)\"\n"
@@ -253,6 +264,7 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
         return -1;
     oc_gp_script_begin(f, "memory", "peak memory per GPU per layout against the device",
                        "ocsim", in->o->width_px, in->o->height_px);
+    sweep_note(f, in);
     char capb[32];
     fprintf(f,
             "set title \"Peak memory per GPU (worst pipeline stage): %lld simulated, "
@@ -326,6 +338,7 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
         return -1;
     oc_gp_script_begin(f, "breakdown", "where the step time goes, per layout", "ocsim",
                        in->o->width_px, in->o->height_px);
+    sweep_note(f, in);
     fprintf(f,
             "set title \"Step time per GPU: compute, bubble, exposed communication, other "
             "(the %lld best layouts)\"\n"
@@ -430,6 +443,7 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
     }
     oc_gp_script_begin(f, "bubble", "pipeline bubble fraction against micro-batches per step",
                        "ocsim", in->o->width_px, in->o->height_px);
+    sweep_note(f, in);
     fprintf(f,
             "set title \"Pipeline bubble: simulated (points) and (p-1)/(v*m+p-1) "
             "(lines, Narayanan et al. 2021)\"\n"

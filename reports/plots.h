@@ -98,6 +98,9 @@ struct oc_plot_opts {
     int top_n;           /* layouts per sweep plot, >= 1 */
     int width_px, height_px;
     const char *title;   /* pipeline plot title; NULL: made from the layout */
+    const char *note;    /* sweep plots: a line in red at the bottom left (an
+                            interrupted sweep's "N of M layouts simulated");
+                            NULL: none */
 };
 #define OC_PLOT_OPTS_DEFAULT                                                   \
     ((struct oc_plot_opts){.gnuplot = NULL, .no_render = 0, .top_n = 30,       \
