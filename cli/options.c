@@ -132,7 +132,7 @@ static int positive(const char *flag, const char *s, int64_t *out,
 }
 
 /* An integer option value of at least lo, no junk, no overflow (no upper
- * bound: --steps, --seed). */
+ * bound: --seed; --steps checks its own). */
 static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
                     struct oc_status *st)
 {
@@ -256,7 +256,15 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
     switch (c) {
     case O_BACKEND: x->backend = val; return 0;
     case O_PRECISION: x->precision = val; return 0;
-    case O_STEPS: return at_least("steps", val, 1, &x->steps, st);
+    case O_STEPS:
+        if (at_least("steps", val, 1, &iv, st) != 0)
+            return -1;
+        if (iv > OC_EXEC_MAX_STEPS)
+            return oc_fail(st, "--steps %lld: at most %lld steps in one run (resume "
+                               "from a checkpoint with --load for more)",
+                           (long long)iv, (long long)OC_EXEC_MAX_STEPS);
+        x->steps = iv;
+        return 0;
     case O_LR: return positive_real("lr", val, &x->lr, st);
     case O_SEED:
         if (at_least("seed", val, 0, &iv, st) != 0)

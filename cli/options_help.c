@@ -81,7 +81,7 @@ void oc_opts_print_exec_help(FILE *f)
           "                          fp32 accumulation, fp32 master weights); the\n"
           "                          activations and gradients stay fp32, so the run\n"
           "                          is an fp32 run for ocsim (--fp32)\n"
-          "  --steps K               training steps (default 5)\n"
+          "  --steps K               training steps (default 5, at most 10000000)\n"
           "  --lr X                  AdamW learning rate (default 1e-3; beta2 0.95,\n"
           "                          weight decay 0.1)\n"
           "  --seed S                weights and data (default 1234)\n"

@@ -92,6 +92,25 @@ static void test_exec_refusals(void)
             "unknown or misplaced option '--steps' for 'simulate' (see --help)");
 }
 
+/* --steps has a bound (issue 11, defect 5: 99999999999 used to be taken
+ * and sized arrays that aborted the run): OC_EXEC_MAX_STEPS = 1e7 passes,
+ * one more is refused with one line. */
+static void test_exec_steps_bound(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    char *a[] = {"x", "--cards", "1", "--layout", "tp1-pp1-dp1", "--steps", "10000000"};
+    CU_ASSERT_EQUAL(oc_opts_parse(&o, ARGC(a), a, EXEC, &st), 0);
+    CU_ASSERT_EQUAL(o.exec.steps, 10000000);
+    char *b[] = {"x", "--steps", "10000001"};
+    refused(EXEC, ARGC(b), b, "--steps 10000001: at most 10000000 steps in one run "
+                              "(resume from a checkpoint with --load for more)");
+    char *c[] = {"x", "--steps=99999999999"};
+    refused(EXEC, ARGC(c), c, "--steps 99999999999: at most 10000000 steps in one run "
+                              "(resume from a checkpoint with --load for more)");
+}
+
 static void test_netbw_flags(void)
 {
     struct oc_opts o;
@@ -203,6 +222,7 @@ static CU_TestInfo tests[] = {
     {"exec defaults", test_exec_defaults},
     {"exec flags", test_exec_flags},
     {"exec refusals", test_exec_refusals},
+    {"exec steps bound", test_exec_steps_bound},
     {"netbw flags", test_netbw_flags},
     {"checkpoint flags", test_ckpt_flags},
     {"layout flags", test_layout_flags},
