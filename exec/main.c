@@ -149,7 +149,8 @@ static struct oc_ckpt_hook save_hook(void)
 /* The training steps (from the checkpoint's step with --load, numbered
  * globally in loss.csv), each followed by a checkpoint where one is due;
  * rank 0 writes loss.csv and prints a line per step. */
-static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r)
+static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
+                  struct oc_out_steps *a)
 {
     const int rank = c->rank, world = c->size;
     struct oc_status st = {{0}};
@@ -170,7 +171,8 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             die(c, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
         double mine[2] = {r->loss_sum, r->step_end_s};
         oc_ctl_set_what(c, "gathering the loss of step %lld", (long long)k + 1);
-        if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0)
+        if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0 ||
+            oc_out_steps_add(c, a, r, &st) != 0)
             die(c, 3, " ", &st);
         if (rank == 0) {
             double sum = 0, t = 0;
@@ -198,10 +200,10 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
 
 /* After the last step: the measured files, the replica checks, weights.bin. */
 static void write_outputs(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
-                          struct oc_backend *b)
+                          struct oc_out_steps *a, struct oc_backend *b)
 {
     struct oc_status st = {{0}};
-    if (oc_out_measured(c, j, r, b->ops->mem_peak_bytes(b), &st) != 0)
+    if (oc_out_measured(c, j, a, r, b->ops->mem_peak_bytes(b), &st) != 0)
         die(c, c->timed_out ? 3 : 1, ": ", &st);
     int64_t dp_differ = 0, rep_differ = 0;
     double rep_maxdiff = 0;
@@ -310,8 +312,11 @@ static int rank_main(struct oc_ctl *c, void *arg)
     }
     if (lrc != 0)
         die(c, c->timed_out ? 3 : 1, " failed to load a checkpoint: ", &st);
-    train(c, j, &r);
-    write_outputs(c, j, &r, &b);
+    struct oc_out_steps a;
+    oc_out_steps_init(&a, &j->sched, j->o.exec.steps, c->rank);
+    train(c, j, &r, &a);
+    write_outputs(c, j, &r, &a, &b);
+    oc_out_steps_free(&a);
     oc_runner_free(&r);
     b.ops->free_backend(&b);
     return 0;
