@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -109,7 +110,7 @@ void oc_opts_default(struct oc_opts *o)
     o->exec.steps = 5;
     o->exec.lr = 1e-3;
     o->exec.seed = 1234;
-    o->exec.timeout_s = 60.0;
+    o->exec.timeout_s = 0; /* auto (exec/timeout.h) */
     o->exec.weights = 1;
     o->exec.max_msg_bytes = 64 << 20;
 }
@@ -156,6 +157,28 @@ static int positive_real(const char *flag, const char *s, double *out,
     double v = strtod(s, &end);
     if (end == s || *end || errno || !(v > 0) || v > 1e9)
         return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
+    *out = v;
+    return 0;
+}
+
+/* --timeout: "auto" (0: exec/timeout.h chooses) or seconds in (0,
+ * OC_EXEC_MAX_TIMEOUT_S]. */
+static int timeout_value(const char *s, double *out, struct oc_status *st)
+{
+    if (strcmp(s, "auto") == 0) {
+        *out = 0;
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    const double v = strtod(s, &end);
+    if (end == s || *end || isnan(v))
+        return oc_fail(st, "--timeout: '%s' is not a number of seconds or 'auto'", s);
+    if (!(v > 0))
+        return oc_fail(st, "--timeout %s: a wait needs more than 0 seconds (or 'auto')", s);
+    if (v > OC_EXEC_MAX_TIMEOUT_S)
+        return oc_fail(st, "--timeout %s: at most %.0f seconds (a week) per wait; "
+                           "'auto' derives it from the prediction", s, OC_EXEC_MAX_TIMEOUT_S);
     *out = v;
     return 0;
 }
@@ -271,7 +294,7 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
             return -1;
         x->seed = (uint64_t)iv;
         return 0;
-    case O_TIMEOUT: return positive_real("timeout", val, &x->timeout_s, st);
+    case O_TIMEOUT: return timeout_value(val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;
     case O_NETBW: x->netbw = 1; return 0;
     case O_RPN: return positive("ranks-per-node", val, &x->ranks_per_node, st);

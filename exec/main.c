@@ -34,6 +34,10 @@
  * --ranks-per-node K on one machine; the layout is not used; without MPI
  * the cuda backend runs --cards threads) and writes DIR/topology-netbw.json.
  *
+ * The communication timeout (the deadline of one wait) is --timeout
+ * SECONDS or, by default, auto: 10 x the predicted step, at least 60 s
+ * (timeout.h); rank 0 prints it first, "timeout: 60 s per wait (auto: ...)".
+ *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
  * any work); 1 a failure during the run; 3 a rank timed out (its message
  * names the rank and the op it was waiting in; the job is ended:
@@ -72,7 +76,7 @@ static void help(void)
     puts("usage: mpirun -np N ocsim-exec --layout tp2-pp2-dp2 [--model M] [--topology T]\n"
          "                  [--global-batch B] [--seq S] [--steps K] [--out DIR]\n"
          "                  [--backend cpu|cuda] [--precision bf16|fp32] [--lr X]\n"
-         "                  [--seed S] [--timeout SECONDS]\n"
+         "                  [--seed S] [--timeout auto|SECONDS]\n"
          "       ocsim-exec --backend cuda --layout tp2-pp2-dp1 ...   (one node, no MPI)\n\n"
          "Runs the layout for real: every rank executes its op list of the schedule\n"
          "(a GPT-2 or Llama decoder with Megatron tensor parallelism, the pipeline\n"
@@ -418,13 +422,31 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
     return 0;
 }
 
+/* The deadline of one wait (timeout.h), said by rank 0 in one line: from
+ * the prediction of a training run's step (--timeout auto), or as given. */
+static void plan_timeout(struct oc_exec_job *j, int rank)
+{
+    const struct oc_opts *o = &j->o;
+    const int train = !o->exec.calibrate && !o->exec.netbw;
+    oc_timeout_plan(&j->timeout, o->exec.timeout_s, OC_EXEC_MAX_TIMEOUT_S,
+                    train ? &o->model : NULL, &o->layout, &o->topo, o->exec.save_dir != NULL,
+                    o->exec.load_dir != NULL);
+    j->bjob.timeout_s = j->timeout.timeout_s;
+    if (rank != 0)
+        return;
+    char why[512];
+    oc_timeout_describe(&j->timeout, why, sizeof why);
+    printf("timeout: %s\n", why);
+    fflush(stdout);
+}
+
 /* MPI: this process is one rank; rank 0 makes the output folder first and
  * every rank learns the verdict. */
 static int run_mpi(const struct oc_launch *L, struct oc_exec_job *j)
 {
     struct oc_status st = {{0}};
     struct oc_ctl ctl;
-    if (oc_launch_ctl(L, &ctl, j->o.exec.timeout_s, &st) != 0) {
+    if (oc_launch_ctl(L, &ctl, j->timeout.timeout_s, &st) != 0) {
         fprintf(stderr, "ocsim-exec: rank %d: %s\n", L->rank, msg_of(&st));
         oc_launch_abort(L, 1);
     }
@@ -449,7 +471,7 @@ static int run_local(struct oc_exec_job *j, int world)
         fprintf(stderr, "ocsim-exec: %s\n", st.msg);
         return 2;
     }
-    return oc_ctl_local_run(world, j->o.exec.timeout_s, rank_main, j);
+    return oc_ctl_local_run(world, j->timeout.timeout_s, rank_main, j);
 }
 
 int main(int argc, char **argv)
@@ -500,6 +522,8 @@ int main(int argc, char **argv)
     int rc = check_job(j, name, &L, world, launch, &st);
     if (rc != 0 && L.rank == 0)
         fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+    if (rc == 0)
+        plan_timeout(j, L.rank);
     if (rc == 0)
         rc = L.mpi ? run_mpi(&L, j) : run_local(j, world);
     else
