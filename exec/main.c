@@ -22,6 +22,7 @@
  * DIR, each file as soon as it is complete (so a run that fails later keeps
  * them):
  *   loss.csv      step,loss: the global batch's mean token loss, per step
+ *                 (streamed as loss.csv.partial, renamed when complete)
  *   measured.csv, ops.csv, memory.csv, timeline.json   (out_measured.h)
  *   weights.bin   the whole model's fp32 weights after the last step, in the
  *                 arena order of a one-rank run (see weights.txt;
@@ -40,8 +41,20 @@
  *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
  * any work); 1 a failure during the run; 3 a rank timed out (its message
- * names the rank and the op it was waiting in; the job is ended:
- * MPI_Abort, or the process's exit, the NCCL communicators aborted).
+ * names the rank and the op it was waiting in, and the ranks of its node
+ * that are stopped; the job is ended: MPI_Abort, or the process's exit,
+ * the NCCL communicators aborted); 4 a rank was lost (its process died:
+ * killed, crashed): the survivors' code, with one line from the first of
+ * its node to see it, naming it and the op it was in (lost.h); under
+ * mpirun the job's code is the launcher's, Open MPI's 128 + the signal
+ * that killed the rank (137 for SIGKILL); 130 interrupted (SIGINT,
+ * SIGTERM). One line of ocsim-exec's own in each case. loss.csv is
+ * streamed as loss.csv.partial and renamed when the last step is done; a
+ * run that ends early leaves it under that name, with its last line "#
+ * partial: K of N steps completed; <the line above>" (when rank 0 itself
+ * died: the rows without that line), and none of the other files, which
+ * are written after the last step (a training run first removes the files
+ * of an earlier run from DIR, so none is taken for its own).
  *
  * Test hooks (not in --help): OCSIM_EXEC_TEST_HANG_RANK=R makes rank R
  * sleep forever before its first op, OCSIM_EXEC_TEST_DIE_RANK=R makes it
@@ -51,9 +64,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends.h"
 #include "ckpt.h"
@@ -63,6 +78,7 @@
 #include "gpt.h"
 #include "job.h"
 #include "launch.h"
+#include "lost.h"
 #include "options.h"
 #include "out_measured.h"
 #include "out_weights.h"
@@ -114,10 +130,18 @@ static int env_rank(const char *name)
     return s && *s ? atoi(s) : -1;
 }
 
-/* Ends the job from a rank: one line, then every rank goes (exit code). */
+/* Ends the job from a rank: one line (from the first rank of the node to
+ * end it: lost.h), loss.csv marked partial where this rank holds it, then
+ * every rank goes (exit code). A timeout names the node's ranks that are
+ * stopped (SIGSTOP), whom the others wait for. */
 static void die(struct oc_ctl *c, int code, const char *how, const struct oc_status *st)
 {
-    fprintf(stderr, "ocsim-exec: rank %d%s%s\n", c->rank, how, msg_of(st));
+    char line[OC_MSG_MAX + 512], stopped[512] = "";
+    if (c->timed_out)
+        oc_lost_stopped(stopped, sizeof stopped);
+    snprintf(line, sizeof line, "rank %d%s%s%s", c->rank, how, msg_of(st), stopped);
+    if (oc_lost_end(c->slot, line))
+        fprintf(stderr, "ocsim-exec: %s\n", line);
     fflush(stderr);
     oc_ctl_abort(c, code);
 }
@@ -150,6 +174,38 @@ static struct oc_ckpt_hook save_hook(void)
                                  s && *s ? atoll(s) : -1};
 }
 
+/* The files a training run writes, removed before its first step: a run
+ * that ends early leaves none of an earlier run's to be taken for its
+ * own (only loss.csv.partial, marked: lost.h). */
+static void remove_stale(const char *out)
+{
+    static const char *const names[] = {"loss.csv", "loss.csv.partial", "measured.csv",
+                                        "ops.csv", "memory.csv", "timeline.json",
+                                        "weights.bin", "weights.txt"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        (void)remove(path); /* ENOENT: nothing to remove */
+    }
+}
+
+/* loss.csv, complete: from its temporary name (loss.csv.partial, whose
+ * rows were flushed one by one) to its own, synced first. */
+static void close_loss(struct oc_ctl *c, struct oc_csv *loss, const char *tmp,
+                       const char *path)
+{
+    struct oc_status st = {{0}};
+    oc_lost_stream_done();
+    if (fflush(loss->f) != 0 || fsync(fileno(loss->f)) != 0)
+        oc_fail(&st, "%s: write failed: %s", tmp, strerror(errno));
+    if (oc_csv_close(loss, &st) != 0 || st.msg[0])
+        die(c, 1, ": ", &st);
+    if (rename(tmp, path) != 0) {
+        oc_fail(&st, "%s: cannot rename it to %s: %s", tmp, path, strerror(errno));
+        die(c, 1, ": ", &st);
+    }
+}
+
 /* The training steps (from the checkpoint's step with --load, numbered
  * globally in loss.csv), each followed by a checkpoint where one is due;
  * rank 0 writes loss.csv and prints a line per step. */
@@ -158,14 +214,18 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
 {
     const int rank = c->rank, world = c->size;
     struct oc_status st = {{0}};
-    char path[4200];
+    char path[4200], tmp[4220];
     struct oc_csv loss;
     static const char *const loss_cols[] = {"step", "loss"};
     snprintf(path, sizeof path, "%s/loss.csv", j->out);
-    if (rank == 0 && oc_csv_open(&loss, path, loss_cols, 2, &st) != 0)
-        die(c, 1, ": ", &st);
-    if (rank == 0)
+    snprintf(tmp, sizeof tmp, "%s.partial", path);
+    if (rank == 0) {
+        remove_stale(j->out);
+        if (oc_csv_open(&loss, tmp, loss_cols, 2, &st) != 0)
+            die(c, 1, ": ", &st);
+        oc_lost_stream(fileno(loss.f), j->o.exec.steps); /* an early end marks it */
         print_start(j, world, r->o.first_step);
+    }
     const struct oc_ckpt_hook hook = save_hook();
     const int64_t first = r->o.first_step, end = first + j->o.exec.steps;
     const double tokens = (double)j->o.layout.global_batch * (double)j->o.layout.seq_length;
@@ -187,7 +247,11 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             }
             oc_csv_field_i64(&loss, k + 1);
             oc_csv_field_f64(&loss, sum / tokens);
-            oc_csv_end_row(&loss);
+            if (oc_csv_end_row(&loss) != 0) {
+                oc_fail(&st, "%s: write failed: %s", tmp, strerror(errno));
+                die(c, 1, ": ", &st);
+            }
+            oc_lost_stream_row();
             char bs[32];
             printf("step %4lld  loss %.6f  %s\n", (long long)k + 1, sum / tokens,
                    oc_fmt_si(bs, sizeof bs, t, "s"));
@@ -198,8 +262,8 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             die(c, c->timed_out ? 3 : 1, " failed ", &st);
     }
     free(step_info);
-    if (rank == 0 && oc_csv_close(&loss, &st) != 0)
-        die(c, 1, ": ", &st);
+    if (rank == 0)
+        close_loss(c, &loss, tmp, path);
 }
 
 /* After the last step: the measured files, the replica checks, weights.bin. */
@@ -496,6 +560,8 @@ int main(int argc, char **argv)
     oc_launch_start(&L, &argc, &argv, o->exec.no_mpi, launch->mpi_always);
     /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
     openblas_set_num_threads(1);
+    /* A lost rank named, loss.csv marked partial on SIGTERM / SIGINT */
+    oc_lost_handlers_install();
     if (parsed != 0 || o->help) {
         if (L.rank == 0 && parsed != 0)
             fprintf(stderr, "ocsim-exec: %s\n", st.msg);
