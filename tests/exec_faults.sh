@@ -31,19 +31,10 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-# Open MPI, hwloc and OpenBLAS leave allocations at exit under ASan
-# (exec_common.sh); address and UB checks stay on.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-mpi=("$mpirun" --oversubscribe --bind-to none --mca btl self,vader)
 common=(--model tiny --global-batch 8 --seq 32 --layout tp1-pp2-dp2 --no-weights)
+# ok, bad, the environment of every run and ${mpi[@]}
+# shellcheck source=exec_common.sh
+source "$(dirname "$0")/exec_common.sh"
 
 # start NAME ARGS...: the job in the background (at most 60 s); $job is
 # the pid of its `timeout`, the log $tmp/NAME.log.
@@ -123,7 +114,9 @@ for steps in 200 1000000; do
     peak[$steps]=$(kib "$p" VmPeak)
     hwm[$steps]=$(kib "$p" VmHWM)
   fi
-  kill -TERM "$job" 2>/dev/null # timeout passes it to mpirun, mpirun to the ranks
+  # to mpirun itself (its one SIGTERM: SIGCONT and SIGTERM to the ranks;
+  # `timeout` would send it a second one, which kills them at once)
+  kill -TERM "$(pgrep -P "$job")" 2>/dev/null
   wait "$job"
 done
 echo "rank 0 after 3 steps: VmPeak ${peak[200]:-?} kB at --steps 200, ${peak[1000000]:-?} kB at" \
@@ -144,21 +137,34 @@ else
   bad "interrupted: $(own_lines mem1000000 | head -3) / $(tail -2 "$tmp/mem1000000/loss.csv.partial" 2>&1)"
 fi
 
+# signal_rank NAME SIG R ARGS...: a job of 100000 steps, SIG sent to rank R
+# once it has done 3; sets rc (the job's exit code) and took (seconds).
+signal_rank() {
+  local name=$1 sig=$2 r=$3 t0 p
+  shift 3
+  t0=$(date +%s)
+  start "$name" --steps 100000 "$@"
+  if until_steps "$name" 3 && p=$(rank_pid "$r"); then
+    pids_to_clean+=("$p")
+    kill "-$sig" "$p"
+  else
+    kill -TERM "$job"
+  fi
+  wait "$job"
+  rc=$?
+  took=$(($(date +%s) - t0))
+}
+
+# verdict NAME LINE: one line of ocsim-exec's own, LINE, and the mark
+verdict() {
+  [ "$(own_lines "$1" | wc -l)" -eq 1 ] && own_lines "$1" | grep -Eq "^ocsim-exec: $2\$" &&
+    partial "$1" 100000 "$2"
+}
+
 # ---- killed: kill -9 of rank 2 -----------------------------------------------
-t0=$(date +%s)
-start killed --steps 100000
-if until_steps killed 3 && p=$(rank_pid 2); then
-  kill -9 "$p"
-else
-  kill -TERM "$job"
-fi
-wait "$job"
-rc=$?
-took=$(($(date +%s) - t0))
+signal_rank killed KILL 2
 line="rank 2 was lost in $op: its process is gone \(killed or crashed\), the job is ended"
-if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] &&
-   [ "$(own_lines killed | wc -l)" -eq 1 ] && own_lines killed | grep -Eq "^ocsim-exec: $line\$" &&
-   partial killed 100000 "$line" &&
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 20 ] && verdict killed "$line" &&
    grep -Eq '^timeout: 60 s per wait \(auto: the floor; 10 x the predicted step, .* on h100-100g, is less\)$' \
      "$tmp/killed.log"; then
   ok
@@ -167,21 +173,10 @@ else
 fi
 
 # ---- stopped: kill -STOP of rank 1, --timeout 3 -------------------------------
-t0=$(date +%s)
-start stopped --steps 100000 --timeout 3
-if until_steps stopped 3 && p=$(rank_pid 1); then
-  pids_to_clean+=("$p")
-  kill -STOP "$p"
-else
-  kill -TERM "$job"
-fi
-wait "$job"
-rc=$?
-took=$(($(date +%s) - t0))
+signal_rank stopped STOP 1 --timeout 3
 line="rank [023] timed out after 3 s in $op; rank 1 is stopped \(SIGSTOP\) in $op"
-if [ "$rc" -eq 3 ] && [ "$took" -le 30 ] &&
-   [ "$(own_lines stopped | wc -l)" -eq 1 ] && own_lines stopped | grep -Eq "^ocsim-exec: $line\$" &&
-   partial stopped 100000 "$line" && grep -q '^timeout: 3 s per wait (--timeout)$' "$tmp/stopped.log"; then
+if [ "$rc" -eq 3 ] && [ "$took" -le 30 ] && verdict stopped "$line" &&
+   grep -q '^timeout: 3 s per wait (--timeout)$' "$tmp/stopped.log"; then
   ok
 else
   bad "stopped rank: exit $rc after $took s: $(own_lines stopped | head -3) / $(tail -1 "$tmp/stopped/loss.csv.partial" 2>&1)"
