@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,7 +112,7 @@ void oc_opts_default(struct oc_opts *o)
     o->exec.steps = 5;
     o->exec.lr = 1e-3;
     o->exec.seed = 1234;
-    o->exec.timeout_s = 60.0;
+    o->exec.timeout_s = 0; /* auto (exec/timeout.h) */
     o->exec.weights = 1;
     o->exec.max_msg_bytes = 64 << 20;
 }
@@ -134,7 +135,7 @@ static int positive(const char *flag, const char *s, int64_t *out,
 }
 
 /* An integer option value of at least lo, no junk, no overflow (no upper
- * bound: --steps, --seed). */
+ * bound: --seed; --steps checks its own). */
 static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
                     struct oc_status *st)
 {
@@ -158,6 +159,28 @@ static int positive_real(const char *flag, const char *s, double *out,
     double v = strtod(s, &end);
     if (end == s || *end || errno || !(v > 0) || v > 1e9)
         return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
+    *out = v;
+    return 0;
+}
+
+/* --timeout: "auto" (0: exec/timeout.h chooses) or seconds in (0,
+ * OC_EXEC_MAX_TIMEOUT_S]. */
+static int timeout_value(const char *s, double *out, struct oc_status *st)
+{
+    if (strcmp(s, "auto") == 0) {
+        *out = 0;
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    const double v = strtod(s, &end);
+    if (end == s || *end || isnan(v))
+        return oc_fail(st, "--timeout: '%s' is not a number of seconds or 'auto'", s);
+    if (!(v > 0))
+        return oc_fail(st, "--timeout %s: a wait needs more than 0 seconds (or 'auto')", s);
+    if (v > OC_EXEC_MAX_TIMEOUT_S)
+        return oc_fail(st, "--timeout %s: at most %.0f seconds (a week) per wait; "
+                           "'auto' derives it from the prediction", s, OC_EXEC_MAX_TIMEOUT_S);
     *out = v;
     return 0;
 }
@@ -258,14 +281,22 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
     switch (c) {
     case O_BACKEND: x->backend = val; return 0;
     case O_PRECISION: x->precision = val; return 0;
-    case O_STEPS: return at_least("steps", val, 1, &x->steps, st);
+    case O_STEPS:
+        if (at_least("steps", val, 1, &iv, st) != 0)
+            return -1;
+        if (iv > OC_EXEC_MAX_STEPS)
+            return oc_fail(st, "--steps %lld: at most %lld steps in one run (resume "
+                               "from a checkpoint with --load for more)",
+                           (long long)iv, (long long)OC_EXEC_MAX_STEPS);
+        x->steps = iv;
+        return 0;
     case O_LR: return positive_real("lr", val, &x->lr, st);
     case O_SEED:
         if (at_least("seed", val, 0, &iv, st) != 0)
             return -1;
         x->seed = (uint64_t)iv;
         return 0;
-    case O_TIMEOUT: return positive_real("timeout", val, &x->timeout_s, st);
+    case O_TIMEOUT: return timeout_value(val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;
     case O_NETBW: x->netbw = 1; return 0;
     case O_RPN: return positive("ranks-per-node", val, &x->ranks_per_node, st);

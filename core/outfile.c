@@ -144,24 +144,9 @@ static int open_tmp(struct oc_outfile *o, const char *base, int dirlen)
     }
 }
 
-int oc_outfile_open(struct oc_outfile *o, const char *path, struct oc_status *st)
+/* The checked stream over the temporary's descriptor fd (o->tmp). */
+static int attach(struct oc_outfile *o, int fd, struct oc_status *st)
 {
-    memset(o, 0, sizeof *o);
-    if (strlen(path) >= sizeof o->path)
-        return fail_path(st, path, "the path is too long");
-    memcpy(o->path, path, strlen(path) + 1);
-    struct stat sb;
-    const int exists = stat(path, &sb) == 0; /* through a symbolic link */
-    if (strcmp(path, "-") == 0 || (exists && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)))
-        return open_direct(o, st);
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
-        (exists && S_ISDIR(sb.st_mode)))
-        return fail_path(st, path, "it is a folder");
-    int fd = open_tmp(o, base, slash ? (int)(slash - path) + 1 : 0);
-    if (fd < 0)
-        return fail_path(st, path, strerror(errno));
     struct sink *s = oc_xcalloc(1, sizeof *s);
     s->fd = fd;
     static const cookie_io_functions_t io = {
@@ -172,10 +157,64 @@ int oc_outfile_open(struct oc_outfile *o, const char *path, struct oc_status *st
         close(fd);
         free(s);
         unlink(o->tmp);
-        return fail_path(st, path, strerror(e));
+        return fail_path(st, o->path, strerror(e));
     }
     o->sink = s;
     return 0;
+}
+
+/* Checks and keeps the final name; 1: write it in place (direct), 0: a
+ * temporary is needed, -1: refused (st). */
+static int name_path(struct oc_outfile *o, const char *path, struct oc_status *st)
+{
+    memset(o, 0, sizeof *o);
+    if (strlen(path) >= sizeof o->path)
+        return fail_path(st, path, "the path is too long");
+    memcpy(o->path, path, strlen(path) + 1);
+    struct stat sb;
+    const int exists = stat(path, &sb) == 0; /* through a symbolic link */
+    if (strcmp(path, "-") == 0 || (exists && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)))
+        return 1;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0 ||
+        (exists && S_ISDIR(sb.st_mode)))
+        return fail_path(st, path, "it is a folder");
+    return 0;
+}
+
+int oc_outfile_open(struct oc_outfile *o, const char *path, struct oc_status *st)
+{
+    const int kind = name_path(o, path, st);
+    if (kind != 0)
+        return kind > 0 ? open_direct(o, st) : -1;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int fd = open_tmp(o, base, slash ? (int)(slash - path) + 1 : 0);
+    if (fd < 0)
+        return fail_path(st, path, strerror(errno));
+    return attach(o, fd, st);
+}
+
+int oc_outfile_open_partial(struct oc_outfile *o, const char *path, const char *partial,
+                            struct oc_status *st)
+{
+    const int kind = name_path(o, path, st);
+    if (kind != 0)
+        return kind > 0 ? open_direct(o, st) : -1;
+    if (strlen(partial) >= sizeof o->tmp)
+        return fail_path(st, partial, "the path is too long");
+    memcpy(o->tmp, partial, strlen(partial) + 1);
+    int fd = open(o->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return fail_path(st, partial, strerror(errno));
+    return attach(o, fd, st);
+}
+
+int oc_outfile_fd(const struct oc_outfile *o)
+{
+    const struct sink *s = o->sink;
+    return s ? s->fd : o->f ? fileno(o->f) : -1;
 }
 
 int oc_outfile_write(struct oc_outfile *o, const void *data, size_t n,

@@ -52,6 +52,16 @@ struct oc_outfile {
 
 /* Opens the temporary for `path` (or path itself when direct). */
 int oc_outfile_open(struct oc_outfile *o, const char *path, struct oc_status *st);
+/* The same with the temporary at a name of the caller's, kept as it is
+ * when the writer dies before the commit: a stream of rows a user may read
+ * while it grows or after a crash (ocsim-exec's loss.csv.partial). It is
+ * created or emptied; the commit renames it onto `path`, abandon removes
+ * it. */
+int oc_outfile_open_partial(struct oc_outfile *o, const char *path, const char *partial,
+                            struct oc_status *st);
+/* The descriptor the bytes go to (a signal handler may append a last line
+ * to a partial file: exec/lost.h), -1 when closed. */
+int oc_outfile_fd(const struct oc_outfile *o);
 /* fwrite of n bytes, checked: -1 naming the file on a short write. */
 int oc_outfile_write(struct oc_outfile *o, const void *data, size_t n,
                      struct oc_status *st);

@@ -56,6 +56,18 @@ int oc_csv_open(struct oc_csv *c, const char *path, const char *const *cols,
     return 0;
 }
 
+int oc_csv_open_partial(struct oc_csv *c, const char *path, const char *partial,
+                        const char *const *cols, int ncols, struct oc_status *st)
+{
+    memset(c, 0, sizeof *c);
+    if (oc_outfile_open_partial(&c->out, path, partial, st) != 0)
+        return -1;
+    c->f = c->out.f;
+    oc_csv_header(c, cols, ncols);
+    oc_outfile_check(&c->out, NULL);
+    return 0;
+}
+
 void oc_csv_comment(struct oc_csv *c, const char *text)
 {
     fprintf(c->f, "# %s\n", text);

@@ -35,6 +35,10 @@ struct oc_csv {
 /* Opens a table for `path` and writes the header; "-" writes to stdout. */
 int oc_csv_open(struct oc_csv *c, const char *path, const char *const *cols,
                 int ncols, struct oc_status *st);
+/* The same with its rows streamed under the name `partial` until the
+ * close (outfile.h's oc_outfile_open_partial): what a run that dies leaves. */
+int oc_csv_open_partial(struct oc_csv *c, const char *path, const char *partial,
+                        const char *const *cols, int ncols, struct oc_status *st);
 /* The same without the header yet: '#' lines first (oc_csv_comment), then
  * oc_csv_header. */
 int oc_csv_open_bare(struct oc_csv *c, const char *path, struct oc_status *st);
