@@ -26,6 +26,8 @@
  *   msg-utf8        a failure's message is not valid UTF-8
  *   world-overflow  tp*pp*dp of a parsed layout overflows int64 (the
  *                   layout target then skips oc_layout_validate)
+ * With $OCSIM_FUZZ_REPORT set, every message tolerated is printed (replay
+ * a grown corpus to see every place a known defect shows).
  * Deleting a line from known.txt makes its regression inputs
  * (fuzz/regressions/) fail again until the defect is fixed.
  */
