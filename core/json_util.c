@@ -10,6 +10,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What both loaders do once jansson has parsed (or failed). */
+static json_t *loaded(json_t *root, const json_error_t *err, const char *name,
+                      struct oc_status *st)
+{
+    if (!root) {
+        oc_fail(st, "%s:%d:%d: %s", name, err->line, err->column, err->text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        oc_fail(st, "%s: must hold a JSON object ({...}), not %s", name,
+                oc_json_type_name(root));
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
 json_t *oc_json_load_file(const char *path, struct oc_status *st)
 {
     FILE *f = fopen(path, "r");
@@ -20,17 +37,15 @@ json_t *oc_json_load_file(const char *path, struct oc_status *st)
     json_error_t err;
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
     fclose(f);
-    if (!root) {
-        oc_fail(st, "%s:%d:%d: %s", path, err.line, err.column, err.text);
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        oc_fail(st, "%s: must hold a JSON object ({...}), not %s", path,
-                oc_json_type_name(root));
-        json_decref(root);
-        return NULL;
-    }
-    return root;
+    return loaded(root, &err, path, st);
+}
+
+json_t *oc_json_load_buffer(const char *text, size_t n, const char *name,
+                            struct oc_status *st)
+{
+    json_error_t err;
+    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+    return loaded(root, &err, name, st);
 }
 
 struct oc_json_obj oc_json_root(json_t *root, const char *file)

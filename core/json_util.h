@@ -42,6 +42,10 @@ struct oc_json_obj {
  * "FILE: must hold a JSON object ({...}), not an array". Duplicate keys are
  * a parse error. */
 json_t *oc_json_load_file(const char *path, struct oc_status *st);
+/* The same from n bytes in memory (a fuzzer's input, a test's text);
+ * `name` stands for the file in messages. */
+json_t *oc_json_load_buffer(const char *text, size_t n, const char *name,
+                            struct oc_status *st);
 
 /* The top-level object of a document loaded from `file`. */
 struct oc_json_obj oc_json_root(json_t *root, const char *file);
