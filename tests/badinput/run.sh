@@ -194,7 +194,7 @@ if [ "$times" -eq 1 ]; then
   for i in "${!ids[@]}"; do
     read -r a b <"$work/case/${ids[$i]}/time" 2>/dev/null || continue
     echo "$a $b ${ids[$i]}"
-  done | awk '{printf "  %6.2f %s\n", $2 - $1, $3}' | sort -rn | head -${BADINPUT_TOP:-10}
+  done | awk '{printf "  %6.2f %s\n", $2 - $1, $3}' | sort -rn | head -10
 fi
 names=$(for t in "${tables[@]}"; do basename "$t"; done | paste -sd+)
 if [ "$selftest" -eq 1 ]; then
