@@ -18,7 +18,7 @@
 #             fix is on another branch (they move to cases.tsv once merged)
 #   --all     cases.tsv and pending.tsv
 #   --only    only the cases whose id matches ERE
-#   -j N      N cases at a time (default 2)
+#   -j N      N cases at a time (default: the cores, at most 8)
 #   --times   also list the ten slowest cases
 # Also: run.sh --selftest BIN_DIR runs selftest.tsv, cases that each break
 # one rule on purpose, and passes only when the runner fails every one of
@@ -43,7 +43,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 tables=("$here/cases.tsv")
 only=""
-jobs=2
+# Most of a case is the start of a sanitized program: one case per core.
+jobs=$(nproc 2>/dev/null || echo 2)
+[ "$jobs" -gt 8 ] && jobs=8
 selftest=0
 times=0
 limit=${BADINPUT_TIMEOUT:-60}
