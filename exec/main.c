@@ -150,7 +150,7 @@ static void die(struct oc_ctl *c, int code, const char *how, const struct oc_sta
 /* ------------------------------------------------------------------ */
 /* One rank                                                             */
 
-/* The first line of a run (rank 0). */
+/* The first lines of a run (rank 0): what runs, and the timeout chosen. */
 static void print_start(const struct oc_exec_job *j, int world, int64_t first_step)
 {
     char prec[64] = "", from[48] = "";
@@ -163,6 +163,9 @@ static void print_start(const struct oc_exec_job *j, int world, int64_t first_st
            j->o.model.name, j->lname, world, j->backend->device_words, prec,
            (long long)j->sched.num_micro_batches, (long long)j->o.layout.micro_batch,
            (long long)j->o.layout.seq_length, (long long)j->o.exec.steps, from);
+    char why[512];
+    oc_timeout_describe(&j->timeout, why, sizeof why);
+    printf("timeout: %s\n", why);
     fflush(stdout);
 }
 
@@ -483,7 +486,7 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
     return 0;
 }
 
-/* The deadline of one wait (timeout.h), said by rank 0 in one line: from
+/* The deadline of one wait (timeout.h; print_start says it): from
  * the prediction of a training run's step (--timeout auto), or as given. */
 static void plan_timeout(struct oc_exec_job *j, int rank)
 {
@@ -493,12 +496,8 @@ static void plan_timeout(struct oc_exec_job *j, int rank)
                     train ? &o->model : NULL, &o->layout, &o->topo, o->exec.save_dir != NULL,
                     o->exec.load_dir != NULL);
     j->bjob.timeout_s = j->timeout.timeout_s;
-    if (rank != 0)
-        return;
-    char why[512];
-    oc_timeout_describe(&j->timeout, why, sizeof why);
-    printf("timeout: %s\n", why);
-    fflush(stdout);
+    (void)rank; /* said by print_start, once the job's checks have passed (a
+                 * refused job prints nothing on stdout) */
 }
 
 /* MPI: this process is one rank; rank 0 makes the output folder first and

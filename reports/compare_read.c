@@ -93,6 +93,42 @@ static int blank(const char *s)
     return 1;
 }
 
+/* The layout columns of row r: the sizes at least 1, the schedule and the
+ * recompute mode names ocsim writes (layout.h), so that a mistyped or
+ * foreign layout is refused rather than compared or called "different". */
+static int read_knobs(const struct oc_csv_table *t, int64_t r, const int *kc,
+                      struct oc_cmp_metrics *x, struct oc_status *st)
+{
+    int64_t *iv[] = {&x->tp, &x->pp, &x->dp, &x->micro_batch,
+                     &x->num_micro_batches, &x->vchunks};
+    for (int j = 0; j < K_SCHED; j++) {
+        if (oc_csv_table_i64(t, r, kc[j], iv[j], st) != 0)
+            return -1;
+        if (*iv[j] < 1)
+            return oc_fail(st, "%s:%lld: column '%s' must be at least 1 (got %lld)",
+                           t->path, (long long)oc_csv_table_line(t, r), knob_names[j],
+                           (long long)*iv[j]);
+    }
+    const char *sched = oc_csv_table_cell(t, r, kc[K_SCHED]);
+    const char *recomp = oc_csv_table_cell(t, r, kc[K_RECOMP]);
+    enum oc_schedule_kind sk;
+    enum oc_recompute rk;
+    int bad = -1;
+    const char *known = NULL;
+    if (oc_schedule_from_name(sched, &sk) != 0)
+        bad = K_SCHED, known = "gpipe, 1f1b, interleaved";
+    else if (oc_recompute_from_name(recomp, &rk) != 0)
+        bad = K_RECOMP, known = "none, selective, full";
+    if (bad >= 0)
+        return oc_fail(st, "%s:%lld: column '%s': '%.40s' is not one of the names ocsim "
+                           "writes (%s)",
+                       t->path, (long long)oc_csv_table_line(t, r), knob_names[bad],
+                       oc_csv_table_cell(t, r, kc[bad]), known);
+    snprintf(x->schedule, sizeof x->schedule, "%s", sched);
+    snprintf(x->recompute, sizeof x->recompute, "%s", recomp);
+    return 0;
+}
+
 /* The table of a file (data NULL) or of len bytes in memory named path. */
 static int read_table(const char *path, const char *data, size_t len,
                       struct oc_csv_table *t, struct oc_status *st)
@@ -122,15 +158,10 @@ static int metrics_read(const char *path, const char *data, size_t len,
         if (blank(oc_csv_table_cell(&t, r, mc[OC_CMP_STEP_TIME])))
             continue; /* a layout the sweep did not simulate */
         struct oc_cmp_metrics *x = &rows[k];
-        int64_t *iv[] = {&x->tp, &x->pp, &x->dp, &x->micro_batch,
-                         &x->num_micro_batches, &x->vchunks};
-        for (int j = 0; j < K_SCHED; j++)
-            if (oc_csv_table_i64(&t, r, kc[j], iv[j], st) != 0) {
-                free(rows);
-                goto fail;
-            }
-        snprintf(x->schedule, sizeof x->schedule, "%s", oc_csv_table_cell(&t, r, kc[K_SCHED]));
-        snprintf(x->recompute, sizeof x->recompute, "%s", oc_csv_table_cell(&t, r, kc[K_RECOMP]));
+        if (read_knobs(&t, r, kc, x, st) != 0) {
+            free(rows);
+            goto fail;
+        }
         for (int m = 0; m < OC_CMP_NMETRICS; m++)
             if (oc_csv_table_f64(&t, r, mc[m], &x->v[m], st) != 0) {
                 free(rows);

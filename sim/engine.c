@@ -116,7 +116,10 @@ void oc_sim_log_setup(void)
 {
     static int done;
     const char *spec = oc_sim_log_env();
-    if (done || !spec)
+    struct oc_status ignored;
+    /* An invalid $OCSIM_LOG is left to oc_sim_engine_init, which says so in
+     * one line; xbt_log_control_set would abort this process. */
+    if (done || !spec || oc_sim_log_check(spec, &ignored) != 0)
         return;
     done = 1;
     char *copy = xstrdup(spec), *save = NULL;
@@ -175,6 +178,9 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
     for (int64_t i = 0; i < o->n_cfg; i++)
         if (oc_sim_cfg_check(o->cfg[i], st) != 0)
             return -1;
+    const char *log = o->log ? o->log : oc_sim_log_env();
+    if (log && oc_sim_log_check(log, st) != 0)
+        return -1;
     /* Check the platform inputs before SimGrid, which aborts on them. */
     if (o->platform_file) {
         if (oc_sim_platform_check_file(o->platform_file, st) != 0)

@@ -94,6 +94,12 @@ void oc_sim_log_setup(void);
  * does not know; in a child that becomes an error line. */
 int oc_sim_cfg_check(const char *s, struct oc_status *st);
 
+/* Check of the log settings (opts.log, $OCSIM_LOG) before SimGrid sees
+ * them (log_check.c): each space-separated setting CATEGORY.OPTION:VALUE
+ * with a known option, a threshold a priority name, an appender's folder
+ * present. SimGrid aborts with a backtrace on the settings refused here. */
+int oc_sim_log_check(const char *spec, struct oc_status *st);
+
 /* simgrid_init with the defaults above and the user's cfg, then load and
  * seal the platform. Once per process (a second call fails cleanly instead
  * of letting SimGrid abort). */

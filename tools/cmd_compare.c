@@ -106,12 +106,19 @@ int oc_cmd_compare(int argc, char **argv)
         fprintf(stderr, "ocsim compare: %s\n", st.msg);
         return 2;
     }
+    /* An --out that cannot be made is bad input: said before the table, so
+     * that exit 2 prints nothing on stdout. */
+    if (out && oc_mkdir_p(out, &st) != 0) {
+        fprintf(stderr, "ocsim compare: %s\n", st.msg);
+        oc_compare_free(&c);
+        return 2;
+    }
     oc_compare_print(stdout, &c);
     int rc = c.nfail ? 1 : 0;
     if (out) {
         char path[4200];
         snprintf(path, sizeof path, "%s/compare.csv", out);
-        if (oc_mkdir_p(out, &st) != 0 || oc_compare_write_csv(path, &c, &st) != 0) {
+        if (oc_compare_write_csv(path, &c, &st) != 0) {
             fprintf(stderr, "ocsim compare: %s\n", st.msg);
             oc_compare_free(&c);
             return 2;

@@ -32,8 +32,12 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* Bad input is one line on stderr (exit 2); the usage is --help's. */
     if (argc < 2) {
-        usage(stderr);
+        fputs("ocsim: a command is required (", stderr);
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", commands[i].name);
+        fputs("; see ocsim --help)\n", stderr);
         return 2;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

@@ -20,6 +20,8 @@ int oc_opts_replay(const struct oc_opts *o, struct oc_replay_opts *ro,
             return -1;
     ro->cfg = o->cfg;
     ro->n_cfg = o->n_cfg;
+    if (o->log && oc_sim_log_check(o->log, st) != 0)
+        return -1;
     ro->log = o->log;
     if (o->platform_file) {
         if (oc_sim_platform_check_file(o->platform_file, st) != 0)
