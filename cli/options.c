@@ -183,63 +183,108 @@ static int byte_size(const char *flag, const char *s, int64_t *out, struct oc_st
     return 0;
 }
 
-/* "1,2,4" -> list of positive integers. */
+/* A list value split in place by strtok_r: a heap copy, so that no buffer
+ * size cuts a long list short. */
+static char *list_copy(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *b = oc_xmalloc(n);
+    memcpy(b, s, n);
+    return b;
+}
+
+/* "1,2,4" -> list of positive integers, at most OC_MAX_LIST, none twice. */
 static int int_list(const char *flag, const char *s, int64_t *out, int *n,
                     struct oc_status *st)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
+    char *buf = list_copy(s);
+    int rc = 0;
     *n = 0;
     char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    for (char *p = strtok_r(buf, ",", &save); p && rc == 0;
+         p = strtok_r(NULL, ",", &save)) {
+        int64_t v;
         if (*n == OC_MAX_LIST)
-            return oc_fail(st, "--%s: at most %d values", flag, OC_MAX_LIST);
-        if (positive(flag, p, &out[*n], st) != 0)
-            return -1;
-        (*n)++;
+            rc = oc_fail(st, "--%s: at most %d values", flag, OC_MAX_LIST);
+        else if (positive(flag, p, &v, st) != 0)
+            rc = -1;
+        for (int i = 0; rc == 0 && i < *n; i++)
+            if (out[i] == v)
+                rc = oc_fail(st, "--%s: %lld is listed twice", flag, (long long)v);
+        if (rc == 0)
+            out[(*n)++] = v;
     }
-    if (*n == 0)
-        return oc_fail(st, "--%s: empty list", flag);
+    free(buf);
+    if (rc == 0 && *n == 0)
+        rc = oc_fail(st, "--%s: empty list", flag);
+    return rc;
+}
+
+/* One candidate schedule into o's list: at most OC_MAX_LIST, none twice
+ * (`entry` is what the user wrote for it, for the message). */
+static int add_schedule(struct oc_opts *o, int *n, enum oc_schedule_kind k, int64_t v,
+                        const char *entry, struct oc_status *st)
+{
+    if (*n == OC_MAX_LIST)
+        return oc_fail(st, "--schedule: at most %d schedules ('all' counts three)",
+                       OC_MAX_LIST);
+    for (int i = 0; i < *n; i++)
+        if (o->schedules[i] == k && o->vchunks[i] == v) {
+            if (k == OC_SCHED_INTERLEAVED)
+                return oc_fail(st, "--schedule: interleaved:%lld is listed twice (by '%s')",
+                               (long long)v, entry);
+            return oc_fail(st, "--schedule: %s is listed twice (by '%s')",
+                           oc_schedule_name(k), entry);
+        }
+    o->schedules[*n] = k;
+    o->vchunks[(*n)++] = v;
     return 0;
+}
+
+/* One entry of --schedule: "all", "interleaved[:v]", "gpipe", ... */
+static int schedule_entry(struct oc_opts *o, int *n, char *p, struct oc_status *st)
+{
+    int64_t v = 1;
+    enum oc_schedule_kind k;
+    char *colon = strchr(p, ':');
+    if (colon) {
+        *colon = '\0';
+        if (positive("schedule", colon + 1, &v, st) != 0)
+            return -1;
+    }
+    if (strcmp(p, "all") == 0) {
+        if (colon)
+            return oc_fail(st, "--schedule: 'all' takes no ':v'");
+        return add_schedule(o, n, OC_SCHED_GPIPE, 1, "all", st) ||
+               add_schedule(o, n, OC_SCHED_1F1B, 1, "all", st) ||
+               add_schedule(o, n, OC_SCHED_INTERLEAVED, 2, "all", st) ? -1 : 0;
+    }
+    if (oc_schedule_from_name(p, &k) != 0)
+        return oc_fail(st, "--schedule: unknown schedule '%s' (known: gpipe, "
+                           "1f1b, interleaved[:v], all)", p);
+    if (k == OC_SCHED_INTERLEAVED && !colon)
+        v = o->layout.vchunks > 1 ? o->layout.vchunks : 2;
+    if (k != OC_SCHED_INTERLEAVED && colon)
+        return oc_fail(st, "--schedule: only interleaved takes ':v' (got '%s:%lld')",
+                       p, (long long)v);
+    return add_schedule(o, n, k, v, p, st);
 }
 
 /* "1f1b,interleaved:2,gpipe" -> schedules with their v. */
 static int schedule_list(struct oc_opts *o, const char *s, struct oc_status *st)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    int n = 0;
+    char *buf = list_copy(s);
+    int n = 0, rc = 0;
     char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (n == OC_MAX_LIST)
-            return oc_fail(st, "--schedule: at most %d values", OC_MAX_LIST);
-        int64_t v = 1;
-        char *colon = strchr(p, ':');
-        if (colon) {
-            *colon = '\0';
-            if (positive("schedule", colon + 1, &v, st) != 0)
-                return -1;
-        }
-        if (strcmp(p, "all") == 0) {
-            o->schedules[n] = OC_SCHED_GPIPE, o->vchunks[n++] = 1;
-            o->schedules[n] = OC_SCHED_1F1B, o->vchunks[n++] = 1;
-            o->schedules[n] = OC_SCHED_INTERLEAVED, o->vchunks[n++] = 2;
-            continue;
-        }
-        if (oc_schedule_from_name(p, &o->schedules[n]) != 0)
-            return oc_fail(st, "--schedule: unknown schedule '%s' (known: gpipe, "
-                               "1f1b, interleaved[:v], all)", p);
-        if (o->schedules[n] == OC_SCHED_INTERLEAVED && !colon)
-            v = o->layout.vchunks > 1 ? o->layout.vchunks : 2;
-        if (o->schedules[n] != OC_SCHED_INTERLEAVED && colon)
-            return oc_fail(st, "--schedule: only interleaved takes ':v' (got '%s:%lld')",
-                           p, (long long)v);
-        o->vchunks[n++] = v;
-    }
-    if (n == 0)
-        return oc_fail(st, "--schedule: empty list");
-    o->n_schedules = n;
-    return 0;
+    for (char *p = strtok_r(buf, ",", &save); p && rc == 0;
+         p = strtok_r(NULL, ",", &save))
+        rc = schedule_entry(o, &n, p, st);
+    free(buf);
+    if (rc == 0 && n == 0)
+        rc = oc_fail(st, "--schedule: empty list");
+    if (rc == 0)
+        o->n_schedules = n;
+    return rc;
 }
 
 /* Layout flags whose effect depends on others (--schedule with --vchunks,

@@ -52,8 +52,8 @@ int oc_data_path(const char *kind, const char *name, char *out, size_t n,
     for (int i = 0; nth_root(i, &root); i++) {
         if (!root || !*root)
             continue;
-        snprintf(out, n, "%s/%s/%s.json", root, kind, name);
-        if (is_file(out))
+        int len = snprintf(out, n, "%s/%s/%s.json", root, kind, name);
+        if (len > 0 && (size_t)len < n && is_file(out))
             return 0;
     }
     char names[1024];
@@ -109,8 +109,9 @@ int oc_mkdir_p(const char *dir, struct oc_status *st)
     char buf[4096];
     if (!dir || !*dir)
         return oc_fail(st, "empty output folder name");
-    if (strlen(dir) >= sizeof buf)
-        return oc_fail(st, "output folder name too long");
+    if (strlen(dir) > OC_DIR_MAX_BYTES)
+        return oc_fail(st, "output folder name too long (%zu bytes; at most %d, so that "
+                           "the files' names fit after it)", strlen(dir), OC_DIR_MAX_BYTES);
     strcpy(buf, dir);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')

@@ -199,6 +199,41 @@ static void test_precision_flags(void)
             "unknown or misplaced option '--bf16=1' for 'x' (see --help)");
 }
 
+/* Defect 1 of issue 11: every list is bounded. 'all' adds three schedules
+ * (the bound was checked once per entry, so the fourth write ran past the
+ * array); a list longer than a fixed buffer was cut short silently. */
+static void test_list_bounds(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    char *a[] = {"x", "--cards", "8", "--schedule", "all,all,all,all,all,all"};
+    refused(OC_OPT_SWEEP, ARGC(a), a, "--schedule: gpipe is listed twice (by 'all')");
+    /* 14 distinct entries, then 'all' brings 3 more: 17 > 16 */
+    char b_list[512] = "";
+    for (int v = 3; v <= 16; v++)
+        snprintf(b_list + strlen(b_list), sizeof b_list - strlen(b_list), "interleaved:%d,", v);
+    strcat(b_list, "all");
+    char *b[] = {"x", "--cards", "8", "--schedule", b_list};
+    refused(OC_OPT_SWEEP, ARGC(b), b,
+            "--schedule: at most 16 schedules ('all' counts three)");
+    char *c[] = {"x", "--cards", "8", "--micro-batches", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+    refused(OC_OPT_SWEEP, ARGC(c), c, "--micro-batches: at most 16 values");
+    char *d[] = {"x", "--cards", "8", "--micro-batches", "4,2,4"};
+    refused(OC_OPT_SWEEP, ARGC(d), d, "--micro-batches: 4 is listed twice");
+    /* 16 entries of 22 characters: 367 bytes, past the 256-byte buffer the
+     * list was copied into; every one is read, the last one whole. */
+    char e_list[512] = "";
+    for (int v = 1; v <= 16; v++)
+        snprintf(e_list + strlen(e_list), sizeof e_list - strlen(e_list), "%sinterleaved:%d",
+                 v > 1 ? "," : "", 999999980 + v);
+    char *e[] = {"x", "--cards", "8", "--schedule", e_list};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(e), e, OC_OPT_SWEEP, &st), 0);
+    CU_ASSERT_EQUAL(o.n_schedules, 16);
+    CU_ASSERT_EQUAL(o.vchunks[15], 999999996);
+    CU_ASSERT_EQUAL(o.schedules[15], OC_SCHED_INTERLEAVED);
+}
+
 static CU_TestInfo tests[] = {
     {"exec defaults", test_exec_defaults},
     {"exec flags", test_exec_flags},
@@ -207,6 +242,7 @@ static CU_TestInfo tests[] = {
     {"checkpoint flags", test_ckpt_flags},
     {"layout flags", test_layout_flags},
     {"precision flags", test_precision_flags},
+    {"list bounds", test_list_bounds},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
