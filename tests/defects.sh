@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
 # defects.sh: the bad inputs of issue 11's defects 1, 3, 6, 7 and 8 as a
 # user meets them, each under the bad-input contract: exit code 2, exactly
-# one line on stderr holding the word that names the problem, nothing on
-# stdout. Under the Asan build a sanitizer report is a second line (or
+# one line on stderr holding the words that name the problem (no control
+# character, valid UTF-8), nothing on stdout. Under the Asan build a sanitizer report is a second line (or
 # another exit code), so each case also proves the input is handled, not
 # crashed on.
 # usage: defects.sh path/to/ocsim path/to/tests/data
 set -u
-ocsim=$1
-data=$2
+ocsim=$(realpath "$1")
+data=$(realpath "$2")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/harness.sh"
+# A command that is wrongly accepted writes its files here, not beside the
+# caller.
+cd "$tmp" || exit 1
 
 # refuse PATTERN command...: exit 2, one stderr line matching PATTERN (ERE),
-# an empty stdout.
-refuse() {
-  local pattern=$1
-  shift
+# an empty stdout; the line holds no control character and is valid UTF-8
+# (what a terminal shows is what ocsim wrote). refuse_text TEXT command...:
+# the same with TEXT a fixed string (for escapes such as \n and \x1b).
+refuse() { refuse_as -E "$@"; }
+refuse_text() { refuse_as -F "$@"; }
+refuse_as() {
+  local how=$1 pattern=$2
+  shift 2
   "$@" >"$tmp/out" 2>"$tmp/err"
   local rc=$? lines
   lines=$(wc -l <"$tmp/err")
@@ -27,7 +34,11 @@ refuse() {
     bad "$* -> $lines stderr lines, expected 1: $(head -c 600 "$tmp/err")"
   elif [ -s "$tmp/out" ]; then
     bad "$* -> stdout not empty: $(head -c 200 "$tmp/out")"
-  elif ! grep -Eq -- "$pattern" "$tmp/err"; then
+  elif tr -d '\n' <"$tmp/err" | LC_ALL=C grep -q '[[:cntrl:]]'; then
+    bad "$* -> a control character on stderr: $(od -c "$tmp/err" | head -5)"
+  elif ! iconv -f UTF-8 -t UTF-8 "$tmp/err" >/dev/null 2>&1; then
+    bad "$* -> stderr is not UTF-8: $(od -c "$tmp/err" | head -5)"
+  elif ! grep -q "$how" -- "$pattern" "$tmp/err"; then
     bad "$* -> stderr '$(cat "$tmp/err")' lacks /$pattern/"
   else
     ok
@@ -48,5 +59,12 @@ refuse 'at most 16 settings' "$ocsim" simulate --cards 8 --model tiny --layout t
 long=$(printf 'd%.0s' $(seq 3900))
 refuse 'output folder name too long' "$ocsim" simulate --cards 8 --model tiny \
   --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --out "$tmp/$long"
+
+# ---- 7. user text is echoed escaped and shortened ------------------------
+# A long --out path under a file: the reason stays in the message.
+: >"$tmp/file"
+long=$(printf 'e%.0s' $(seq 3700))
+refuse 'cannot create folder: Not a directory$' "$ocsim" simulate --cards 8 --model tiny \
+  --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --out "$tmp/file/$long"
 
 summary defects.sh
