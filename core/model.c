@@ -181,7 +181,7 @@ static void file_stem(const char *path, char *out, size_t n)
     if (len > 5 && strcmp(base + len - 5, ".json") == 0)
         len -= 5;
     if (len >= n)
-        len = n - 1;
+        len = oc_utf8_fit(base, n - 1);
     memcpy(out, base, len);
     out[len] = '\0';
 }
@@ -190,7 +190,7 @@ static void file_stem(const char *path, char *out, size_t n)
 static const struct oc_family *read_family(const struct oc_json_obj *o, struct oc_model *m,
                                            struct oc_status *st)
 {
-    char type[64];
+    char type[64], q[OC_QUOTE_MAX];
     if (oc_json_str(o, "model_type", OC_JSON_REQUIRED, type, sizeof type, NULL, st))
         return NULL;
     const struct oc_family *fam = find_family(type);
@@ -201,7 +201,7 @@ static const struct oc_family *read_family(const struct oc_json_obj *o, struct o
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
                                      i ? ", " : "", oc_families[i].model_type);
         oc_fail(st, "%s: field 'model_type' is '%s', which ocsim does not know (supported: %s)",
-                o->file, type, list);
+                o->file, oc_quote(q, sizeof q, type), list);
         return NULL;
     }
     snprintf(m->model_type, sizeof m->model_type, "%s", fam->model_type);
@@ -390,9 +390,10 @@ static int read_name(const struct oc_json_obj *o, struct oc_model *m, struct oc_
                     sizeof path_name, &have_name, st))
         return -1;
     if (have_name && path_name[0])
-        snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, path_name);
+        snprintf(m->name, sizeof m->name, "%.*s",
+                 (int)oc_utf8_fit(path_name, sizeof m->name - 1), path_name);
     else
-        file_stem(o->file, m->name, sizeof m->name);
+        file_stem(o->path, m->name, sizeof m->name);
     return 0;
 }
 

@@ -60,11 +60,51 @@ long=$(printf 'd%.0s' $(seq 3900))
 refuse 'output folder name too long' "$ocsim" simulate --cards 8 --model tiny \
   --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --out "$tmp/$long"
 
+# ---- 3. compare refuses what cannot be compared -------------------------
+# NaN or inf passed as "within tolerance" (exit 0), zero gave -inf (exit 1).
+cmp=$data/compare
+for v in nan inf 0 -0.1; do
+  mkdir -p "$tmp/m$v"
+  sed 's/^2,2,1,1,1,1f1b,1,selective,0\.1,1280,/2,2,1,1,1,1f1b,1,selective,'"$v"',1280,/' \
+    "$cmp/meas/measured.csv" >"$tmp/m$v/measured.csv"
+  refuse "measured.csv:4: column 'step_time_s': '$v' is (not a finite number|not positive)" \
+    "$ocsim" compare "$cmp/pred" "$tmp/m$v"
+done
+mkdir -p "$tmp/pinf"
+sed 's/^\(2,2,1,1,1,1f1b,1,selective,0\.08,1600,0\.1\),0\.2,/\1,inf,/' "$cmp/pred/simulate.csv" \
+  >"$tmp/pinf/simulate.csv"
+refuse "simulate.csv:2: column 'mfu': 'inf' is not a finite number" \
+  "$ocsim" compare "$tmp/pinf" "$cmp/meas"
+
 # ---- 7. user text is echoed escaped and shortened ------------------------
+printf '{"model_type": "llama\\n\\u001b[2J", "hidden_size": 64}\n' >"$tmp/type.json"
+refuse_text "field 'model_type' is 'llama\n\x1b[2J', which ocsim does not know" \
+  "$ocsim" layouts --cards 8 --model "$tmp/type.json"
+sed 's/"gpus_per_node"/"gpus\\nper\\u001b": 1, "gpus_per_node"/' "$data/topo_ok.json" >"$tmp/topo.json"
+refuse_text "field 'gpus\nper\x1b' is unknown" \
+  "$ocsim" layouts --cards 8 --model tiny --topology "$tmp/topo.json"
+printf '{"model_type": "llama", "x": \033}\n' >"$tmp/tok.json"
+refuse_text "invalid token near '\x1b'" "$ocsim" layouts --cards 8 --model "$tmp/tok.json"
+# a CSV cell
+mkdir -p "$tmp/cell"
+sed 's/^2,2,1,1,1,1f1b,1,selective,0\.1,/2,2,1,1,1,1f1b,1,selective,"0.1\xff\x1b",/' \
+  "$cmp/meas/measured.csv" >"$tmp/cell/measured.csv"
+refuse_text "column 'step_time_s': '0.1\xff\x1b' is not a number" \
+  "$ocsim" compare "$cmp/pred" "$tmp/cell"
 # A long --out path under a file: the reason stays in the message.
 : >"$tmp/file"
 long=$(printf 'e%.0s' $(seq 3700))
 refuse 'cannot create folder: Not a directory$' "$ocsim" simulate --cards 8 --model tiny \
   --layout tp2-pp2-dp2 --global-batch 16 --seq 128 --out "$tmp/file/$long"
+# A 160-byte UTF-8 name is cut between characters (the table names it).
+name=$(printf '\303\251%.0s' $(seq 80))
+printf '{"_name_or_path": "%s", "model_type": "gpt2", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 8, "intermediate_size": 256, "vocab_size": 512, "max_position_embeddings": 128}\n' \
+  "$name" >"$tmp/name.json"
+if "$ocsim" memory --cards 8 --model "$tmp/name.json" --layout tp2-pp2-dp2 --global-batch 16 \
+  --seq 128 >"$tmp/out" 2>"$tmp/err" && iconv -f UTF-8 -t UTF-8 "$tmp/out" >/dev/null 2>&1; then
+  ok
+else
+  bad "a 160-byte UTF-8 name: the memory table is not UTF-8: $(head -c 300 "$tmp/out" "$tmp/err")"
+fi
 
 summary defects.sh
