@@ -76,7 +76,25 @@ sed 's/^\(2,2,1,1,1,1f1b,1,selective,0\.08,1600,0\.1\),0\.2,/\1,inf,/' "$cmp/pre
 refuse "simulate.csv:2: column 'mfu': 'inf' is not a finite number" \
   "$ocsim" compare "$tmp/pinf" "$cmp/meas"
 
+# ---- 6. no product of layout sizes overflows ------------------------------
+refuse 'TP\*PP\*DP = 1000000000\*1000000000\*1000000000 is more than 1000000000 cards' \
+  "$ocsim" simulate --cards 8 --model tiny --layout tp1000000000-pp1000000000-dp1000000000
+refuse 'is more than 1000000000 cards' "$ocsim" memory --cards 8 --model tiny \
+  --tp 1000000000 --pp 1000000000 --dp 1000000000
+# b*s rows times heads and tiles in the cost model (core/cost.c, int64)
+cat >"$tmp/long.json" <<'JSON'
+{"model_type": "gpt2", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+ "intermediate_size": 256, "vocab_size": 512, "max_position_embeddings": 100000000}
+JSON
+refuse 'a micro-batch of 1000000000 sequences of 100000000 tokens is more than 1000000000 tokens' \
+  "$ocsim" simulate --cards 1 --model "$tmp/long.json" --layout tp1-pp1-dp1 \
+  --global-batch 1000000000 --micro-batch 1000000000 --seq 100000000 --out "$tmp/o6"
+
 # ---- 7. user text is echoed escaped and shortened ------------------------
+refuse_text "layout 'tp2-pp2-dp2-\x1b[31mred\nx': part '\x1b[31mred\nx' not understood" \
+  "$ocsim" simulate --cards 8 --model tiny --layout "$(printf 'tp2-pp2-dp2-\033[31mred\nx')"
+refuse_text "part '\xff' not understood" \
+  "$ocsim" simulate --cards 8 --model tiny --layout "$(printf 'tp2-pp2-dp2-\377')"
 printf '{"model_type": "llama\\n\\u001b[2J", "hidden_size": 64}\n' >"$tmp/type.json"
 refuse_text "field 'model_type' is 'llama\n\x1b[2J', which ocsim does not know" \
   "$ocsim" layouts --cards 8 --model "$tmp/type.json"
@@ -106,5 +124,20 @@ if "$ocsim" memory --cards 8 --model "$tmp/name.json" --layout tp2-pp2-dp2 --glo
 else
   bad "a 160-byte UTF-8 name: the memory table is not UTF-8: $(head -c 300 "$tmp/out" "$tmp/err")"
 fi
+
+# ---- 8. nothing is accepted silently, no word misleads --------------------
+refuse "'tp8' and 'tp8' both give tp" "$ocsim" simulate --cards 64 --model tiny \
+  --layout tp8-tp8-pp8-dp1
+refuse "'gpipe' and 'interleaved' both give the schedule" "$ocsim" simulate --cards 8 \
+  --model tiny --layout tp2-pp2-dp2-gpipe-interleaved-1f1b
+refuse "'rfull' and 'rnone' both give recompute" "$ocsim" simulate --cards 8 --model tiny \
+  --layout tp2-pp2-dp2-rfull-rnone
+refuse '--tp 4 and --layout tp8-pp8-dp1 disagree on tp' "$ocsim" simulate --cards 64 \
+  --model tiny --layout tp8-pp8-dp1 --tp 4
+refuse '--tp 2 and --tp 4 disagree' "$ocsim" simulate --cards 8 --model tiny --tp 2 --tp 4 --pp 2 \
+  --dp 1
+refuse '--schedule interleaved and --layout tp2-pp2-dp2-gpipe disagree on the schedule' \
+  "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2-gpipe --schedule interleaved
+refuse "$tmp: is a directory" "$ocsim" layouts --cards 8 --model "$tmp"
 
 summary defects.sh
