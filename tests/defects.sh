@@ -139,5 +139,18 @@ refuse '--tp 2 and --tp 4 disagree' "$ocsim" simulate --cards 8 --model tiny --t
 refuse '--schedule interleaved and --layout tp2-pp2-dp2-gpipe disagree on the schedule' \
   "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2-gpipe --schedule interleaved
 refuse "$tmp: is a directory" "$ocsim" layouts --cards 8 --model "$tmp"
+# Mixtral-8x7B's config relabelled "mistral"; Mistral-7B-v0.1's window.
+cat >"$tmp/mixtral.json" <<'JSON'
+{"model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32,
+ "num_key_value_heads": 8, "num_hidden_layers": 32, "intermediate_size": 14336,
+ "vocab_size": 32000, "max_position_embeddings": 32768, "sliding_window": null,
+ "num_local_experts": 8, "num_experts_per_tok": 2, "hidden_act": "silu"}
+JSON
+refuse "field 'num_local_experts' is 8: a mixture of experts, which ocsim does not model" \
+  "$ocsim" layouts --cards 8 --model "$tmp/mixtral.json"
+sed 's/"sliding_window": null/"sliding_window": 4096/; s/"num_local_experts": 8, "num_experts_per_tok": 2, //' \
+  "$tmp/mixtral.json" >"$tmp/window.json"
+refuse "field 'sliding_window' is 4096: sliding-window attention" \
+  "$ocsim" layouts --cards 8 --model "$tmp/window.json"
 
 summary defects.sh
