@@ -17,6 +17,7 @@ enum {
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
+    O_RESUME,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -40,6 +41,7 @@ static const struct flag flags[] = {
     {{"micro-batch", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batch-size", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batches", required_argument, 0, O_MBS}, OC_OPT_SWEEP},
+    {{"resume", no_argument, 0, O_RESUME}, OC_OPT_SWEEP},
     {{"global-batch", required_argument, 0, O_GB}, 0},
     {{"global-batch-size", required_argument, 0, O_GB}, 0},
     {{"seq", required_argument, 0, O_SEQ}, 0},
@@ -111,7 +113,7 @@ void oc_opts_default(struct oc_opts *o)
     o->exec.steps = 5;
     o->exec.lr = 1e-3;
     o->exec.seed = 1234;
-    o->exec.timeout_s = 60.0;
+    o->exec.timeout_s = 0; /* auto (exec/timeout.h) */
     o->exec.weights = 1;
     o->exec.max_msg_bytes = 64 << 20;
 }
@@ -136,7 +138,7 @@ static int positive(const char *flag, const char *s, int64_t *out,
 }
 
 /* An integer option value of at least lo, no junk, no overflow (no upper
- * bound: --steps, --seed). */
+ * bound: --seed; --steps checks its own). */
 static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
                     struct oc_status *st)
 {
@@ -156,7 +158,7 @@ static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
     return 0;
 }
 
-/* A positive real option value up to 1e9 (--lr, --timeout). Each way to
+/* A positive real option value up to 1e9 (--lr). Each way to
  * miss says which: not a number, not positive, or past the bound. */
 static int positive_real(const char *flag, const char *s, double *out,
                          struct oc_status *st)
@@ -172,6 +174,30 @@ static int positive_real(const char *flag, const char *s, double *out,
     if (v > 1e9)
         return oc_fail(st, "--%s %s is out of range (at most 1e9)", flag,
                        oc_quote(q, sizeof q, s));
+    *out = v;
+    return 0;
+}
+
+/* --timeout: "auto" (0: exec/timeout.h chooses) or seconds in (0,
+ * OC_EXEC_MAX_TIMEOUT_S]. */
+static int timeout_value(const char *s, double *out, struct oc_status *st)
+{
+    if (strcmp(s, "auto") == 0) {
+        *out = 0;
+        return 0;
+    }
+    errno = 0;
+    char *end;
+    char q[OC_QUOTE_MAX];
+    const double v = strtod(s, &end);
+    oc_quote(q, sizeof q, s);
+    if (end == s || *end || isnan(v))
+        return oc_fail(st, "--timeout: '%s' is not a number of seconds or 'auto'", q);
+    if (!(v > 0))
+        return oc_fail(st, "--timeout %s: a wait needs more than 0 seconds (or 'auto')", q);
+    if (v > OC_EXEC_MAX_TIMEOUT_S)
+        return oc_fail(st, "--timeout %s: at most %.0f seconds (a week) per wait; "
+                           "'auto' derives it from the prediction", q, OC_EXEC_MAX_TIMEOUT_S);
     *out = v;
     return 0;
 }
@@ -331,14 +357,22 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
     switch (c) {
     case O_BACKEND: x->backend = val; return 0;
     case O_PRECISION: x->precision = val; return 0;
-    case O_STEPS: return at_least("steps", val, 1, &x->steps, st);
+    case O_STEPS:
+        if (at_least("steps", val, 1, &iv, st) != 0)
+            return -1;
+        if (iv > OC_EXEC_MAX_STEPS)
+            return oc_fail(st, "--steps %lld: at most %lld steps in one run (resume "
+                               "from a checkpoint with --load for more)",
+                           (long long)iv, (long long)OC_EXEC_MAX_STEPS);
+        x->steps = iv;
+        return 0;
     case O_LR: return positive_real("lr", val, &x->lr, st);
     case O_SEED:
         if (at_least("seed", val, 0, &iv, st) != 0)
             return -1;
         x->seed = (uint64_t)iv;
         return 0;
-    case O_TIMEOUT: return positive_real("timeout", val, &x->timeout_s, st);
+    case O_TIMEOUT: return timeout_value(val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;
     case O_NETBW: x->netbw = 1; return 0;
     case O_RPN: return positive("ranks-per-node", val, &x->ranks_per_node, st);
@@ -437,6 +471,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_FP16: o->layout.precision = OC_PREC_FP16; return 0;
     case O_FP32: o->layout.precision = OC_PREC_FP32; return 0;
     case O_COARSE: o->coarse = 1; return 0;
+    case O_RESUME: o->resume = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;
     case O_JOBS: return positive(name, val, &o->jobs, st);

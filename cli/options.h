@@ -34,7 +34,7 @@ enum {
     OC_OPT_LAYOUT = 1 << 0, /* --layout, --tp, --pp, --dp (one layout) */
     OC_OPT_CSV = 1 << 1,    /* --csv FILE */
     OC_OPT_OUT = 1 << 2,    /* --out DIR */
-    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST */
+    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST, --resume */
     OC_OPT_SIM = 1 << 4,    /* --fidelity, --collective, --platform, --cfg, --jobs */
     OC_OPT_EXEC = 1 << 5,   /* ocsim-exec's own: --backend, --precision, --steps,
                                --lr, --seed, --timeout, --calibrate,
@@ -45,14 +45,26 @@ enum {
 
 #define OC_MAX_LIST 16
 
+/* --steps's bound: 20 times the longest pretraining run we know of (Llama
+ * 2: 2.0 T tokens in batches of 4 M, 500 k steps; Touvron et al. 2023,
+ * section 2.2), so that no real run is refused, while a typo's 1e11 is
+ * one line instead of a run of years. The executor keeps no per-step
+ * state (exec/out_measured.h), so memory does not bound it. */
+#define OC_EXEC_MAX_STEPS 10000000LL
+
+/* --timeout's bound: a week per wait (one message or collective); a value
+ * above it is a typo, not a run (exec/timeout.h: auto stays below it too). */
+#define OC_EXEC_MAX_TIMEOUT_S 604800.0
+
 /* OC_OPT_EXEC: the executor's own flags (oc_opts_default's defaults). */
 struct oc_exec_flags {
     const char *backend;   /* --backend NAME; NULL: the registry's default */
     const char *precision; /* --precision NAME; NULL: the backend's default */
-    int64_t steps;         /* training steps, >= 1 (5) */
+    int64_t steps;         /* training steps, 1 to OC_EXEC_MAX_STEPS (5) */
     double lr;             /* AdamW learning rate, > 0 (1e-3) */
     uint64_t seed;         /* weights and data (1234) */
-    double timeout_s;      /* the deadline of one wait, > 0 (60) */
+    double timeout_s;      /* the deadline of one wait, > 0; 0: auto, the
+                              default (exec/timeout.h) */
     int calibrate;         /* --calibrate: measure, no training */
     int netbw;             /* --netbw: measure the network between nodes */
     int64_t ranks_per_node; /* --ranks-per-node K: groups of K ranks as
@@ -84,6 +96,7 @@ struct oc_opts {
     enum oc_schedule_kind schedules[OC_MAX_LIST];
     int64_t vchunks[OC_MAX_LIST];
     int n_schedules;
+    int resume;               /* --resume: continue the sweep in --out */
     /* OC_OPT_SIM */
     const char *fidelity;     /* "fast" | "full" */
     const char *collective;   /* "auto" | "ring" | "tree" | "hier" */

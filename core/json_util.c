@@ -10,9 +10,30 @@
 #include <stdlib.h>
 #include <string.h>
 
-json_t *oc_json_load_file(const char *path, struct oc_status *st)
+/* What both loaders do once jansson has parsed (or failed). The name and
+ * jansson's text are quoted: err->text quotes the token jansson did not
+ * expect, the file's bytes (control characters, broken UTF-8) included. */
+static json_t *loaded(json_t *root, const json_error_t *err, const char *name,
+                      struct oc_status *st)
 {
     char q[OC_QUOTE_MAX], qt[OC_QUOTE_MAX];
+    if (!root) {
+        oc_fail(st, "%s:%d:%d: %s", oc_quote(q, sizeof q, name), err->line, err->column,
+                oc_quote(qt, sizeof qt, err->text));
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        oc_fail(st, "%s: must hold a JSON object ({...}), not %s", oc_quote(q, sizeof q, name),
+                oc_json_type_name(root));
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+json_t *oc_json_load_file(const char *path, struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
     FILE *f = fopen(path, "r");
     if (!f) {
         oc_fail(st, "%s: cannot open (%s)", oc_quote(q, sizeof q, path), strerror(errno));
@@ -21,20 +42,15 @@ json_t *oc_json_load_file(const char *path, struct oc_status *st)
     json_error_t err;
     json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &err);
     fclose(f);
-    if (!root) {
-        /* err.text quotes the token jansson did not expect: the file's
-         * bytes, control characters and broken UTF-8 included */
-        oc_fail(st, "%s:%d:%d: %s", oc_quote(q, sizeof q, path), err.line, err.column,
-                oc_quote(qt, sizeof qt, err.text));
-        return NULL;
-    }
-    if (!json_is_object(root)) {
-        oc_fail(st, "%s: must hold a JSON object ({...}), not %s", oc_quote(q, sizeof q, path),
-                oc_json_type_name(root));
-        json_decref(root);
-        return NULL;
-    }
-    return root;
+    return loaded(root, &err, path, st);
+}
+
+json_t *oc_json_load_buffer(const char *text, size_t n, const char *name,
+                            struct oc_status *st)
+{
+    json_error_t err;
+    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+    return loaded(root, &err, name, st);
 }
 
 struct oc_json_obj oc_json_root(json_t *root, const char *file)

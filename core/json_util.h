@@ -45,6 +45,10 @@ struct oc_json_obj {
  * a parse error. FILE and jansson's text (which quotes the token it did
  * not expect) are escaped and shortened (oc_quote). */
 json_t *oc_json_load_file(const char *path, struct oc_status *st);
+/* The same from n bytes in memory (a fuzzer's input, a test's text);
+ * `name` stands for the file in messages. */
+json_t *oc_json_load_buffer(const char *text, size_t n, const char *name,
+                            struct oc_status *st);
 
 /* The top-level object of a document loaded from `file`. */
 struct oc_json_obj oc_json_root(json_t *root, const char *file);

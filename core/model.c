@@ -450,6 +450,21 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
     return read_name(o, m, st);
 }
 
+/* The model of a parsed document (NULL: the parse failed, st says why);
+ * takes the reference. */
+static int read_root(json_t *root, const char *where, struct oc_model *m,
+                     struct oc_status *st)
+{
+    if (!root)
+        return -1;
+    struct oc_json_obj o = oc_json_root(root, where);
+    int rc = read_model(&o, m, st);
+    json_decref(root);
+    if (rc)
+        memset(m, 0, sizeof *m);
+    return rc;
+}
+
 int oc_model_load(const char *path_or_name, struct oc_model *m,
                   struct oc_status *st)
 {
@@ -457,15 +472,14 @@ int oc_model_load(const char *path_or_name, struct oc_model *m,
     char path[4096];
     if (oc_data_path("models", path_or_name, path, sizeof path, st))
         return -1;
-    json_t *root = oc_json_load_file(path, st);
-    if (!root)
-        return -1;
-    struct oc_json_obj o = oc_json_root(root, path);
-    int rc = read_model(&o, m, st);
-    json_decref(root);
-    if (rc)
-        memset(m, 0, sizeof *m);
-    return rc;
+    return read_root(oc_json_load_file(path, st), path, m, st);
+}
+
+int oc_model_parse(const char *text, size_t n, const char *where,
+                   struct oc_model *m, struct oc_status *st)
+{
+    memset(m, 0, sizeof *m);
+    return read_root(oc_json_load_buffer(text, n, where, st), where, m, st);
 }
 
 int64_t oc_model_head_dim(const struct oc_model *m)

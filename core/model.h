@@ -36,6 +36,7 @@
 #ifndef OC_MODEL_H
 #define OC_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -87,6 +88,11 @@ struct oc_model {
  * naming the file, the field and the rule broken. */
 int oc_model_load(const char *path_or_name, struct oc_model *m,
                   struct oc_status *st);
+/* The same from the n bytes of a config.json in memory (a fuzzer's input);
+ * `where` stands for the file in messages and gives the name when the
+ * text has no "_name_or_path". */
+int oc_model_parse(const char *text, size_t n, const char *where,
+                   struct oc_model *m, struct oc_status *st);
 
 /* Check the fields of an already filled model (also used by the loader). */
 int oc_model_check(const struct oc_model *m, const char *where,

@@ -304,6 +304,21 @@ static int is_shipped_name(const char *name)
     return !strchr(name, '/') && !(n >= 5 && strcmp(name + n - 5, ".json") == 0);
 }
 
+/* The topology of a parsed document (NULL: the parse failed, st says
+ * why); takes the reference. */
+static int read_doc(json_t *doc, const char *where, int shipped,
+                    struct oc_topology *t, struct oc_status *st)
+{
+    if (!doc)
+        return -1;
+    struct oc_json_obj root = oc_json_root(doc, where);
+    int rc = read_topology(&root, shipped, t, st);
+    json_decref(doc);
+    if (rc)
+        memset(t, 0, sizeof *t);
+    return rc;
+}
+
 int oc_topology_load(const char *path_or_name, struct oc_topology *t,
                      struct oc_status *st)
 {
@@ -311,15 +326,15 @@ int oc_topology_load(const char *path_or_name, struct oc_topology *t,
     char path[4096];
     if (oc_data_path("topologies", path_or_name, path, sizeof path, st))
         return -1;
-    json_t *doc = oc_json_load_file(path, st);
-    if (!doc)
-        return -1;
-    struct oc_json_obj root = oc_json_root(doc, path);
-    int rc = read_topology(&root, is_shipped_name(path_or_name), t, st);
-    json_decref(doc);
-    if (rc)
-        memset(t, 0, sizeof *t);
-    return rc;
+    return read_doc(oc_json_load_file(path, st), path,
+                    is_shipped_name(path_or_name), t, st);
+}
+
+int oc_topology_parse(const char *text, size_t n, const char *where,
+                      struct oc_topology *t, struct oc_status *st)
+{
+    memset(t, 0, sizeof *t);
+    return read_doc(oc_json_load_buffer(text, n, where, st), where, 0, t, st);
 }
 
 int oc_topology_check(const struct oc_topology *t, const char *where,

@@ -45,6 +45,7 @@
 #ifndef OC_TOPOLOGY_H
 #define OC_TOPOLOGY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -101,6 +102,11 @@ struct oc_topology {
 
 int oc_topology_load(const char *path_or_name, struct oc_topology *t,
                      struct oc_status *st);
+/* The same from the n bytes of a topology JSON in memory (a fuzzer's
+ * input), read as a user's file ("sources" optional); `where` stands for
+ * the file in messages and gives the name when the text has none. */
+int oc_topology_parse(const char *text, size_t n, const char *where,
+                      struct oc_topology *t, struct oc_status *st);
 int oc_topology_check(const struct oc_topology *t, const char *where,
                       struct oc_status *st);
 

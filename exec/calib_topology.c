@@ -7,7 +7,6 @@
  */
 #include "calib_topology.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 
 #include "backends.h" /* the backends' names */
+#include "outfile.h"
 
 int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_measured *m,
                       struct oc_topology *out, struct oc_status *st)
@@ -312,8 +312,11 @@ int oc_calib_write_topology(const char *path, const struct oc_topology *base,
     sources_rest(src, &t, base, m, &w);
     json_object_set_new(root, "sources", src);
     int rc = 0;
-    if (json_dump_file(root, path, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) != 0)
-        rc = oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    /* Whole or not at all (outfile.h): the text as json_dump_file writes it. */
+    char *text = json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    OC_ASSERT(text);
+    rc = oc_outfile_write_all(path, text, strlen(text), st);
+    free(text);
     json_decref(root);
     return rc;
 }

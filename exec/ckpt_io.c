@@ -82,12 +82,10 @@ int oc_ckpt_file_open(struct oc_ckpt_file *f, const char *dir, const char *name,
                       struct oc_status *st)
 {
     memset(f, 0, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "%s", dir);
-    snprintf(f->tmp, sizeof f->tmp, "%s/.%s.tmp", dir, name);
-    snprintf(f->path, sizeof f->path, "%s/%s", dir, name);
-    f->f = fopen(f->tmp, "wb");
-    if (!f->f)
-        return oc_fail(st, "%s: cannot write: %s", f->tmp, strerror(errno));
+    char path[OC_OUTFILE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (oc_outfile_open(&f->out, path, st) != 0)
+        return -1;
     oc_sha256_init(&f->h);
     return 0;
 }
@@ -95,84 +93,47 @@ int oc_ckpt_file_open(struct oc_ckpt_file *f, const char *dir, const char *name,
 int oc_ckpt_file_write(struct oc_ckpt_file *f, const void *data, size_t n,
                        struct oc_status *st)
 {
-    if (n > 0 && fwrite(data, 1, n, f->f) != n)
-        return oc_fail(st, "%s: write failed after %lld bytes: %s", f->tmp,
-                       (long long)f->bytes, strerror(errno));
+    if (oc_outfile_write(&f->out, data, n, st) != 0)
+        return -1;
     oc_sha256_update(&f->h, data, n);
     f->bytes += (int64_t)n;
     return 0;
 }
 
-void oc_ckpt_file_abandon(struct oc_ckpt_file *f)
+static void hash_drop(struct oc_ckpt_file *f)
 {
-    if (f->f)
-        fclose(f->f);
-    f->f = NULL;
     if (f->h.ctx) {
         char hex[OC_CKPT_SHA_HEX];
         oc_sha256_final(&f->h, hex);
     }
-    unlink(f->tmp);
+}
+
+void oc_ckpt_file_abandon(struct oc_ckpt_file *f)
+{
+    oc_outfile_abandon(&f->out);
+    hash_drop(f);
 }
 
 int oc_ckpt_file_commit(struct oc_ckpt_file *f, struct oc_status *st)
 {
-    const char *what = NULL;
-    if (fflush(f->f) != 0)
-        what = "fflush";
-    else if (fsync(fileno(f->f)) != 0)
-        what = "fsync";
-    if (what) {
-        const int e = errno;
-        oc_ckpt_file_abandon(f);
-        return oc_fail(st, "%s: %s failed: %s", f->tmp, what, strerror(e));
-    }
-    const int rc = fclose(f->f);
-    f->f = NULL;
-    if (rc != 0) {
-        const int e = errno;
-        oc_ckpt_file_abandon(f);
-        return oc_fail(st, "%s: close failed: %s", f->tmp, strerror(e));
+    if (oc_outfile_commit(&f->out, st) != 0) {
+        hash_drop(f);
+        return -1;
     }
     oc_sha256_final(&f->h, f->sha256);
-    if (rename(f->tmp, f->path) != 0) {
-        const int e = errno;
-        unlink(f->tmp);
-        return oc_fail(st, "%s: cannot rename to %s: %s", f->tmp, f->path, strerror(e));
-    }
-    return oc_ckpt_fsync_dir(f->dir, st);
+    return 0;
 }
 
 int oc_ckpt_write_text(const char *dir, const char *name, const char *text,
                        struct oc_status *st)
 {
-    struct oc_ckpt_file f;
-    if (oc_ckpt_file_open(&f, dir, name, st) != 0)
-        return -1;
-    if (oc_ckpt_file_write(&f, text, strlen(text), st) != 0) {
-        oc_ckpt_file_abandon(&f);
-        return -1;
-    }
-    return oc_ckpt_file_commit(&f, st);
+    char path[OC_OUTFILE_PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return oc_outfile_write_all(path, text, strlen(text), st);
 }
 
 /* ------------------------------------------------------------------ */
 /* Folders and reads                                                    */
-
-int oc_ckpt_fsync_dir(const char *dir, struct oc_status *st)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return oc_fail(st, "%s: cannot open folder: %s", dir, strerror(errno));
-    /* Some file systems refuse fsync on a folder (EINVAL): their renames
-     * are as durable as they get. */
-    int rc = fsync(fd);
-    const int e = errno;
-    close(fd);
-    if (rc != 0 && e != EINVAL)
-        return oc_fail(st, "%s: fsync of the folder failed: %s", dir, strerror(e));
-    return 0;
-}
 
 int oc_ckpt_remove_dir(const char *dir, struct oc_status *st)
 {

@@ -10,10 +10,11 @@
  *   ... f.bytes, f.sha256 ...
  *   (on any failure: oc_ckpt_file_abandon(&f): closed, temporary removed)
  *
- * Atomic writing (POSIX rename(2) replaces the name in one step): the
- * bytes go to ".NAME.tmp" in the same folder, are flushed and fsync'ed,
- * then renamed to NAME, and the folder is fsync'ed so that the rename is
- * durable. A crash leaves NAME absent or complete, never partial.
+ * Atomic writing is core/outfile.h's (every output file of ocsim goes
+ * through it): the bytes go to a temporary in the same folder, are flushed
+ * and fsync'ed, then renamed to NAME, and the folder is fsync'ed so that
+ * the rename is durable. A crash leaves NAME absent or complete, never
+ * partial. A shard adds its SHA-256, hashed as the bytes are written.
  *
  * What it is not: what goes in the files (ckpt_format.h) or when they are
  * written (ckpt.h).
@@ -26,6 +27,7 @@
 #include <stdio.h>
 
 #include "ckpt_format.h"
+#include "outfile.h"
 #include "status.h"
 
 /* An incremental SHA-256 (an EVP_MD_CTX behind ctx). */
@@ -43,14 +45,13 @@ int oc_sha256_file(const char *path, char hex[OC_CKPT_SHA_HEX], int64_t *bytes,
                    struct oc_status *st);
 
 struct oc_ckpt_file {
-    FILE *f;
-    char tmp[4200], path[4200], dir[4096];
+    struct oc_outfile out;         /* out.f: the stream, out.path: DIR/NAME */
     struct oc_sha256 h;
     int64_t bytes;                 /* written so far */
     char sha256[OC_CKPT_SHA_HEX];  /* after commit */
 };
 
-/* Opens dir/.name.tmp for writing (truncated). */
+/* Opens a temporary for dir/name (outfile.h). */
 int oc_ckpt_file_open(struct oc_ckpt_file *f, const char *dir, const char *name,
                       struct oc_status *st);
 int oc_ckpt_file_write(struct oc_ckpt_file *f, const void *data, size_t n,
@@ -64,8 +65,6 @@ void oc_ckpt_file_abandon(struct oc_ckpt_file *f);
 int oc_ckpt_write_text(const char *dir, const char *name, const char *text,
                        struct oc_status *st);
 
-/* fsync of a folder (the names in it). */
-int oc_ckpt_fsync_dir(const char *dir, struct oc_status *st);
 /* rm -r of a checkpoint folder: its files, then the folder (one level:
  * checkpoints have no subfolders). A missing folder is not an error. */
 int oc_ckpt_remove_dir(const char *dir, struct oc_status *st);

@@ -106,7 +106,7 @@ static int write_all(struct oc_ckpt_file *f, const unsigned char *head, size_t n
         return -1;
     if (die) { /* the test hook: half of the weights, then gone */
         oc_ckpt_file_write(f, w, (size_t)(nw / 2) * sizeof *w, st);
-        fflush(f->f);
+        fflush(f->out.f);
         raise(SIGKILL);
     }
     if (oc_ckpt_file_write(f, w, (size_t)nw * sizeof *w, st) != 0 ||
@@ -173,7 +173,7 @@ static int prepare(const char *dir, const char *part, struct oc_status *st)
         return -1;
     if (mkdir(part, 0777) != 0)
         return oc_fail(st, "%s: cannot create folder: %s", part, strerror(errno));
-    return oc_ckpt_fsync_dir(dir, st);
+    return oc_fsync_dir(dir, st);
 }
 
 static int is_step_name(const char *s, int64_t *step)
@@ -264,7 +264,7 @@ static int publish(const struct oc_exec_job *j, const struct oc_runner *r, int64
     if (rename(part, final) != 0)
         return oc_fail(st, "%s: cannot rename to %s: %s", part, final, strerror(errno));
     snprintf(latest, sizeof latest, "%s\n", name);
-    if (oc_ckpt_fsync_dir(dir, st) != 0 ||
+    if (oc_fsync_dir(dir, st) != 0 ||
         oc_ckpt_write_text(dir, OC_CKPT_LATEST, latest, st) != 0 ||
         (had_old && oc_ckpt_remove_dir(old, st) != 0))
         return -1;

@@ -17,6 +17,7 @@ void oc_ctl_set_what(struct oc_ctl *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(c->what, sizeof c->what, fmt, ap);
     va_end(ap);
+    oc_lost_post(c->slot, c->what);
 }
 
 /* A call with a rank outside the ctl, a negative size or a missing buffer
@@ -90,6 +91,8 @@ void oc_ctl_free(struct oc_ctl *c)
 {
     if (c == NULL || c->ops == NULL)
         return;
+    oc_lost_done(c->slot); /* a SIGTERM from here on finds it done */
+    c->slot = NULL;
     c->ops->free(c);
     c->ops = NULL;
     c->impl = NULL;

@@ -35,6 +35,7 @@
 
 #include <stdint.h>
 
+#include "lost.h"
 #include "status.h"
 
 struct oc_ctl;
@@ -63,9 +64,12 @@ struct oc_ctl {
     double timeout_s;       /* deadline of one call, > 0 */
     char what[256];         /* what the rank waits for (timeout messages) */
     int timed_out;          /* set when a call ran past its deadline */
+    struct oc_lost_slot *slot; /* this rank's slot on the node's board
+                                  (lost.h; what is posted there too) */
 };
 
-/* Names what the next waits are for ("op 17 (recv act mb 3 from rank 5)"). */
+/* Names what the next waits are for ("op 17 (recv act mb 3 from rank 5)"),
+ * posted on the board too (lost.h: what a lost rank was doing). */
 void oc_ctl_set_what(struct oc_ctl *c, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

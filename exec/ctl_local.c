@@ -476,6 +476,10 @@ int oc_ctl_local_run(int n, double timeout_s,
     pthreadCheck(pthread_cond_init(&sh.cv, &ca));
     pthread_condattr_destroy(&ca);
 
+    /* The board (lost.h) in this process's memory: an interruption names
+     * what rank 0 was doing */
+    void *board = oc_xcalloc(1, oc_lost_board_bytes(n));
+    oc_lost_board_attach(board, n, 1);
     struct rank_thread *t = oc_xcalloc((size_t)n, sizeof *t);
     for (int i = 0; i < n; i++) {
         struct rank_state *rs = oc_xcalloc(1, sizeof *rs);
@@ -487,6 +491,7 @@ int oc_ctl_local_run(int n, double timeout_s,
         c->size = c->local_ranks = n;
         c->timeout_s = timeout_s;
         snprintf(c->what, sizeof c->what, "set-up");
+        c->slot = oc_lost_slot_take(i, i);
         t[i].fn = fn;
         t[i].arg = arg;
     }
@@ -503,6 +508,8 @@ int oc_ctl_local_run(int n, double timeout_s,
         if (t[i].rc > rc)
             rc = t[i].rc;
     free(t);
+    oc_lost_board_detach();
+    free(board);
 
     /* What timed-out calls left: every thread has returned, so nobody
      * points into it (a rendezvous sender unlinks its message before it

@@ -32,6 +32,8 @@
 
 struct mpi_state {
     MPI_Comm comm; /* the duplicate */
+    MPI_Comm node; /* the ranks of this node (the board's) */
+    MPI_Win board; /* lost.h's board, shared by the node's ranks */
 };
 
 static MPI_Comm comm_of(const struct oc_ctl *c)
@@ -127,9 +129,32 @@ static void mpi_abort(struct oc_ctl *c, int code)
 static void mpi_free(struct oc_ctl *c)
 {
     struct mpi_state *s = c->impl;
+    /* collective over the node: every rank frees its ctl at the end */
+    oc_lost_board_detach();
+    MPI_Win_free(&s->board);
+    MPI_Comm_free(&s->node);
     if (s->comm != MPI_COMM_NULL)
         MPI_Comm_free(&s->comm);
     free(s);
+}
+
+/* lost.h's board: one allocation by the node's local rank 0 (the others
+ * map it), zeroed by it before a barrier, then each rank takes its slot. */
+static void board_init(struct oc_ctl *c, struct mpi_state *s)
+{
+    const int n = c->local_ranks, lead = c->local_rank == 0;
+    void *mem = NULL;
+    mpiCheck(MPI_Win_allocate_shared(lead ? (MPI_Aint)oc_lost_board_bytes(n) : 0, 1,
+                                     MPI_INFO_NULL, s->node, &mem, &s->board));
+    MPI_Aint size = 0;
+    int unit = 0;
+    mpiCheck(MPI_Win_shared_query(s->board, 0, &size, &unit, &mem));
+    if (lead)
+        oc_lost_board_attach(mem, n, 1);
+    mpiCheck(MPI_Barrier(s->node));
+    if (!lead)
+        oc_lost_board_attach(mem, n, 0);
+    c->slot = oc_lost_slot_take(c->local_rank, c->rank);
 }
 
 static const struct oc_ctl_ops mpi_ops = {
@@ -156,16 +181,15 @@ int oc_ctl_init_mpi(struct oc_ctl *c, MPI_Comm comm, double timeout_s,
     mpiCheck(MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN));
     mpiCheck(MPI_Comm_rank(s->comm, &c->rank));
     mpiCheck(MPI_Comm_size(s->comm, &c->size));
-    MPI_Comm node;
     mpiCheck(MPI_Comm_split_type(s->comm, MPI_COMM_TYPE_SHARED, c->rank,
-                                 MPI_INFO_NULL, &node));
-    mpiCheck(MPI_Comm_rank(node, &c->local_rank));
-    mpiCheck(MPI_Comm_size(node, &c->local_ranks));
-    MPI_Comm_free(&node);
+                                 MPI_INFO_NULL, &s->node));
+    mpiCheck(MPI_Comm_rank(s->node, &c->local_rank));
+    mpiCheck(MPI_Comm_size(s->node, &c->local_ranks));
     c->ops = &mpi_ops;
     c->impl = s;
     c->timeout_s = timeout_s;
     snprintf(c->what, sizeof c->what, "set-up");
+    board_init(c, s);
     return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "backends.h"
 #include "options.h"
 #include "schedule.h"
+#include "timeout.h"
 
 struct oc_exec_job {
     struct oc_opts o;          /* the flags (cli/options.h); model, topology loaded */
@@ -23,6 +24,7 @@ struct oc_exec_job {
     struct oc_backend_job bjob; /* what the backend's hooks are given */
     const char *out;           /* the output folder */
     char lname[128];           /* the layout, formatted (oc_layout_format) */
+    struct oc_timeout timeout; /* the deadline of one wait (timeout.h) */
 };
 
 #endif

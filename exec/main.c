@@ -20,8 +20,10 @@
  * --lr, --seed, --timeout, --calibrate, --no-weights, --no-mpi, and the
  * checkpoints' --save, --save-every, --save-keep, --load (ckpt.h). Writes into
  * DIR, each file as soon as it is complete (so a run that fails later keeps
- * them):
+ * them), whole or not at all (core/outfile.h: a full disk leaves no file cut
+ * short, and one line names the file):
  *   loss.csv      step,loss: the global batch's mean token loss, per step
+ *                 (streamed as loss.csv.partial, renamed when complete)
  *   measured.csv, ops.csv, memory.csv, timeline.json   (out_measured.h)
  *   weights.bin   the whole model's fp32 weights after the last step, in the
  *                 arena order of a one-rank run (see weights.txt;
@@ -34,10 +36,26 @@
  * --ranks-per-node K on one machine; the layout is not used; without MPI
  * the cuda backend runs --cards threads) and writes DIR/topology-netbw.json.
  *
+ * The communication timeout (the deadline of one wait) is --timeout
+ * SECONDS or, by default, auto: 10 x the predicted step, at least 60 s
+ * (timeout.h); rank 0 prints it first, "timeout: 60 s per wait (auto: ...)".
+ *
  * Exit codes: 0 done; 2 bad input (one line on stderr from rank 0, before
  * any work); 1 a failure during the run; 3 a rank timed out (its message
- * names the rank and the op it was waiting in; the job is ended:
- * MPI_Abort, or the process's exit, the NCCL communicators aborted).
+ * names the rank and the op it was waiting in, and the ranks of its node
+ * that are stopped; the job is ended: MPI_Abort, or the process's exit,
+ * the NCCL communicators aborted); 4 a rank was lost (its process died:
+ * killed, crashed): the survivors' code, with one line from the first of
+ * its node to see it, naming it and the op it was in (lost.h); under
+ * mpirun the job's code is the launcher's, Open MPI's 128 + the signal
+ * that killed the rank (137 for SIGKILL); 130 interrupted (SIGINT,
+ * SIGTERM). One line of ocsim-exec's own in each case. loss.csv is
+ * streamed as loss.csv.partial and renamed when the last step is done; a
+ * run that ends early leaves it under that name, with its last line "#
+ * partial: K of N steps completed; <the line above>" (when rank 0 itself
+ * died: the rows without that line), and none of the other files, which
+ * are written after the last step (a training run first removes the files
+ * of an earlier run from DIR, so none is taken for its own).
  *
  * Test hooks (not in --help): OCSIM_EXEC_TEST_HANG_RANK=R makes rank R
  * sleep forever before its first op, OCSIM_EXEC_TEST_DIE_RANK=R makes it
@@ -47,9 +65,11 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends.h"
 #include "ckpt.h"
@@ -59,6 +79,7 @@
 #include "gpt.h"
 #include "job.h"
 #include "launch.h"
+#include "lost.h"
 #include "options.h"
 #include "out_measured.h"
 #include "out_weights.h"
@@ -72,7 +93,7 @@ static void help(void)
     puts("usage: mpirun -np N ocsim-exec --layout tp2-pp2-dp2 [--model M] [--topology T]\n"
          "                  [--global-batch B] [--seq S] [--steps K] [--out DIR]\n"
          "                  [--backend cpu|cuda] [--precision bf16|fp32] [--lr X]\n"
-         "                  [--seed S] [--timeout SECONDS]\n"
+         "                  [--seed S] [--timeout auto|SECONDS]\n"
          "       ocsim-exec --backend cuda --layout tp2-pp2-dp1 ...   (one node, no MPI)\n\n"
          "Runs the layout for real: every rank executes its op list of the schedule\n"
          "(a GPT-2 or Llama decoder with Megatron tensor parallelism, the pipeline\n"
@@ -110,10 +131,18 @@ static int env_rank(const char *name)
     return s && *s ? atoi(s) : -1;
 }
 
-/* Ends the job from a rank: one line, then every rank goes (exit code). */
+/* Ends the job from a rank: one line (from the first rank of the node to
+ * end it: lost.h), loss.csv marked partial where this rank holds it, then
+ * every rank goes (exit code). A timeout names the node's ranks that are
+ * stopped (SIGSTOP), whom the others wait for. */
 static void die(struct oc_ctl *c, int code, const char *how, const struct oc_status *st)
 {
-    fprintf(stderr, "ocsim-exec: rank %d%s%s\n", c->rank, how, msg_of(st));
+    char line[OC_MSG_MAX + 512], stopped[512] = "";
+    if (c->timed_out)
+        oc_lost_stopped(stopped, sizeof stopped);
+    snprintf(line, sizeof line, "rank %d%s%s%s", c->rank, how, msg_of(st), stopped);
+    if (oc_lost_end(c->slot, line))
+        fprintf(stderr, "ocsim-exec: %s\n", line);
     fflush(stderr);
     oc_ctl_abort(c, code);
 }
@@ -146,21 +175,51 @@ static struct oc_ckpt_hook save_hook(void)
                                  s && *s ? atoll(s) : -1};
 }
 
+/* The files a training run writes, removed before its first step: a run
+ * that ends early leaves none of an earlier run's to be taken for its
+ * own (only loss.csv.partial, marked: lost.h). */
+static void remove_stale(const char *out)
+{
+    static const char *const names[] = {"loss.csv", "loss.csv.partial", "measured.csv",
+                                        "ops.csv", "memory.csv", "timeline.json",
+                                        "weights.bin", "weights.txt"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", out, names[i]);
+        (void)remove(path); /* ENOENT: nothing to remove */
+    }
+}
+
+/* loss.csv, complete: from its partial name (loss.csv.partial, whose rows
+ * were flushed one by one) to its own, synced first (csv_table.h). */
+static void close_loss(struct oc_ctl *c, struct oc_csv *loss)
+{
+    struct oc_status st = {{0}};
+    oc_lost_stream_done();
+    if (oc_csv_close(loss, &st) != 0)
+        die(c, 1, ": ", &st);
+}
+
 /* The training steps (from the checkpoint's step with --load, numbered
  * globally in loss.csv), each followed by a checkpoint where one is due;
  * rank 0 writes loss.csv and prints a line per step. */
-static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r)
+static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
+                  struct oc_out_steps *a)
 {
     const int rank = c->rank, world = c->size;
     struct oc_status st = {{0}};
-    char path[4200];
+    char path[4200], tmp[4220];
     struct oc_csv loss;
     static const char *const loss_cols[] = {"step", "loss"};
     snprintf(path, sizeof path, "%s/loss.csv", j->out);
-    if (rank == 0 && oc_csv_open(&loss, path, loss_cols, 2, &st) != 0)
-        die(c, 1, ": ", &st);
-    if (rank == 0)
+    snprintf(tmp, sizeof tmp, "%s.partial", path);
+    if (rank == 0) {
+        remove_stale(j->out);
+        if (oc_csv_open_partial(&loss, path, tmp, loss_cols, 2, &st) != 0)
+            die(c, 1, ": ", &st);
+        oc_lost_stream(oc_outfile_fd(&loss.out), j->o.exec.steps); /* an early end marks it */
         print_start(j, world, r->o.first_step);
+    }
     const struct oc_ckpt_hook hook = save_hook();
     const int64_t first = r->o.first_step, end = first + j->o.exec.steps;
     const double tokens = (double)j->o.layout.global_batch * (double)j->o.layout.seq_length;
@@ -170,7 +229,8 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             die(c, c->timed_out ? 3 : 1, c->timed_out ? " " : " failed ", &st);
         double mine[2] = {r->loss_sum, r->step_end_s};
         oc_ctl_set_what(c, "gathering the loss of step %lld", (long long)k + 1);
-        if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0)
+        if (oc_ctl_gather(c, mine, step_info, (int64_t)sizeof mine, 0, &st) != 0 ||
+            oc_out_steps_add(c, a, r, &st) != 0)
             die(c, 3, " ", &st);
         if (rank == 0) {
             double sum = 0, t = 0;
@@ -181,7 +241,14 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             }
             oc_csv_field_i64(&loss, k + 1);
             oc_csv_field_f64(&loss, sum / tokens);
-            oc_csv_end_row(&loss);
+            if (oc_csv_end_row(&loss) != 0) {
+                /* A full disk ends the run now, not after the last step; the
+                 * close removes the partial file and names loss.csv. */
+                oc_lost_stream_done();
+                oc_csv_close(&loss, &st);
+                die(c, 1, ": ", &st);
+            }
+            oc_lost_stream_row();
             char bs[32];
             printf("step %4lld  loss %.6f  %s\n", (long long)k + 1, sum / tokens,
                    oc_fmt_si(bs, sizeof bs, t, "s"));
@@ -192,16 +259,16 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
             die(c, c->timed_out ? 3 : 1, " failed ", &st);
     }
     free(step_info);
-    if (rank == 0 && oc_csv_close(&loss, &st) != 0)
-        die(c, 1, ": ", &st);
+    if (rank == 0)
+        close_loss(c, &loss);
 }
 
 /* After the last step: the measured files, the replica checks, weights.bin. */
 static void write_outputs(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
-                          struct oc_backend *b)
+                          struct oc_out_steps *a, struct oc_backend *b)
 {
     struct oc_status st = {{0}};
-    if (oc_out_measured(c, j, r, b->ops->mem_peak_bytes(b), &st) != 0)
+    if (oc_out_measured(c, j, a, r, b->ops->mem_peak_bytes(b), &st) != 0)
         die(c, c->timed_out ? 3 : 1, ": ", &st);
     int64_t dp_differ = 0, rep_differ = 0;
     double rep_maxdiff = 0;
@@ -310,8 +377,11 @@ static int rank_main(struct oc_ctl *c, void *arg)
     }
     if (lrc != 0)
         die(c, c->timed_out ? 3 : 1, " failed to load a checkpoint: ", &st);
-    train(c, j, &r);
-    write_outputs(c, j, &r, &b);
+    struct oc_out_steps a;
+    oc_out_steps_init(&a, &j->sched, j->o.exec.steps, c->rank);
+    train(c, j, &r, &a);
+    write_outputs(c, j, &r, &a, &b);
+    oc_out_steps_free(&a);
     oc_runner_free(&r);
     b.ops->free_backend(&b);
     return 0;
@@ -413,13 +483,31 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
     return 0;
 }
 
+/* The deadline of one wait (timeout.h), said by rank 0 in one line: from
+ * the prediction of a training run's step (--timeout auto), or as given. */
+static void plan_timeout(struct oc_exec_job *j, int rank)
+{
+    const struct oc_opts *o = &j->o;
+    const int train = !o->exec.calibrate && !o->exec.netbw;
+    oc_timeout_plan(&j->timeout, o->exec.timeout_s, OC_EXEC_MAX_TIMEOUT_S,
+                    train ? &o->model : NULL, &o->layout, &o->topo, o->exec.save_dir != NULL,
+                    o->exec.load_dir != NULL);
+    j->bjob.timeout_s = j->timeout.timeout_s;
+    if (rank != 0)
+        return;
+    char why[512];
+    oc_timeout_describe(&j->timeout, why, sizeof why);
+    printf("timeout: %s\n", why);
+    fflush(stdout);
+}
+
 /* MPI: this process is one rank; rank 0 makes the output folder first and
  * every rank learns the verdict. */
 static int run_mpi(const struct oc_launch *L, struct oc_exec_job *j)
 {
     struct oc_status st = {{0}};
     struct oc_ctl ctl;
-    if (oc_launch_ctl(L, &ctl, j->o.exec.timeout_s, &st) != 0) {
+    if (oc_launch_ctl(L, &ctl, j->timeout.timeout_s, &st) != 0) {
         fprintf(stderr, "ocsim-exec: rank %d: %s\n", L->rank, msg_of(&st));
         oc_launch_abort(L, 1);
     }
@@ -444,7 +532,7 @@ static int run_local(struct oc_exec_job *j, int world)
         fprintf(stderr, "ocsim-exec: %s\n", st.msg);
         return 2;
     }
-    return oc_ctl_local_run(world, j->o.exec.timeout_s, rank_main, j);
+    return oc_ctl_local_run(world, j->timeout.timeout_s, rank_main, j);
 }
 
 int main(int argc, char **argv)
@@ -469,6 +557,8 @@ int main(int argc, char **argv)
     oc_launch_start(&L, &argc, &argv, o->exec.no_mpi, launch->mpi_always);
     /* One BLAS thread: deterministic sums (gpt.h) and one core per rank. */
     openblas_set_num_threads(1);
+    /* A lost rank named, loss.csv marked partial on SIGTERM / SIGINT */
+    oc_lost_handlers_install();
     if (parsed != 0 || o->help) {
         if (L.rank == 0 && parsed != 0)
             fprintf(stderr, "ocsim-exec: %s\n", st.msg);
@@ -495,6 +585,8 @@ int main(int argc, char **argv)
     int rc = check_job(j, name, &L, world, launch, &st);
     if (rc != 0 && L.rank == 0)
         fprintf(stderr, "ocsim-exec: %s\n", msg_of(&st));
+    if (rc == 0)
+        plan_timeout(j, L.rank);
     if (rc == 0)
         rc = L.mpi ? run_mpi(&L, j) : run_local(j, world);
     else

@@ -10,13 +10,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "netbw.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "backends.h" /* the backends' names */
+#include "outfile.h"
 
 int oc_netbw_fabric(const struct oc_topology *base, const struct oc_netbw_result *r,
                     struct oc_topology *out, struct oc_status *st)
@@ -172,9 +172,12 @@ int oc_netbw_write_topology(const char *out_path, const char *base_path,
             "is %.200s.", d ? d : "", d && *d ? " " : "", who);
     sources(section(root, "sources"), &t, base, r, who);
     int rc = 0;
-    if (json_dump_file(root, out_path,
-                       JSON_INDENT(2) | JSON_REAL_PRECISION(10) | JSON_PRESERVE_ORDER) != 0)
-        rc = oc_fail(st, "%s: cannot write: %s", out_path, strerror(errno));
+    /* Whole or not at all (outfile.h): the text as json_dump_file writes it. */
+    char *text =
+        json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(10) | JSON_PRESERVE_ORDER);
+    OC_ASSERT(text);
+    rc = oc_outfile_write_all(out_path, text, strlen(text), st);
+    free(text);
     json_decref(root);
     /* What the simulator will read: the file as oc_topology_load sees it. */
     struct oc_topology back;

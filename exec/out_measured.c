@@ -12,103 +12,114 @@
 #include "ops_csv.h"
 #include "timeline_json.h"
 
-/* Rank 0's copy of every rank's times: all[displs[q] ...] holds rank q's
- * start, end and inner times of every step ((3, steps, n_q)), hw[q *
- * (OC_BUF_COUNT + 1) ...] its memory peaks by buffer kind and the total. */
-struct gathered {
-    double *all, *hw;
-    int64_t *displs;
-};
-
-static void gathered_free(struct gathered *g)
+void oc_out_steps_init(struct oc_out_steps *a, const struct oc_schedule *s, int64_t steps,
+                       int rank)
 {
-    free(g->hw);
-    free(g->all);
-    free(g->displs);
+    memset(a, 0, sizeof *a);
+    a->s = s;
+    a->steps = steps;
+    a->rank = rank;
+    if (rank != 0)
+        return;
+    const int64_t R = s->nranks;
+    a->displs = oc_xmalloc((size_t)R * sizeof *a->displs);
+    int64_t pos = 0;
+    for (int64_t q = 0; q < R; q++) {
+        a->displs[q] = pos;
+        pos += 3 * s->ranks[q].n; /* start, end, inner */
+    }
+    a->all = oc_xmalloc((size_t)pos * sizeof *a->all);
+    a->S = oc_xmalloc((size_t)R * sizeof *a->S);
+    a->E = oc_xmalloc((size_t)R * sizeof *a->E);
+    a->In = oc_xmalloc((size_t)R * sizeof *a->In);
+    for (int64_t q = 0; q < R; q++) {
+        const int64_t nq = s->ranks[q].n;
+        a->S[q] = a->all + a->displs[q];
+        a->E[q] = a->S[q] + nq;
+        a->In[q] = a->S[q] + 2 * nq;
+    }
+    a->mt = oc_xmalloc(sizeof *a->mt);
+    a->one = oc_xmalloc(sizeof *a->one);
+    oc_metrics_init(a->mt, &s->layout);
 }
 
-/* Every rank's op times of every step and memory peaks to rank 0 (g
- * filled on rank 0 only). */
-static int gather(struct oc_ctl *c, const struct oc_schedule *s, int64_t steps,
-                  const struct oc_runner *r, double device_peak, struct gathered *g,
-                  struct oc_status *st)
+void oc_out_steps_free(struct oc_out_steps *a)
 {
-    const int64_t R = s->nranks, n = r->nops;
-    const int64_t per = 3 * steps; /* start, end, inner per op and step */
-    const int tag = 11;
-    double *mine = oc_xmalloc((size_t)(per * n) * sizeof *mine);
-    memcpy(mine, r->start_s, (size_t)(steps * n) * sizeof *mine);
-    memcpy(mine + steps * n, r->end_s, (size_t)(steps * n) * sizeof *mine);
-    memcpy(mine + 2 * steps * n, r->inner_s, (size_t)(steps * n) * sizeof *mine);
-    memset(g, 0, sizeof *g);
-    int rc = 0;
-    oc_ctl_set_what(c, "gathering the op times");
-    if (c->rank == 0) {
-        g->displs = oc_xmalloc((size_t)R * sizeof *g->displs);
-        int64_t pos = 0;
-        for (int64_t q = 0; q < R; q++) {
-            g->displs[q] = pos;
-            pos += per * s->ranks[q].n;
-        }
-        g->all = oc_xmalloc((size_t)pos * sizeof *g->all);
-        memcpy(g->all, mine, (size_t)(per * n) * sizeof *g->all);
-        for (int64_t q = 1; q < R && rc == 0; q++)
-            rc = oc_ctl_recv(c, g->all + g->displs[q],
-                             per * s->ranks[q].n * (int64_t)sizeof *g->all, (int)q, tag, st);
-    } else {
-        rc = oc_ctl_send(c, mine, per * n * (int64_t)sizeof *mine, 0, tag, st);
+    free(a->one);
+    free(a->mt);
+    free(a->In);
+    free(a->E);
+    free(a->S);
+    free(a->all);
+    free(a->displs);
+    memset(a, 0, sizeof *a);
+}
+
+/* mt += one / used: the mean of the steps after the first (all of them
+ * with one step), summed in step order. */
+static void add_to_mean(struct oc_metrics *mt, const struct oc_metrics *one, double used)
+{
+    mt->step_time_s += one->step_time_s / used;
+    for (int64_t k = 0; k < mt->nstages; k++) {
+        struct oc_stage_metrics *a = &mt->stage[k];
+        const struct oc_stage_metrics *b = &one->stage[k];
+        a->compute_s += b->compute_s / used;
+        a->bubble_s += b->bubble_s / used;
+        a->tp_comm_s += b->tp_comm_s / used;
+        a->pp_comm_s += b->pp_comm_s / used;
+        a->dp_comm_s += b->dp_comm_s / used;
+        a->exposed_comm_s += b->exposed_comm_s / used;
     }
+}
+
+int oc_out_steps_add(struct oc_ctl *c, struct oc_out_steps *a, const struct oc_runner *r,
+                     struct oc_status *st)
+{
+    const struct oc_schedule *s = a->s;
+    const int64_t n = r->nops, k = a->seen++;
+    OC_ASSERT(k < a->steps);
+    const int tag = 11;
+    oc_ctl_set_what(c, "gathering the op times of step %lld", (long long)r->step + 1);
+    if (c->rank != 0) {
+        /* start, end and inner times, one message (rank 0 cuts it) */
+        double *mine = oc_xmalloc((size_t)(3 * n) * sizeof *mine);
+        memcpy(mine, r->start_s, (size_t)n * sizeof *mine);
+        memcpy(mine + n, r->end_s, (size_t)n * sizeof *mine);
+        memcpy(mine + 2 * n, r->inner_s, (size_t)n * sizeof *mine);
+        int rc = oc_ctl_send(c, mine, 3 * n * (int64_t)sizeof *mine, 0, tag, st);
+        free(mine);
+        return rc;
+    }
+    memcpy(a->S[0], r->start_s, (size_t)n * sizeof *a->all);
+    memcpy(a->E[0], r->end_s, (size_t)n * sizeof *a->all);
+    memcpy(a->In[0], r->inner_s, (size_t)n * sizeof *a->all);
+    for (int64_t q = 1; q < s->nranks; q++)
+        if (oc_ctl_recv(c, a->S[q], 3 * s->ranks[q].n * (int64_t)sizeof *a->all, (int)q,
+                        tag, st) != 0)
+            return -1;
+    /* Every step's metrics, so that the SEND ends of the last step kept
+     * for ops.csv are arrivals; the first step is left out of the mean
+     * (warm-up) unless it is the only one. The peaks come at the end
+     * (oc_out_measured). */
+    const int64_t first = a->steps > 1 ? 1 : 0;
+    oc_metrics_init(a->one, &s->layout);
+    oc_runner_step_metrics(s, a->S, a->E, a->In, NULL, a->one);
+    if (k >= first)
+        add_to_mean(a->mt, a->one, (double)(a->steps - first));
+    return 0;
+}
+
+/* Every rank's memory peaks by buffer kind and the total (device_peak > 0
+ * replaces the executor's own total) to rank 0's hw[q * (OC_BUF_COUNT +
+ * 1) ...]. */
+static int gather_peaks(struct oc_ctl *c, const struct oc_runner *r, double device_peak,
+                        double *hw, struct oc_status *st)
+{
     double hw_mine[OC_BUF_COUNT + 1];
     memcpy(hw_mine, r->mem_hw_bytes, sizeof r->mem_hw_bytes);
     hw_mine[OC_BUF_COUNT] = device_peak > 0 ? device_peak : r->mem_hw_total_bytes;
-    g->hw = c->rank == 0 ? oc_xmalloc((size_t)R * sizeof hw_mine) : NULL;
     oc_ctl_set_what(c, "gathering the memory peaks");
-    if (rc == 0)
-        rc = oc_ctl_gather(c, hw_mine, g->hw, (int64_t)sizeof hw_mine, 0, st);
-    free(mine);
-    return rc;
-}
-
-/* mt = the step metrics averaged over the steps after the first (all of
- * them with one step); S and E are left pointing at the last step's start
- * and end times of each rank. */
-static void mean_metrics(const struct oc_schedule *s, int64_t steps, const struct gathered *g,
-                         double **S, double **E, struct oc_metrics *mt)
-{
-    const int64_t R = s->nranks;
-    double **In = oc_xmalloc((size_t)R * sizeof *In);
-    double *peak = oc_xmalloc((size_t)R * sizeof *peak);
-    for (int64_t q = 0; q < R; q++)
-        peak[q] = g->hw[q * (OC_BUF_COUNT + 1) + OC_BUF_COUNT];
-    struct oc_metrics *one = oc_xmalloc(sizeof *one);
-    oc_metrics_init(mt, &s->layout);
-    const int64_t first = steps > 1 ? 1 : 0, used = steps - first;
-    for (int64_t k = first; k < steps; k++) {
-        for (int64_t q = 0; q < R; q++) {
-            const int64_t nq = s->ranks[q].n;
-            double *base = g->all + g->displs[q];
-            S[q] = base + k * nq;
-            E[q] = base + steps * nq + k * nq;
-            In[q] = base + 2 * steps * nq + k * nq;
-        }
-        oc_metrics_init(one, &s->layout);
-        oc_runner_step_metrics(s, S, E, In, peak, one);
-        mt->step_time_s += one->step_time_s / (double)used;
-        for (int64_t k2 = 0; k2 < mt->nstages; k2++) {
-            struct oc_stage_metrics *a = &mt->stage[k2];
-            const struct oc_stage_metrics *b = &one->stage[k2];
-            a->compute_s += b->compute_s / (double)used;
-            a->bubble_s += b->bubble_s / (double)used;
-            a->tp_comm_s += b->tp_comm_s / (double)used;
-            a->pp_comm_s += b->pp_comm_s / (double)used;
-            a->dp_comm_s += b->dp_comm_s / (double)used;
-            a->exposed_comm_s += b->exposed_comm_s / (double)used;
-            a->peak_mem_bytes = b->peak_mem_bytes;
-        }
-    }
-    free(one);
-    free(peak);
-    free(In);
+    return oc_ctl_gather(c, hw_mine, hw, (int64_t)sizeof hw_mine, 0, st);
 }
 
 static int write_memory(const char *path, const struct oc_schedule *s,
@@ -191,21 +202,31 @@ static void print_metrics(const struct oc_exec_job *j, const struct oc_metrics *
     oc_metrics_print_stages(stdout, mt);
 }
 
-int oc_out_measured(struct oc_ctl *c, const struct oc_exec_job *j, const struct oc_runner *r,
-                    double device_peak_bytes, struct oc_status *st)
+int oc_out_measured(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_out_steps *a,
+                    const struct oc_runner *r, double device_peak_bytes,
+                    struct oc_status *st)
 {
     const struct oc_schedule *s = &j->sched;
-    const int64_t steps = j->o.exec.steps;
-    struct gathered g;
-    int rc = gather(c, s, steps, r, device_peak_bytes, &g, st);
+    const int64_t R = s->nranks, steps = a->steps;
+    OC_ASSERT(a->seen == steps);
+    double *hw = c->rank == 0 ? oc_xmalloc((size_t)R * (OC_BUF_COUNT + 1) * sizeof *hw)
+                              : NULL;
+    int rc = gather_peaks(c, r, device_peak_bytes, hw, st);
     if (rc != 0 || c->rank != 0) {
-        gathered_free(&g);
+        free(hw);
         return rc;
     }
-    double **S = oc_xmalloc((size_t)s->nranks * sizeof *S);
-    double **E = oc_xmalloc((size_t)s->nranks * sizeof *E);
-    struct oc_metrics *mt = oc_xmalloc(sizeof *mt);
-    mean_metrics(s, steps, &g, S, E, mt);
+    /* The stage peaks of the mean: the last step's metrics again with
+     * every rank's peak (its SEND ends are arrivals already: the same) */
+    double *peak = oc_xmalloc((size_t)R * sizeof *peak);
+    for (int64_t q = 0; q < R; q++)
+        peak[q] = hw[q * (OC_BUF_COUNT + 1) + OC_BUF_COUNT];
+    oc_metrics_init(a->one, &s->layout);
+    oc_runner_step_metrics(s, a->S, a->E, a->In, peak, a->one);
+    free(peak);
+    struct oc_metrics *mt = a->mt;
+    for (int64_t k = 0; k < mt->nstages; k++)
+        mt->stage[k].peak_mem_bytes = a->one->stage[k].peak_mem_bytes;
     oc_metrics_finish(mt, &j->o.model, &j->o.topo);
     char path[4200];
     struct oc_csv csv;
@@ -216,12 +237,9 @@ int oc_out_measured(struct oc_ctl *c, const struct oc_exec_job *j, const struct 
         rc = oc_csv_close(&csv, st);
     }
     if (rc == 0)
-        rc = write_files(j, S, E, g.hw, st);
+        rc = write_files(j, a->S, a->E, hw, st);
     if (rc == 0)
         print_metrics(j, mt, steps > 1 ? steps - 1 : steps, device_peak_bytes > 0);
-    free(mt);
-    free(E);
-    free(S);
-    gathered_free(&g);
+    free(hw);
     return rc;
 }

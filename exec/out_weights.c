@@ -2,12 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "out_weights.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "outfile.h"
 #include "params.h"
 
 /* weights.bin and weights.txt of the whole model (out_weights.h says the
@@ -16,25 +16,31 @@ static int write_weights(const char *dir, const struct oc_params *w, struct oc_s
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/weights.bin", dir);
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    struct oc_outfile of;
+    if (oc_outfile_open(&of, path, st) != 0)
+        return -1;
     int64_t nt = w->nt;
-    int ok = fwrite("OCSIMWT1", 1, 8, f) == 8 && fwrite(&nt, sizeof nt, 1, f) == 1;
+    int ok = oc_outfile_write(&of, "OCSIMWT1", 8, st) == 0 &&
+             oc_outfile_write(&of, &nt, sizeof nt, st) == 0;
     for (int64_t i = 0; ok && i < nt; i++) {
         const struct oc_param_tensor *t = &w->t[i];
         char name[16] = {0};
         snprintf(name, sizeof name, "%s", oc_param_name(t->kind));
         int64_t meta[3] = {t->layer, t->rows, t->cols};
-        ok = fwrite(name, 1, 16, f) == 16 && fwrite(meta, sizeof meta[0], 3, f) == 3;
+        ok = oc_outfile_write(&of, name, 16, st) == 0 &&
+             oc_outfile_write(&of, meta, sizeof meta, st) == 0;
     }
-    ok = ok && fwrite(w->w, sizeof *w->w, (size_t)w->n, f) == (size_t)w->n;
-    if (fclose(f) != 0 || !ok)
-        return oc_fail(st, "%s: write failed", path);
+    ok = ok && oc_outfile_write(&of, w->w, sizeof *w->w * (size_t)w->n, st) == 0;
+    if (!ok) {
+        oc_outfile_abandon(&of);
+        return -1;
+    }
+    if (oc_outfile_commit(&of, st) != 0)
+        return -1;
     snprintf(path, sizeof path, "%s/weights.txt", dir);
-    f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    if (oc_outfile_open(&of, path, st) != 0)
+        return -1;
+    FILE *f = of.f;
     fprintf(f, "# weights.bin: 8 bytes \"OCSIMWT1\", int64 tensor count, per tensor\n"
                "# {char name[16]; int64 layer, rows, cols}, then the fp32 values of\n"
                "# every tensor in this order (row-major, host byte order).\n"
@@ -44,9 +50,7 @@ static int write_weights(const char *dir, const struct oc_params *w, struct oc_s
         fprintf(f, "%s %lld %lld %lld %lld\n", oc_param_name(t->kind), (long long)t->layer,
                 (long long)t->rows, (long long)t->cols, (long long)t->offset);
     }
-    if (fclose(f) != 0)
-        return oc_fail(st, "%s: write failed", path);
-    return 0;
+    return oc_outfile_commit(&of, st);
 }
 
 /* Writes shard tensor t (values src) into whole's tensor of the same name

@@ -136,7 +136,7 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
         r->tied = t - r->p.t;
     }
 
-    const size_t times = (size_t)(o->steps * r->nops);
+    const size_t times = (size_t)r->nops; /* one step's (runner.h) */
     r->start_s = oc_xcalloc(times, sizeof *r->start_s);
     r->end_s = oc_xcalloc(times, sizeof *r->end_s);
     r->inner_s = oc_xcalloc(times, sizeof *r->inner_s);

@@ -11,8 +11,10 @@
  *   if (oc_runner_init(&r, &model, &sched, &backend, &ro, &st) != 0) ...
  *   for (int64_t k = 0; k < 5; k++)
  *       if (oc_runner_step(&r, k, &st) != 0) ...   // st.msg names the op
- *   ... r.start_s / r.end_s / r.inner_s hold every step's op times,
- *       r.loss_sum the step's token losses, r.mem_hw_bytes the peaks ...
+ *   ... after each step r.start_s / r.end_s / r.inner_s hold its op times
+ *       (the next step overwrites them: the runner's memory does not grow
+ *       with the steps), r.loss_sum its token losses, r.mem_hw_bytes the
+ *       peaks ...
  *   oc_runner_free(&r);
  *
  * What it does with each op of its list, in order (grain OC_GRAIN_LAYER):
@@ -90,7 +92,7 @@
 #include "schedule.h"
 
 struct oc_runner_opts {
-    int64_t steps;        /* steps that will be run (sizes the time arrays) */
+    int64_t steps;        /* steps that will be run (checked by the step) */
     int64_t first_step;   /* the global number of the first (0; a resumed
                              run: the checkpoint's step, ckpt.h; may be set
                              in r.o after init, before the first step) */
@@ -159,9 +161,10 @@ struct oc_runner {
     struct oc_gpt_call call;
     int64_t call_op;        /* op index of the part, -1 when none */
 
-    /* Per step: op times in seconds from the step's start (after a
-     * barrier), (steps, nops) each; inner_s is the compute inside a TP
-     * collective op (the part resuming after its all-reduce). */
+    /* The last step's op times in seconds from the step's start (after a
+     * barrier), (nops) each, overwritten by every step; inner_s is the
+     * compute inside a TP collective op (the part resuming after its
+     * all-reduce). */
     double *start_s, *end_s, *inner_s;
     int64_t step;
     double step_end_s;      /* end of the last op of the current step */

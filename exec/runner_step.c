@@ -340,8 +340,8 @@ static void sum_losses(struct oc_runner *r)
 
 int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
 {
-    /* k: the step of this run (the time arrays' row); step: the global
-     * one (data, AdamW's counter), from first_step on a resumed run */
+    /* k: the step of this run; step: the global one (data, AdamW's
+     * counter), from first_step on a resumed run */
     const int64_t k = step - r->o.first_step;
     OC_ASSERT(k >= 0 && k < r->o.steps);
     struct oc_ctl *c = r->ctl;
@@ -370,8 +370,7 @@ int oc_runner_step(struct oc_runner *r, int64_t step, struct oc_status *st)
         for (;;)
             sleep(1000);
 
-    double *S = r->start_s + k * r->nops, *E = r->end_s + k * r->nops;
-    double *I = r->inner_s + k * r->nops;
+    double *S = r->start_s, *E = r->end_s, *I = r->inner_s; /* this step's */
     char desc[160];
     for (int64_t i = 0; i < r->nops; i++) {
         const struct oc_op *op = &r->ops->ops[i];

@@ -73,6 +73,7 @@
 #ifndef OC_COMPARE_H
 #define OC_COMPARE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -118,6 +119,10 @@ struct oc_cmp_metrics {
  * malloc'd (free it), *n its rows. */
 int oc_cmp_metrics_read(const char *path, struct oc_cmp_metrics **out, int64_t *n,
                         struct oc_status *st);
+/* The same from len bytes in memory; `name` stands for the path. */
+int oc_cmp_metrics_read_mem(const char *name, const char *data, size_t len,
+                            struct oc_cmp_metrics **out, int64_t *n,
+                            struct oc_status *st);
 /* Same layout knobs (recompute not included). */
 int oc_cmp_same_layout(const struct oc_cmp_metrics *a, const struct oc_cmp_metrics *b);
 /* The layout of a row as messages and the table name it: "tp2-pp2-dp1-mb1,
@@ -148,6 +153,8 @@ struct oc_cmp_ops {
 /* Reads an ops.csv; kind, phase, part and group must be names that
  * core/schedule.h prints, end_s >= start_s. */
 int oc_cmp_ops_read(const char *path, struct oc_cmp_ops *ops, struct oc_status *st);
+int oc_cmp_ops_read_mem(const char *name, const char *data, size_t len,
+                        struct oc_cmp_ops *ops, struct oc_status *st);
 void oc_cmp_ops_free(struct oc_cmp_ops *ops);
 enum oc_cmp_class oc_cmp_class_of(const struct oc_cmp_op *op);
 /* Mean seconds per rank of each class: sum over the ops / ranks present.

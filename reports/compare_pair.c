@@ -83,18 +83,24 @@ static int64_t aggregate(const struct oc_cmp_ops *ops, struct agg **out)
         int32_t ph = o->phase == OC_PHASE_RECOMPUTE ? OC_PHASE_BWD : o->phase;
         v[n++] = (struct agg){o->stage, o->mb, o->chunk, ph, o->rank, o->dur_s};
     }
-    /* Ranks present per stage. */
-    int32_t maxstage = -1;
-    for (int64_t i = 0; i < n; i++)
-        if (v[i].stage > maxstage)
-            maxstage = v[i].stage;
-    int64_t *ranks = oc_xcalloc((size_t)maxstage + 2, sizeof *ranks);
+    /* Ranks present per stage: (stage, count) pairs in stage order, looked
+     * up by bisection (the stage numbers come from a file: an array indexed
+     * by them would let one row ask for gigabytes). */
     struct agg *sr = oc_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *sr);
     memcpy(sr, v, (size_t)n * sizeof *sr);
     qsort(sr, (size_t)n, sizeof *sr, cmp_stage_rank);
-    for (int64_t i = 0; i < n; i++)
-        if (i == 0 || sr[i].stage != sr[i - 1].stage || sr[i].rank != sr[i - 1].rank)
-            ranks[sr[i].stage]++;
+    int32_t *stage_of = oc_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *stage_of);
+    int64_t *ranks = oc_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *ranks);
+    int64_t ns = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (i > 0 && sr[i].stage == sr[i - 1].stage && sr[i].rank == sr[i - 1].rank)
+            continue;
+        if (ns == 0 || stage_of[ns - 1] != sr[i].stage) {
+            stage_of[ns] = sr[i].stage;
+            ranks[ns++] = 0;
+        }
+        ranks[ns - 1]++;
+    }
     free(sr);
     /* Sum per key. */
     qsort(v, (size_t)n, sizeof *v, cmp_agg);
@@ -105,8 +111,19 @@ static int64_t aggregate(const struct oc_cmp_ops *ops, struct agg **out)
         else
             v[k++] = v[i];
     }
-    for (int64_t i = 0; i < k; i++)
-        v[i].dur_s /= (double)ranks[v[i].stage];
+    for (int64_t i = 0; i < k; i++) {
+        int64_t lo = 0, hi = ns - 1; /* every key's stage is among them */
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (stage_of[mid] < v[i].stage)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        OC_ASSERT(ns > 0 && stage_of[lo] == v[i].stage);
+        v[i].dur_s /= (double)ranks[lo];
+    }
+    free(stage_of);
     free(ranks);
     *out = v;
     return k;

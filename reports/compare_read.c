@@ -141,13 +141,20 @@ static int check_names(const struct oc_csv_table *t, int64_t r, const int *kc,
                    bad_s ? "gpipe, 1f1b, interleaved" : "none, selective, full");
 }
 
-int oc_cmp_metrics_read(const char *path, struct oc_cmp_metrics **out, int64_t *n,
-                        struct oc_status *st)
+/* The table of a file (data NULL) or of len bytes in memory named path. */
+static int read_table(const char *path, const char *data, size_t len,
+                      struct oc_csv_table *t, struct oc_status *st)
+{
+    return data ? oc_csv_read_mem(path, data, len, t, st) : oc_csv_read(path, t, st);
+}
+
+static int metrics_read(const char *path, const char *data, size_t len,
+                        struct oc_cmp_metrics **out, int64_t *n, struct oc_status *st)
 {
     *out = NULL;
     *n = 0;
     struct oc_csv_table t;
-    if (oc_csv_read(path, &t, st) != 0)
+    if (read_table(path, data, len, &t, st) != 0)
         return -1;
     int kc[K_N], mc[OC_CMP_NMETRICS];
     for (int k = 0; k < K_N; k++)
@@ -197,6 +204,19 @@ int oc_cmp_metrics_read(const char *path, struct oc_cmp_metrics **out, int64_t *
 fail:
     oc_csv_table_free(&t);
     return -1;
+}
+
+int oc_cmp_metrics_read(const char *path, struct oc_cmp_metrics **out, int64_t *n,
+                        struct oc_status *st)
+{
+    return metrics_read(path, NULL, 0, out, n, st);
+}
+
+int oc_cmp_metrics_read_mem(const char *name, const char *data, size_t len,
+                            struct oc_cmp_metrics **out, int64_t *n,
+                            struct oc_status *st)
+{
+    return metrics_read(name, data ? data : "", len, out, n, st);
 }
 
 int oc_cmp_same_layout(const struct oc_cmp_metrics *a, const struct oc_cmp_metrics *b)
@@ -280,11 +300,12 @@ static int ops_enum(const struct oc_csv_table *t, int64_t r, int col,
     return 0;
 }
 
-int oc_cmp_ops_read(const char *path, struct oc_cmp_ops *ops, struct oc_status *st)
+static int ops_read(const char *path, const char *data, size_t len,
+                    struct oc_cmp_ops *ops, struct oc_status *st)
 {
     memset(ops, 0, sizeof *ops);
     struct oc_csv_table t;
-    if (oc_csv_read(path, &t, st) != 0)
+    if (read_table(path, data, len, &t, st) != 0)
         return -1;
     int c[C_N];
     for (int k = 0; k < C_N; k++)
@@ -346,6 +367,17 @@ fail:
     free(v);
     oc_csv_table_free(&t);
     return -1;
+}
+
+int oc_cmp_ops_read(const char *path, struct oc_cmp_ops *ops, struct oc_status *st)
+{
+    return ops_read(path, NULL, 0, ops, st);
+}
+
+int oc_cmp_ops_read_mem(const char *name, const char *data, size_t len,
+                        struct oc_cmp_ops *ops, struct oc_status *st)
+{
+    return ops_read(name, data ? data : "", len, ops, st);
 }
 
 void oc_cmp_ops_free(struct oc_cmp_ops *ops)

@@ -148,9 +148,10 @@ int oc_compare_write_csv(const char *path, const struct oc_compare *c,
                                        "within"};
     char line[2 * OC_MSG_MAX + 64];
     /* The '#' lines first (as csv_table.h's files), then the table. */
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    struct oc_csv csv;
+    if (oc_csv_open_bare(&csv, path, st) != 0)
+        return -1;
+    FILE *f = csv.f;
     fprintf(f, "# predicted: %s%s%s\n", c->pred_metrics, c->pred_ops[0] ? " " : "",
             c->pred_ops);
     fprintf(f, "# measured: %s%s%s\n", c->meas_metrics, c->meas_ops[0] ? " " : "",
@@ -160,13 +161,7 @@ int oc_compare_write_csv(const char *path, const struct oc_compare *c,
             c->tolerance_pct);
     pairing_text(c, line, sizeof line);
     fprintf(f, "# pairing: %s\n", line);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return oc_fail(st, "%s: writing failed", path);
-    struct oc_csv csv;
-    if (oc_csv_open_append(&csv, path, 5, st) != 0)
-        return -1;
-    oc_csv_write_header(csv.f, cols, 5);
+    oc_csv_header(&csv, cols, 5);
     for (int i = 0; i < c->nrows; i++) {
         const struct oc_cmp_row *r = &c->rows[i];
         oc_csv_field_str(&csv, r->name);
@@ -208,7 +203,8 @@ static int scatter_dat(const char *dir, const struct oc_compare *c, struct scatt
     const struct oc_cmp_pairs *p = &c->pairs;
     memset(sc, 0, sizeof *sc);
     sc->lo = INFINITY;
-    FILE *f = oc_gp_open(dir, "scatter.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "scatter.dat", st);
     if (!f)
         return -1;
     char pt[OC_MSG_MAX];
@@ -241,7 +237,7 @@ static int scatter_dat(const char *dir, const struct oc_compare *c, struct scatt
             sc->hi = fmax(sc->hi, fmax(q->pred_s, q->meas_s));
         }
     }
-    return oc_gp_close(f, dir, "scatter.dat", st);
+    return oc_gp_close(&of, st);
 }
 
 /* scatter.gp: log-log on a decade-aligned square around the data, y = x,
@@ -250,7 +246,8 @@ static int scatter_gp(const char *dir, const struct oc_compare *c, const struct 
                       const struct oc_plot_opts *po, struct oc_status *st)
 {
     const struct oc_cmp_pairs *p = &c->pairs;
-    FILE *f = oc_gp_open(dir, "scatter.gp", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "scatter.gp", st);
     if (!f)
         return -1;
     const int w = po->width_px, h = po->height_px > 0 ? po->height_px : 700;
@@ -295,7 +292,7 @@ static int scatter_gp(const char *dir, const struct oc_compare *c, const struct 
                     sc->block_of[k], class_colour[k], oc_cmp_class_name((enum oc_cmp_class)k));
     fputc('\n', f);
     oc_gp_script_end(f, "scatter", w, h);
-    return oc_gp_close(f, dir, "scatter.gp", st);
+    return oc_gp_close(&of, st);
 }
 
 int oc_compare_plot(const char *dir, const struct oc_compare *c,

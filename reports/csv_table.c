@@ -2,7 +2,6 @@
 #include "csv_table.h"
 
 #include <csv.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
@@ -31,29 +30,41 @@ void oc_csv_write_header(FILE *f, const char *const *cols, int ncols)
     fputc('\n', f);
 }
 
-int oc_csv_open(struct oc_csv *c, const char *path, const char *const *cols,
-                int ncols, struct oc_status *st)
+int oc_csv_open_bare(struct oc_csv *c, const char *path, struct oc_status *st)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
-    c->f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!c->f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
-    c->ncols = ncols;
-    oc_csv_write_header(c->f, cols, ncols);
-    fflush(c->f);
+    if (oc_outfile_open(&c->out, path, st) != 0)
+        return -1;
+    c->f = c->out.f;
     return 0;
 }
 
-int oc_csv_open_append(struct oc_csv *c, const char *path, int ncols,
-                       struct oc_status *st)
+void oc_csv_header(struct oc_csv *c, const char *const *cols, int ncols)
+{
+    c->cols = cols;
+    c->ncols = ncols;
+    oc_csv_write_header(c->f, cols, ncols);
+}
+
+int oc_csv_open(struct oc_csv *c, const char *path, const char *const *cols,
+                int ncols, struct oc_status *st)
+{
+    if (oc_csv_open_bare(c, path, st) != 0)
+        return -1;
+    oc_csv_header(c, cols, ncols);
+    oc_outfile_check(&c->out, NULL);
+    return 0;
+}
+
+int oc_csv_open_partial(struct oc_csv *c, const char *path, const char *partial,
+                        const char *const *cols, int ncols, struct oc_status *st)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->path, sizeof c->path, "%s", path);
-    c->f = fopen(path, "a");
-    if (!c->f)
-        return oc_fail(st, "%s: cannot append: %s", path, strerror(errno));
-    c->ncols = ncols;
+    if (oc_outfile_open_partial(&c->out, path, partial, st) != 0)
+        return -1;
+    c->f = c->out.f;
+    oc_csv_header(c, cols, ncols);
+    oc_outfile_check(&c->out, NULL);
     return 0;
 }
 
@@ -85,18 +96,29 @@ int oc_csv_end_row(struct oc_csv *c)
     OC_ASSERT(c->col == c->ncols);
     fputc('\n', c->f);
     c->col = 0;
-    return fflush(c->f) == 0 ? 0 : -1;
+    return oc_outfile_check(&c->out, NULL);
+}
+
+int oc_csv_restart(struct oc_csv *c, struct oc_status *st)
+{
+    OC_ASSERT(c->f && c->cols && c->col == 0);
+    if (oc_outfile_rewind(&c->out, st) != 0)
+        return -1;
+    oc_csv_write_header(c->f, c->cols, c->ncols);
+    return 0;
 }
 
 int oc_csv_close(struct oc_csv *c, struct oc_status *st)
 {
-    int rc = 0;
-    if (c->f && c->f != stdout) {
-        if (ferror(c->f) | fclose(c->f))
-            rc = oc_fail(st, "%s: write failed", c->path);
-    } else if (c->f) {
-        fflush(c->f);
-    }
+    if (!c->f)
+        return 0;
     c->f = NULL;
-    return rc;
+    return oc_outfile_commit(&c->out, st);
+}
+
+void oc_csv_abandon(struct oc_csv *c)
+{
+    if (c->f)
+        oc_outfile_abandon(&c->out);
+    c->f = NULL;
 }

@@ -320,7 +320,8 @@ static void gantt_row(struct grow *g, const struct oc_timeline *tl, int64_t r)
  * c->present and c->nlabels. */
 static int chart_dat(const char *dir, struct chart *c, struct oc_status *st)
 {
-    FILE *f = oc_gp_open(dir, "pipeline.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "pipeline.dat", st);
     if (!f)
         return -1;
     fprintf(f,
@@ -347,7 +348,7 @@ static int chart_dat(const char *dir, struct chart *c, struct oc_status *st)
     memcpy(c->present, g.present, sizeof c->present);
     free(g.tp);
     free(g.lab);
-    return oc_gp_close(f, dir, "pipeline.dat", st);
+    return oc_gp_close(&of, st);
 }
 
 /* The y axis: one tic per drawn stage, naming the rank drawn. */
@@ -389,7 +390,8 @@ static int chart_gp(const char *dir, const struct chart *c, const struct oc_plot
         h = po->height_px;
     if (h > 4000)
         h = 4000;
-    FILE *f = oc_gp_open(dir, "pipeline.gp", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "pipeline.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "pipeline", "Gantt chart of one step, one row per pipeline stage",
@@ -425,7 +427,7 @@ static int chart_gp(const char *dir, const struct chart *c, const struct oc_plot
                     gantt_title[k]);
     fputc('\n', f);
     oc_gp_script_end(f, "pipeline", po->width_px, h);
-    return oc_gp_close(f, dir, "pipeline.gp", st);
+    return oc_gp_close(&of, st);
 }
 
 int oc_plot_pipeline(const char *dir, const struct oc_timeline *tl,

@@ -104,6 +104,16 @@ struct sweep_in {
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The caller's note (an interrupted sweep) under every sweep plot. */
+static void sweep_note(FILE *f, const struct sweep_in *in)
+{
+    if (!in->o->note || !in->o->note[0])
+        return;
+    fputs("set label 99 ", f);
+    oc_gp_str(f, in->o->note);
+    fprintf(f, " at screen 0.01, screen 0.02 left font \",10\" tc rgb '%s'\n", OC_GP_REJ);
+}
+
 /* throughput: the top_n that fit, best first, as horizontal bars. */
 static int plot_throughput(const char *dir, const struct sweep_in *in, int *written,
                            struct oc_status *st)
@@ -112,7 +122,8 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
     *written = 0;
     if (k == 0)
         return 0;
-    FILE *f = oc_gp_open(dir, "throughput.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "throughput.dat", st);
     if (!f)
         return -1;
     fprintf(f, "# throughput.dat: tokens/s of the layouts that fit, best first\n"
@@ -130,17 +141,18 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
         if (m->tokens_per_s > vmax)
             vmax = m->tokens_per_s;
     }
-    if (oc_gp_close(f, dir, "throughput.dat", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
 
     int h = in->o->height_px;
     if (k > 30) /* keep about 20 px per bar */
         h = (int)(120 + 20 * k);
-    f = oc_gp_open(dir, "throughput.gp", st);
+    f = oc_gp_open(&of, dir, "throughput.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "throughput", "tokens per second per layout, best first", "ocsim",
                        in->o->width_px, h);
+    sweep_note(f, in);
     fprintf(f,
             "set title \"Throughput: the %lld best of %lld layouts that fit in memory "
             "(%lld simulated)\"\n"
@@ -158,7 +170,7 @@ static int plot_throughput(const char *dir, const struct sweep_in *in, int *writ
             (long long)k, (long long)in->nfit, (long long)in->n, vmax * 1.18,
             (long long)k, OC_GP_FWD);
     oc_gp_script_end(f, "throughput", in->o->width_px, h);
-    if (oc_gp_close(f, dir, "throughput.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;
@@ -205,7 +217,8 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
         free(oom);
         return 0;
     }
-    FILE *f = oc_gp_open(dir, "memory.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "memory.dat", st);
     if (!f) {
         free(oom);
         return -1;
@@ -243,14 +256,15 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
         fprintf(f, " %.9g %d %s %ld\n", r.bytes, r.fits, r.source, oc_gp_rgb(r.color));
     }
     free(oom);
-    if (oc_gp_close(f, dir, "memory.dat", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
 
-    f = oc_gp_open(dir, "memory.gp", st);
+    f = oc_gp_open(&of, dir, "memory.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "memory", "peak memory per GPU per layout against the device",
                        "ocsim", in->o->width_px, in->o->height_px);
+    sweep_note(f, in);
     char capb[32];
     fprintf(f,
             "set title \"Peak memory per GPU (worst pipeline stage): %lld simulated, "
@@ -278,7 +292,7 @@ static int plot_memory(const char *dir, const struct sweep_in *in, int *written,
                     key_color[i], key_title[i]);
     fputc('\n', f);
     oc_gp_script_end(f, "memory", in->o->width_px, in->o->height_px);
-    if (oc_gp_close(f, dir, "memory.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;
@@ -292,7 +306,8 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
     *written = 0;
     if (k == 0)
         return 0;
-    FILE *f = oc_gp_open(dir, "breakdown.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "breakdown.dat", st);
     if (!f)
         return -1;
     /* Definitions in core/metrics.h: compute_s and exposed_comm_s are means
@@ -316,13 +331,14 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
         fprintf(f, " %.9g %.9g %.9g %.9g %.9g\n", m->compute_s, bub, m->exposed_comm_s,
                 other, m->step_time_s);
     }
-    if (oc_gp_close(f, dir, "breakdown.dat", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
-    f = oc_gp_open(dir, "breakdown.gp", st);
+    f = oc_gp_open(&of, dir, "breakdown.gp", st);
     if (!f)
         return -1;
     oc_gp_script_begin(f, "breakdown", "where the step time goes, per layout", "ocsim",
                        in->o->width_px, in->o->height_px);
+    sweep_note(f, in);
     fprintf(f,
             "set title \"Step time per GPU: compute, bubble, exposed communication, other "
             "(the %lld best layouts)\"\n"
@@ -344,7 +360,7 @@ static int plot_breakdown(const char *dir, const struct sweep_in *in, int *writt
             (long long)k, smax * 1.3, (long long)k - 1, OC_GP_FWD, OC_GP_BUBBLE, OC_GP_PP,
             OC_GP_RECOMP);
     oc_gp_script_end(f, "breakdown", in->o->width_px, in->o->height_px);
-    if (oc_gp_close(f, dir, "breakdown.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;
@@ -393,7 +409,8 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
         free(g);
         return 0;
     }
-    FILE *f = oc_gp_open(dir, "bubble.dat", st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "bubble.dat", st);
     if (!f) {
         free(g);
         return -1;
@@ -415,17 +432,18 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
             fputc('\n', f);
         }
     }
-    if (oc_gp_close(f, dir, "bubble.dat", st) != 0) {
+    if (oc_gp_close(&of, st) != 0) {
         free(g);
         return -1;
     }
-    f = oc_gp_open(dir, "bubble.gp", st);
+    f = oc_gp_open(&of, dir, "bubble.gp", st);
     if (!f) {
         free(g);
         return -1;
     }
     oc_gp_script_begin(f, "bubble", "pipeline bubble fraction against micro-batches per step",
                        "ocsim", in->o->width_px, in->o->height_px);
+    sweep_note(f, in);
     fprintf(f,
             "set title \"Pipeline bubble: simulated (points) and (p-1)/(v*m+p-1) "
             "(lines, Narayanan et al. 2021)\"\n"
@@ -457,7 +475,7 @@ static int plot_bubble(const char *dir, const struct sweep_in *in, int *written,
     fputc('\n', f);
     oc_gp_script_end(f, "bubble", in->o->width_px, in->o->height_px);
     free(g);
-    if (oc_gp_close(f, dir, "bubble.gp", st) != 0)
+    if (oc_gp_close(&of, st) != 0)
         return -1;
     *written = 1;
     return 0;

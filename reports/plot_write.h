@@ -7,10 +7,11 @@
  * plots.h), nor a plotting library: each writer composes its own script.
  *
  *   oc_gp_remove(dir, "memory");                  // stale memory.{gp,dat,png,svg}
- *   FILE *f = oc_gp_open(dir, "memory.dat", st);  // NULL: st->msg
+ *   struct oc_outfile of;
+ *   FILE *f = oc_gp_open(&of, dir, "memory.dat", st);  // NULL: st->msg
  *   fprintf(f, "1 ");  oc_gp_str(f, "tp8-pp8-dp1");  fprintf(f, " %ld\n", oc_gp_rgb(OC_GP_FITS));
- *   if (oc_gp_close(f, dir, "memory.dat", st) != 0) ...
- *   f = oc_gp_open(dir, "memory.gp", st);
+ *   if (oc_gp_close(&of, st) != 0) ...        // memory.dat appears, whole
+ *   f = oc_gp_open(&of, dir, "memory.gp", st);
  *   oc_gp_script_begin(f, "memory", "peak memory per GPU", "ocsim", 1200, 700);
  *   ...set and plot lines...
  *   oc_gp_script_end(f, "memory", 1200, 700);
@@ -21,6 +22,7 @@
 #include <stdio.h>
 
 #include "layout.h"
+#include "outfile.h"
 #include "plots.h"
 #include "status.h"
 
@@ -42,10 +44,13 @@
 /* "#rrggbb" as the integer gnuplot's `lc rgb variable` reads from a column. */
 long oc_gp_rgb(const char *hex);
 
-/* dir/name opened for writing; NULL with st->msg "PATH: cannot write: ...". */
-FILE *oc_gp_open(const char *dir, const char *name, struct oc_status *st);
-/* Closes f; -1 with st->msg "DIR/NAME: writing failed" on any write error. */
-int oc_gp_close(FILE *f, const char *dir, const char *name, struct oc_status *st);
+/* dir/name opened for writing, whole or not at all (core/outfile.h): the
+ * stream, or NULL with st->msg "PATH: cannot write: ...". */
+FILE *oc_gp_open(struct oc_outfile *of, const char *dir, const char *name,
+                 struct oc_status *st);
+/* Puts the file under its name; -1 with st->msg "DIR/NAME: cannot write:
+ * REASON" on any write error, and no file. */
+int oc_gp_close(struct oc_outfile *of, struct oc_status *st);
 /* Removes NAME.{gp,dat,png,svg} left by an earlier run, so that what is in
  * the folder afterwards is what this run made. */
 void oc_gp_remove(const char *dir, const char *name);

@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,22 +30,17 @@ long oc_gp_rgb(const char *hex) { return strtol(hex + 1, NULL, 16); }
 /* ------------------------------------------------------------------ */
 /* Files                                                                */
 
-FILE *oc_gp_open(const char *dir, const char *name, struct oc_status *st)
+FILE *oc_gp_open(struct oc_outfile *of, const char *dir, const char *name,
+                 struct oc_status *st)
 {
-    char path[4096];
+    char path[OC_OUTFILE_PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
-    return f;
+    return oc_outfile_open(of, path, st) == 0 ? of->f : NULL;
 }
 
-int oc_gp_close(FILE *f, const char *dir, const char *name, struct oc_status *st)
+int oc_gp_close(struct oc_outfile *of, struct oc_status *st)
 {
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return oc_fail(st, "%s/%s: writing failed", dir, name);
-    return 0;
+    return oc_outfile_commit(of, st);
 }
 
 void oc_gp_remove(const char *dir, const char *name)
@@ -127,6 +125,168 @@ static void log_tail(const char *dir, char *out, size_t n)
     fclose(f);
 }
 
+/* Each script renders in a folder of its own beside the outputs,
+ * DIR/.NAME.render.PID.tmp, holding a link to NAME.dat; gnuplot runs there
+ * on ../NAME.gp and writes NAME.png and NAME.svg into it. Only images that
+ * are complete are then renamed into DIR (outfile.h's publish), so a
+ * failed render leaves no image, not even an empty one. The check is what
+ * tells: gnuplot exits 0 when its images could not be written (on a full
+ * disk it leaves a PNG cut at a page boundary and an empty SVG). */
+struct render {
+    const char *dir, *prog, *name;
+    int log_fd;
+    char tmp[OC_OUTFILE_PATH_MAX];
+};
+
+static const char *const image_ext[] = {"png", "svg"};
+
+/* A PNG ends with its IEND chunk (length 0, "IEND", CRC AE 42 60 82: PNG
+ * spec, sec. 11.2.5); gnuplot's SVG ends with "</svg>" and a newline.
+ * Returns 1 complete, 0 cut short, -1 absent; *bytes its size. */
+static int image_complete(const char *path, int png, long *bytes)
+{
+    static const unsigned char iend[12] = {0, 0, 0, 0, 'I', 'E', 'N', 'D',
+                                           0xAE, 0x42, 0x60, 0x82};
+    FILE *f = fopen(path, "rb");
+    *bytes = 0;
+    if (!f)
+        return -1;
+    unsigned char tail[16];
+    size_t n = 0;
+    if (fseek(f, 0, SEEK_END) == 0 && (*bytes = ftell(f)) >= (long)sizeof tail &&
+        fseek(f, -(long)sizeof tail, SEEK_END) == 0)
+        n = fread(tail, 1, sizeof tail, f);
+    fclose(f);
+    if (n != sizeof tail)
+        return 0;
+    if (png)
+        return memcmp(tail + 4, iend, sizeof iend) == 0;
+    size_t k = n;
+    while (k > 0 && (tail[k - 1] == '\n' || tail[k - 1] == '\r' || tail[k - 1] == ' '))
+        k--;
+    return k >= 6 && memcmp(tail + k - 6, "</svg>", 6) == 0;
+}
+
+static void render_cleanup(const struct render *r)
+{
+    char p[OC_OUTFILE_PATH_MAX + 64];
+    static const char *const ext[] = {"dat", "png", "svg"};
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s.%s", r->tmp, r->name, ext[i]);
+        unlink(p);
+    }
+    rmdir(r->tmp);
+}
+
+/* The folder and its link to NAME.dat (a symbolic link, else a hard link). */
+static int render_prepare(struct render *r, struct oc_status *st)
+{
+    snprintf(r->tmp, sizeof r->tmp, "%s/.%s.render.%ld.tmp", r->dir, r->name, (long)getpid());
+    render_cleanup(r); /* a crashed run of this pid's */
+    if (mkdir(r->tmp, 0777) != 0)
+        return oc_fail(st, "%s: cannot create folder: %s", r->tmp, strerror(errno));
+    char dat[OC_OUTFILE_PATH_MAX + 64], rel[300], link_path[OC_OUTFILE_PATH_MAX + 64];
+    snprintf(rel, sizeof rel, "../%s.dat", r->name);
+    snprintf(dat, sizeof dat, "%s/%s.dat", r->dir, r->name);
+    snprintf(link_path, sizeof link_path, "%s/%s.dat", r->tmp, r->name);
+    if (symlink(rel, link_path) != 0 && link(dat, link_path) != 0) {
+        const int e = errno;
+        render_cleanup(r);
+        return oc_fail(st, "%s: cannot link %s there: %s", r->tmp, dat, strerror(e));
+    }
+    return 0;
+}
+
+/* Why an image is cut short: the disk or the file size limit, as far as
+ * can be told afterwards. */
+static void cut_reason(const char *dir, long bytes, char *out, size_t n)
+{
+    struct statvfs vs;
+    struct rlimit rl;
+    if (statvfs(dir, &vs) == 0 && vs.f_bavail == 0)
+        snprintf(out, n, "%s (gnuplot's image stops at %ld bytes)", strerror(ENOSPC), bytes);
+    else if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+             (rlim_t)bytes >= rl.rlim_cur)
+        snprintf(out, n, "%s (gnuplot's image stops at %ld bytes)", strerror(EFBIG), bytes);
+    else
+        snprintf(out, n, "gnuplot's image is incomplete (%ld bytes; see gnuplot.log)", bytes);
+}
+
+/* After gnuplot succeeded: both images complete are published; one cut
+ * short is an error (-1), one missing a warning (1). */
+static int render_publish(struct render *r, struct oc_status *st)
+{
+    char tmp[2][OC_OUTFILE_PATH_MAX + 64], dst[2][OC_OUTFILE_PATH_MAX + 64];
+    for (int i = 0; i < 2; i++) {
+        snprintf(tmp[i], sizeof tmp[i], "%s/%s.%s", r->tmp, r->name, image_ext[i]);
+        snprintf(dst[i], sizeof dst[i], "%s/%s.%s", r->dir, r->name, image_ext[i]);
+        long bytes;
+        int ok = image_complete(tmp[i], i == 0, &bytes);
+        if (ok < 0) {
+            oc_fail(st, "plots not rendered: %s made no %s.%s; see %s/gnuplot.log", r->prog,
+                    r->name, image_ext[i], r->dir);
+            return 1;
+        }
+        if (ok == 0) {
+            char why[200];
+            cut_reason(r->tmp, bytes, why, sizeof why);
+            return oc_fail(st, "%s: cannot write: %s", dst[i], why);
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (oc_outfile_publish(tmp[i], dst[i], st) != 0)
+            return -1;
+    return 0;
+}
+
+/* One `gnuplot ../NAME.gp` in r->tmp: 0, 1 (a warning in st) or -1. */
+static int render_one(struct render *r, struct oc_status *st)
+{
+    if (render_prepare(r, st) != 0)
+        return -1;
+    char script[300];
+    snprintf(script, sizeof script, "../%s.gp", r->name);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        oc_fail(st, "plots not rendered: cannot start %s: %s; the scripts and data are in %s",
+                r->prog, strerror(errno), r->dir);
+        render_cleanup(r);
+        return 1;
+    }
+    if (pid == 0) {
+        /* Child: the render folder as working directory (the scripts use
+         * relative names), gnuplot's output into the log. */
+        if (chdir(r->tmp) != 0)
+            _exit(126);
+        dup2(r->log_fd, STDOUT_FILENO);
+        dup2(r->log_fd, STDERR_FILENO);
+        execlp(r->prog, r->prog, script, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    int rc = 1;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        rc = render_publish(r, st);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+        oc_fail(st, "plots not rendered: '%s' was not found (install gnuplot, or set "
+                    "OCSIM_GNUPLOT); the scripts and data are in %s: run "
+                    "`gnuplot NAME.gp` there",
+                r->prog, r->dir);
+    } else {
+        char tail[256];
+        log_tail(r->dir, tail, sizeof tail);
+        oc_fail(st, "plots not rendered: %s %s.gp failed (%s %d)%s%s; see %s/gnuplot.log",
+                r->prog, r->name, WIFEXITED(status) ? "exit" : "signal",
+                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                tail[0] ? ": " : "", tail, r->dir);
+    }
+    render_cleanup(r);
+    return rc;
+}
+
 int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
                    const char *const *names, int n, struct oc_status *st)
 {
@@ -135,55 +295,18 @@ int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
     const char *prog = o->gnuplot ? o->gnuplot : getenv("OCSIM_GNUPLOT");
     if (!prog || !prog[0])
         prog = "gnuplot";
-    char log_path[4096];
+    char log_path[OC_OUTFILE_PATH_MAX + 16];
     snprintf(log_path, sizeof log_path, "%s/gnuplot.log", dir);
-    int lf = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int lf = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (lf < 0) {
         oc_fail(st, "plots not rendered: %s: cannot write: %s", log_path, strerror(errno));
         return 1;
     }
-    int failed = 0;
-    for (int i = 0; i < n && !failed; i++) {
-        char script[256];
-        snprintf(script, sizeof script, "%s.gp", names[i]);
-        fflush(NULL);
-        pid_t pid = fork();
-        if (pid < 0) {
-            oc_fail(st, "cannot start %s: %s; the scripts and data are in %s", prog,
-                    strerror(errno), dir);
-            failed = 1;
-            break;
-        }
-        if (pid == 0) {
-            /* Child: the folder as working directory (the scripts use
-             * relative names), gnuplot's output into the log. */
-            if (chdir(dir) != 0)
-                _exit(126);
-            dup2(lf, STDOUT_FILENO);
-            dup2(lf, STDERR_FILENO);
-            execlp(prog, prog, script, (char *)NULL);
-            _exit(127);
-        }
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-            continue;
-        failed = 1;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-            oc_fail(st, "plots not rendered: '%s' was not found (install gnuplot, or set "
-                        "OCSIM_GNUPLOT); the scripts and data are in %s: run "
-                        "`gnuplot NAME.gp` there",
-                    prog, dir);
-        } else {
-            char tail[256];
-            log_tail(dir, tail, sizeof tail);
-            oc_fail(st, "plots not rendered: %s %s failed (%s %d)%s%s; see %s",
-                    prog, script, WIFEXITED(status) ? "exit" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-                    tail[0] ? ": " : "", tail, log_path);
-        }
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        struct render r = {.dir = dir, .prog = prog, .name = names[i], .log_fd = lf};
+        rc = render_one(&r, st);
     }
     close(lf);
-    return failed ? 1 : 0;
+    return rc;
 }

@@ -46,10 +46,15 @@
  * plot_write.h), plot_sweep.c (the sweep plots and oc_report_rank),
  * plot_pipeline.c (the Gantt chart).
  *
+ * Every file is written whole or not at all (core/outfile.h); the images
+ * are rendered into a temporary folder and renamed into place only when
+ * complete (plots.c), so a failed render leaves no image.
+ *
  * Return values: 0 scripts, data and images written; 1 scripts and data
  * written but not rendered (gnuplot missing or failing: st->msg is one
- * line for a warning); -1 nothing usable (the folder or a file could not be
- * written: st->msg).
+ * line for a warning); -1 a file could not be written (the folder, a
+ * script, data, or an image cut short by a full disk: st->msg names it and
+ * why).
  */
 #ifndef OC_PLOTS_H
 #define OC_PLOTS_H
@@ -93,6 +98,9 @@ struct oc_plot_opts {
     int top_n;           /* layouts per sweep plot, >= 1 */
     int width_px, height_px;
     const char *title;   /* pipeline plot title; NULL: made from the layout */
+    const char *note;    /* sweep plots: a line in red at the bottom left (an
+                            interrupted sweep's "N of M layouts simulated");
+                            NULL: none */
 };
 #define OC_PLOT_OPTS_DEFAULT                                                   \
     ((struct oc_plot_opts){.gnuplot = NULL, .no_render = 0, .top_n = 30,       \
@@ -103,9 +111,11 @@ int oc_plot_sweep(const char *dir, const struct oc_metrics *mt, int64_t n,
                   const struct oc_plot_opts *o, struct oc_status *st);
 
 /* Runs `gnuplot NAME.gp` in `dir` for each name, one after another (each
- * run takes about 0.1 s), gnuplot's output into dir/gnuplot.log. Returns 0,
- * or 1 with st->msg when gnuplot is missing or a script failed (the scripts
- * and data stay). Also used by reports/compare_report.c. */
+ * run takes about 0.1 s), gnuplot's output into dir/gnuplot.log. Returns 0;
+ * 1 with st->msg when gnuplot is missing or a script failed (the scripts
+ * and data stay, no image); -1 with st->msg naming the image when gnuplot's
+ * image came out cut short (a full disk). Also used by
+ * reports/compare_report.c. */
 int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
                    const char *const *names, int n, struct oc_status *st);
 

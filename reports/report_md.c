@@ -15,6 +15,7 @@
 #include "closed_form.h"
 #include "format.h"
 #include "layout.h"
+#include "outfile.h"
 #include "paths.h" /* oc_mkdir_p */
 #include "placement.h"
 #include "schedule.h"
@@ -391,7 +392,7 @@ static int file_exists(const char *dir, const char *name)
 }
 
 static void md_setup(FILE *f, const struct oc_report_ctx *c, int64_t n, int64_t nfit,
-                     int64_t nrej)
+                     int64_t nrej, int64_t failed)
 {
     char a[32], b[32], d[32];
     fputs("## Setup\n\n| | |\n|---|---|\n", f);
@@ -425,9 +426,17 @@ static void md_setup(FILE *f, const struct oc_report_ctx *c, int64_t n, int64_t 
             (long long)c->global_batch, (long long)c->seq_length,
             si(d, sizeof d, (double)c->global_batch * (double)c->seq_length, ""));
     fprintf(f, "| Method | %s |\n", c->method ? c->method : "simulated");
-    fprintf(f, "| Layouts | %lld candidates: %lld simulated (%lld fit in memory), %lld "
-               "rejected before simulation",
-            (long long)(n + nrej), (long long)n, (long long)nfit, (long long)nrej);
+    if (failed == 0 && c->pending == 0)
+        fprintf(f, "| Layouts | %lld candidates: %lld simulated (%lld fit in memory), %lld "
+                   "rejected before simulation",
+                (long long)(n + nrej), (long long)n, (long long)nfit, (long long)nrej);
+    else
+        fprintf(f, "| Layouts | %lld candidates: %lld simulated (%lld fit in memory), %lld "
+                   "failed in simulation, %lld rejected before simulation",
+                (long long)(n + nrej + c->pending), (long long)n, (long long)nfit,
+                (long long)failed, (long long)(nrej - failed));
+    if (c->pending > 0)
+        fprintf(f, ", %lld not simulated (interrupted)", (long long)c->pending);
     if (c->wall_s > 0)
         fprintf(f, "; sweep took %s", si(a, sizeof a, c->wall_s, "s"));
     fputs(" |\n\n", f);
@@ -497,6 +506,97 @@ static void md_rejected(FILE *f, const struct oc_rejected_layout *rej, int64_t n
         }
     }
     fputc('\n', f);
+}
+
+/* A failure's reason class: the message without the "simulation failed: "
+ * that sweep.csv puts first, up to its first ": " (what comes after is the
+ * quoted detail: SimGrid's line, the actors that never finished), and a
+ * deadlock without its time. */
+static void failure_class(const char *reason, char *cls, size_t n)
+{
+    static const char prefix[] = "simulation failed: ";
+    if (strncmp(reason, prefix, sizeof prefix - 1) == 0)
+        reason += sizeof prefix - 1;
+    if (strncmp(reason, "simulation deadlocked", 21) == 0) {
+        snprintf(cls, n, "simulation deadlocked");
+        return;
+    }
+    const char *colon = strstr(reason, ": ");
+    size_t k = colon ? (size_t)(colon - reason) : strlen(reason);
+    snprintf(cls, n, "%.*s", (int)(k < 100 ? k : 100), reason);
+}
+
+int64_t oc_report_failures(char *buf, size_t n, const struct oc_rejected_layout *rej,
+                           int64_t nrej, int64_t attempted, int markdown)
+{
+    enum { CLASSES = 4 };
+    char cls[CLASSES][128], c[128];
+    int64_t count[CLASSES] = {0}, total = 0, other = 0;
+    int ncls = 0;
+    const struct oc_rejected_layout *first = NULL;
+    for (int64_t i = 0; i < nrej; i++) {
+        if (rej[i].kind != OC_REJECT_FAILED)
+            continue;
+        if (!first)
+            first = &rej[i];
+        total++;
+        failure_class(rej[i].reason, c, sizeof c);
+        int k = 0;
+        while (k < ncls && strcmp(cls[k], c) != 0)
+            k++;
+        if (k == ncls && ncls < CLASSES)
+            snprintf(cls[ncls++], sizeof cls[0], "%s", c);
+        if (k < ncls)
+            count[k]++;
+        else
+            other++;
+    }
+    if (n > 0)
+        buf[0] = '\0';
+    if (total == 0)
+        return 0;
+    struct sb b = {buf, n, 0};
+    sb_add(&b, "%lld of %lld simulation%s failed (", (long long)total, (long long)attempted,
+           attempted == 1 ? "" : "s");
+    for (int k = 0; k < ncls; k++)
+        sb_add(&b, "%s%lld x %s", k ? "; " : "", (long long)count[k], cls[k]);
+    if (other)
+        sb_add(&b, "; %lld x other reasons", (long long)other);
+    char lay[96];
+    oc_layout_format(&first->layout, lay, sizeof lay);
+    static const char prefix[] = "simulation failed: ";
+    const char *why = first->reason;
+    if (strncmp(why, prefix, sizeof prefix - 1) == 0)
+        why += sizeof prefix - 1;
+    const char *q = markdown ? "`" : "";
+    sb_add(&b, "); the first, %s%s%s: %s", q, lay, q, why);
+    return total;
+}
+
+/* At the top of an interrupted sweep's report, or one where simulations
+ * failed: what the tables below do not hold. */
+static void md_status(FILE *f, const struct oc_report_ctx *c, int64_t n,
+                      const struct oc_rejected_layout *rej, int64_t nrej)
+{
+    int64_t failed = 0, before = 0;
+    for (int64_t i = 0; i < nrej; i++) {
+        failed += rej[i].kind == OC_REJECT_FAILED;
+        before += rej[i].kind != OC_REJECT_FAILED;
+    }
+    if (c->interrupted_by)
+        fprintf(f, "**Interrupted by %s: %lld of %lld layouts simulated.** The tables and "
+                   "plots below hold those and the %lld rejected before simulation; the "
+                   "other %lld were not simulated. The same command with `--resume` "
+                   "finishes the sweep.\n\n",
+                c->interrupted_by, (long long)(n + failed), (long long)(n + failed + c->pending),
+                (long long)before, (long long)c->pending);
+    char *text = oc_xmalloc(2048);
+    if (oc_report_failures(text, 2048, rej, nrej, n + failed, 1) > 0)
+        fprintf(f, "**Simulations failed:** %s. The ranking holds the layouts whose "
+                   "simulation ended; the failed ones are listed with their reasons under "
+                   "Rejected layouts and in the table.\n\n",
+                text);
+    free(text);
 }
 
 static void md_plots(FILE *f, const char *dir, int no_plots, const char *warning)
@@ -588,9 +688,10 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
 
     char path[4096];
     snprintf(path, sizeof path, "%s/report.md", out_dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write: %s", path, strerror(errno));
+    struct oc_outfile of;
+    if (oc_outfile_open(&of, path, st) != 0)
+        return -1;
+    FILE *f = of.f;
     int64_t nfit;
     int64_t *order = ranked(mt, n, &nfit);
 
@@ -598,7 +699,11 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
             (long long)ctx->cards, ctx->topo ? ctx->topo->device.name : "GPU");
     if (ctx->command_line)
         fprintf(f, "Command:\n\n```\n%s\n```\n\n", ctx->command_line);
-    md_setup(f, ctx, n, nfit, nrej);
+    md_status(f, ctx, n, rej, nrej);
+    int64_t failed = 0;
+    for (int64_t i = 0; i < nrej; i++)
+        failed += rej[i].kind == OC_REJECT_FAILED;
+    md_setup(f, ctx, n, nfit, nrej, failed);
     if (n > 0)
         md_table(f, mt, n, order, nfit, ctx);
 
@@ -620,9 +725,8 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
     md_plots(f, out_dir, ctx->no_plots, warning);
     md_scope(f);
     free(order);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad)
-        return oc_fail(st, "%s: writing failed", path);
+    if (oc_outfile_commit(&of, st) != 0)
+        return -1;
     if (plot_rc > 0) {
         oc_fail(st, "%s", warning); /* a warning: report.md is complete */
         return 1;

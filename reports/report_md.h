@@ -16,7 +16,8 @@
  * candidates that were not simulated (plots.h: struct oc_rejected_layout;
  * oc_reject_kind_of turns a reason line into its class).
  *
- * report.md holds: the command, the model, cluster and batch, the ranked
+ * report.md holds: the command, a note when the sweep was interrupted or
+ * simulations failed (oc_report_failures), the model, cluster and batch, the ranked
  * table (oc_report_rank: fitting layouts first, by tokens/s), the chosen
  * layout and why it beats the runner-up (oc_report_explain), the rejected
  * layouts by class with examples, the plots (plots.h) and what the
@@ -48,6 +49,12 @@ struct oc_report_ctx {
     const struct oc_plot_opts *plot; /* NULL: OC_PLOT_OPTS_DEFAULT */
     int no_plots;                  /* 1: no plots, none embedded */
     double wall_s;                 /* sweep wall time; <= 0: not reported */
+    /* A sweep stopped by a signal: its name ("SIGINT"), and how many
+     * layouts it left unsimulated; the report then says so at the top
+     * ("N of M simulated") and the plots carry the same note. NULL: the
+     * sweep ran to its end. */
+    const char *interrupted_by;
+    int64_t pending;
 };
 
 /* Writes the plots (oc_plot_sweep) and report.md into out_dir (created if
@@ -56,6 +63,17 @@ struct oc_report_ctx {
 int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
                      const struct oc_rejected_layout *rej, int64_t nrej,
                      const struct oc_report_ctx *ctx, struct oc_status *st);
+
+/* The simulations that failed among rej (OC_REJECT_FAILED) in one line
+ * into buf: how many of `attempted`, the count by reason (a reason is the
+ * message up to its first ": ", the quoted detail after it left out), and
+ * the first failed layout in rej's order with its whole reason:
+ *   "2 of 42 simulations failed (2 x simulation crashed (signal 9, Killed));
+ *    the first, tp2-pp2-dp2-mb1-1f1b: simulation crashed (signal 9, Killed)"
+ * Layout names in `backticks` when markdown. Returns the count; 0 leaves
+ * buf empty. */
+int64_t oc_report_failures(char *buf, size_t n, const struct oc_rejected_layout *rej,
+                           int64_t nrej, int64_t attempted, int markdown);
 
 /* The ranked table in fixed-width columns with SI units, the `top` best
  * (top < 1: all), then a line saying how many more there are:

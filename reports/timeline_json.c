@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "outfile.h"
 
 /* ------------------------------------------------------------------ */
 /* Names                                                                */
@@ -442,18 +443,19 @@ int oc_timeline_json_write(const char *path, const struct oc_timeline *tl,
                            const struct oc_trace_opts *opts,
                            struct oc_trace_stats *stats, struct oc_status *st)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return oc_fail(st, "%s: cannot write the trace: %s", path, strerror(errno));
+    struct oc_outfile of;
+    if (oc_outfile_open(&of, path, st) != 0)
+        return -1;
     /* Full buffering in large blocks: one fprintf per event stays cheap. */
-    setvbuf(f, NULL, _IOFBF, 1 << 16);
-    int rc = oc_timeline_json_fwrite(f, tl, l, opts, stats, st);
-    if (fclose(f) != 0 && rc == 0)
-        return oc_fail(st, "%s: writing the trace failed: %s", path, strerror(errno));
+    setvbuf(of.f, NULL, _IOFBF, 1 << 16);
+    int rc = oc_timeline_json_fwrite(of.f, tl, l, opts, stats, st);
+    if (rc != 0 && ferror(of.f)) /* a write failed: the commit names the reason */
+        return oc_outfile_commit(&of, st);
     if (rc != 0) {
         char msg[OC_MSG_MAX];
         snprintf(msg, sizeof msg, "%s", st ? st->msg : "");
+        oc_outfile_abandon(&of);
         return oc_fail(st, "%s: %s", path, msg);
     }
-    return 0;
+    return oc_outfile_commit(&of, st);
 }

@@ -260,7 +260,10 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
         return r;
     }
     int rc = oc_sim_platform_write_xml(f, t, cards, st);
-    if (fclose(f) != 0 && rc == 0)
+    /* A private file SimGrid reads at once, not an output (outfile.h): its
+     * writes are checked (ferror is sticky), then it is removed. */
+    const int bad = ferror(f);
+    if ((fclose(f) != 0 || bad) && rc == 0)
         rc = oc_fail(st, "%s: cannot write: %s", file, strerror(errno));
     if (rc == 0) {
         struct sigaction sa, old_sa;

@@ -129,6 +129,35 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     return rc;
 }
 
+/* Starts the engine on the generated (or user's) platform for `cards`
+ * cards with the user's cfg, and network/optim:Full unless the user sets
+ * it: SimGrid 3.32's default lazy update lets flows that were matched
+ * while their sender waited elsewhere ignore the sharing of a link (8
+ * equal flows through one NIC each got the whole NIC); the full update
+ * shares them as max-min says. */
+static int engine_start(const struct oc_topology *t, int64_t cards,
+                        const struct oc_replay_opts *o, struct oc_status *st)
+{
+    if (o->n_cfg < 0 || (o->n_cfg > 0 && !o->cfg))
+        return oc_fail(st, "replay: %" PRId64 " cfg strings but no array", o->n_cfg);
+    const char **cfg = oc_xmalloc((size_t)(o->n_cfg + 1) * sizeof *cfg);
+    int64_t ncfg = 0, user_optim = 0;
+    for (int64_t i = 0; i < o->n_cfg; i++) {
+        const char *kv = strncmp(o->cfg[i], "--cfg=", 6) == 0 ? o->cfg[i] + 6 : o->cfg[i];
+        user_optim |= strncmp(kv, "network/optim:", 14) == 0;
+    }
+    if (!user_optim)
+        cfg[ncfg++] = "network/optim:Full";
+    for (int64_t i = 0; i < o->n_cfg; i++)
+        cfg[ncfg++] = o->cfg[i];
+    struct oc_sim_engine_opts eo = {.topo = t, .cards = cards,
+                                    .platform_file = o->platform_file,
+                                    .cfg = cfg, .n_cfg = ncfg, .log = o->log};
+    int rc = oc_sim_engine_init(&eo, st);
+    free(cfg);
+    return rc;
+}
+
 int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
                   const struct oc_layout *l, const struct oc_replay_opts *o,
                   struct oc_metrics *out, struct oc_schedule *sched_out,
@@ -169,29 +198,8 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.copts.reduce_Bps = oc_cost_mem_Bps(t);
 
     /* The engine first: a bad platform file or --cfg fails before the
-     * schedule is built. network/optim:Full unless the user sets it:
-     * SimGrid 3.32's default lazy update lets flows that were matched while
-     * their sender waited elsewhere ignore the sharing of a link (8 equal
-     * flows through one NIC each got the whole NIC); the full update
-     * shares them as max-min says. */
-    if (o->n_cfg < 0 || (o->n_cfg > 0 && !o->cfg))
-        return oc_fail(st, "replay: %" PRId64 " cfg strings but no array", o->n_cfg);
-    const char **cfg = oc_xmalloc((size_t)(o->n_cfg + 1) * sizeof *cfg);
-    int64_t ncfg = 0, user_optim = 0;
-    for (int64_t i = 0; i < o->n_cfg; i++) {
-        const char *kv = strncmp(o->cfg[i], "--cfg=", 6) == 0 ? o->cfg[i] + 6 : o->cfg[i];
-        user_optim |= strncmp(kv, "network/optim:", 14) == 0;
-    }
-    if (!user_optim)
-        cfg[ncfg++] = "network/optim:Full";
-    for (int64_t i = 0; i < o->n_cfg; i++)
-        cfg[ncfg++] = o->cfg[i];
-    struct oc_sim_engine_opts eo = {.topo = t, .cards = world,
-                                    .platform_file = o->platform_file,
-                                    .cfg = cfg, .n_cfg = ncfg, .log = o->log};
-    int erc = oc_sim_engine_init(&eo, st);
-    free(cfg);
-    if (erc != 0)
+     * schedule is built. */
+    if (engine_start(t, world, o, st) != 0)
         return -1;
     R.plat = oc_sim_engine_platform();
     OC_ASSERT(R.plat && R.plat->cards == world);
@@ -216,6 +224,31 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
 }
 
 /* ---- forked ------------------------------------------------------------ */
+
+struct check_job {
+    const struct oc_topology *t;
+    int64_t cards;
+    const struct oc_replay_opts *o;
+};
+
+static int check_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    (void)out;
+    const struct check_job *j = arg;
+    return engine_start(j->t, j->cards, j->o, st);
+}
+
+int oc_replay_check_forked(const struct oc_topology *t, int64_t cards,
+                           const struct oc_replay_opts *o, struct oc_status *st)
+{
+    OC_ASSERT(t && cards > 0);
+    const struct oc_replay_opts defaults = {0};
+    struct check_job j = {t, cards, o ? o : &defaults};
+    struct oc_sim_buf buf = {0};
+    int rc = oc_sim_fork_run(check_child, &j, NULL, &buf, st);
+    oc_sim_buf_free(&buf);
+    return rc;
+}
 
 struct fork_job {
     const struct oc_model *m;

@@ -169,4 +169,14 @@ int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
                          struct oc_metrics *out, double wall_limit_s,
                          struct oc_status *st);
 
+/* Starts SimGrid in a forked child exactly as oc_replay_run would for
+ * `cards` cards (the platform file or the generated platform, the user's
+ * cfg), loads the platform and simulates nothing: what only SimGrid can
+ * judge (a --cfg key or value it does not know, a platform file it cannot
+ * parse) fails here with SimGrid's line, before a sweep starts hundreds of
+ * simulations that would each fail the same way. Returns 0 or -1 with
+ * st->msg. */
+int oc_replay_check_forked(const struct oc_topology *t, int64_t cards,
+                           const struct oc_replay_opts *o, struct oc_status *st);
+
 #endif

@@ -7,17 +7,25 @@
  * closes the job pipe, and polls the result pipes. None of these processes
  * starts SimGrid (the grandchildren do), so the log category ocsim_sweep
  * (see engine.h) gets $OCSIM_LOG through oc_sim_log_setup: the workers
- * started, each layout's result, at DEBUG. */
+ * started, each layout's result, at DEBUG.
+ *
+ * Every worker leads a process group of its own, which its simulation
+ * child joins: one kill(-pid, SIGKILL) ends both. */
 #define _POSIX_C_SOURCE 200809L
 #include "sweep.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "engine.h" /* oc_sim_log_setup */
 #include "sim_log.h"
@@ -63,26 +71,252 @@ static size_t read_all(int fd, void *p, size_t n)
     return got;
 }
 
+/* The test hooks of sweep.h, read once in the parent. */
+struct hooks {
+    long delay_ms;
+    int32_t *kill;  /* (nkill) layout indices */
+    int nkill;
+};
+
+static void hooks_read(struct hooks *h)
+{
+    memset(h, 0, sizeof *h);
+    const char *d = getenv("OCSIM_TEST_SWEEP_DELAY_MS");
+    if (d && d[0])
+        h->delay_ms = strtol(d, NULL, 10);
+    const char *k = getenv("OCSIM_TEST_SWEEP_KILL");
+    if (!k || !k[0])
+        return;
+    h->kill = oc_xcalloc(strlen(k) + 1, sizeof *h->kill);
+    char *end = NULL;
+    for (;;) {
+        long v = strtol(k, &end, 10);
+        if (end == k)
+            break;
+        h->kill[h->nkill++] = (int32_t)v;
+        if (*end != ',')
+            break;
+        k = end + 1;
+    }
+}
+
+static int hook_kills(const struct hooks *h, int32_t idx)
+{
+    for (int i = 0; i < h->nkill; i++)
+        if (h->kill[i] == idx)
+            return 1;
+    return 0;
+}
+
+/* OCSIM_TEST_SWEEP_KILL's simulation: it dies as the OOM killer's would. */
+static int die_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    (void)arg;
+    (void)out;
+    (void)st;
+    raise(SIGKILL);
+    return -1;
+}
+
+static void simulate_one(struct record *r, int32_t idx, const struct oc_layout *layouts,
+                         const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_sweep_opts *o, const struct hooks *h)
+{
+    struct oc_status st = {{0}};
+    if (h->delay_ms > 0) {
+        struct timespec ts = {h->delay_ms / 1000, (h->delay_ms % 1000) * 1000000L};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+    if (hook_kills(h, idx)) {
+        struct oc_sim_buf b = {0};
+        r->ok = oc_sim_fork_run(die_child, NULL, NULL, &b, &st) == 0;
+        oc_sim_buf_free(&b);
+    } else {
+        r->ok = oc_replay_run_forked(m, t, &layouts[idx], &o->replay, &r->mt,
+                                     o->wall_limit_s, &st) == 0;
+    }
+    if (!r->ok)
+        snprintf(r->err, sizeof r->err, "%s", st.msg);
+}
+
 static void worker(int job_fd, int res_fd, const struct oc_layout *layouts,
                    const struct oc_model *m, const struct oc_topology *t,
-                   const struct oc_sweep_opts *o)
+                   const struct oc_sweep_opts *o, const struct hooks *h)
 {
     struct record *r = oc_xmalloc(sizeof *r);
     int32_t idx;
     while (read_all(job_fd, &idx, sizeof idx) == sizeof idx) {
         memset(r, 0, sizeof *r);
         r->index = idx;
-        struct oc_status st = {{0}};
-        r->ok = oc_replay_run_forked(m, t, &layouts[idx], &o->replay, &r->mt,
-                                     o->wall_limit_s, &st) == 0;
-        if (!r->ok)
-            snprintf(r->err, sizeof r->err, "%s", st.msg);
+        simulate_one(r, idx, layouts, m, t, o, h);
         XBT_DEBUG("worker %ld: layout %d %s%s%s", (long)getpid(), (int)idx,
                   r->ok ? "simulated" : "failed", r->ok ? "" : ": ", r->ok ? "" : r->err);
         if (write_all(res_fd, r, sizeof *r) != 0)
             break;
     }
     free(r);
+}
+
+/* In a worker, before it simulates anything: its own process group (a
+ * terminal's Ctrl-C reaches the caller alone, and the caller's kill of the
+ * group reaches the simulation too), the default actions of the signals
+ * the caller may handle, and death with the parent. */
+static void worker_detach(pid_t parent)
+{
+    setpgid(0, 0);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+    if (getppid() != parent) /* the parent died before prctl */
+        _exit(1);
+}
+
+static void reap(pid_t pid)
+{
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* The processes of a sweep: the workers (each a process group) and the
+ * feeder of the job pipe (-1: none). */
+struct procs {
+    pid_t *pids;
+    struct pollfd *fds; /* result pipes, then the stop descriptor */
+    int started;
+    pid_t feeder;
+};
+
+/* Ends every process of the sweep: kills each worker's group (the worker
+ * and its simulation; after a normal end they are gone or leaving) and
+ * the feeder while they are unreaped (so no pid was reused), reaps them,
+ * then the orphaned simulations this process adopted as subreaper (a
+ * worker that died leaves its child to us). */
+static void procs_end(struct procs *p)
+{
+    for (int w = 0; w < p->started; w++)
+        kill(-p->pids[w], SIGKILL);
+    if (p->feeder > 0)
+        kill(p->feeder, SIGKILL);
+    for (int w = 0; w < p->started; w++)
+        reap(p->pids[w]);
+    if (p->feeder > 0)
+        reap(p->feeder);
+    for (int w = 0; w < p->started; w++)
+        while (waitpid(-p->pids[w], NULL, 0) > 0 || errno == EINTR)
+            ;
+}
+
+/* Forks the workers (up to `jobs`) on job_pipe[0]. Returns 0, or -1 with
+ * st->msg (the ones started are in p). */
+static int start_workers(struct procs *p, int jobs, int job_pipe[2],
+                         const struct oc_layout *layouts, const struct oc_model *m,
+                         const struct oc_topology *t, const struct oc_sweep_opts *o,
+                         const struct hooks *h, struct oc_status *st)
+{
+    const pid_t parent = getpid();
+    fflush(NULL); /* children must not flush our buffered output again */
+    for (; p->started < jobs; p->started++) {
+        int res[2];
+        if (pipe(res) != 0)
+            return oc_fail(st, "cannot create a pipe for the sweep: %s", strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0) {
+            close(res[0]);
+            close(res[1]);
+            return oc_fail(st, "cannot fork a sweep worker: %s", strerror(errno));
+        }
+        if (pid == 0) {
+            worker_detach(parent);
+            close(job_pipe[1]);
+            close(res[0]);
+            for (int k = 0; k < p->started; k++)
+                close(p->fds[k].fd);
+            worker(job_pipe[0], res[1], layouts, m, t, o, h);
+            _exit(0);
+        }
+        setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
+        close(res[1]);
+        XBT_DEBUG("worker %d started: pid %ld", p->started, (long)pid);
+        p->pids[p->started] = pid;
+        p->fds[p->started].fd = res[0];
+        p->fds[p->started].events = POLLIN;
+    }
+    return 0;
+}
+
+/* Writes the indices 0..n-1 to the job pipe and closes it; in a feeder
+ * child (detached as a worker is) when they could fill the pipe (64 KiB =
+ * 16 Ki indices) before the workers drain it. */
+static void feed(struct procs *p, int job_fd, int64_t n)
+{
+    const pid_t parent = getpid();
+    if ((size_t)n * sizeof(int32_t) <= 65536) {
+        for (int32_t i = 0; i < (int32_t)n; i++)
+            write_all(job_fd, &i, sizeof i);
+    } else if ((p->feeder = fork()) == 0) {
+        worker_detach(parent);
+        for (int32_t i = 0; i < (int32_t)n; i++)
+            if (write_all(job_fd, &i, sizeof i) != 0)
+                break;
+        _exit(0);
+    }
+    close(job_fd);
+}
+
+/* Reads results until every worker closed its pipe, or the stop
+ * descriptor (p->fds[p->started], fd -1: none) became readable. Returns 0,
+ * 1 when stopped, -1 with st->msg; *received counts the results. */
+static int collect(struct procs *p, const struct oc_sweep_opts *o, int64_t *received,
+                   struct oc_status *st)
+{
+    struct record *r = oc_xmalloc(sizeof *r);
+    struct pollfd *stop = &p->fds[p->started];
+    int open_fds = p->started, rc = 0;
+    while (open_fds > 0 && rc == 0) {
+        int k = poll(p->fds, (nfds_t)p->started + 1, -1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            rc = oc_fail(st, "sweep: poll failed: %s", strerror(errno));
+            break;
+        }
+        /* The stop first: no result is taken after it, so what the caller
+         * reports as finished is what it had when the signal came. */
+        if (stop->fd >= 0 && (stop->revents & (POLLIN | POLLHUP | POLLERR))) {
+            XBT_DEBUG("sweep stopped after %lld results", (long long)*received);
+            rc = 1;
+            break;
+        }
+        for (int w = 0; w < p->started; w++) {
+            if (p->fds[w].fd < 0 || !(p->fds[w].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            size_t got = read_all(p->fds[w].fd, r, sizeof *r);
+            if (got == sizeof *r) {
+                ++*received;
+                if (o->on_done)
+                    o->on_done(o->ctx, r->index, r->ok ? &r->mt : NULL,
+                               r->ok ? NULL : r->err);
+                continue;
+            }
+            close(p->fds[w].fd);
+            p->fds[w].fd = -1;
+            open_fds--;
+        }
+    }
+    free(r);
+    return rc;
+}
+
+/* Is the stop descriptor readable already (a signal before the start)? */
+static int stop_pending(const int *stop_fd)
+{
+    if (!stop_fd)
+        return 0;
+    struct pollfd pf = {*stop_fd, POLLIN, 0};
+    return poll(&pf, 1, 0) > 0;
 }
 
 int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
@@ -93,6 +327,8 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
         return 0;
     if (n > INT32_MAX)
         return oc_fail(st, "too many layouts to sweep (%lld)", (long long)n);
+    if (stop_pending(o->stop_fd))
+        return 1;
     int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1)
         jobs = 1;
@@ -106,91 +342,37 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     int job_pipe[2];
     if (pipe(job_pipe) != 0)
         return oc_fail(st, "cannot create a pipe for the sweep: %s", strerror(errno));
-    pid_t *pids = oc_xcalloc((size_t)jobs, sizeof *pids);
-    struct pollfd *fds = oc_xcalloc((size_t)jobs, sizeof *fds);
-    int started = 0, rc = 0;
-    fflush(NULL); /* children must not flush our buffered output again */
-    for (; started < jobs; started++) {
-        int res[2];
-        if (pipe(res) != 0) {
-            rc = oc_fail(st, "cannot create a pipe for the sweep: %s", strerror(errno));
-            break;
-        }
-        pid_t pid = fork();
-        if (pid < 0) {
-            close(res[0]);
-            close(res[1]);
-            rc = oc_fail(st, "cannot fork a sweep worker: %s", strerror(errno));
-            break;
-        }
-        if (pid == 0) {
-            close(job_pipe[1]);
-            close(res[0]);
-            for (int k = 0; k < started; k++)
-                close(fds[k].fd);
-            worker(job_pipe[0], res[1], layouts, m, t, o);
-            _exit(0);
-        }
-        close(res[1]);
-        XBT_DEBUG("worker %d started: pid %ld", started, (long)pid);
-        pids[started] = pid;
-        fds[started].fd = res[0];
-        fds[started].events = POLLIN;
-    }
+#ifdef __linux__
+    int was_subreaper = 0;
+    prctl(PR_GET_CHILD_SUBREAPER, &was_subreaper);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+#endif
+    struct hooks h;
+    hooks_read(&h);
+    struct procs p = {oc_xcalloc((size_t)jobs, sizeof *p.pids),
+                      oc_xcalloc((size_t)jobs + 1, sizeof *p.fds), 0, -1};
+    int rc = start_workers(&p, jobs, job_pipe, layouts, m, t, o, &h, st);
     close(job_pipe[0]);
+    if (rc == 0)
+        feed(&p, job_pipe[1], n);
+    else
+        close(job_pipe[1]);
 
-    /* The indices go in a writer child when they could fill the pipe
-     * (64 KiB = 16 Ki indices) before the workers drain it. */
-    pid_t feeder = -1;
-    if (rc == 0) {
-        if ((size_t)n * sizeof(int32_t) <= 65536) {
-            for (int32_t i = 0; i < (int32_t)n; i++)
-                write_all(job_pipe[1], &i, sizeof i);
-        } else if ((feeder = fork()) == 0) {
-            for (int32_t i = 0; i < (int32_t)n; i++)
-                if (write_all(job_pipe[1], &i, sizeof i) != 0)
-                    break;
-            _exit(0);
-        }
-    }
-    close(job_pipe[1]);
-
-    struct record *r = oc_xmalloc(sizeof *r);
-    int open_fds = started;
+    p.fds[p.started].fd = o->stop_fd ? *o->stop_fd : -1;
+    p.fds[p.started].events = POLLIN;
     int64_t received = 0;
-    while (open_fds > 0) {
-        int k = poll(fds, (nfds_t)started, -1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            rc = oc_fail(st, "sweep: poll failed: %s", strerror(errno));
-            break;
-        }
-        for (int w = 0; w < started; w++) {
-            if (fds[w].fd < 0 || !(fds[w].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            size_t got = read_all(fds[w].fd, r, sizeof *r);
-            if (got == sizeof *r) {
-                received++;
-                if (o->on_done)
-                    o->on_done(o->ctx, r->index, r->ok ? &r->mt : NULL,
-                               r->ok ? NULL : r->err);
-                continue;
-            }
-            close(fds[w].fd);
-            fds[w].fd = -1;
-            open_fds--;
-        }
-    }
-    free(r);
-    for (int w = 0; w < started; w++)
-        while (waitpid(pids[w], NULL, 0) < 0 && errno == EINTR)
-            ;
-    if (feeder > 0)
-        while (waitpid(feeder, NULL, 0) < 0 && errno == EINTR)
-            ;
-    free(pids);
-    free(fds);
+    if (rc == 0)
+        rc = collect(&p, o, &received, st);
+    for (int w = 0; w < p.started; w++)
+        if (p.fds[w].fd >= 0)
+            close(p.fds[w].fd);
+    procs_end(&p);
+#ifdef __linux__
+    prctl(PR_SET_CHILD_SUBREAPER, was_subreaper);
+#endif
+    free(p.pids);
+    free(p.fds);
+    free(h.kill);
     if (rc == 0 && received != n)
         rc = oc_fail(st, "sweep: %lld of %lld layouts came back (a worker died)",
                      (long long)received, (long long)n);

@@ -11,6 +11,26 @@
  * Workers: `jobs` processes, each taking the next layout index from a
  * shared pipe and running it in a fresh child (oc_replay_run_forked); the
  * parent collects results with poll(2) in finishing order.
+ *
+ * Stopping: with opts.stop_fd, the sweep stops as soon as that descriptor
+ * becomes readable (the read end of a pipe a SIGINT/SIGTERM handler writes
+ * a byte to: a flag alone could be set just before poll sleeps). It then
+ * kills every worker and its simulation (SIGKILL to the worker's process
+ * group), reaps them all, and returns 1; the results handed to on_done
+ * before are the sweep's finished part, nothing after. Each worker has a
+ * process group of its own, so a Ctrl-C at the terminal reaches only the
+ * caller, which decides; and on Linux a worker dies with its parent
+ * (PR_SET_PDEATHSIG) and the caller reaps the orphaned simulations
+ * (PR_SET_CHILD_SUBREAPER, for the sweep's duration): no zombies, no
+ * SimGrid left running.
+ *
+ * Test hooks (environment, read by oc_sweep_run; for the tests of an
+ * interrupted or failing sweep, tests/sweep_interrupt.sh):
+ *   OCSIM_TEST_SWEEP_DELAY_MS=N  every simulation starts N ms late, so
+ *                                that a sweep is surely mid-run;
+ *   OCSIM_TEST_SWEEP_KILL=I,J    the simulations of layouts I and J (0-based
+ *                                indices into `layouts`) die by SIGKILL, as
+ *                                a child the kernel's OOM killer took.
  */
 #ifndef OC_SIM_SWEEP_H
 #define OC_SIM_SWEEP_H
@@ -35,10 +55,12 @@ struct oc_sweep_opts {
     struct oc_replay_opts replay;
     oc_sweep_done_fn on_done;
     void *ctx;
+    const int *stop_fd;           /* readable: stop (see above); NULL: never */
 };
 
 /* Returns 0 when every layout was attempted (some may have failed: see
- * on_done), -1 with st->msg when the sweep itself could not run. */
+ * on_done), 1 when stop_fd stopped it (every process it started is gone),
+ * -1 with st->msg when the sweep itself could not run. */
 int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
                  const struct oc_model *m, const struct oc_topology *t,
                  const struct oc_sweep_opts *o, struct oc_status *st);

@@ -143,7 +143,8 @@ refused cuda '^ocsim-exec: --backend cuda(: no CUDA device is visible| is not bu
   --layout tp1-pp1-dp1 --backend cuda
 
 # A rank that hangs: the others time out (--timeout 3), name themselves and
-# the op, and the job ends; loss.csv (its header) stays readable. (The
+# the op, and the job ends; loss.csv.partial (its header) stays readable,
+# marked: no step completed. (The
 # layout runs sequence parallelism: the first op waited in may be a TP
 # reduce-scatter.)
 start=$(date +%s)
@@ -153,7 +154,9 @@ rc=$?
 took=$(($(date +%s) - start))
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$took" -le 15 ] &&
    grep -Eq '^ocsim-exec: rank [0-9]+ timed out after 3 s in op [0-9]+ \((recv|allreduce|allgather|reducescatter|send|wait).*\) of step 1' "$tmp/hang.log" &&
-   [ "$(head -1 "$tmp/hang/loss.csv")" = "step,loss" ]; then
+   [ "$(head -1 "$tmp/hang/loss.csv.partial")" = "step,loss" ] &&
+   grep -q '^# partial: 0 of 3 steps completed; rank [0-9]* timed out after 3 s' \
+     "$tmp/hang/loss.csv.partial" && [ ! -e "$tmp/hang/loss.csv" ]; then
   ok
 else
   bad "hung rank: exit $rc after $took s: $(grep ocsim-exec "$tmp/hang.log" | head -3)"

@@ -6,6 +6,7 @@
  * before; the layout flags that wait for each other (--schedule,
  * --vchunks, --layout under --tp) resolve as before.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "options.h"
@@ -24,7 +25,7 @@ static void test_exec_defaults(void)
     CU_ASSERT_EQUAL(o.exec.steps, 5);
     CU_ASSERT_EQUAL(o.exec.lr, 1e-3);
     CU_ASSERT_EQUAL(o.exec.seed, 1234);
-    CU_ASSERT_EQUAL(o.exec.timeout_s, 60.0);
+    CU_ASSERT_EQUAL(o.exec.timeout_s, 0); /* auto (exec/timeout.h) */
     CU_ASSERT_EQUAL(o.exec.weights, 1);
     CU_ASSERT_EQUAL(o.exec.calibrate, 0);
     CU_ASSERT_EQUAL(o.exec.no_mpi, 0);
@@ -79,8 +80,6 @@ static void test_exec_refusals(void)
     refused(EXEC, ARGC(c), c, "--seed must be at least 0 (got -1)");
     char *d[] = {"x", "--lr", "0"};
     refused(EXEC, ARGC(d), d, "--lr must be positive (got 0)");
-    char *e[] = {"x", "--timeout=2e9"}; /* above 1e9 s */
-    refused(EXEC, ARGC(e), e, "--timeout 2e9 is out of range (at most 1e9)");
     char *f[] = {"x", "--cards", "1", "--backend"};
     refused(EXEC, ARGC(f), f, "--backend needs a value");
     char *g[] = {"x", "--calibrate=yes"};
@@ -90,6 +89,64 @@ static void test_exec_refusals(void)
     char *h[] = {"simulate", "--cards", "8", "--layout", "tp2-pp2-dp2", "--steps", "3"};
     refused(OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM, ARGC(h), h,
             "unknown or misplaced option '--steps' for 'simulate' (see --help)");
+}
+
+/* --steps has a bound (issue 11, defect 5: 99999999999 used to be taken
+ * and sized arrays that aborted the run): OC_EXEC_MAX_STEPS = 1e7 passes,
+ * one more is refused with one line. */
+static void test_exec_steps_bound(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    char *a[] = {"x", "--cards", "1", "--layout", "tp1-pp1-dp1", "--steps", "10000000"};
+    CU_ASSERT_EQUAL(oc_opts_parse(&o, ARGC(a), a, EXEC, &st), 0);
+    CU_ASSERT_EQUAL(o.exec.steps, 10000000);
+    char *b[] = {"x", "--steps", "10000001"};
+    refused(EXEC, ARGC(b), b, "--steps 10000001: at most 10000000 steps in one run "
+                              "(resume from a checkpoint with --load for more)");
+    char *c[] = {"x", "--steps=99999999999"};
+    refused(EXEC, ARGC(c), c, "--steps 99999999999: at most 10000000 steps in one run "
+                              "(resume from a checkpoint with --load for more)");
+}
+
+/* --timeout auto|SECONDS (issue 11): auto is 0 (exec/timeout.h chooses);
+ * seconds in (0, a week]; each refusal names its rule (1e308 used to be
+ * "not a positive number"). */
+static void test_exec_timeout_flag(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    o.exec.timeout_s = 7; /* not the default: auto sets it */
+    char *a[] = {"x", "--cards", "1", "--layout", "tp1-pp1-dp1", "--timeout=auto"};
+    CU_ASSERT_EQUAL(oc_opts_parse(&o, ARGC(a), a, EXEC, &st), 0);
+    CU_ASSERT_EQUAL(o.exec.timeout_s, 0);
+    oc_opts_default(&o);
+    char *b[] = {"x", "--cards", "1", "--layout", "tp1-pp1-dp1", "--timeout", "604800"};
+    CU_ASSERT_EQUAL(oc_opts_parse(&o, ARGC(b), b, EXEC, &st), 0);
+    CU_ASSERT_EQUAL(o.exec.timeout_s, 604800.0);
+    const char *big = ": at most 604800 seconds (a week) per wait; 'auto' derives it "
+                      "from the prediction";
+    const char *const bad[][2] = {
+        {"604801", "--timeout 604801"}, {"1e308", "--timeout 1e308"},
+        {"inf", "--timeout inf"},       {"0", NULL},
+        {"-2", NULL},                   {"nan", NULL},
+        {"3s", NULL},                   {"", NULL},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char want[256];
+        if (bad[i][1])
+            snprintf(want, sizeof want, "%s%s", bad[i][1], big);
+        else if (strcmp(bad[i][0], "0") == 0 || strcmp(bad[i][0], "-2") == 0)
+            snprintf(want, sizeof want, "--timeout %s: a wait needs more than 0 seconds "
+                                        "(or 'auto')", bad[i][0]);
+        else
+            snprintf(want, sizeof want, "--timeout: '%s' is not a number of seconds or "
+                                        "'auto'", bad[i][0]);
+        char *c[] = {"x", "--timeout", (char *)bad[i][0]};
+        refused(EXEC, ARGC(c), c, want);
+    }
 }
 
 static void test_netbw_flags(void)
@@ -292,20 +349,20 @@ static void test_conflicting_flags(void)
 }
 
 /* Defect 6 of issue 11: tp*pp*dp of three flags up to 1e9 each overflowed
- * int64; now refused before any product. --timeout 1e308 was "not a
- * positive number"; now out of range, with the bound. */
+ * int64; now refused before any product. A number past a bound is "out of
+ * range" with the bound (--lr and --timeout: test_exec_refusals and
+ * test_exec_timeout_flag), not "absurdly large" or "not a positive
+ * number". */
 static void test_bounds_said(void)
 {
     char *a[] = {"x", "--cards", "8", "--tp", "1000000000", "--pp", "1000000000", "--dp",
                  "1000000000"};
     refused(OC_OPT_LAYOUT, ARGC(a), a,
             "TP*PP*DP = 1000000000*1000000000*1000000000 is more than 1000000000 cards");
-    char *b[] = {"x", "--cards", "1", "--layout", "tp1-pp1-dp1", "--timeout", "1e308"};
-    refused(EXEC, ARGC(b), b, "--timeout 1e308 is out of range (at most 1e9)");
-    char *c[] = {"x", "--timeout", "-1"};
-    refused(EXEC, ARGC(c), c, "--timeout must be positive (got -1)");
-    char *d[] = {"x", "--timeout", "nan"};
-    refused(EXEC, ARGC(d), d, "--timeout: 'nan' is not a number");
+    char *b[] = {"x", "--lr", "1e308"};
+    refused(EXEC, ARGC(b), b, "--lr 1e308 is out of range (at most 1e9)");
+    char *d[] = {"x", "--lr", "nan"};
+    refused(EXEC, ARGC(d), d, "--lr: 'nan' is not a number");
     char *e[] = {"x", "--cards", "99999999999999999999"};
     refused(OC_OPT_SWEEP, ARGC(e), e,
             "--cards 99999999999999999999 is out of range (at most 1000000000)");
@@ -331,6 +388,8 @@ static CU_TestInfo tests[] = {
     {"exec defaults", test_exec_defaults},
     {"exec flags", test_exec_flags},
     {"exec refusals", test_exec_refusals},
+    {"exec steps bound", test_exec_steps_bound},
+    {"exec timeout flag", test_exec_timeout_flag},
     {"conflicting flags (defect 8)", test_conflicting_flags},
     {"bounds said (defect 6, 8)", test_bounds_said},
     {"values escaped (defect 7)", test_values_escaped},

@@ -50,10 +50,11 @@ static void test_atomic_file(void)
 {
     struct oc_status st = {{0}};
     struct oc_ckpt_file f;
-    char path[512], tmp[512];
+    char path[512], tmp[sizeof f.out.tmp];
     snprintf(path, sizeof path, "%s/a.bin", oc_test_dir);
-    snprintf(tmp, sizeof tmp, "%s/.a.bin.tmp", oc_test_dir);
     CU_ASSERT_EQUAL_FATAL(oc_ckpt_file_open(&f, oc_test_dir, "a.bin", &st), 0);
+    snprintf(tmp, sizeof tmp, "%s", f.out.tmp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tmp, "/.a.bin.")); /* a hidden temporary beside it */
     struct stat sb;
     CU_ASSERT_EQUAL(stat(tmp, &sb), 0);   /* written under the temporary */
     CU_ASSERT_NOT_EQUAL(stat(path, &sb), 0);
@@ -75,15 +76,15 @@ static void test_atomic_file(void)
 
     /* abandoned: neither the temporary nor the name */
     CU_ASSERT_EQUAL_FATAL(oc_ckpt_file_open(&f, oc_test_dir, "b.bin", &st), 0);
+    snprintf(tmp, sizeof tmp, "%s", f.out.tmp);
     CU_ASSERT_EQUAL(oc_ckpt_file_write(&f, "x", 1, &st), 0);
     oc_ckpt_file_abandon(&f);
-    snprintf(tmp, sizeof tmp, "%s/.b.bin.tmp", oc_test_dir);
     snprintf(path, sizeof path, "%s/b.bin", oc_test_dir);
     CU_ASSERT_NOT_EQUAL(stat(tmp, &sb), 0);
     CU_ASSERT_NOT_EQUAL(stat(path, &sb), 0);
-    /* a folder that does not exist: one line naming the temporary */
+    /* a folder that does not exist: one line naming the file */
     oc_test_expect_fail(oc_ckpt_file_open(&f, "/nonexistent-ocsim", "c.bin", &st), st.msg,
-                        (const char *const[]){"/nonexistent-ocsim/.c.bin.tmp",
+                        (const char *const[]){"/nonexistent-ocsim/c.bin",
                                               "cannot write", NULL});
 }
 

@@ -7,11 +7,13 @@
  * simulated and three rejected layouts, ranked by hand, and the hand-made
  * two-stage timeline. Files go to the scratch folder.
  */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "paths.h" /* oc_mkdir_p */
 #include "plot_write.h"
@@ -174,6 +176,51 @@ static void test_plot_pipeline(void)
     free_hand(&h);
 }
 
+/* A gnuplot that exits 0 but leaves its images cut short, as the real one
+ * does on a full disk (a PNG stopped at a page, an empty SVG): an error
+ * naming the image, and no image under its name, not even an empty one.
+ * One that fails (exit 1) after a partial image: a warning, no image. */
+static void test_plot_cut_image(void)
+{
+    build_sweep();
+    char fake[600], dir[512], p[600];
+    snprintf(fake, sizeof fake, "%s/fake-gnuplot.sh", oc_test_dir);
+    oc_test_write_file(fake, "#!/bin/sh\n"
+                             "n=$(basename \"$1\" .gp)\n"
+                             "printf '\\211PNG\\r\\n\\032\\n\\0\\0\\0\\rIHDR' >\"$n.png\"\n"
+                             ": >\"$n.svg\"\n"
+                             "exit ${FAKE_GNUPLOT_EXIT:-0}\n");
+    CU_ASSERT_EQUAL_FATAL(chmod(fake, 0755), 0);
+    struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
+    po.gnuplot = fake;
+    struct oc_status st = {{0}};
+    snprintf(dir, sizeof dir, "%s/cut", oc_test_dir);
+    CU_ASSERT_EQUAL(oc_plot_sweep(dir, sweep, 5, rejected, 3, &po, &st), -1);
+    snprintf(p, sizeof p, "%s/throughput.png: cannot write", dir);
+    oc_test_msg_has(st.msg, p);
+    static const char *const gone[] = {"throughput.png", "throughput.svg", "memory.png",
+                                       "memory.svg"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        path_in(p, sizeof p, "cut", gone[i]);
+        CU_ASSERT(!file_exists(p));
+    }
+    char cmd[700]; /* no temporary or render folder left */
+    snprintf(cmd, sizeof cmd, "test -z \"$(find '%s' -name '*.tmp')\"", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+    path_in(p, sizeof p, "cut", "throughput.gp"); /* the script and data stay */
+    CU_ASSERT(file_exists(p));
+
+    setenv("FAKE_GNUPLOT_EXIT", "1", 1);
+    snprintf(dir, sizeof dir, "%s/cut1", oc_test_dir);
+    CU_ASSERT_EQUAL(oc_plot_sweep(dir, sweep, 5, rejected, 3, &po, &st), 1);
+    oc_test_msg_has(st.msg, "plots not rendered");
+    path_in(p, sizeof p, "cut1", "throughput.png");
+    CU_ASSERT(!file_exists(p));
+    path_in(p, sizeof p, "cut1", "throughput.svg");
+    CU_ASSERT(!file_exists(p));
+    unsetenv("FAKE_GNUPLOT_EXIT");
+}
+
 /* ------------------------------------------------------------------ */
 /* What every plot writer shares                                        */
 
@@ -183,14 +230,15 @@ static void test_gp_helpers(void)
     snprintf(dir, sizeof dir, "%s/gp", oc_test_dir);
     struct oc_status st = {{0}};
     CU_ASSERT_EQUAL_FATAL(oc_mkdir_p(dir, &st), 0);
-    FILE *f = oc_gp_open(dir, "t.gp", &st);
+    struct oc_outfile of;
+    FILE *f = oc_gp_open(&of, dir, "t.gp", &st);
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     /* Quotes and backslashes escaped, a newline as a space. */
     oc_gp_str(f, "a \"b\" \\c\nd");
     fputc('\n', f);
     oc_gp_script_begin(f, "t", "a test", "ocsim compare", 640, 480);
     oc_gp_script_end(f, "t", 640, 480);
-    CU_ASSERT_EQUAL(oc_gp_close(f, dir, "t.gp", &st), 0);
+    CU_ASSERT_EQUAL(oc_gp_close(&of, &st), 0);
     path_in(p, sizeof p, "gp", "t.gp");
     char *text = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
@@ -211,7 +259,7 @@ static void test_gp_helpers(void)
     CU_ASSERT_EQUAL(oc_gp_rgb(OC_GP_FWD), 0x3b75af);
     oc_gp_remove(dir, "t"); /* t.gp goes, the others were never there */
     CU_ASSERT(!file_exists(p));
-    CU_ASSERT_PTR_NULL(oc_gp_open("/nonexistent-ocsim", "x.dat", &st));
+    CU_ASSERT_PTR_NULL(oc_gp_open(&of, "/nonexistent-ocsim", "x.dat", &st));
     CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "/nonexistent-ocsim/x.dat: cannot write"));
 
     /* Sizes below 200 px and top_n below 1 fall back to the defaults. */
@@ -231,6 +279,7 @@ static CU_TestInfo plot_tests[] = {
     {"sweep plots", test_plot_sweep},
     {"sweep plots without gnuplot", test_plot_no_gnuplot},
     {"pipeline plot", test_plot_pipeline},
+    {"a cut image is not published", test_plot_cut_image},
     {"gnuplot file helpers", test_gp_helpers},
     CU_TEST_INFO_NULL,
 };

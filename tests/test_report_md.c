@@ -160,10 +160,71 @@ static void test_report_md(void)
     free(md);
 }
 
+/* Failed simulations counted by reason (the message up to its first ": ",
+ * a deadlock without its time), the first in rej's order quoted whole; and
+ * report.md of an interrupted sweep with failures. */
+static void test_failures_interrupted(void)
+{
+    build_sweep();
+    struct oc_rejected_layout rej[5];
+    memset(rej, 0, sizeof rej);
+    const char *reasons[5] = {
+        "TP 16 spans nodes of 8 GPUs",
+        "simulation failed: simulation crashed (signal 9, Killed): quoted line one",
+        "simulation failed: simulation deadlocked at t=1.5 s: 2 of 8 actors never finished (rank0, rank1)",
+        "simulation failed: simulation crashed (signal 9, Killed): another quoted line",
+        "simulation failed: simulation deadlocked at t=2.25 s: 1 of 8 actors never finished (rank3)",
+    };
+    for (int i = 0; i < 5; i++) {
+        rej[i].layout = layout_of(16 >> i, 1, 1 << i, 1);
+        rej[i].kind = i == 0 ? OC_REJECT_RULE : OC_REJECT_FAILED;
+        rej[i].peak_mem_bytes = -1;
+        snprintf(rej[i].reason, sizeof rej[i].reason, "%s", reasons[i]);
+    }
+    char text[1024];
+    /* 4 failed of 9 attempted: 2 crashed, 2 deadlocked; the first failed is
+     * rej[1], tp8-pp1-dp2. */
+    CU_ASSERT_EQUAL(oc_report_failures(text, sizeof text, rej, 5, 9, 0), 4);
+    oc_test_msg_has(text, "4 of 9 simulations failed (2 x simulation crashed (signal 9, Killed); "
+                          "2 x simulation deadlocked); the first, tp8-pp1-dp2-mb1-1f1b: "
+                          "simulation crashed (signal 9, Killed): quoted line one");
+    CU_ASSERT_EQUAL(oc_report_failures(text, sizeof text, rej, 1, 5, 1), 0);
+    CU_ASSERT_STRING_EQUAL(text, "");
+    CU_ASSERT_EQUAL(oc_report_failures(text, sizeof text, rej, 2, 1, 1), 1);
+    oc_test_msg_has(text, "1 of 1 simulation failed (1 x simulation crashed (signal 9, Killed)); "
+                          "the first, `tp8-pp1-dp2-mb1-1f1b`: ");
+
+    /* Interrupted with 3 left: 5 simulated + 4 failed = 9 of 12 attempted;
+     * 1 rejected before simulation. */
+    struct oc_topology t = topo16();
+    struct oc_report_ctx ctx = {
+        .topo = &t, .cards = 16, .global_batch = 64, .seq_length = 32,
+        .no_plots = 1, .interrupted_by = "SIGINT", .pending = 3,
+    };
+    char dir[512], p[600];
+    snprintf(dir, sizeof dir, "%s/report-interrupted", oc_test_dir);
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep, 5, rej, 5, &ctx, &st), 0);
+    path_in(p, sizeof p, "report-interrupted", "report.md");
+    char *md = oc_test_read_file(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(md);
+    oc_test_msg_has(md, "**Interrupted by SIGINT: 9 of 12 layouts simulated.** The tables and "
+                        "plots below hold those and the 1 rejected before simulation; the "
+                        "other 3 were not simulated.");
+    oc_test_msg_has(md, "**Simulations failed:** 4 of 9 simulations failed (2 x simulation "
+                        "crashed (signal 9, Killed); 2 x simulation deadlocked); the first, "
+                        "`tp8-pp1-dp2-mb1-1f1b`:");
+    oc_test_msg_has(md, "| Layouts | 13 candidates: 5 simulated (4 fit in memory), 4 failed in "
+                        "simulation, 1 rejected before simulation, 3 not simulated "
+                        "(interrupted) |");
+    free(md);
+}
+
 static CU_TestInfo report_tests[] = {
     {"explanation", test_explain},
     {"ranked table", test_print_table},
     {"report.md", test_report_md},
+    {"failures and interruption", test_failures_interrupted},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

@@ -124,9 +124,10 @@ int oc_cmd_compare(int argc, char **argv)
         }
         if (prc > 0)
             fprintf(stderr, "ocsim compare: warning: %s\n", st.msg);
+        /* No image named that was not made (a warning above said why). */
         printf("wrote %s/compare.csv%s\n", out,
-               c.pairs.n > 0 ? (po.no_render ? ", scatter.gp, scatter.dat"
-                                             : ", scatter.png, .svg, .gp, .dat")
+               c.pairs.n > 0 ? (po.no_render || prc > 0 ? ", scatter.gp, scatter.dat"
+                                                        : ", scatter.png, .svg, .gp, .dat")
                              : "");
     }
     oc_compare_free(&c);

@@ -59,7 +59,8 @@ static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt)
     oc_metrics_print_stages(stdout, mt);
 }
 
-/* What the child sends back: the metrics, and a warning about the plots. */
+/* What the child sends back: the metrics, and a warning about the plots
+ * (then no image was made). */
 struct result {
     struct oc_metrics mt;
     char warning[OC_MSG_MAX];
@@ -108,10 +109,14 @@ static int child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
         struct oc_status pst = {{0}};
         struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
         po.title = title;
-        if (oc_plot_pipeline(j->out, &tl, &o->layout, &po, &pst) != 0)
+        const int prc = oc_plot_pipeline(j->out, &tl, &o->layout, &po, &pst);
+        if (prc < 0) /* a file not written: an error, as the tables' */
+            rc = oc_fail(st, "%s", pst.msg);
+        else if (prc > 0)
             snprintf(res->warning, sizeof res->warning, "%s", pst.msg);
-        oc_sim_buf_append(out, res, sizeof *res);
     }
+    if (rc == 0)
+        oc_sim_buf_append(out, res, sizeof *res);
     oc_timeline_free(&tl);
     oc_schedule_free(&sched);
     free(res);
@@ -162,8 +167,8 @@ int oc_cmd_simulate(int argc, char **argv)
     print_metrics(&o, &r->mt);
     if (r->warning[0])
         fprintf(stderr, "ocsim simulate: warning: %s\n", r->warning);
-    printf("wrote %s/simulate.csv, %s/ops.csv, %s/timeline.json, %s/pipeline.png\n", out,
-           out, out, out);
+    printf("wrote %s/simulate.csv, %s/ops.csv, %s/timeline.json, %s/pipeline.%s\n", out,
+           out, out, out, r->warning[0] ? "gp" : "png");
     int fits = r->mt.fits;
     oc_sim_buf_free(&res);
     return fits ? 0 : 1;

@@ -1,10 +1,24 @@
 /* cmd_sweep.c: `ocsim sweep` enumerates every layout of N cards, simulates
  * the ones that are legal and fit in memory, in parallel, and ranks them.
- * Rows of sweep.csv are written as layouts finish (an interrupted sweep
- * keeps them); at the end the file is rewritten in rank order, and the
- * plots and report.md are made. */
+ * Rows of sweep.csv are written to its temporary as layouts finish, and
+ * each simulated layout's metrics go to sweep.journal
+ * (reports/sweep_journal.h), which --resume continues from; at the end the
+ * rows are rewritten in the temporary in rank order and the table is put
+ * under its name (core/outfile.h: whole or not at all), then the plots and
+ * report.md are made.
+ *
+ * Signals: SIGINT and SIGTERM (unless inherited as ignored) stop the
+ * simulations (sim/sweep_stop.h, sim/sweep.h: the workers are killed and
+ * reaped); the report, the plots and the ranked sweep.csv are then written
+ * for the layouts finished, marked as interrupted, and the command exits
+ * 130. During that write-up (and the one of a sweep that ran through) both
+ * signals are ignored, gnuplot included (an ignored signal stays ignored
+ * across exec): a second Ctrl-C cannot cut a file half-written. A sweep
+ * killed outright leaves no sweep.csv (only its temporary) and a journal
+ * that --resume reads. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +37,8 @@
 #include "report_md.h"
 #include "sim_opts.h"
 #include "sweep.h"
+#include "sweep_journal.h"
+#include "sweep_stop.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM)
 
@@ -36,24 +52,37 @@ static void help(void)
          "does not fit the device (listed with the reason, not simulated), simulates\n"
          "the rest with SimGrid on all cores, and ranks them by tokens/s. Writes\n"
          "DIR/sweep.csv (one row per layout), DIR/report.md, and the plots with\n"
-         "their gnuplot scripts and data (default DIR: out/sweep).");
+         "their gnuplot scripts and data (default DIR: out/sweep).\n\n"
+         "Ctrl-C (SIGINT) or SIGTERM stops the simulations, writes the report of\n"
+         "the layouts finished, marked as interrupted, and exits 130; the same\n"
+         "command with --resume then simulates only what DIR/sweep.journal lacks\n"
+         "and ends as a sweep that ran through. Exit 1: simulations failed (how\n"
+         "many and why are in the summary and report.md) or no layout fits.");
     oc_opts_print_help(stdout, GROUPS);
 }
 
+/* A candidate's state: rejected before simulation (illegal, or out of
+ * memory by the closed form), waiting for its simulation, simulated (mt),
+ * or failed in simulation (reason). */
+enum item_state { IT_ILLEGAL, IT_OOM, IT_PENDING, IT_SIMULATED, IT_FAILED };
+
 struct item {
     struct oc_layout layout;
-    int simulated;       /* 1: result in mt */
-    int failed;          /* simulation failed: reason says why */
+    int64_t cand;        /* index in the enumeration (the journal's key) */
+    enum item_state state;
     double cf_peak_bytes;/* closed-form peak, -1 when the layout is illegal */
     char reason[OC_MSG_MAX];
-    struct oc_metrics *mt;
+    struct oc_metrics *mt; /* simulated, pending or failed: allocated */
 };
 
 struct run {
     struct item *items;
+    int64_t n;           /* items */
     int64_t *sim_index;  /* sweep index -> item index */
     int64_t total, done;
     struct oc_csv csv;
+    struct oc_sweep_journal journal;
+    int journal_failed;  /* an append failed (warned once) */
     int progress;        /* stderr is a terminal */
     double t0;
     double device_mem_bytes;
@@ -82,11 +111,26 @@ static void progress(const struct run *r)
 
 static void row(struct oc_csv *c, const struct item *it, double device_mem_bytes)
 {
-    if (it->simulated)
+    if (it->state == IT_SIMULATED)
         oc_metrics_csv_row(c, it->mt, it->mt->fits ? "" : it->reason);
     else
         oc_metrics_csv_row_rejected(c, &it->layout, it->cf_peak_bytes,
                                     device_mem_bytes, it->reason);
+}
+
+/* A simulated layout's result into its item (and the reason of one that
+ * does not fit in the replay's memory). */
+static void item_simulated(struct item *it, const struct oc_metrics *mt)
+{
+    *it->mt = *mt;
+    it->state = IT_SIMULATED;
+    if (!mt->fits) {
+        char need[32], have[32];
+        snprintf(it->reason, sizeof it->reason,
+                 "out of memory in the replay: %s per GPU, the device has %s",
+                 oc_fmt_si(need, sizeof need, mt->peak_mem_bytes, "B"),
+                 oc_fmt_si(have, sizeof have, mt->device_mem_bytes, "B"));
+    }
 }
 
 static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
@@ -95,17 +139,16 @@ static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
     struct run *r = ctx;
     struct item *it = &r->items[r->sim_index[index]];
     if (mt) {
-        *it->mt = *mt;
-        it->simulated = 1;
-        if (!mt->fits) {
-            char need[32], have[32];
-            snprintf(it->reason, sizeof it->reason,
-                     "out of memory in the replay: %s per GPU, the device has %s",
-                     oc_fmt_si(need, sizeof need, mt->peak_mem_bytes, "B"),
-                     oc_fmt_si(have, sizeof have, mt->device_mem_bytes, "B"));
+        item_simulated(it, mt);
+        struct oc_status st = {{0}};
+        if (!r->journal_failed &&
+            oc_sweep_journal_append(&r->journal, it->cand, mt, &st) != 0) {
+            r->journal_failed = 1;
+            fprintf(stderr, "%socsim sweep: warning: %s; --resume would simulate again "
+                            "what it lacks\n", r->progress ? "\n" : "", st.msg);
         }
     } else {
-        it->failed = 1;
+        it->state = IT_FAILED;
         snprintf(it->reason, sizeof it->reason, "simulation failed: %s", err);
     }
     row(&r->csv, it, r->device_mem_bytes);
@@ -115,12 +158,18 @@ static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
 
 /* Rank: simulated and fitting first by tokens/s (ties: less memory, then
  * the layout string, so the order is deterministic); then simulated but out
- * of memory; then failed; then rejected before simulation. */
+ * of memory; then failed; then rejected before simulation; then those an
+ * interruption left unsimulated (no row). */
 static int rank_class(const struct item *it)
 {
-    if (it->simulated)
-        return it->mt->fits ? 0 : 1;
-    return it->failed ? 2 : 3;
+    switch (it->state) {
+    case IT_SIMULATED: return it->mt->fits ? 0 : 1;
+    case IT_FAILED: return 2;
+    case IT_ILLEGAL:
+    case IT_OOM: return 3;
+    case IT_PENDING: break;
+    }
+    return 4;
 }
 
 static int cmp_items(const void *pa, const void *pb)
@@ -141,6 +190,8 @@ static int cmp_items(const void *pa, const void *pb)
     return strcmp(sa, sb);
 }
 
+/* The command as typed, for report.md, without --resume: a resumed sweep's
+ * report is the one of the sweep that ran through. */
 static char *command_line(int argc, char **argv)
 {
     size_t n = 16;
@@ -149,6 +200,8 @@ static char *command_line(int argc, char **argv)
     char *s = oc_xmalloc(n);
     strcpy(s, "ocsim");
     for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--resume") == 0)
+            continue;
         strcat(s, " ");
         strcat(s, argv[i]);
     }
@@ -172,11 +225,10 @@ static int closed_form_oom(struct item *it, const struct oc_opts *o)
 }
 
 /* Every candidate layout as an item of r: illegal (its reason), out of
- * memory by the closed form (its reason and peak) or to simulate (then in
- * *to_sim, r->sim_index mapping back). The rejected rows go to sweep.csv at
- * once. Returns the number of items; *nsim of them are to simulate. */
-static int64_t plan(struct run *r, const struct oc_opts *o, struct oc_layout **to_sim,
-                    int64_t *nsim)
+ * memory by the closed form (its reason and peak) or to simulate
+ * (IT_PENDING). The candidates' layouts hashed with their validity go to
+ * *layouts_hash (the sweep's identity). */
+static void plan(struct run *r, const struct oc_opts *o, uint64_t *layouts_hash)
 {
     struct oc_enum_opts eo = {
         .cards = o->cards, .base = o->layout,
@@ -185,48 +237,147 @@ static int64_t plan(struct run *r, const struct oc_opts *o, struct oc_layout **t
     };
     struct oc_candidate *cands = NULL;
     int64_t n = oc_layout_enumerate(&eo, &o->model, &o->topo, &cands);
-    r->items = oc_xcalloc((size_t)n, sizeof *r->items);
-    r->sim_index = oc_xcalloc((size_t)n, sizeof *r->sim_index);
-    *to_sim = oc_xcalloc((size_t)n, sizeof **to_sim);
-    *nsim = 0;
+    r->n = n;
+    r->items = oc_xcalloc((size_t)(n ? n : 1), sizeof *r->items);
+    r->sim_index = oc_xcalloc((size_t)(n ? n : 1), sizeof *r->sim_index);
+    struct oc_layout *lay = oc_xcalloc((size_t)(n ? n : 1), sizeof *lay);
+    unsigned char *valid = oc_xcalloc((size_t)(n ? n : 1), 1);
     for (int64_t i = 0; i < n; i++) {
         struct item *it = &r->items[i];
-        it->layout = cands[i].layout;
+        it->layout = lay[i] = cands[i].layout;
+        valid[i] = cands[i].valid != 0;
+        it->cand = i;
         it->cf_peak_bytes = -1;
         it->mt = NULL;
+        it->state = IT_ILLEGAL;
         if (!cands[i].valid) {
             snprintf(it->reason, sizeof it->reason, "%s", cands[i].reason);
-        } else if (!closed_form_oom(it, o)) {
+        } else if (closed_form_oom(it, o)) {
+            it->state = IT_OOM;
+        } else {
+            it->state = IT_PENDING;
             it->mt = oc_xcalloc(1, sizeof *it->mt);
-            r->sim_index[*nsim] = i;
-            (*to_sim)[(*nsim)++] = it->layout;
         }
     }
+    *layouts_hash = oc_hash_layouts(lay, valid, n);
+    free(valid);
+    free(lay);
     free(cands);
-    /* Rejected rows are finished at once; simulated rows follow as they end. */
-    for (int64_t i = 0; i < n; i++)
-        if (!r->items[i].mt)
-            oc_metrics_csv_row_rejected(&r->csv, &r->items[i].layout,
-                                        r->items[i].cf_peak_bytes,
-                                        o->topo.device.memory_bytes, r->items[i].reason);
-    return n;
 }
 
-/* Rewrites sweep.csv in rank order, atomically (a failure keeps the file
- * written as the layouts finished). Sorts r->items. */
-static void rewrite_ranked(struct run *r, int64_t n, const char *path)
+/* What makes two sweeps the same sweep, for --resume: every input of the
+ * simulations (the layouts line covers the candidates with every knob; the
+ * lines before it name the usual differences). Not --jobs, --top or --log. */
+static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o, int64_t n,
+                          uint64_t layouts_hash, struct oc_status *st)
 {
-    qsort(r->items, (size_t)n, sizeof *r->items, cmp_items);
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    struct oc_csv c2;
-    struct oc_status st = {{0}};
-    if (oc_metrics_csv_open(&c2, tmp, &st) == 0) {
-        for (int64_t i = 0; i < n; i++)
-            row(&c2, &r->items[i], r->device_mem_bytes);
-        if (oc_csv_close(&c2, &st) == 0)
-            rename(tmp, path);
+    const struct oc_layout *l = &o->layout;
+    memset(id, 0, sizeof *id);
+    oc_sweep_id_add(id, "model", "%s %016llx", o->model.name,
+                    (unsigned long long)oc_hash_model(&o->model));
+    oc_sweep_id_add(id, "topology", "%s %016llx", o->topo.name,
+                    (unsigned long long)oc_hash_topology(&o->topo));
+    oc_sweep_id_add(id, "cards", "%lld", (long long)o->cards);
+    oc_sweep_id_add(id, "global_batch", "%lld", (long long)l->global_batch);
+    oc_sweep_id_add(id, "seq", "%lld", (long long)l->seq_length);
+    char list[256] = "";
+    size_t k = 0;
+    for (int i = 0; i < o->n_micro_batches && k < sizeof list - 24; i++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%lld", i ? "," : "",
+                              (long long)o->micro_batches[i]);
+    oc_sweep_id_add(id, "micro_batches", "%s", k ? list : "default");
+    k = 0;
+    for (int i = 0; i < o->n_schedules && k < sizeof list - 40; i++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s:%lld", i ? "," : "",
+                              oc_schedule_name(o->schedules[i]), (long long)o->vchunks[i]);
+    oc_sweep_id_add(id, "schedules", "%s", k ? list : "default");
+    oc_sweep_id_add(id, "knobs",
+                    "recompute=%s sp=%d zero1=%d overlap=%d attention=%s order=%s "
+                    "cross_node_tp=%d precision=%s",
+                    oc_recompute_name(l->recompute), l->sequence_parallel,
+                    l->shard_optimizer, l->overlap_grad_reduce,
+                    l->attention == OC_ATTN_FLASH ? "flash" : "classic",
+                    oc_order_name(l->order), l->allow_cross_node_tp,
+                    oc_precision_name(l->precision));
+    oc_sweep_id_add(id, "simulation", "fidelity=%s collective=%s coarse=%d", o->fidelity,
+                    o->collective, o->coarse);
+    k = 0;
+    list[0] = '\0';
+    for (int i = 0; i < o->n_cfg && k < sizeof list - 1; i++)
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? " " : "", o->cfg[i]);
+    oc_sweep_id_add(id, "cfg", "%s", o->n_cfg ? list : "none");
+    if (o->platform_file) {
+        uint64_t h;
+        if (oc_hash_file(o->platform_file, &h, st) != 0)
+            return -1;
+        oc_sweep_id_add(id, "platform", "file %016llx", (unsigned long long)h);
+    } else {
+        oc_sweep_id_add(id, "platform", "generated");
     }
+    oc_sweep_id_add(id, "layouts", "%lld %016llx", (long long)n,
+                    (unsigned long long)layouts_hash);
+    return 0;
+}
+
+/* A journal record back into its item (--resume). */
+static void on_journal(void *ctx, int64_t cand, const struct oc_metrics *mt)
+{
+    struct run *r = ctx;
+    struct item *it = &r->items[cand];
+    if (it->state == IT_PENDING)
+        item_simulated(it, mt);
+}
+
+/* Creates DIR/sweep.journal, or with --resume reads it back into the
+ * items. Returns the layouts taken from it, or -1 with st->msg. */
+static int64_t journal_open(struct run *r, const struct oc_opts *o, const char *out,
+                            uint64_t layouts_hash, struct oc_status *st)
+{
+    struct oc_sweep_id id;
+    if (sweep_identity(&id, o, r->n, layouts_hash, st) != 0)
+        return -1;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/sweep.journal", out);
+    if (!o->resume)
+        return oc_sweep_journal_create(&r->journal, path, &id, st);
+    int64_t dropped = 0;
+    int64_t got = oc_sweep_journal_resume(&r->journal, path, &id, r->n, on_journal, r,
+                                          &dropped, st);
+    if (got >= 0 && dropped > 0)
+        fprintf(stderr, "ocsim sweep: warning: %s: %lld bytes after its last whole record "
+                        "dropped (a sweep killed while writing it); those layouts are "
+                        "simulated again\n",
+                path, (long long)dropped);
+    return got;
+}
+
+/* Opens sweep.csv (truncated) with the rows already finished: the
+ * rejected ones and those the journal gave back. */
+static int csv_start(struct run *r, const char *path, struct oc_status *st)
+{
+    if (oc_metrics_csv_open(&r->csv, path, st) != 0)
+        return -1;
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->items[i].state != IT_PENDING)
+            row(&r->csv, &r->items[i], r->device_mem_bytes);
+    return 0;
+}
+
+/* Writes sweep.csv in rank order, without the layouts an interruption
+ * left unsimulated, and puts it under its name (csv_table.h: the rows
+ * streamed as the layouts finished are replaced in the same temporary; the
+ * table appears whole or not at all). Sorts r->items. */
+static int write_ranked(struct run *r, struct oc_status *st)
+{
+    qsort(r->items, (size_t)r->n, sizeof *r->items, cmp_items);
+    if (oc_csv_restart(&r->csv, st) != 0) {
+        oc_csv_abandon(&r->csv);
+        return -1;
+    }
+    for (int64_t i = 0; i < r->n; i++)
+        if (r->items[i].state != IT_PENDING)
+            row(&r->csv, &r->items[i], r->device_mem_bytes);
+    return oc_csv_close(&r->csv, st);
 }
 
 /* The ranked results for the report and the plots: the simulated layouts'
@@ -234,28 +385,32 @@ static void rewrite_ranked(struct run *r, int64_t n, const char *path)
 struct results {
     struct oc_metrics *res;
     struct oc_rejected_layout *rej;
-    int64_t nres, nfit, nfail, ninvalid, noom, nrej;
+    int64_t nres, nfit, nfail, ninvalid, noom, nrej, npending;
 };
 
-static void results_gather(struct results *x, const struct run *r, int64_t n, int64_t nsim)
+static void results_gather(struct results *x, const struct run *r)
 {
     memset(x, 0, sizeof *x);
-    x->res = oc_xcalloc((size_t)(nsim ? nsim : 1), sizeof *x->res);
-    x->rej = oc_xcalloc((size_t)n, sizeof *x->rej);
-    for (int64_t i = 0; i < n; i++) {
+    x->res = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *x->res);
+    x->rej = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *x->rej);
+    for (int64_t i = 0; i < r->n; i++) {
         const struct item *it = &r->items[i];
-        if (it->simulated) {
+        if (it->state == IT_PENDING) {
+            x->npending++;
+            continue;
+        }
+        if (it->state == IT_SIMULATED) {
             x->res[x->nres++] = *it->mt;
             x->nfit += it->mt->fits;
             continue;
         }
         struct oc_rejected_layout *j = &x->rej[x->nrej++];
         j->layout = it->layout;
-        j->kind = it->failed ? OC_REJECT_FAILED
-                  : it->cf_peak_bytes < 0 ? OC_REJECT_RULE : OC_REJECT_MEMORY;
-        x->nfail += it->failed;
-        x->ninvalid += j->kind == OC_REJECT_RULE;
-        x->noom += j->kind == OC_REJECT_MEMORY;
+        j->kind = it->state == IT_FAILED  ? OC_REJECT_FAILED
+                  : it->state == IT_OOM ? OC_REJECT_MEMORY : OC_REJECT_RULE;
+        x->nfail += it->state == IT_FAILED;
+        x->ninvalid += it->state == IT_ILLEGAL;
+        x->noom += it->state == IT_OOM;
         j->peak_mem_bytes = it->cf_peak_bytes;
         j->device_mem_bytes = r->device_mem_bytes;
         snprintf(j->reason, sizeof j->reason, "%s", it->reason);
@@ -287,9 +442,10 @@ static void print_chosen(const struct results *x, const struct oc_topology *topo
 }
 
 /* The table and the chosen layout on stdout, then report.md and the
- * plots. Returns 0, or 2 when the report could not be written. */
+ * plots into `out` (NULL: none), marked when the sweep was interrupted by
+ * `sig` (0: not). Returns 0, or 2 when the report could not be written. */
 static int report(const struct oc_opts *o, int argc, char **argv, const char *out,
-                  const struct results *x, double wall)
+                  const struct results *x, double wall, int sig)
 {
     struct oc_status st = {{0}};
     char *cmdline = command_line(argc, argv);
@@ -302,10 +458,21 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
         .seq_length = o->layout.seq_length, .method = method,
         .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
     };
+    struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
+    char note[160];
+    if (sig) {
+        ctx.interrupted_by = sig == SIGTERM ? "SIGTERM" : "SIGINT";
+        ctx.pending = x->npending;
+        snprintf(note, sizeof note, "interrupted by %s: %lld of %lld layouts simulated",
+                 ctx.interrupted_by, (long long)(x->nres + x->nfail),
+                 (long long)(x->nres + x->nfail + x->npending));
+        po.note = note;
+        ctx.plot = &po;
+    }
     oc_report_print_table(stdout, x->res, x->nres, (int)o->top);
     print_chosen(x, &o->topo);
     int rc = 0;
-    int prc = oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st);
+    int prc = out ? oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st) : 0;
     if (prc < 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         rc = 2;
@@ -316,77 +483,177 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
     return rc;
 }
 
-static void run_free(struct run *r, int64_t n)
+/* The closing lines on stdout: the counts, an interruption, the failures
+ * (how many, by reason, the first), where the files are. */
+/* The counts on stdout, then where report.md (`out`, NULL: not written)
+ * and the table (`path`, NULL: not written) are. */
+static void summary(const struct results *x, const struct run *r, double wall, int sig,
+                    const char *out, const char *path)
 {
-    for (int64_t i = 0; i < n; i++)
+    printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld out of memory, "
+           "%lld illegal, %lld failed\n",
+           (long long)r->n, (long long)x->nres, wall, (long long)x->nfit, (long long)x->noom,
+           (long long)x->ninvalid, (long long)x->nfail);
+    if (sig)
+        printf("interrupted by %s: %lld of %lld layouts simulated; the same command with "
+               "--resume finishes the sweep\n",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT", (long long)(x->nres + x->nfail),
+               (long long)(x->nres + x->nfail + x->npending));
+    char fails[2048];
+    if (oc_report_failures(fails, sizeof fails, x->rej, x->nrej, x->nres + x->nfail, 0) > 0)
+        printf("%s\n", fails);
+    if (out && path)
+        printf("report: %s/report.md   table: %s\n", out, path);
+    else if (path)
+        printf("table: %s\n", path);
+}
+
+static void run_free(struct run *r)
+{
+    for (int64_t i = 0; i < r->n; i++)
         free(r->items[i].mt);
     free(r->items);
     free(r->sim_index);
 }
 
+/* ---- the command ------------------------------------------------------- */
+
+/* Parses and checks everything a sweep needs before it writes a file:
+ * the flags, the model and topology, the simulation settings (in a SimGrid
+ * of its own: oc_replay_check_forked). Returns 0, 1 for --help (printed),
+ * or 2 with one line on stderr. */
+static int sweep_setup(struct oc_opts *o, struct oc_replay_opts *ro, int argc, char **argv)
+{
+    struct oc_status st = {{0}};
+    oc_opts_default(o);
+    if (oc_opts_parse(o, argc, argv, GROUPS, &st) != 0) {
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        return 2;
+    }
+    if (o->help) {
+        help();
+        return 1;
+    }
+    if (oc_opts_load(o, &st) != 0 || oc_opts_replay(o, ro, &st) != 0) {
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        return 2;
+    }
+    if (oc_replay_check_forked(&o->topo, o->cards, ro, &st) != 0) {
+        fprintf(stderr, "ocsim sweep: the simulation settings (--cfg, --platform) fail in "
+                        "SimGrid: %s\n",
+                st.msg);
+        return 2;
+    }
+    return 0;
+}
+
+/* Plans the sweep, opens the journal (or resumes it) and sweep.csv with
+ * the rows already finished, and fills *to_sim with what is left to
+ * simulate. Returns 0, or 2 with one line on stderr. */
+static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
+                       const char *path, struct oc_layout **to_sim, int64_t *nsim)
+{
+    struct oc_status st = {{0}};
+    r->device_mem_bytes = o->topo.device.memory_bytes;
+    r->journal.f = NULL;
+    if (!o->resume && oc_mkdir_p(out, &st) != 0) {
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        return 2;
+    }
+    uint64_t layouts_hash;
+    plan(r, o, &layouts_hash);
+    int64_t reused = journal_open(r, o, out, layouts_hash, &st);
+    if (reused < 0 || csv_start(r, path, &st) != 0) {
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        return 2;
+    }
+    *to_sim = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof **to_sim);
+    *nsim = 0;
+    int64_t planned = 0;
+    for (int64_t i = 0; i < r->n; i++) {
+        planned += r->items[i].mt != NULL;
+        if (r->items[i].state != IT_PENDING)
+            continue;
+        r->sim_index[*nsim] = i;
+        (*to_sim)[(*nsim)++] = r->items[i].layout;
+    }
+    fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
+                    "(%s fidelity), writing %s\n",
+            o->model.name, (long long)o->cards, o->topo.device.name, (long long)r->n,
+            (long long)planned, o->fidelity, out);
+    if (o->resume)
+        fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
+                        "%lld left\n",
+                (long long)reused, (long long)planned, r->journal.path, (long long)*nsim);
+    return 0;
+}
+
 int oc_cmd_sweep(int argc, char **argv)
 {
     struct oc_opts o;
-    struct oc_status st = {{0}};
-    oc_opts_default(&o);
-    if (oc_opts_parse(&o, argc, argv, GROUPS, &st) != 0) {
-        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
-        return 2;
-    }
-    if (o.help) {
-        help();
-        return 0;
-    }
     struct oc_replay_opts ro;
-    if (oc_opts_load(&o, &st) != 0 || oc_opts_replay(&o, &ro, &st) != 0) {
-        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
-        return 2;
-    }
+    int rc = sweep_setup(&o, &ro, argc, argv);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
     const char *out = o.out_dir ? o.out_dir : "out/sweep";
     char path[4096];
     snprintf(path, sizeof path, "%s/sweep.csv", out);
     struct run r = {0};
-    if (oc_mkdir_p(out, &st) != 0 || oc_metrics_csv_open(&r.csv, path, &st) != 0) {
-        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+    struct oc_layout *to_sim = NULL;
+    int64_t nsim = 0;
+    struct oc_status st = {{0}};
+    if (sweep_start(&r, &o, out, path, &to_sim, &nsim) != 0 || oc_sweep_stop_catch(&st) != 0) {
+        if (st.msg[0])
+            fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        oc_sweep_journal_close(&r.journal, NULL);
+        free(to_sim);
+        run_free(&r);
         return 2;
     }
-    struct oc_layout *to_sim;
-    int64_t nsim;
-    int64_t n = plan(&r, &o, &to_sim, &nsim);
-
-    fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
-                    "(%s fidelity), writing %s\n",
-            o.model.name, (long long)o.cards, o.topo.device.name, (long long)n,
-            (long long)nsim, o.fidelity, out);
     r.total = nsim;
     r.progress = isatty(2);
-    r.device_mem_bytes = o.topo.device.memory_bytes;
     r.t0 = now_s();
-    struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro,
-                               .on_done = on_done, .ctx = &r};
-    int rc = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
+    struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro, .on_done = on_done,
+                               .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
+    int src = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
+    const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
+    oc_sweep_stop_ignore();
     double wall = now_s() - r.t0;
-    oc_csv_close(&r.csv, NULL);
+    struct oc_status jst = {{0}};
+    if (oc_sweep_journal_close(&r.journal, &jst) != 0 && !r.journal_failed)
+        fprintf(stderr, "ocsim sweep: warning: %s\n", jst.msg);
     free(to_sim);
-    if (rc != 0) {
+    if (src < 0) {
+        oc_csv_abandon(&r.csv);
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
-        run_free(&r, n);
+        run_free(&r);
         return 2;
     }
-    rewrite_ranked(&r, n, path);
-
+    /* A table that could not be written: one line naming it, and neither
+     * the report nor a "table:" line (the plots and report.md would fail
+     * on the same full disk; the ranking still goes to stdout). */
+    const int table_rc = write_ranked(&r, &st);
+    if (table_rc != 0)
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
     struct results x;
-    results_gather(&x, &r, n, nsim);
-    rc = report(&o, argc, argv, out, &x, wall);
-    printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld out of memory, "
-           "%lld illegal, %lld failed\n",
-           (long long)n, (long long)x.nres, wall, (long long)x.nfit, (long long)x.noom,
-           (long long)x.ninvalid, (long long)x.nfail);
-    printf("report: %s/report.md   table: %s\n", out, path);
+    results_gather(&x, &r);
+    if (sig)
+        fprintf(stderr, "%socsim sweep: interrupted by %s: writing the report of the %lld "
+                        "layouts simulated (further signals are ignored until it is "
+                        "written)\n",
+                r.progress ? "\n" : "", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                (long long)(x.nres + x.nfail));
+    rc = report(&o, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig);
+    summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
+            table_rc == 0 ? path : NULL);
+    if (table_rc != 0)
+        rc = 2;
     free(x.rej);
     free(x.res);
-    run_free(&r, n);
+    run_free(&r);
     if (rc != 0)
         return rc;
-    return x.nfit > 0 ? 0 : 1;
+    if (sig)
+        return 130;
+    return x.nfail > 0 || x.nfit == 0 ? 1 : 0;
 }

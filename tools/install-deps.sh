@@ -15,6 +15,9 @@ packages=(
   libopenmpi-dev openmpi-bin  # the executor's cpu backend
   libopenblas-dev    # the executor's cpu GEMMs
   libssl-dev         # SHA-256 of the executor's checkpoints (libcrypto)
+  clang libclang-rt-14-dev  # libFuzzer (-fsanitize=fuzzer): tools/fuzz.sh,
+                            # ctest fuzz_smoke (the runtime is only recommended
+                            # by clang-14, and recommends are not installed)
 )
 
 missing=()
