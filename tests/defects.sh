@@ -109,6 +109,9 @@ sed 's/^2,2,1,1,1,1f1b,1,selective,0\.1,/2,2,1,1,1,1f1b,1,selective,"0.1\xff\x1b
   "$cmp/meas/measured.csv" >"$tmp/cell/measured.csv"
 refuse_text "column 'step_time_s': '0.1\xff\x1b' is not a number" \
   "$ocsim" compare "$cmp/pred" "$tmp/cell"
+# the command line itself
+refuse_text "ocsim: unknown command 'sim\x1b[2J' (see ocsim --help)" "$ocsim" "$(printf 'sim\033[2J')"
+refuse_text "unknown option '--x\ny'" "$ocsim" compare "$(printf -- '--x\ny')" "$cmp/pred" "$cmp/meas"
 # A long --out path under a file: the reason stays in the message.
 : >"$tmp/file"
 long=$(printf 'e%.0s' $(seq 3700))
@@ -139,6 +142,8 @@ refuse '--tp 2 and --tp 4 disagree' "$ocsim" simulate --cards 8 --model tiny --t
 refuse '--schedule interleaved and --layout tp2-pp2-dp2-gpipe disagree on the schedule' \
   "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2-gpipe --schedule interleaved
 refuse "$tmp: is a directory" "$ocsim" layouts --cards 8 --model "$tmp"
+refuse '--tolerance 10 and --tolerance 20 disagree' "$ocsim" compare --tolerance 10 \
+  --tolerance 20 "$cmp/pred" "$cmp/meas"
 # Mixtral-8x7B's config relabelled "mistral"; Mistral-7B-v0.1's window.
 cat >"$tmp/mixtral.json" <<'JSON'
 {"model_type": "mistral", "hidden_size": 4096, "num_attention_heads": 32,
