@@ -18,6 +18,7 @@ enum {
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
     O_RESUME,
+    O_END /* the number of codes above, less O_CARDS */
 };
 
 struct flag {
@@ -123,13 +124,15 @@ static int positive(const char *flag, const char *s, int64_t *out,
 {
     errno = 0;
     char *end;
+    char q[OC_QUOTE_MAX];
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno)
-        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
+    if (end == s || *end || (errno && errno != ERANGE))
+        return oc_fail(st, "--%s: '%s' is not an integer", flag, oc_quote(q, sizeof q, s));
     if (v <= 0)
-        return oc_fail(st, "--%s must be positive (got %lld)", flag, v);
-    if (v > 1000000000LL)
-        return oc_fail(st, "--%s %lld is absurdly large", flag, v);
+        return oc_fail(st, "--%s must be positive (got %s)", flag, oc_quote(q, sizeof q, s));
+    if (errno == ERANGE || v > OC_LAYOUT_MAX_CARDS)
+        return oc_fail(st, "--%s %s is out of range (at most %lld)", flag,
+                       oc_quote(q, sizeof q, s), OC_LAYOUT_MAX_CARDS);
     *out = v;
     return 0;
 }
@@ -141,24 +144,36 @@ static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
 {
     errno = 0;
     char *end;
+    char q[OC_QUOTE_MAX];
     long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno)
-        return oc_fail(st, "--%s: '%s' is not an integer", flag, s);
-    if (v < lo)
-        return oc_fail(st, "--%s must be at least %lld (got %lld)", flag, (long long)lo, v);
+    if (end == s || *end)
+        return oc_fail(st, "--%s: '%s' is not an integer", flag, oc_quote(q, sizeof q, s));
+    if (errno == ERANGE && v > 0)
+        return oc_fail(st, "--%s %s is out of range (at most %lld)", flag,
+                       oc_quote(q, sizeof q, s), (long long)INT64_MAX);
+    if (errno || v < lo)
+        return oc_fail(st, "--%s must be at least %lld (got %s)", flag, (long long)lo,
+                       oc_quote(q, sizeof q, s));
     *out = v;
     return 0;
 }
 
-/* A positive real option value up to 1e9 (--lr, --timeout). */
+/* A positive real option value up to 1e9 (--lr). Each way to
+ * miss says which: not a number, not positive, or past the bound. */
 static int positive_real(const char *flag, const char *s, double *out,
                          struct oc_status *st)
 {
     errno = 0;
     char *end;
+    char q[OC_QUOTE_MAX];
     double v = strtod(s, &end);
-    if (end == s || *end || errno || !(v > 0) || v > 1e9)
-        return oc_fail(st, "--%s: '%s' is not a positive number", flag, s);
+    if (end == s || *end || isnan(v))
+        return oc_fail(st, "--%s: '%s' is not a number", flag, oc_quote(q, sizeof q, s));
+    if (!(v > 0))
+        return oc_fail(st, "--%s must be positive (got %s)", flag, oc_quote(q, sizeof q, s));
+    if (v > 1e9)
+        return oc_fail(st, "--%s %s is out of range (at most 1e9)", flag,
+                       oc_quote(q, sizeof q, s));
     *out = v;
     return 0;
 }
@@ -173,14 +188,16 @@ static int timeout_value(const char *s, double *out, struct oc_status *st)
     }
     errno = 0;
     char *end;
+    char q[OC_QUOTE_MAX];
     const double v = strtod(s, &end);
+    oc_quote(q, sizeof q, s);
     if (end == s || *end || isnan(v))
-        return oc_fail(st, "--timeout: '%s' is not a number of seconds or 'auto'", s);
+        return oc_fail(st, "--timeout: '%s' is not a number of seconds or 'auto'", q);
     if (!(v > 0))
-        return oc_fail(st, "--timeout %s: a wait needs more than 0 seconds (or 'auto')", s);
+        return oc_fail(st, "--timeout %s: a wait needs more than 0 seconds (or 'auto')", q);
     if (v > OC_EXEC_MAX_TIMEOUT_S)
         return oc_fail(st, "--timeout %s: at most %.0f seconds (a week) per wait; "
-                           "'auto' derives it from the prediction", s, OC_EXEC_MAX_TIMEOUT_S);
+                           "'auto' derives it from the prediction", q, OC_EXEC_MAX_TIMEOUT_S);
     *out = v;
     return 0;
 }
@@ -199,79 +216,138 @@ static int byte_size(const char *flag, const char *s, int64_t *out, struct oc_st
         shift = 20, end++;
     else if (end != s && *end == 'G')
         shift = 30, end++;
+    char q[OC_QUOTE_MAX];
     if (end == s || *end || errno || v < 0 || v > (1LL << 30))
-        return oc_fail(st, "--%s: '%s' is not a size (bytes, or with K, M or G)", flag, s);
+        return oc_fail(st, "--%s: '%s' is not a size (bytes, or with K, M or G)", flag,
+                       oc_quote(q, sizeof q, s));
     v <<= shift;
     if (v < 8 || v > (1LL << 30))
-        return oc_fail(st, "--%s %s: the largest message must be in [8 B, 1 GiB]", flag, s);
+        return oc_fail(st, "--%s %s: the largest message must be in [8 B, 1 GiB]", flag,
+                       oc_quote(q, sizeof q, s));
     *out = v;
     return 0;
 }
 
-/* "1,2,4" -> list of positive integers. */
+/* A list value split in place by strtok_r: a heap copy, so that no buffer
+ * size cuts a long list short. */
+static char *list_copy(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *b = oc_xmalloc(n);
+    memcpy(b, s, n);
+    return b;
+}
+
+/* "1,2,4" -> list of positive integers, at most OC_MAX_LIST, none twice. */
 static int int_list(const char *flag, const char *s, int64_t *out, int *n,
                     struct oc_status *st)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
+    char *buf = list_copy(s);
+    int rc = 0;
     *n = 0;
     char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    for (char *p = strtok_r(buf, ",", &save); p && rc == 0;
+         p = strtok_r(NULL, ",", &save)) {
+        int64_t v;
         if (*n == OC_MAX_LIST)
-            return oc_fail(st, "--%s: at most %d values", flag, OC_MAX_LIST);
-        if (positive(flag, p, &out[*n], st) != 0)
-            return -1;
-        (*n)++;
+            rc = oc_fail(st, "--%s: at most %d values", flag, OC_MAX_LIST);
+        else if (positive(flag, p, &v, st) != 0)
+            rc = -1;
+        for (int i = 0; rc == 0 && i < *n; i++)
+            if (out[i] == v)
+                rc = oc_fail(st, "--%s: %lld is listed twice", flag, (long long)v);
+        if (rc == 0)
+            out[(*n)++] = v;
     }
-    if (*n == 0)
-        return oc_fail(st, "--%s: empty list", flag);
+    free(buf);
+    if (rc == 0 && *n == 0)
+        rc = oc_fail(st, "--%s: empty list", flag);
+    return rc;
+}
+
+/* One candidate schedule into o's list: at most OC_MAX_LIST, none twice
+ * (`entry` is what the user wrote for it, for the message). */
+static int add_schedule(struct oc_opts *o, int *n, enum oc_schedule_kind k, int64_t v,
+                        const char *entry, struct oc_status *st)
+{
+    if (*n == OC_MAX_LIST)
+        return oc_fail(st, "--schedule: at most %d schedules ('all' counts three)",
+                       OC_MAX_LIST);
+    for (int i = 0; i < *n; i++)
+        if (o->schedules[i] == k && o->vchunks[i] == v) {
+            char q[OC_QUOTE_MAX];
+            if (k == OC_SCHED_INTERLEAVED)
+                return oc_fail(st, "--schedule: interleaved:%lld is listed twice (by '%s')",
+                               (long long)v, oc_quote(q, sizeof q, entry));
+            return oc_fail(st, "--schedule: %s is listed twice (by '%s')",
+                           oc_schedule_name(k), oc_quote(q, sizeof q, entry));
+        }
+    o->schedules[*n] = k;
+    o->vchunks[(*n)++] = v;
     return 0;
+}
+
+/* One entry of --schedule: "all", "interleaved[:v]", "gpipe", ... */
+static int schedule_entry(struct oc_opts *o, int *n, char *p, struct oc_status *st)
+{
+    int64_t v = 1;
+    enum oc_schedule_kind k;
+    char *colon = strchr(p, ':');
+    if (colon) {
+        *colon = '\0';
+        if (positive("schedule", colon + 1, &v, st) != 0)
+            return -1;
+    }
+    if (strcmp(p, "all") == 0) {
+        if (colon)
+            return oc_fail(st, "--schedule: 'all' takes no ':v'");
+        return add_schedule(o, n, OC_SCHED_GPIPE, 1, "all", st) ||
+               add_schedule(o, n, OC_SCHED_1F1B, 1, "all", st) ||
+               add_schedule(o, n, OC_SCHED_INTERLEAVED, 2, "all", st) ? -1 : 0;
+    }
+    char q[OC_QUOTE_MAX];
+    if (oc_schedule_from_name(p, &k) != 0)
+        return oc_fail(st, "--schedule: unknown schedule '%s' (known: gpipe, "
+                           "1f1b, interleaved[:v], all)", oc_quote(q, sizeof q, p));
+    if (k == OC_SCHED_INTERLEAVED && !colon)
+        v = o->layout.vchunks > 1 ? o->layout.vchunks : 2;
+    if (k != OC_SCHED_INTERLEAVED && colon)
+        return oc_fail(st, "--schedule: only interleaved takes ':v' (got '%s:%lld')",
+                       oc_quote(q, sizeof q, p), (long long)v);
+    return add_schedule(o, n, k, v, p, st);
 }
 
 /* "1f1b,interleaved:2,gpipe" -> schedules with their v. */
 static int schedule_list(struct oc_opts *o, const char *s, struct oc_status *st)
 {
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", s);
-    int n = 0;
+    char *buf = list_copy(s);
+    int n = 0, rc = 0;
     char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-        if (n == OC_MAX_LIST)
-            return oc_fail(st, "--schedule: at most %d values", OC_MAX_LIST);
-        int64_t v = 1;
-        char *colon = strchr(p, ':');
-        if (colon) {
-            *colon = '\0';
-            if (positive("schedule", colon + 1, &v, st) != 0)
-                return -1;
-        }
-        if (strcmp(p, "all") == 0) {
-            o->schedules[n] = OC_SCHED_GPIPE, o->vchunks[n++] = 1;
-            o->schedules[n] = OC_SCHED_1F1B, o->vchunks[n++] = 1;
-            o->schedules[n] = OC_SCHED_INTERLEAVED, o->vchunks[n++] = 2;
-            continue;
-        }
-        if (oc_schedule_from_name(p, &o->schedules[n]) != 0)
-            return oc_fail(st, "--schedule: unknown schedule '%s' (known: gpipe, "
-                               "1f1b, interleaved[:v], all)", p);
-        if (o->schedules[n] == OC_SCHED_INTERLEAVED && !colon)
-            v = o->layout.vchunks > 1 ? o->layout.vchunks : 2;
-        if (o->schedules[n] != OC_SCHED_INTERLEAVED && colon)
-            return oc_fail(st, "--schedule: only interleaved takes ':v' (got '%s:%lld')",
-                           p, (long long)v);
-        o->vchunks[n++] = v;
-    }
-    if (n == 0)
-        return oc_fail(st, "--schedule: empty list");
-    o->n_schedules = n;
-    return 0;
+    for (char *p = strtok_r(buf, ",", &save); p && rc == 0;
+         p = strtok_r(NULL, ",", &save))
+        rc = schedule_entry(o, &n, p, st);
+    free(buf);
+    if (rc == 0 && n == 0)
+        rc = oc_fail(st, "--schedule: empty list");
+    if (rc == 0)
+        o->n_schedules = n;
+    return rc;
 }
 
+/* A flag as the user gave it (its long name and value, NULL for a flag
+ * without one), for the message when another says otherwise. */
+struct given {
+    int code;
+    const char *name, *val;
+};
+
 /* Layout flags whose effect depends on others (--schedule with --vchunks,
- * --layout under --tp): held until every flag was read. */
+ * --layout against --tp): held until every flag was read; and the flag
+ * that set each thing, indexed by its slot (flag_slot). */
 struct pending {
     const char *layout_str, *sched;
     int64_t tp, pp, dp, mb, v;
+    struct given given[O_END - O_CARDS];
 };
 
 /* OC_OPT_EXEC's flags: 1 when c is not one of them. */
@@ -315,11 +391,12 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
 static int checked_flag(struct oc_opts *o, int c, const char *name, const char *val,
                         struct oc_status *st)
 {
+    char q[OC_QUOTE_MAX];
     switch (c) {
     case O_RECOMPUTE:
         if (oc_recompute_from_name(val, &o->layout.recompute) != 0)
             return oc_fail(st, "--%s: unknown mode '%s' (known: none, selective, full)",
-                           name, val);
+                           name, oc_quote(q, sizeof q, val));
         return 0;
     case O_ATTN:
         if (strcmp(val, "flash") == 0)
@@ -328,17 +405,18 @@ static int checked_flag(struct oc_opts *o, int c, const char *name, const char *
             o->layout.attention = OC_ATTN_CLASSIC;
         else
             return oc_fail(st, "--attention: unknown kernel '%s' (known: flash, classic)",
-                           val);
+                           oc_quote(q, sizeof q, val));
         return 0;
     case O_ORDER:
         if (oc_order_from_name(val, &o->layout.order) != 0)
             return oc_fail(st, "--rank-order: unknown order '%s' (known: tp-dp-pp "
-                               "(Megatron's default), tp-pp-dp)", val);
+                               "(Megatron's default), tp-pp-dp)", oc_quote(q, sizeof q, val));
         return 0;
     case O_FIDELITY:
         o->fidelity = val;
         if (strcmp(val, "fast") && strcmp(val, "full"))
-            return oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)", val);
+            return oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)",
+                           oc_quote(q, sizeof q, val));
         return 0;
     case O_COLLECTIVE:
         /* checked against the simulator's table of algorithms (sim/coll.h)
@@ -358,6 +436,10 @@ static int checked_flag(struct oc_opts *o, int c, const char *name, const char *
 static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *name,
                     const char *val, struct oc_status *st)
 {
+    /* An empty file or folder name (`--csv ''` named no file: "ocsim
+     * layouts: : cannot write"); the other flags say what they expected */
+    if ((c == O_CSV || c == O_OUT) && val && !*val)
+        return oc_fail(st, "--%s: an empty value (expected a path)", name);
     int rc = exec_flag(&o->exec, c, val, st);
     if (rc != 1)
         return rc;
@@ -405,6 +487,128 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     return -1;
 }
 
+/* The slot of a flag code: flags that set the same thing share one (the
+ * aliases share a code already; --sequence-parallel and
+ * --no-sequence-parallel, --bf16, --fp16 and --fp32 ... share a slot). */
+static int flag_slot(int c)
+{
+    switch (c) {
+    case O_NOSP: return O_SP;
+    case O_NOZERO: return O_ZERO;
+    case O_NOOVERLAP: return O_OVERLAP;
+    case O_FP16:
+    case O_FP32: return O_BF16;
+    }
+    return c;
+}
+
+/* "--tp 4", "--sequence-parallel" into buf. */
+static const char *flag_text(const struct given *g, char *buf, size_t n)
+{
+    char q[OC_QUOTE_MAX];
+    if (g->val)
+        snprintf(buf, n, "--%s %s", g->name, oc_quote(q, sizeof q, g->val));
+    else
+        snprintf(buf, n, "--%s", g->name);
+    return buf;
+}
+
+/* A flag given again must say the same: "--tp 2 ... --tp 4" and
+ * "--sp ... --no-sequence-parallel" are refused, naming both. --cfg is a
+ * list by repetition. */
+static int once(struct pending *p, int c, const char *name, const char *val,
+                struct oc_status *st)
+{
+    if (c == O_CFG || c == O_HELP || c == 'h')
+        return 0;
+    OC_ASSERT(c >= O_CARDS && c < O_END);
+    struct given *g = &p->given[flag_slot(c) - O_CARDS];
+    const struct given now = {c, name, val};
+    if (g->name && (val ? strcmp(g->val, val) != 0 : g->code != c)) {
+        char a[OC_QUOTE_MAX + 64], b[OC_QUOTE_MAX + 64];
+        return oc_fail(st, "%s and %s disagree (give one)", flag_text(g, a, sizeof a),
+                       flag_text(&now, b, sizeof b));
+    }
+    *g = now;
+    return 0;
+}
+
+/* The flag that set a knob a layout string also names, or NULL. v comes
+ * from --vchunks or from --schedule interleaved:N; the schedule from
+ * --schedule, or from --vchunks N > 1 (which means interleaved, as "v2" in
+ * a layout string does). */
+static const struct given *knob_flag(const struct pending *p, unsigned bit)
+{
+    static const struct {
+        unsigned bit;
+        int code;
+    } knobs[] = {
+        {OC_LAYOUT_NAMED_TP, O_TP},           {OC_LAYOUT_NAMED_PP, O_PP},
+        {OC_LAYOUT_NAMED_DP, O_DP},           {OC_LAYOUT_NAMED_MB, O_MB},
+        {OC_LAYOUT_NAMED_SP, O_SP},           {OC_LAYOUT_NAMED_RECOMPUTE, O_RECOMPUTE},
+        {OC_LAYOUT_NAMED_ZERO, O_ZERO},       {OC_LAYOUT_NAMED_ATTENTION, O_ATTN},
+        {OC_LAYOUT_NAMED_ORDER, O_ORDER},     {OC_LAYOUT_NAMED_PRECISION, O_BF16},
+    };
+    const struct given *v = &p->given[O_VCHUNKS - O_CARDS];
+    const struct given *sched = &p->given[O_SCHEDULE - O_CARDS];
+    if (bit == OC_LAYOUT_NAMED_V)
+        return v->name ? v : sched->name && strchr(sched->val, ':') ? sched : NULL;
+    if (bit == OC_LAYOUT_NAMED_SCHEDULE)
+        return sched->name ? sched : v->name && p->v > 1 ? v : NULL;
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        if (knobs[i].bit == bit) {
+            const struct given *g = &p->given[knobs[i].code - O_CARDS];
+            return g->name ? g : NULL;
+        }
+    OC_ASSERT(!"a knob without its flag");
+    return NULL;
+}
+
+/* The knob of one OC_LAYOUT_NAMED_* bit, as a number to compare. */
+static int64_t knob_value(const struct oc_layout *l, unsigned bit)
+{
+    switch (bit) {
+    case OC_LAYOUT_NAMED_TP: return l->tp;
+    case OC_LAYOUT_NAMED_PP: return l->pp;
+    case OC_LAYOUT_NAMED_DP: return l->dp;
+    case OC_LAYOUT_NAMED_MB: return l->micro_batch;
+    case OC_LAYOUT_NAMED_V: return l->vchunks;
+    case OC_LAYOUT_NAMED_SCHEDULE: return l->schedule;
+    case OC_LAYOUT_NAMED_SP: return l->sequence_parallel;
+    case OC_LAYOUT_NAMED_RECOMPUTE: return l->recompute;
+    case OC_LAYOUT_NAMED_ZERO: return l->shard_optimizer;
+    case OC_LAYOUT_NAMED_ATTENTION: return l->attention;
+    case OC_LAYOUT_NAMED_ORDER: return l->order;
+    case OC_LAYOUT_NAMED_PRECISION: return l->precision;
+    }
+    OC_ASSERT(!"one OC_LAYOUT_NAMED_* bit");
+    return 0;
+}
+
+/* --layout S onto o->layout (which holds the flags' knobs): a knob that S
+ * names and a flag sets must agree ("--layout tp8-pp8-dp1 --tp 4" is
+ * refused, naming both). */
+static int apply_layout_string(struct oc_opts *o, const struct pending *p,
+                               struct oc_status *st)
+{
+    struct oc_layout l = o->layout;
+    unsigned named = 0;
+    if (oc_layout_parse_named(&l, p->layout_str, &named, st) != 0)
+        return -1;
+    for (int i = 0; i < OC_LAYOUT_NAMED_BITS; i++) {
+        const unsigned bit = 1u << i;
+        const struct given *g = (named & bit) ? knob_flag(p, bit) : NULL;
+        if (g && knob_value(&l, bit) != knob_value(&o->layout, bit)) {
+            char f[OC_QUOTE_MAX + 64], q[OC_QUOTE_MAX];
+            return oc_fail(st, "%s and --layout %s disagree on %s (give one)",
+                           flag_text(g, f, sizeof f), oc_quote(q, sizeof q, p->layout_str),
+                           oc_layout_named_what(bit));
+        }
+    }
+    o->layout = l;
+    return 0;
+}
+
 /* The held layout flags, once every flag was read. */
 static int apply_pending(struct oc_opts *o, const struct pending *p, unsigned groups,
                          struct oc_status *st)
@@ -422,15 +626,18 @@ static int apply_pending(struct oc_opts *o, const struct pending *p, unsigned gr
     } else if (p->v && !p->sched && p->v > 1) {
         o->layout.schedule = OC_SCHED_INTERLEAVED;
     }
-    if (p->layout_str) {
-        if (oc_layout_parse(&o->layout, p->layout_str, st) != 0)
-            return -1;
-        o->layout_given = 1;
-    }
     if (p->tp) o->layout.tp = p->tp, o->layout_given = 1;
     if (p->pp) o->layout.pp = p->pp, o->layout_given = 1;
     if (p->dp) o->layout.dp = p->dp, o->layout_given = 1;
     if (p->mb) o->layout.micro_batch = p->mb;
+    if (p->layout_str) {
+        if (apply_layout_string(o, p, st) != 0)
+            return -1;
+        o->layout_given = 1;
+    }
+    /* --tp, --pp and --dp of up to 1e9 each: refused before any product */
+    if (o->layout_given && oc_layout_check_world(&o->layout, st) != 0)
+        return -1;
     return 0;
 }
 
@@ -451,21 +658,25 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
     while ((c = getopt_long(argc, argv, "+:h", longopts, &idx)) != -1) {
         const char *name = idx >= 0 && (size_t)idx < n ? longopts[idx].name : "?";
         int rc;
+        char q[OC_QUOTE_MAX], q0[OC_QUOTE_MAX];
         if (c == ':')
-            rc = oc_fail(st, "%s needs a value", argv[optind - 1]);
+            rc = oc_fail(st, "%s needs a value", oc_quote(q, sizeof q, argv[optind - 1]));
         else if (c == '?' && optopt && optopt < 256)
             rc = oc_fail(st, "unknown option '-%c' (see --help)", optopt);
         else if (c == '?')
             rc = oc_fail(st, "unknown or misplaced option '%s' for '%s' (see --help)",
-                         argv[optind - 1], argv[0]);
-        else
+                         oc_quote(q, sizeof q, argv[optind - 1]),
+                         oc_quote(q0, sizeof q0, argv[0]));
+        else if ((rc = once(&p, c, name, optarg, st)) == 0)
             rc = one_flag(o, &p, c, name, optarg, st);
         if (rc != 0)
             return -1;
         idx = -1;
     }
+    char q[OC_QUOTE_MAX];
     if (optind < argc)
-        return oc_fail(st, "unexpected argument '%s' (see --help)", argv[optind]);
+        return oc_fail(st, "unexpected argument '%s' (see --help)",
+                       oc_quote(q, sizeof q, argv[optind]));
     if (o->help)
         return 0;
     if (apply_pending(o, &p, groups, st) != 0)

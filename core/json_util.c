@@ -10,16 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What both loaders do once jansson has parsed (or failed). */
+/* What both loaders do once jansson has parsed (or failed). The name and
+ * jansson's text are quoted: err->text quotes the token jansson did not
+ * expect, the file's bytes (control characters, broken UTF-8) included. */
 static json_t *loaded(json_t *root, const json_error_t *err, const char *name,
                       struct oc_status *st)
 {
+    char q[OC_QUOTE_MAX], qt[OC_QUOTE_MAX];
     if (!root) {
-        oc_fail(st, "%s:%d:%d: %s", name, err->line, err->column, err->text);
+        oc_fail(st, "%s:%d:%d: %s", oc_quote(q, sizeof q, name), err->line, err->column,
+                oc_quote(qt, sizeof qt, err->text));
         return NULL;
     }
     if (!json_is_object(root)) {
-        oc_fail(st, "%s: must hold a JSON object ({...}), not %s", name,
+        oc_fail(st, "%s: must hold a JSON object ({...}), not %s", oc_quote(q, sizeof q, name),
                 oc_json_type_name(root));
         json_decref(root);
         return NULL;
@@ -29,9 +33,10 @@ static json_t *loaded(json_t *root, const json_error_t *err, const char *name,
 
 json_t *oc_json_load_file(const char *path, struct oc_status *st)
 {
+    char q[OC_QUOTE_MAX];
     FILE *f = fopen(path, "r");
     if (!f) {
-        oc_fail(st, "%s: cannot open (%s)", path, strerror(errno));
+        oc_fail(st, "%s: cannot open (%s)", oc_quote(q, sizeof q, path), strerror(errno));
         return NULL;
     }
     json_error_t err;
@@ -52,7 +57,8 @@ struct oc_json_obj oc_json_root(json_t *root, const char *file)
 {
     struct oc_json_obj o;
     o.obj = root;
-    o.file = file;
+    o.path = file;
+    oc_quote(o.file, sizeof o.file, file);
     o.prefix[0] = '\0';
     return o;
 }
@@ -75,10 +81,16 @@ const char *oc_json_type_name(const json_t *v)
 void oc_json_field_name(const struct oc_json_obj *o, const char *key,
                         char *out, size_t n)
 {
-    if (o->prefix[0])
-        snprintf(out, n, "%s.%s", o->prefix, key);
-    else
-        snprintf(out, n, "%s", key);
+    /* prefix holds names the code asked for, shorter than n - 16: the key
+     * takes the rest, quoted to fit, so that no cut splits a character */
+    size_t pre = strlen(o->prefix);
+    OC_ASSERT(n >= pre + 16);
+    if (pre) {
+        memcpy(out, o->prefix, pre);
+        out[pre++] = '.';
+    }
+    size_t room = n - pre < OC_QUOTE_MAX ? n - pre : OC_QUOTE_MAX;
+    oc_quote(out + pre, room, key);
 }
 
 void oc_json_fmt_num(double v, char *out, size_t n)
@@ -305,7 +317,8 @@ int oc_json_obj_field(const struct oc_json_obj *o, const char *key,
         return oc_fail(st, "%s: field '%s' must be an object ({...}), not %s",
                        o->file, name, oc_json_type_name(v));
     child->obj = v;
-    child->file = o->file;
+    child->path = o->path;
+    memcpy(child->file, o->file, sizeof child->file);
     size_t len = strlen(name);
     if (len >= sizeof child->prefix)
         len = sizeof child->prefix - 1;

@@ -17,7 +17,8 @@
  *   models/x.json: field 'hidden_size' must be an integer, not a string
  *   models/x.json: field 'hidden_size' is absurd (2e12 > 1e6)
  * A JSON null counts as absent (Hugging Face writes "n_inner": null).
- * These helpers never print.
+ * Every text of the file a message shows (its name, a key) is escaped
+ * and shortened (oc_quote). These helpers never print.
  */
 #ifndef OC_JSON_UTIL_H
 #define OC_JSON_UTIL_H
@@ -33,14 +34,16 @@ enum { OC_JSON_OPTIONAL = 0, OC_JSON_REQUIRED = 1 };
 /* A JSON object being read, and how its fields are named in messages. */
 struct oc_json_obj {
     json_t *obj;       /* borrowed from the document */
-    const char *file;  /* the file, as the user named it */
+    const char *path;  /* the file, as the user named it */
+    char file[OC_QUOTE_MAX]; /* the same for messages (oc_quote) */
     char prefix[64];   /* "device" for fields inside "device"; "" at top level */
 };
 
 /* Parse a file. Returns a new reference, or NULL with st->msg
  * "FILE: cannot open (reason)", "FILE:LINE:COL: <jansson text>" or
  * "FILE: must hold a JSON object ({...}), not an array". Duplicate keys are
- * a parse error. */
+ * a parse error. FILE and jansson's text (which quotes the token it did
+ * not expect) are escaped and shortened (oc_quote). */
 json_t *oc_json_load_file(const char *path, struct oc_status *st);
 /* The same from n bytes in memory (a fuzzer's input, a test's text);
  * `name` stands for the file in messages. */
@@ -107,7 +110,8 @@ int oc_json_obj_field(const struct oc_json_obj *o, const char *key,
 int oc_json_known_keys(const struct oc_json_obj *o, const char *const *known,
                        struct oc_status *st);
 
-/* The name of a field in messages: "device.sm_count" or "hidden_size". */
+/* The name of a field in messages: "device.sm_count" or "hidden_size";
+ * the key escaped and shortened (oc_quote: a key is the file's text). */
 void oc_json_field_name(const struct oc_json_obj *o, const char *key,
                         char *out, size_t n);
 

@@ -124,118 +124,206 @@ static int64_t prefixed_number(const char *s, const char *prefix)
     errno = 0;
     char *end;
     long long v = strtoll(s + n, &end, 10);
-    if (*end || errno || v <= 0 || v > 1000000000LL)
+    if (*end || errno || v <= 0 || v > OC_LAYOUT_MAX_CARDS)
         return -1;
     return v;
 }
 
-/* One part of the compact string. Returns 0, or -1 if not understood. */
-static int parse_part(struct oc_layout *l, const char *part, unsigned *seen)
+/* What each OC_LAYOUT_NAMED_* bit is called in a message, by bit index. */
+static const char *const named_what[OC_LAYOUT_NAMED_BITS] = {
+    "tp", "pp", "dp", "the micro-batch size", "v (model chunks per stage)",
+    "the schedule", "sequence parallelism", "recompute", "the optimizer sharding",
+    "the attention kernel", "the rank order", "the precision",
+};
+
+const char *oc_layout_named_what(unsigned bit)
+{
+    for (int i = 0; i < OC_LAYOUT_NAMED_BITS; i++)
+        if (bit == 1u << i)
+            return named_what[i];
+    OC_ASSERT(!"one OC_LAYOUT_NAMED_* bit");
+    return "?";
+}
+
+/* One part of the compact string: the knob it sets into l, its
+ * OC_LAYOUT_NAMED_* bit into *bit. Returns 0, or -1 if not understood. */
+static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
 {
     static const struct {
         const char *prefix;
         size_t offset;
         unsigned bit;
     } numbers[] = {
-        {"tp", offsetof(struct oc_layout, tp), 1},
-        {"pp", offsetof(struct oc_layout, pp), 2},
-        {"dp", offsetof(struct oc_layout, dp), 4},
-        {"mb", offsetof(struct oc_layout, micro_batch), 8},
-        {"v", offsetof(struct oc_layout, vchunks), 16},
+        {"tp", offsetof(struct oc_layout, tp), OC_LAYOUT_NAMED_TP},
+        {"pp", offsetof(struct oc_layout, pp), OC_LAYOUT_NAMED_PP},
+        {"dp", offsetof(struct oc_layout, dp), OC_LAYOUT_NAMED_DP},
+        {"mb", offsetof(struct oc_layout, micro_batch), OC_LAYOUT_NAMED_MB},
+        {"v", offsetof(struct oc_layout, vchunks), OC_LAYOUT_NAMED_V},
     };
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
         int64_t v = prefixed_number(part, numbers[i].prefix);
         if (v > 0) {
             *(int64_t *)((char *)l + numbers[i].offset) = v;
-            *seen |= numbers[i].bit;
+            *bit = numbers[i].bit;
             return 0;
         }
     }
     enum oc_schedule_kind k;
-    enum oc_rank_order o;
     enum oc_precision pr;
-    if (oc_schedule_from_name(part, &k) == 0) {
-        l->schedule = k;
-        *seen |= 32;
-    } else if (strcmp(part, "sp") == 0) {
-        l->sequence_parallel = 1;
-    } else if (strcmp(part, "nosp") == 0) {
-        l->sequence_parallel = 0;
-    } else if (strcmp(part, "rnone") == 0) {
-        l->recompute = OC_RECOMPUTE_NONE;
-    } else if (strcmp(part, "rsel") == 0) {
-        l->recompute = OC_RECOMPUTE_SELECTIVE;
-    } else if (strcmp(part, "rfull") == 0) {
-        l->recompute = OC_RECOMPUTE_FULL;
-    } else if (strcmp(part, "zero1") == 0) {
-        l->shard_optimizer = 1;
-    } else if (strcmp(part, "nozero") == 0) {
-        l->shard_optimizer = 0;
-    } else if (strcmp(part, "flash") == 0) {
-        l->attention = OC_ATTN_FLASH;
-    } else if (strcmp(part, "classic") == 0) {
-        l->attention = OC_ATTN_CLASSIC;
-    } else if (oc_precision_from_name(part, &pr) == 0) {
-        l->precision = pr;
-    } else if (strncmp(part, "order=", 6) == 0 &&
-               oc_order_from_name(part + 6, &o) == 0) {
-        l->order = o;
-    } else {
+    if (oc_schedule_from_name(part, &k) == 0)
+        l->schedule = k, *bit = OC_LAYOUT_NAMED_SCHEDULE;
+    else if (strcmp(part, "sp") == 0)
+        l->sequence_parallel = 1, *bit = OC_LAYOUT_NAMED_SP;
+    else if (strcmp(part, "nosp") == 0)
+        l->sequence_parallel = 0, *bit = OC_LAYOUT_NAMED_SP;
+    else if (strcmp(part, "rnone") == 0)
+        l->recompute = OC_RECOMPUTE_NONE, *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+    else if (strcmp(part, "rsel") == 0)
+        l->recompute = OC_RECOMPUTE_SELECTIVE, *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+    else if (strcmp(part, "rfull") == 0)
+        l->recompute = OC_RECOMPUTE_FULL, *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+    else if (strcmp(part, "zero1") == 0)
+        l->shard_optimizer = 1, *bit = OC_LAYOUT_NAMED_ZERO;
+    else if (strcmp(part, "nozero") == 0)
+        l->shard_optimizer = 0, *bit = OC_LAYOUT_NAMED_ZERO;
+    else if (strcmp(part, "flash") == 0)
+        l->attention = OC_ATTN_FLASH, *bit = OC_LAYOUT_NAMED_ATTENTION;
+    else if (strcmp(part, "classic") == 0)
+        l->attention = OC_ATTN_CLASSIC, *bit = OC_LAYOUT_NAMED_ATTENTION;
+    else if (oc_precision_from_name(part, &pr) == 0)
+        l->precision = pr, *bit = OC_LAYOUT_NAMED_PRECISION;
+    else
         return -1;
-    }
     return 0;
 }
 
-int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st)
+/* The parts of the string, each knob named once: `by[i]` is the part that
+ * set bit i (for the message when another part sets it again). */
+struct parsed {
+    unsigned named;
+    const char *by[OC_LAYOUT_NAMED_BITS];
+};
+
+static int set_once(struct parsed *p, unsigned bit, const char *part, const char *s,
+                    struct oc_status *st)
 {
+    int i = 0;
+    while (bit != 1u << i)
+        i++;
+    if (p->named & bit) {
+        char q[OC_QUOTE_MAX], a[OC_QUOTE_MAX], b[OC_QUOTE_MAX];
+        return oc_fail(st, "layout '%s': '%s' and '%s' both give %s (write it once)",
+                       oc_quote(q, sizeof q, s), oc_quote(a, sizeof a, p->by[i]),
+                       oc_quote(b, sizeof b, part), named_what[i]);
+    }
+    p->named |= bit;
+    p->by[i] = part;
+    return 0;
+}
+
+/* "order=tp-pp-dp" holds dashes: each one is cut out of buf before the
+ * string is split on '-'. names[k] keeps the text of the k-th (a second one
+ * is refused by set_once, which names both). */
+static int cut_order(char *buf, struct oc_layout *l, struct parsed *p, char names[2][16],
+                     const char *s, struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    int k = 0;
+    for (char *ord = strstr(buf, "order="); ord; ord = strstr(buf, "order="), k++) {
+        enum oc_rank_order o;
+        char one[9] = {0};
+        size_t i = 0;
+        const char *v = ord + 6;
+        /* an order name is three two-letter groups joined by '-' */
+        while (v[i] && i < 8)
+            i++;
+        memcpy(one, v, i);
+        if (oc_order_from_name(one, &o) != 0)
+            return oc_fail(st, "layout '%s': unknown rank order after 'order=' "
+                               "(known: tp-dp-pp, tp-pp-dp)", oc_quote(q, sizeof q, s));
+        snprintf(names[k], sizeof names[k], "order=%s", one);
+        if (set_once(p, OC_LAYOUT_NAMED_ORDER, names[k], s, st) != 0)
+            return -1;
+        l->order = o;
+        memmove(ord, v + i, strlen(v + i) + 1);
+    }
+    size_t len = strlen(buf);
+    while (len && buf[len - 1] == '-')
+        buf[--len] = '\0';
+    return 0;
+}
+
+int oc_layout_check_world(const struct oc_layout *l, struct oc_status *st)
+{
+    const int64_t max = OC_LAYOUT_MAX_CARDS;
+    if (l->tp < 1 || l->pp < 1 || l->dp < 1)
+        return oc_fail(st, "tp, pp and dp must be at least 1 (got tp%lld-pp%lld-dp%lld)",
+                       (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    /* Divisions, not products: the product itself could overflow int64. */
+    if (l->tp > max / l->pp || l->tp * l->pp > max / l->dp)
+        return oc_fail(st, "TP*PP*DP = %lld*%lld*%lld is more than %lld cards",
+                       (long long)l->tp, (long long)l->pp, (long long)l->dp,
+                       (long long)max);
+    return 0;
+}
+
+int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
+                          struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
     if (!s || !*s)
         return oc_fail(st, "empty layout string (expected e.g. tp8-pp8-dp1)");
     struct oc_layout tmp = *l;
     char buf[256];
     if (strlen(s) >= sizeof buf)
-        return oc_fail(st, "layout string too long: '%.40s...'", s);
+        return oc_fail(st, "layout string too long (%zu bytes, at most %zu): '%s'",
+                       strlen(s), sizeof buf - 1, oc_quote(q, sizeof q, s));
+    const size_t slen = strlen(s);
+    if (s[0] == '-' || s[slen - 1] == '-' || strstr(s, "--"))
+        return oc_fail(st, "layout '%s': an empty part ('-' at an end or two in a row; "
+                           "expected e.g. tp8-pp8-dp1)", oc_quote(q, sizeof q, s));
     strcpy(buf, s);
-    /* The rank order may itself hold dashes: "order=tp-pp-dp" is cut out
-     * before splitting on '-'. */
-    char *ord = strstr(buf, "order=");
-    if (ord) {
-        enum oc_rank_order o;
-        char name[16] = {0};
-        size_t i = 0;
-        const char *q = ord + 6;
-        /* an order name is three two-letter groups joined by '-' */
-        while (q[i] && i < 8)
-            i++;
-        memcpy(name, q, i);
-        if (oc_order_from_name(name, &o) != 0)
-            return oc_fail(st, "layout '%s': unknown rank order after 'order=' "
-                               "(known: tp-dp-pp, tp-pp-dp)", s);
-        tmp.order = o;
-        memmove(ord, q + i, strlen(q + i) + 1);
-        size_t n = strlen(buf);
-        while (n && buf[n - 1] == '-')
-            buf[--n] = '\0';
-    }
-    unsigned seen = 0;
+    struct parsed p = {0};
+    char orders[2][16];
+    if (cut_order(buf, &tmp, &p, orders, s, st) != 0)
+        return -1;
     char *save = NULL;
     for (char *part = strtok_r(buf, "-", &save); part;
          part = strtok_r(NULL, "-", &save)) {
-        if (parse_part(&tmp, part, &seen) != 0)
+        unsigned bit = 0;
+        char qp[OC_QUOTE_MAX];
+        if (parse_part(&tmp, part, &bit) != 0)
             return oc_fail(st,
                            "layout '%s': part '%s' not understood (expected "
                            "tp<N>-pp<N>-dp<N>, then optional mb<N>, v<N>, "
                            "gpipe|1f1b|interleaved, sp|nosp, rnone|rsel|rfull, "
                            "zero1|nozero, flash|classic, bf16|fp16|fp32, "
                            "order=tp-dp-pp|tp-pp-dp)",
-                           s, part);
+                           oc_quote(q, sizeof q, s), oc_quote(qp, sizeof qp, part));
+        if (set_once(&p, bit, part, s, st) != 0)
+            return -1;
     }
-    if ((seen & 7) != 7)
-        return oc_fail(st, "layout '%s' must name tp, pp and dp (e.g. tp8-pp8-dp1)", s);
-    /* "v2" alone means the interleaved schedule. */
-    if ((seen & 16) && !(seen & 32) && tmp.vchunks > 1)
+    const unsigned tpd = OC_LAYOUT_NAMED_TP | OC_LAYOUT_NAMED_PP | OC_LAYOUT_NAMED_DP;
+    if ((p.named & tpd) != tpd)
+        return oc_fail(st, "layout '%s' must name tp, pp and dp (e.g. tp8-pp8-dp1)",
+                       oc_quote(q, sizeof q, s));
+    if (oc_layout_check_world(&tmp, st) != 0)
+        return oc_fail(st, "layout '%s': %s", oc_quote(q, sizeof q, s), st->msg);
+    /* "v2" alone means the interleaved schedule: the string then names it. */
+    if ((p.named & OC_LAYOUT_NAMED_V) && !(p.named & OC_LAYOUT_NAMED_SCHEDULE) &&
+        tmp.vchunks > 1) {
         tmp.schedule = OC_SCHED_INTERLEAVED;
+        p.named |= OC_LAYOUT_NAMED_SCHEDULE;
+    }
     *l = tmp;
+    if (named)
+        *named = p.named;
     return 0;
+}
+
+int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st)
+{
+    return oc_layout_parse_named(l, s, NULL, st);
 }
 
 void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
@@ -251,7 +339,16 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
         snprintf(buf + k, n - (size_t)k, "-%s", oc_schedule_name(l->schedule));
 }
 
-int64_t oc_layout_world(const struct oc_layout *l) { return l->tp * l->pp * l->dp; }
+int64_t oc_layout_world(const struct oc_layout *l)
+{
+    /* Callers check user input first (oc_layout_check_world, which
+     * oc_layout_parse and oc_layout_validate call): an overflow here is a
+     * bug, not a wrong answer. */
+    int64_t tpp, world;
+    OC_ASSERT(!__builtin_mul_overflow(l->tp, l->pp, &tpp) &&
+              !__builtin_mul_overflow(tpp, l->dp, &world));
+    return world;
+}
 
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l)
 {
@@ -270,9 +367,8 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st)
 {
-    if (l->tp < 1 || l->pp < 1 || l->dp < 1)
-        return oc_fail(st, "tp, pp and dp must be at least 1 (got tp%lld-pp%lld-dp%lld)",
-                       (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    if (oc_layout_check_world(l, st) != 0)
+        return -1;
     int64_t world = oc_layout_world(l);
     if (world != cards)
         return oc_fail(st,
@@ -293,6 +389,14 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
         return oc_fail(st, "sequence length %lld exceeds the model's "
                            "max_position_embeddings %lld",
                        (long long)l->seq_length, (long long)m->max_position_embeddings);
+    /* b*s are the rows of every GEMM; core/cost.c multiplies them (and s
+     * by s, by the heads and by GEMM tiles) in int64. At most 1e9 tokens
+     * in a micro-batch keeps every such product below 2^63. */
+    if (l->micro_batch > OC_LAYOUT_MAX_TOKENS / l->seq_length)
+        return oc_fail(st, "a micro-batch of %lld sequences of %lld tokens is more than "
+                           "%lld tokens",
+                       (long long)l->micro_batch, (long long)l->seq_length,
+                       (long long)OC_LAYOUT_MAX_TOKENS);
     if (m->num_attention_heads % l->tp != 0)
         return oc_fail(st, "num_attention_heads %lld is not divisible by TP %lld",
                        (long long)m->num_attention_heads, (long long)l->tp);

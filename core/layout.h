@@ -21,7 +21,9 @@
  * per stage), gpipe | 1f1b | interleaved, sp | nosp, rnone | rsel | rfull
  * (recompute), zero1 | nozero (optimizer-state sharding), flash | classic
  * (attention kernel), order=tp-dp-pp | order=tp-pp-dp (rank order),
- * bf16 | fp16 | fp32 (the run's precision).
+ * bf16 | fp16 | fp32 (the run's precision). Each knob is named at most
+ * once: "tp8-tp8-pp8-dp1" and "gpipe-...-1f1b" are refused, naming both
+ * parts.
  */
 #ifndef OC_LAYOUT_H
 #define OC_LAYOUT_H
@@ -86,11 +88,51 @@ struct oc_coord {
     int64_t tp, pp, dp;
 };
 
+/* The most cards a layout may span, and the bound of each of tp, pp, dp,
+ * mb and v (as of --cards): tp*pp*dp is checked against it before it is
+ * multiplied out, so no product of layout sizes overflows int64. */
+#define OC_LAYOUT_MAX_CARDS 1000000000LL
+/* The most tokens of one micro-batch (micro-batch size x sequence
+ * length), checked by oc_layout_validate: the products of the cost model
+ * (rows x heads x sequence, GEMM tiles) stay inside int64. */
+#define OC_LAYOUT_MAX_TOKENS 1000000000LL
+
 void oc_layout_default(struct oc_layout *l);
 
 /* Parse the compact string into l (fields it does not name are left as
- * they are). Returns -1 naming the part it did not understand. */
+ * they are; l is untouched on failure). Returns -1 naming the part it did
+ * not understand, the two parts that name one knob, or a tp*pp*dp above
+ * OC_LAYOUT_MAX_CARDS. */
 int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st);
+
+/* The knobs a layout string names (oc_layout_parse_named), so that a
+ * command line can refuse a flag that says otherwise. "v2" alone names the
+ * schedule too (interleaved). */
+enum {
+    OC_LAYOUT_NAMED_TP = 1u << 0,
+    OC_LAYOUT_NAMED_PP = 1u << 1,
+    OC_LAYOUT_NAMED_DP = 1u << 2,
+    OC_LAYOUT_NAMED_MB = 1u << 3,
+    OC_LAYOUT_NAMED_V = 1u << 4,
+    OC_LAYOUT_NAMED_SCHEDULE = 1u << 5,
+    OC_LAYOUT_NAMED_SP = 1u << 6,
+    OC_LAYOUT_NAMED_RECOMPUTE = 1u << 7,
+    OC_LAYOUT_NAMED_ZERO = 1u << 8,
+    OC_LAYOUT_NAMED_ATTENTION = 1u << 9,
+    OC_LAYOUT_NAMED_ORDER = 1u << 10,
+    OC_LAYOUT_NAMED_PRECISION = 1u << 11,
+    OC_LAYOUT_NAMED_BITS = 12
+};
+/* oc_layout_parse, and the OC_LAYOUT_NAMED_* bits of the knobs s names
+ * into *named (may be NULL). */
+int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
+                          struct oc_status *st);
+/* What one OC_LAYOUT_NAMED_* bit is in a message: "tp", "the schedule". */
+const char *oc_layout_named_what(unsigned bit);
+
+/* tp, pp and dp at least 1 and tp*pp*dp at most OC_LAYOUT_MAX_CARDS,
+ * checked without multiplying out; oc_layout_world asserts it. */
+int oc_layout_check_world(const struct oc_layout *l, struct oc_status *st);
 /* Write the compact string ("tp8-pp8-dp1-mb1-1f1b"). */
 void oc_layout_format(const struct oc_layout *l, char *buf, size_t n);
 
@@ -117,7 +159,8 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st);
 
-int64_t oc_layout_world(const struct oc_layout *l);              /* t*p*d */
+/* t*p*d, of a layout that passed oc_layout_check_world (asserted). */
+int64_t oc_layout_world(const struct oc_layout *l);
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
 int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
                                    const struct oc_model *m);    /* L/(p*v) */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "json_util.h"
+#include "model_features.h"
 #include "paths.h"
 
 /* Limits past which a number is a typo, not a model. The largest dense
@@ -37,33 +38,48 @@ struct oc_family {
     int learned_pos_emb; /* a P x h position table (else rotary) */
     int tie_default;     /* tie_word_embeddings when absent */
     int dropout_default; /* dropout on when no dropout field is given */
+    const char *act_default; /* hidden_act when absent (NULL: none to check) */
 };
 
+/* What a family's config class turns on by default and ocsim does not
+ * model (GPT-NeoX's parallel residual and partial rotary, OPT's ReLU) is
+ * refused by model_features.c unless the file turns it off. */
 static const struct oc_family oc_families[] = {
     /* LlamaConfig: tie_word_embeddings=False, attention_dropout=0.0, rotary,
-     * RMSNorm, LlamaMLP gate/up/down. MistralConfig and Qwen2Config alike.
-     * Qwen2 also has q/k/v biases (h + 2*kv_dim per layer, ~0.01% of the
-     * parameters), which this Llama-style block does not count. */
-    {"llama", OC_ARCH_LLAMA, 0, 0, 0},
-    {"mistral", OC_ARCH_LLAMA, 0, 0, 0},
-    {"qwen2", OC_ARCH_LLAMA, 0, 0, 0},
-    /* GPT2Config: n_positions table, attn/resid/embd_pdrop=0.1, tied. */
-    {"gpt2", OC_ARCH_GPT, 1, 1, 1},
+     * RMSNorm, LlamaMLP gate/up/down, hidden_act="silu". MistralConfig
+     * alike (its sliding_window is refused where set). */
+    {"llama", OC_ARCH_LLAMA, 0, 0, 0, "silu"},
+    {"mistral", OC_ARCH_LLAMA, 0, 0, 0, "silu"},
+    /* GPT2Config: n_positions table, attn/resid/embd_pdrop=0.1, tied,
+     * activation_function="gelu_new". */
+    {"gpt2", OC_ARCH_GPT, 1, 1, 1, "gelu_new"},
     /* Not a Hugging Face type: GPT-3 is GPT-2's block (Brown et al. 2020,
      * sec. 2.1, "the same model and architecture as GPT-2"). */
-    {"gpt3", OC_ARCH_GPT, 1, 1, 1},
-    /* OPTConfig: learned positions, dropout=0.1, tied. (OPT's table has
-     * P + 2 rows; the 2 extra rows are not counted.) */
-    {"opt", OC_ARCH_GPT, 1, 1, 1},
+    {"gpt3", OC_ARCH_GPT, 1, 1, 1, NULL},
+    /* OPTConfig: learned positions, dropout=0.1, tied, ReLU by default.
+     * (OPT's table has P + 2 rows; the 2 extra rows are not counted.) */
+    {"opt", OC_ARCH_GPT, 1, 1, 1, "relu"},
     /* GPTNeoXConfig: rotary, tie_word_embeddings=False, hidden_dropout=0.0,
-     * attention_dropout=0.0. */
-    {"gpt_neox", OC_ARCH_GPT, 0, 0, 0},
-    /* GPTJConfig: rotary, tie_word_embeddings=False, *_pdrop=0.0. GPT-J's
-     * q/k/v/out projections have no bias; they are counted with bias here
-     * (4h per layer, ~0.0003% of 6B). */
-    {"gptj", OC_ARCH_GPT, 0, 0, 0},
+     * attention_dropout=0.0, hidden_act="gelu". */
+    {"gpt_neox", OC_ARCH_GPT, 0, 0, 0, "gelu"},
 };
 #define OC_N_FAMILIES (sizeof oc_families / sizeof oc_families[0])
+
+/* Types close to a family above whose block differs in what a step
+ * computes: refused by name rather than read as the family. */
+static const struct {
+    const char *model_type, *why;
+} oc_refused_types[] = {
+    /* Qwen2Attention: q_proj, k_proj and v_proj with bias=True. */
+    {"qwen2", "its q/k/v projections have biases, which the Llama-style block has not"},
+    /* GPTJBlock: attention and MLP in parallel from one LayerNorm, rotary
+     * on rotary_dim of each head. */
+    {"gptj", "its block runs attention and the MLP in parallel and rotates part of "
+             "each head"},
+    /* MixtralConfig, Qwen2MoeConfig: a mixture of experts. */
+    {"mixtral", "it is a mixture of experts"},
+    {"qwen2_moe", "it is a mixture of experts"},
+};
 
 static const struct oc_family *find_family(const char *type)
 {
@@ -181,7 +197,7 @@ static void file_stem(const char *path, char *out, size_t n)
     if (len > 5 && strcmp(base + len - 5, ".json") == 0)
         len -= 5;
     if (len >= n)
-        len = n - 1;
+        len = oc_utf8_fit(base, n - 1);
     memcpy(out, base, len);
     out[len] = '\0';
 }
@@ -190,10 +206,16 @@ static void file_stem(const char *path, char *out, size_t n)
 static const struct oc_family *read_family(const struct oc_json_obj *o, struct oc_model *m,
                                            struct oc_status *st)
 {
-    char type[64];
+    char type[64], q[OC_QUOTE_MAX];
     if (oc_json_str(o, "model_type", OC_JSON_REQUIRED, type, sizeof type, NULL, st))
         return NULL;
     const struct oc_family *fam = find_family(type);
+    for (size_t i = 0; !fam && i < sizeof oc_refused_types / sizeof oc_refused_types[0]; i++)
+        if (strcmp(type, oc_refused_types[i].model_type) == 0) {
+            oc_fail(st, "%s: field 'model_type' is '%s', which ocsim does not model (%s)",
+                    o->file, type, oc_refused_types[i].why);
+            return NULL;
+        }
     if (!fam) {
         char list[256];
         size_t used = 0;
@@ -201,7 +223,7 @@ static const struct oc_family *read_family(const struct oc_json_obj *o, struct o
             used += (size_t)snprintf(list + used, sizeof list - used, "%s%s",
                                      i ? ", " : "", oc_families[i].model_type);
         oc_fail(st, "%s: field 'model_type' is '%s', which ocsim does not know (supported: %s)",
-                o->file, type, list);
+                o->file, oc_quote(q, sizeof q, type), list);
         return NULL;
     }
     snprintf(m->model_type, sizeof m->model_type, "%s", fam->model_type);
@@ -262,14 +284,17 @@ static int read_block(const struct oc_json_obj *o, const struct oc_family *fam,
     if (!have_act &&
         oc_json_str(o, "activation_function", OC_JSON_OPTIONAL, act, sizeof act, &have_act2, st))
         return -1;
+    if (oc_model_check_activation(o, have_act2 ? "activation_function" : "hidden_act", act,
+                                  fam->act_default, fam->arch, st) != 0)
+        return -1;
     int act_gated = strcmp(act, "silu") == 0 || strcmp(act, "swiglu") == 0 ||
                     strcmp(act, "swish") == 0;
 
     if (fam->arch == OC_ARCH_LLAMA) {
         /* Touvron et al. 2023 (Llama 2), sec. 2.2: RMSNorm, SwiGLU, rotary.
          * RMSNorm has one gain per channel (Zhang & Sennrich 2019); the
-         * LlamaMLP has gate, up and down projections whatever hidden_act
-         * names, and no bias. */
+         * LlamaMLP has gate, up and down projections and no bias (its
+         * hidden_act is SiLU: oc_model_check_activation refused others). */
         m->gated_mlp = 1;
         m->has_bias = 0;
         m->norm_params_per_h = 1;
@@ -390,9 +415,10 @@ static int read_name(const struct oc_json_obj *o, struct oc_model *m, struct oc_
                     sizeof path_name, &have_name, st))
         return -1;
     if (have_name && path_name[0])
-        snprintf(m->name, sizeof m->name, "%.*s", (int)sizeof m->name - 1, path_name);
+        snprintf(m->name, sizeof m->name, "%.*s",
+                 (int)oc_utf8_fit(path_name, sizeof m->name - 1), path_name);
     else
-        file_stem(o->file, m->name, sizeof m->name);
+        file_stem(o->path, m->name, sizeof m->name);
     return 0;
 }
 
@@ -404,7 +430,8 @@ static int read_model(const struct oc_json_obj *o, struct oc_model *m,
 {
     struct oc_model_names nm = oc_hf_names;
     const struct oc_family *fam = read_family(o, m, st);
-    if (!fam || read_sizes(o, fam, m, &nm, st) || read_block(o, fam, m, st) ||
+    if (!fam || oc_model_refuse_unmodelled(o, fam->model_type, fam->arch, st) ||
+        read_sizes(o, fam, m, &nm, st) || read_block(o, fam, m, st) ||
         read_dropout(o, fam, m, st) || read_rotary(o, fam, m, st))
         return -1;
 

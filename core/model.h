@@ -14,10 +14,17 @@
  * executor computes with them). What tells a GPT-style block from a
  * Llama-style one is model_type (and hidden_act where given):
  *
- *   GPT style   (gpt2, gpt3, gpt_neox, opt ...): LayerNorm, biases, learned
+ *   GPT style   (gpt2, gpt3, gpt_neox, opt): LayerNorm, biases, learned
  *               position embedding, GELU MLP with two matrices, dropout.
- *   Llama style (llama, mistral, qwen2 ...): RMSNorm, no biases, rotary
- *               positions, SwiGLU MLP with three matrices, no dropout.
+ *   Llama style (llama, mistral): RMSNorm, no biases, rotary positions,
+ *               SwiGLU MLP with three matrices, no dropout.
+ *
+ * A config with a feature these blocks lack is refused with one line
+ * naming the key, never read as the dense block it resembles: experts,
+ * sliding-window attention, Llama biases (and qwen2's q/k/v biases),
+ * parallel attention and MLP (gptj; gpt_neox unless use_parallel_residual
+ * is false), partial rotary embeddings, cross-attention, post-norm, an
+ * activation other than GELU or SiLU (model_features.h has the list).
  *
  * A name without '/' and without ".json" is looked up in the shipped
  * models/ folder (see oc_data_path in paths.h).

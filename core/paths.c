@@ -40,11 +40,19 @@ static int is_path(const char *name)
 int oc_data_path(const char *kind, const char *name, char *out, size_t n,
                  struct oc_status *st)
 {
+    char q[OC_QUOTE_MAX];
+    struct stat sb;
     if (!name || !*name)
         return oc_fail(st, "empty %s name", kind);
     if (is_path(name)) {
-        if (!is_file(name))
-            return oc_fail(st, "%s: no such file", name);
+        if (stat(name, &sb) != 0)
+            return oc_fail(st, "%s: %s", oc_quote(q, sizeof q, name),
+                           errno == ENOENT ? "no such file" : strerror(errno));
+        if (S_ISDIR(sb.st_mode))
+            return oc_fail(st, "%s: is a directory, not a .json file",
+                           oc_quote(q, sizeof q, name));
+        if (!S_ISREG(sb.st_mode))
+            return oc_fail(st, "%s: not a regular file", oc_quote(q, sizeof q, name));
         snprintf(out, n, "%s", name);
         return 0;
     }
@@ -52,8 +60,8 @@ int oc_data_path(const char *kind, const char *name, char *out, size_t n,
     for (int i = 0; nth_root(i, &root); i++) {
         if (!root || !*root)
             continue;
-        snprintf(out, n, "%s/%s/%s.json", root, kind, name);
-        if (is_file(out))
+        int len = snprintf(out, n, "%s/%s/%s.json", root, kind, name);
+        if (len > 0 && (size_t)len < n && is_file(out))
             return 0;
     }
     char names[1024];
@@ -62,7 +70,7 @@ int oc_data_path(const char *kind, const char *name, char *out, size_t n,
                       : strcmp(kind, "topologies") == 0 ? "topology"
                                                         : kind;
     return oc_fail(st, "unknown %s '%s' (shipped: %s; or give a path to a .json file)",
-                   one, name, names[0] ? names : "none found");
+                   one, oc_quote(q, sizeof q, name), names[0] ? names : "none found");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -106,24 +114,27 @@ void oc_data_list(const char *kind, char *buf, size_t n)
 
 int oc_mkdir_p(const char *dir, struct oc_status *st)
 {
-    char buf[4096];
+    char buf[4096], q[OC_QUOTE_MAX];
     if (!dir || !*dir)
         return oc_fail(st, "empty output folder name");
-    if (strlen(dir) >= sizeof buf)
-        return oc_fail(st, "output folder name too long");
+    if (strlen(dir) > OC_DIR_MAX_BYTES)
+        return oc_fail(st, "output folder name too long (%zu bytes; at most %d, so that "
+                           "the files' names fit after it)", strlen(dir), OC_DIR_MAX_BYTES);
     strcpy(buf, dir);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
             continue;
         *p = '\0';
         if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return oc_fail(st, "%s: cannot create folder: %s", buf, strerror(errno));
+            return oc_fail(st, "%s: cannot create folder: %s", oc_quote(q, sizeof q, buf),
+                           strerror(errno));
         *p = '/';
     }
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return oc_fail(st, "%s: cannot create folder: %s", buf, strerror(errno));
+        return oc_fail(st, "%s: cannot create folder: %s", oc_quote(q, sizeof q, buf),
+                       strerror(errno));
     struct stat sb;
     if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return oc_fail(st, "%s: exists and is not a folder", buf);
+        return oc_fail(st, "%s: exists and is not a folder", oc_quote(q, sizeof q, buf));
     return 0;
 }

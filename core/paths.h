@@ -21,7 +21,13 @@ int oc_data_path(const char *kind, const char *name, char *out, size_t n,
 /* Writes the shipped names of `kind` (comma separated) into buf. */
 void oc_data_list(const char *kind, char *buf, size_t n);
 
-/* mkdir -p: creates dir and its parents; 0 when it exists afterwards. */
+/* The longest output folder name oc_mkdir_p takes: the commands write
+ * "<dir>/<file>" into 4096-byte path buffers (PATH_MAX), so a longer folder
+ * would cut the file's name short, and write another file, silently. */
+#define OC_DIR_MAX_BYTES 3840
+
+/* mkdir -p: creates dir and its parents; 0 when it exists afterwards. A
+ * name longer than OC_DIR_MAX_BYTES is refused. */
 int oc_mkdir_p(const char *dir, struct oc_status *st);
 
 #endif

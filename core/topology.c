@@ -221,12 +221,14 @@ static int read_sources(const struct oc_json_obj *src, struct oc_status *st)
     json_object_foreach(src->obj, key, v) {
         if (key[0] == '_')
             continue;
+        char name[160];
+        oc_json_field_name(src, key, name, sizeof name);
         if (!is_field(key))
-            return oc_fail(st, "%s: field 'sources.%s' names no field of a topology (write e.g. \"device.peak_flops_16bit\")",
-                           src->file, key);
+            return oc_fail(st, "%s: field '%s' names no field of a topology (write e.g. \"device.peak_flops_16bit\")",
+                           src->file, name);
         if (!json_is_string(v) || json_string_length(v) == 0)
-            return oc_fail(st, "%s: field 'sources.%s' must be a non-empty string, not %s",
-                           src->file, key,
+            return oc_fail(st, "%s: field '%s' must be a non-empty string, not %s",
+                           src->file, name,
                            json_is_string(v) ? "an empty one" : oc_json_type_name(v));
     }
     return 0;
@@ -240,7 +242,7 @@ static void file_stem(const char *path, char *out, size_t n)
     if (len > 5 && strcmp(base + len - 5, ".json") == 0)
         len -= 5;
     if (len >= n)
-        len = n - 1;
+        len = oc_utf8_fit(base, n - 1);
     memcpy(out, base, len);
     out[len] = '\0';
 }
@@ -291,7 +293,7 @@ static int read_topology(const struct oc_json_obj *root, int shipped,
     if (have_src && read_sources(&src, st))
         return -1;
     if (!t->name[0])
-        file_stem(root->file, t->name, sizeof t->name);
+        file_stem(root->path, t->name, sizeof t->name);
     return oc_topology_check(t, root->file, st);
 }
 

@@ -85,9 +85,17 @@ void oc_ckpt_model_sha256(const struct oc_model *m, char hex[OC_CKPT_SHA_HEX])
 /* Reading JSON: each getter names the field in its one line            */
 
 struct rd {
-    const char *where;  /* the file */
+    char where[OC_QUOTE_MAX]; /* the file, for messages (oc_quote) */
     struct oc_status *st;
 };
+
+static struct rd rd_make(const char *where, struct oc_status *st)
+{
+    struct rd d;
+    oc_quote(d.where, sizeof d.where, where);
+    d.st = st;
+    return d;
+}
 
 static json_t *field(const struct rd *d, json_t *o, const char *key, int type,
                      const char *what)
@@ -173,8 +181,10 @@ static int check_format(const struct rd *d, json_t *root, const char *format)
     if (get_str(d, root, "format", f, sizeof f) != 0 ||
         get_i64(d, root, "version", 1, &version) != 0)
         return -1;
+    char q[OC_QUOTE_MAX];
     if (strcmp(f, format) != 0)
-        return oc_fail(d->st, "%s: format '%s', not '%s'", d->where, f, format);
+        return oc_fail(d->st, "%s: format '%s', not '%s'", d->where, oc_quote(q, sizeof q, f),
+                       format);
     if (version != OC_CKPT_VERSION)
         return oc_fail(d->st, "%s: version %lld; this ocsim-exec reads version %d",
                        d->where, (long long)version, OC_CKPT_VERSION);
@@ -217,14 +227,17 @@ static json_t *parse_root(const char *text, size_t n, const char *where,
                           struct oc_status *st)
 {
     json_error_t e;
+    char q[OC_QUOTE_MAX], qt[OC_QUOTE_MAX];
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &e);
     if (!root) {
-        oc_fail(st, "%s:%d:%d: %s", where, e.line, e.column, e.text);
+        /* e.text quotes the token jansson did not expect, as the file has it */
+        oc_fail(st, "%s:%d:%d: %s", oc_quote(q, sizeof q, where), e.line, e.column,
+                oc_quote(qt, sizeof qt, e.text));
         return NULL;
     }
     if (!json_is_object(root)) {
         json_decref(root);
-        oc_fail(st, "%s: must hold a JSON object", where);
+        oc_fail(st, "%s: must hold a JSON object", oc_quote(q, sizeof q, where));
         return NULL;
     }
     return root;
@@ -345,7 +358,7 @@ int oc_ckpt_manifest_parse(struct oc_ckpt_manifest *mf, const char *text,
                            const char *where, struct oc_status *st)
 {
     memset(mf, 0, sizeof *mf);
-    const struct rd d = {where, st};
+    const struct rd d = rd_make(where, st);
     json_t *root = parse_root(text, strlen(text), where, st);
     if (!root)
         return -1;
@@ -476,14 +489,15 @@ unsigned char *oc_ckpt_header_encode(const struct oc_ckpt_header *h, size_t *n)
 int oc_ckpt_header_length(const unsigned char first[16], const char *where,
                           uint64_t *len, struct oc_status *st)
 {
+    char q[OC_QUOTE_MAX];
     if (memcmp(first, OC_CKPT_SHARD_MAGIC, 8) != 0)
-        return oc_fail(st, "%s: not a shard (no %s at its start)", where,
+        return oc_fail(st, "%s: not a shard (no %s at its start)", oc_quote(q, sizeof q, where),
                        OC_CKPT_SHARD_MAGIC);
     *len = 0;
     for (int i = 0; i < 8; i++)
         *len |= (uint64_t)first[8 + i] << (8 * i);
     if (*len > ((uint64_t)1 << 32))
-        return oc_fail(st, "%s: a header of %llu bytes is absurd", where,
+        return oc_fail(st, "%s: a header of %llu bytes is absurd", oc_quote(q, sizeof q, where),
                        (unsigned long long)*len);
     return 0;
 }
@@ -517,9 +531,11 @@ static int check_tensor(const struct rd *d, const struct oc_ckpt_header *h,
                    t->offset + n <= h->nw && t->opt_lo >= 0 && t->opt_lo <= t->opt_hi &&
                    t->opt_hi <= n && t->opt_off >= 0 &&
                    t->opt_off + (t->opt_hi - t->opt_lo) <= h->nopt;
+    char q[OC_QUOTE_MAX];
     if (!ok)
         return oc_fail(d->st, "%s: tensor %s of layer %lld does not fit its shape or the "
-                              "shard's arenas", d->where, t->name, (long long)t->layer);
+                              "shard's arenas", d->where, oc_quote(q, sizeof q, t->name),
+                       (long long)t->layer);
     return 0;
 }
 
@@ -556,9 +572,11 @@ static int decode_body(const struct rd *d, json_t *root, struct oc_ckpt_header *
         get_i64(d, root, "nw", 0, &h->nw) != 0 || get_i64(d, root, "nopt", 0, &h->nopt) != 0 ||
         !(ts = get_arr(d, root, "tensors", (size_t)1 << 24)))
         return -1;
+    char qd[OC_QUOTE_MAX], qo[OC_QUOTE_MAX];
     if (strcmp(dtype, "f32") != 0 || strcmp(order, "little") != 0)
         return oc_fail(d->st, "%s: dtype %s, byte order %s; this ocsim-exec reads f32, "
-                              "little", d->where, dtype, order);
+                              "little", d->where, oc_quote(qd, sizeof qd, dtype),
+                       oc_quote(qo, sizeof qo, order));
     h->nt = (int64_t)json_array_size(ts);
     h->t = oc_xcalloc((size_t)(h->nt > 0 ? h->nt : 1), sizeof *h->t);
     for (int64_t i = 0; i < h->nt; i++)
@@ -573,17 +591,20 @@ int oc_ckpt_header_decode(struct oc_ckpt_header *h, const unsigned char *buf,
 {
     memset(h, 0, sizeof *h);
     uint64_t len = 0;
+    char q[OC_QUOTE_MAX];
     if (n < 16)
-        return oc_fail(st, "%s: %zu bytes are less than a shard's first 16", where, n);
+        return oc_fail(st, "%s: %zu bytes are less than a shard's first 16",
+                       oc_quote(q, sizeof q, where), n);
     if (oc_ckpt_header_length(buf, where, &len, st) != 0)
         return -1;
     if (n < 16 + len)
-        return oc_fail(st, "%s: the header is cut short (%zu of %llu bytes)", where, n - 16,
+        return oc_fail(st, "%s: the header is cut short (%zu of %llu bytes)",
+                       oc_quote(q, sizeof q, where), n - 16,
                        (unsigned long long)len);
     json_t *root = parse_root((const char *)buf + 16, (size_t)len, where, st);
     if (!root)
         return -1;
-    const struct rd d = {where, st};
+    const struct rd d = rd_make(where, st);
     int rc = decode_body(&d, root, h);
     json_decref(root);
     if (rc != 0)

@@ -93,9 +93,10 @@ static int pick(const struct oc_cmp_metrics *many, int64_t n, const char *path,
                           strcmp(many[best].recompute, one->recompute) != 0)))
             best = i;
     if (best < 0) {
-        char l[256];
+        char l[256], q[OC_QUOTE_MAX], q1[OC_QUOTE_MAX];
         oc_cmp_layout_str(one, l, sizeof l);
-        return oc_fail(st, "%s: no row with the layout of %s (%s)", path, one_path, l);
+        return oc_fail(st, "%s: no row with the layout of %s (%s)", oc_quote(q, sizeof q, path),
+                       oc_quote(q1, sizeof q1, one_path), l);
     }
     *out = many[best];
     return 0;
@@ -119,10 +120,11 @@ int oc_compare_run(const struct oc_compare_opts *o, struct oc_compare *c,
     if (oc_cmp_metrics_read(c->pred_metrics, &pm, &np, st) != 0 ||
         oc_cmp_metrics_read(c->meas_metrics, &mm, &nm, st) != 0)
         goto out;
+    char qp[OC_QUOTE_MAX], qm[OC_QUOTE_MAX];
     if (np > 1 && nm > 1) {
         oc_fail(st, "%s and %s both hold several layouts; give one of them as a "
                     "simulate.csv or measured.csv",
-                c->pred_metrics, c->meas_metrics);
+                oc_quote(qp, sizeof qp, c->pred_metrics), oc_quote(qm, sizeof qm, c->meas_metrics));
         goto out;
     }
     if (np > 1) {
@@ -140,8 +142,9 @@ int oc_compare_run(const struct oc_compare_opts *o, struct oc_compare *c,
             char a[256], b[256];
             oc_cmp_layout_str(&c->pred, a, sizeof a);
             oc_cmp_layout_str(&c->meas, b, sizeof b);
-            oc_fail(st, "%s and %s are different layouts (%s; %s)", c->pred_metrics,
-                    c->meas_metrics, a, b);
+            oc_fail(st, "%s and %s are different layouts (%s; %s)",
+                    oc_quote(qp, sizeof qp, c->pred_metrics),
+                    oc_quote(qm, sizeof qm, c->meas_metrics), a, b);
             goto out;
         }
     }

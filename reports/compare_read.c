@@ -34,9 +34,10 @@ int oc_cmp_locate(const char *arg, char *metrics_path, size_t nm, char *ops_path
                   size_t no, struct oc_status *st)
 {
     struct stat sb;
+    char q[OC_QUOTE_MAX];
     metrics_path[0] = ops_path[0] = '\0';
     if (stat(arg, &sb) != 0)
-        return oc_fail(st, "%s: %s", arg, strerror(errno));
+        return oc_fail(st, "%s: %s", oc_quote(q, sizeof q, arg), strerror(errno));
     if (!S_ISDIR(sb.st_mode)) {
         snprintf(metrics_path, nm, "%s", arg);
         return 0;
@@ -51,7 +52,8 @@ int oc_cmp_locate(const char *arg, char *metrics_path, size_t nm, char *ops_path
         }
     }
     if (!metrics_path[0])
-        return oc_fail(st, "%s: holds no simulate.csv, measured.csv or sweep.csv", arg);
+        return oc_fail(st, "%s: holds no simulate.csv, measured.csv or sweep.csv",
+                       oc_quote(q, sizeof q, arg));
     snprintf(p, sizeof p, "%s/ops.csv", arg);
     if (is_file(p))
         snprintf(ops_path, no, "%s", p);
@@ -119,14 +121,42 @@ static int read_knobs(const struct oc_csv_table *t, int64_t r, const int *kc,
         bad = K_SCHED, known = "gpipe, 1f1b, interleaved";
     else if (oc_recompute_from_name(recomp, &rk) != 0)
         bad = K_RECOMP, known = "none, selective, full";
+    char q[OC_QUOTE_MAX];
     if (bad >= 0)
-        return oc_fail(st, "%s:%lld: column '%s': '%.40s' is not one of the names ocsim "
+        return oc_fail(st, "%s:%lld: column '%s': '%s' is not one of the names ocsim "
                            "writes (%s)",
                        t->path, (long long)oc_csv_table_line(t, r), knob_names[bad],
-                       oc_csv_table_cell(t, r, kc[bad]), known);
+                       oc_quote(q, sizeof q, oc_csv_table_cell(t, r, kc[bad])), known);
     snprintf(x->schedule, sizeof x->schedule, "%s", sched);
     snprintf(x->recompute, sizeof x->recompute, "%s", recomp);
     return 0;
+}
+
+/* A compared quantity must be a finite number, not negative, and a step
+ * time (and so tokens per second) above zero: NaN or inf passed as "within
+ * tolerance" (an n/a error), a zero step time gave an error of -inf
+ * (issue 11, defect 3). bubble_fraction is a fraction of the step. */
+static int check_metric(const struct oc_csv_table *t, int64_t r, int col, int m,
+                        double v, struct oc_status *st)
+{
+    const int positive = m == OC_CMP_STEP_TIME || m == OC_CMP_TOKENS_PER_S;
+    const double hi = m == OC_CMP_BUBBLE_FRACTION ? 1.0 : INFINITY;
+    if (isfinite(v) && (positive ? v > 0 : v >= 0) && v <= hi)
+        return 0;
+    char qc[OC_QUOTE_MAX];
+    const long long line = (long long)oc_csv_table_line(t, r);
+    const char *name = metric_names[m];
+    oc_quote(qc, sizeof qc, oc_csv_table_cell(t, r, col));
+    if (!isfinite(v))
+        return oc_fail(st, "%s:%lld: column '%s': '%s' is not a finite number (a measured or "
+                           "predicted quantity must be one)", t->path, line, name, qc);
+    if (v > hi)
+        return oc_fail(st, "%s:%lld: column '%s': '%s' is above 1 (it is a fraction of the "
+                           "step)", t->path, line, name, qc);
+    return oc_fail(st, "%s:%lld: column '%s': '%s' %s", t->path, line, name, qc,
+                   positive ? "is not positive (a step takes time; an error relative to it "
+                              "needs it above zero)"
+                            : "is negative");
 }
 
 /* The table of a file (data NULL) or of len bytes in memory named path. */
@@ -163,7 +193,8 @@ static int metrics_read(const char *path, const char *data, size_t len,
             goto fail;
         }
         for (int m = 0; m < OC_CMP_NMETRICS; m++)
-            if (oc_csv_table_f64(&t, r, mc[m], &x->v[m], st) != 0) {
+            if (oc_csv_table_f64(&t, r, mc[m], &x->v[m], st) != 0 ||
+                check_metric(&t, r, mc[m], m, x->v[m], st) != 0) {
                 free(rows);
                 goto fail;
             }
@@ -172,7 +203,7 @@ static int metrics_read(const char *path, const char *data, size_t len,
     }
     if (k == 0) {
         free(rows);
-        oc_fail(st, "%s: no row with a step time (nothing was simulated or measured)", path);
+        oc_fail(st, "%s: no row with a step time (nothing was simulated or measured)", t.path);
         goto fail;
     }
     oc_csv_table_free(&t);
@@ -268,10 +299,12 @@ static int ops_enum(const struct oc_csv_table *t, int64_t r, int col,
     if (empty_is && blank(s))
         s = empty_is;
     int v = enum_of(s, name, n);
+    char qh[OC_QUOTE_MAX], qc[OC_QUOTE_MAX];
     if (v < 0)
         return oc_fail(st, "%s:%lld: column '%s': '%s' is not one of the names ocsim writes",
                        t->path, (long long)oc_csv_table_line(t, r),
-                       oc_csv_table_header(t, col), s);
+                       oc_quote(qh, sizeof qh, oc_csv_table_header(t, col)),
+                       oc_quote(qc, sizeof qc, s));
     *out = (uint8_t)v;
     return 0;
 }
@@ -309,11 +342,17 @@ static int ops_read(const char *path, const char *data, size_t len,
         if (o->rank < 0 || o->op < 0 || stage < 0 || chunk < 0 || mb < -1 ||
             mb > INT32_MAX || stage > INT32_MAX || chunk > INT32_MAX) {
             oc_fail(st, "%s:%lld: rank, op, stage and chunk must be >= 0 and mb >= -1",
-                    path, (long long)oc_csv_table_line(&t, r));
+                    t.path, (long long)oc_csv_table_line(&t, r));
             goto fail;
         }
-        if (!isfinite(a) || !isfinite(b) || b < a) {
-            oc_fail(st, "%s:%lld: end_s %.9g before start_s %.9g", path,
+        if (!isfinite(a) || !isfinite(b)) {
+            oc_fail(st, "%s:%lld: column '%s': %.9g is not a finite number", t.path,
+                    (long long)oc_csv_table_line(&t, r), isfinite(a) ? "end_s" : "start_s",
+                    isfinite(a) ? b : a);
+            goto fail;
+        }
+        if (b < a) {
+            oc_fail(st, "%s:%lld: end_s %.9g before start_s %.9g", t.path,
                     (long long)oc_csv_table_line(&t, r), b, a);
             goto fail;
         }
@@ -325,7 +364,7 @@ static int ops_read(const char *path, const char *data, size_t len,
     qsort(v, (size_t)t.nrows, sizeof *v, cmp_rank_op);
     for (int64_t r = 1; r < t.nrows; r++)
         if (v[r].rank == v[r - 1].rank && v[r].op == v[r - 1].op) {
-            oc_fail(st, "%s: rank %lld op %lld appears twice", path,
+            oc_fail(st, "%s: rank %lld op %lld appears twice", t.path,
                     (long long)v[r].rank, (long long)v[r].op);
             goto fail;
         }

@@ -140,14 +140,15 @@ static int start(struct reader *r, struct csv_parser *p, const char *name,
                  struct oc_csv_table *t, struct oc_status *st)
 {
     memset(t, 0, sizeof *t);
-    snprintf(t->path, sizeof t->path, "%s", name);
+    _Static_assert(sizeof t->path >= OC_QUOTE_MAX, "a quoted path fits");
+    oc_quote(t->path, OC_QUOTE_MAX, name);
     memset(r, 0, sizeof *r);
     r->t = t;
     r->st = st;
     r->cur_line = 1;
     r->rec_start_line = 1;
     if (csv_init(p, CSV_STRICT | CSV_STRICT_FINI) != 0)
-        return oc_fail(st, "%s: cannot start the CSV parser (out of memory)", name);
+        return oc_fail(st, "%s: cannot start the CSV parser (out of memory)", t->path);
     return 0;
 }
 
@@ -172,8 +173,10 @@ int oc_csv_read(const char *path, struct oc_csv_table *t, struct oc_status *st)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
+        char q[OC_QUOTE_MAX];
         memset(t, 0, sizeof *t);
-        return oc_fail(st, "%s: cannot read: %s", path, strerror(errno));
+        return oc_fail(st, "%s: cannot read: %s", oc_quote(q, sizeof q, path),
+                       strerror(errno));
     }
     struct reader r;
     struct csv_parser p;
@@ -190,7 +193,7 @@ int oc_csv_read(const char *path, struct oc_csv_table *t, struct oc_status *st)
     free(buf);
     fclose(f);
     if (read_err && !r.failed) {
-        oc_fail(st, "%s: read error", path);
+        oc_fail(st, "%s: read error", t->path);
         r.failed = 1;
     }
     return finish(&r, &p);
@@ -220,9 +223,10 @@ int oc_csv_table_col(const struct oc_csv_table *t, const char *name)
 int oc_csv_table_need(const struct oc_csv_table *t, const char *name, int *col,
                       struct oc_status *st)
 {
+    char q[OC_QUOTE_MAX];
     *col = oc_csv_table_col(t, name);
     if (*col < 0)
-        return oc_fail(st, "%s: no column '%s'", t->path, name);
+        return oc_fail(st, "%s: no column '%s'", t->path, oc_quote(q, sizeof q, name));
     return 0;
 }
 
@@ -256,10 +260,11 @@ int oc_csv_table_f64(const struct oc_csv_table *t, int64_t row, int col,
                      double *v, struct oc_status *st)
 {
     const char *s = oc_csv_table_cell(t, row, col);
+    char qh[OC_QUOTE_MAX], qc[OC_QUOTE_MAX];
     if (is_blank(s))
         return oc_fail(st, "%s:%lld: column '%s' is empty, a number is needed",
                        t->path, (long long)oc_csv_table_line(t, row),
-                       oc_csv_table_header(t, col));
+                       oc_quote(qh, sizeof qh, oc_csv_table_header(t, col)));
     char *end;
     errno = 0;
     double x = strtod(s, &end);
@@ -267,7 +272,8 @@ int oc_csv_table_f64(const struct oc_csv_table *t, int64_t row, int col,
     if (end == s || !is_blank(end) || (errno == ERANGE && fabs(x) == HUGE_VAL))
         return oc_fail(st, "%s:%lld: column '%s': '%s' is not a number", t->path,
                        (long long)oc_csv_table_line(t, row),
-                       oc_csv_table_header(t, col), s);
+                       oc_quote(qh, sizeof qh, oc_csv_table_header(t, col)),
+                       oc_quote(qc, sizeof qc, s));
     *v = x;
     return 0;
 }
@@ -277,12 +283,14 @@ int oc_csv_table_i64(const struct oc_csv_table *t, int64_t row, int col,
 {
     const char *s = oc_csv_table_cell(t, row, col);
     char *end;
+    char qh[OC_QUOTE_MAX], qc[OC_QUOTE_MAX];
     errno = 0;
     long long x = strtoll(s, &end, 10);
     if (is_blank(s) || end == s || !is_blank(end) || errno == ERANGE)
         return oc_fail(st, "%s:%lld: column '%s': '%s' is not an integer", t->path,
                        (long long)oc_csv_table_line(t, row),
-                       oc_csv_table_header(t, col), s);
+                       oc_quote(qh, sizeof qh, oc_csv_table_header(t, col)),
+                       oc_quote(qc, sizeof qc, s));
     *v = x;
     return 0;
 }

@@ -19,7 +19,8 @@
  *
  * Errors are one line naming the file and line: "x.csv:7: 3 fields, the
  * header has 4", "x.csv: no column 'step_time_s'", "x.csv:2: column
- * 'mfu': 'abc' is not a number".
+ * 'mfu': 'abc' is not a number". The file's name, a header and a cell are
+ * shown escaped and shortened (oc_quote).
  */
 #ifndef OC_CSV_READ_H
 #define OC_CSV_READ_H
@@ -30,7 +31,7 @@
 #include "status.h"
 
 struct oc_csv_table {
-    char path[1024]; /* for messages */
+    char path[1024]; /* for messages: escaped and shortened (oc_quote) */
     int ncols;
     int64_t nrows;   /* data records, header excluded */
     /* Every cell is a NUL-terminated string inside `text`; cell (r, c) of

@@ -95,8 +95,11 @@ refuse truncated "checkpoint .*/bad: truncated shard $s6: [0-9]+ bytes, the mani
   "truncate -s -100 $s6"
 refuse corrupted "checkpoint .*/bad: corrupted shard $s6: SHA-256 [0-9a-f]{16}\.\.\., the manifest" \
   "printf '\\001' | dd of=$s6 bs=1 seek=500000 conv=notrunc 2>/dev/null"
+# (another --model than common's would be refused as two values of a flag)
+common=(--model llama-tiny --global-batch 8 --seq 32 --timeout 60)
 refuse model "checkpoint .*/bad: another model: it holds 'tiny' \(config sha256 [0-9a-f]{12}\), this run is 'llama-tiny'" \
-  ":" --model llama-tiny
+  ":"
+common=(--model tiny --global-batch 8 --seq 32 --timeout 60)
 refuse precision "checkpoint .*/bad: another precision: it was saved by a fp32 run with bf16 GEMMs, this run is fp32 with fp32 GEMMs" \
   "sed -i 's/\"gemm\": \"fp32\"/\"gemm\": \"bf16\"/' manifest.json"
 

@@ -25,7 +25,7 @@ trap 'rm -rf "$tmp"' EXIT
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:protect_shadow_gap=0"
 common=(--layout tp1-pp1-dp1-nosp --global-batch 8 --micro-batch 2 --seq 64
-        --steps "$steps" --no-mpi --timeout 120)
+        --no-mpi --timeout 120)
 
 "$exe" --backend cuda --model tiny "${common[@]}" --out "$tmp/probe" --steps 1 \
   >"$tmp/probe.log" 2>&1
@@ -36,13 +36,13 @@ if [ "$rc" -eq 2 ] && grep -q 'no CUDA device is visible' "$tmp/probe.log"; then
 fi
 fail=0
 for model in tiny llama-tiny; do
-  "$exe" --backend cpu --model "$model" "${common[@]}" --out "$tmp/$model-cpu" \
+  "$exe" --backend cpu --model "$model" "${common[@]}" --steps "$steps" --out "$tmp/$model-cpu" \
     >"$tmp/$model-cpu.log" 2>&1 ||
     { echo "FAIL: $model cpu run: $(tail -3 "$tmp/$model-cpu.log")"; exit 1; }
   for prec in fp32:1e-4:1e-4:1e-2 bf16:2e-2:2e-2:0.5; do
     IFS=: read -r p tol wtol ttol <<<"$prec"
     d=$tmp/$model-$p
-    if ! "$exe" --backend cuda --precision "$p" --model "$model" "${common[@]}" --out "$d" \
+    if ! "$exe" --backend cuda --precision "$p" --model "$model" "${common[@]}" --steps "$steps" --out "$d" \
          >"$d.log" 2>&1; then
       echo "FAIL: $model cuda $p run: $(tail -3 "$d.log")"
       fail=1

@@ -29,7 +29,11 @@ wdiff=$2
 mpirun=${3:-mpirun}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-common=(--model tiny --global-batch 8 --seq 32 --steps 3 --timeout 60)
+# (a flag given twice with different values is refused: the runs below
+# that need another timeout, batch or step count start from `base` or set
+# `common` for themselves)
+base=(--model tiny --global-batch 8 --seq 32 --steps 3)
+common=("${base[@]}" --timeout 60)
 loss_tol=1e-5
 # run, same_losses, check (losses within loss_tol, weights, replicas),
 # refused, ok, bad; the environment of the runs.
@@ -119,6 +123,7 @@ grep -q '"source":"measured"' "$d/timeline.json" && ok || bad "timeline.json lac
 # 20 steps of 16 x 64 tokens at lr 3e-3: the loss falls (seen: 6.25 -> 4.74;
 # the 8-layer tiny model does not learn at lr 1e-2, nor much in 20 steps of
 # 8 x 32 tokens).
+common=(--model tiny --timeout 60)
 if run falls 2 --layout tp1-pp2-dp1-nosp --steps 20 --lr 3e-3 --global-batch 16 --seq 64; then
   awk -F, 'NR == 2 { f = $2 } NR > 1 { l = $2; n++ }
            END { printf "  loss %.3f -> %.3f\n", f, l; exit !(n == 20 && f > l * 1.2) }' \
@@ -126,6 +131,7 @@ if run falls 2 --layout tp1-pp2-dp1-nosp --steps 20 --lr 3e-3 --global-batch 16 
 else
   bad "20 steps: $(tail -5 "$tmp/falls.log")"
 fi
+common=("${base[@]}" --timeout 60)
 
 # Refusals: one line from ocsim-exec, exit 2, nothing written.
 refused np3 '^ocsim-exec: layout tp2-pp2-dp2.* 8 processes, but MPI started 3' 3 --layout tp2-pp2-dp2
@@ -142,7 +148,7 @@ refused cuda '^ocsim-exec: --backend cuda(: no CUDA device is visible| is not bu
 # layout runs sequence parallelism: the first op waited in may be a TP
 # reduce-scatter.)
 start=$(date +%s)
-OCSIM_EXEC_TEST_HANG_RANK=1 timeout 60 "${mpi[@]}" -np 8 "$exe" "${common[@]}" \
+OCSIM_EXEC_TEST_HANG_RANK=1 timeout 60 "${mpi[@]}" -np 8 "$exe" "${base[@]}" \
   --layout tp2-pp2-dp2 --timeout 3 --out "$tmp/hang" >"$tmp/hang.log" 2>&1
 rc=$?
 took=$(($(date +%s) - start))
@@ -157,7 +163,7 @@ else
 fi
 # A rank that dies (SIGKILL): mpirun ends the job.
 start=$(date +%s)
-OCSIM_EXEC_TEST_DIE_RANK=1 timeout 60 "${mpi[@]}" -np 8 "$exe" "${common[@]}" \
+OCSIM_EXEC_TEST_DIE_RANK=1 timeout 60 "${mpi[@]}" -np 8 "$exe" "${base[@]}" \
   --layout tp2-pp2-dp2 --timeout 3 --out "$tmp/die" >"$tmp/die.log" 2>&1
 rc=$?
 took=$(($(date +%s) - start))

@@ -79,7 +79,7 @@ static void test_exec_refusals(void)
     char *c[] = {"x", "--seed", "-1"};
     refused(EXEC, ARGC(c), c, "--seed must be at least 0 (got -1)");
     char *d[] = {"x", "--lr", "0"};
-    refused(EXEC, ARGC(d), d, "--lr: '0' is not a positive number");
+    refused(EXEC, ARGC(d), d, "--lr must be positive (got 0)");
     char *f[] = {"x", "--cards", "1", "--backend"};
     refused(EXEC, ARGC(f), f, "--backend needs a value");
     char *g[] = {"x", "--calibrate=yes"};
@@ -217,11 +217,11 @@ static void test_layout_flags(void)
     CU_ASSERT_EQUAL(o.layout.schedule, OC_SCHED_INTERLEAVED);
     CU_ASSERT_EQUAL(o.layout.vchunks, 2);
     CU_ASSERT_EQUAL(o.layout_given, 1);
-    /* --tp after --layout wins, whatever their order */
+    /* --tp that says what --layout says is no conflict */
     oc_opts_default(&o);
-    char *b[] = {"x", "--cards", "8", "--tp", "4", "--layout", "tp2-pp2-dp2"};
+    char *b[] = {"x", "--cards", "8", "--tp", "2", "--layout", "tp2-pp2-dp2"};
     CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(b), b, OC_OPT_LAYOUT, &st), 0);
-    CU_ASSERT_EQUAL(o.layout.tp, 4);
+    CU_ASSERT_EQUAL(o.layout.tp, 2);
     CU_ASSERT_EQUAL(o.layout.pp, 2);
     /* a list of schedules is a sweep's, not a layout's */
     char *c[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--schedule", "1f1b,gpipe"};
@@ -232,8 +232,7 @@ static void test_layout_flags(void)
 }
 
 /* The run's precision: Megatron-LM's --bf16 / --fp16, and --fp32 (ocsim's
- * default is bf16); a precision part of --layout is applied after the
- * flags, as every part of it. */
+ * default is bf16); a precision part of --layout must agree with them. */
 static void test_precision_flags(void)
 {
     struct oc_opts o;
@@ -248,12 +247,141 @@ static void test_precision_flags(void)
     CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(b), b, OC_OPT_SWEEP, &st), 0);
     CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_FP16);
     oc_opts_default(&o);
-    char *c[] = {"x", "--cards", "8", "--fp32", "--layout", "tp2-pp2-dp2-bf16"};
+    char *c[] = {"x", "--cards", "8", "--fp32", "--layout", "tp2-pp2-dp2-fp32"};
     CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(c), c, OC_OPT_LAYOUT, &st), 0);
-    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_BF16);
+    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_FP32);
     char *d[] = {"x", "--cards", "8", "--bf16=1"};
     refused(OC_OPT_SWEEP, ARGC(d), d,
             "unknown or misplaced option '--bf16=1' for 'x' (see --help)");
+}
+
+/* Defect 1 of issue 11: every list is bounded. 'all' adds three schedules
+ * (the bound was checked once per entry, so the fourth write ran past the
+ * array); a list longer than a fixed buffer was cut short silently. */
+static void test_list_bounds(void)
+{
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    char *a[] = {"x", "--cards", "8", "--schedule", "all,all,all,all,all,all"};
+    refused(OC_OPT_SWEEP, ARGC(a), a, "--schedule: gpipe is listed twice (by 'all')");
+    /* 14 distinct entries, then 'all' brings 3 more: 17 > 16 */
+    char b_list[512] = "";
+    for (int v = 3; v <= 16; v++)
+        snprintf(b_list + strlen(b_list), sizeof b_list - strlen(b_list), "interleaved:%d,", v);
+    strcat(b_list, "all");
+    char *b[] = {"x", "--cards", "8", "--schedule", b_list};
+    refused(OC_OPT_SWEEP, ARGC(b), b,
+            "--schedule: at most 16 schedules ('all' counts three)");
+    char *c[] = {"x", "--cards", "8", "--micro-batches", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
+    refused(OC_OPT_SWEEP, ARGC(c), c, "--micro-batches: at most 16 values");
+    char *d[] = {"x", "--cards", "8", "--micro-batches", "4,2,4"};
+    refused(OC_OPT_SWEEP, ARGC(d), d, "--micro-batches: 4 is listed twice");
+    /* 16 entries of 22 characters: 367 bytes, past the 256-byte buffer the
+     * list was copied into; every one is read, the last one whole. */
+    char e_list[512] = "";
+    for (int v = 1; v <= 16; v++)
+        snprintf(e_list + strlen(e_list), sizeof e_list - strlen(e_list), "%sinterleaved:%d",
+                 v > 1 ? "," : "", 999999980 + v);
+    char *e[] = {"x", "--cards", "8", "--schedule", e_list};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(e), e, OC_OPT_SWEEP, &st), 0);
+    CU_ASSERT_EQUAL(o.n_schedules, 16);
+    CU_ASSERT_EQUAL(o.vchunks[15], 999999996);
+    CU_ASSERT_EQUAL(o.schedules[15], OC_SCHED_INTERLEAVED);
+}
+
+/* Defect 8 of issue 11: a flag that says otherwise than --layout, or than
+ * itself given before, was applied silently (the last one won; "--layout
+ * tp8-pp8-dp1 --tp 4" then failed as a world size of 32); now both are
+ * named. "--layout ...-gpipe --schedule interleaved" was reported as "v2
+ * model chunks per stage need the interleaved schedule" (no v2 written). */
+static void test_conflicting_flags(void)
+{
+    const unsigned L = OC_OPT_LAYOUT;
+    char *a[] = {"x", "--cards", "8", "--layout", "tp8-pp8-dp1", "--tp", "4"};
+    refused(L, ARGC(a), a, "--tp 4 and --layout tp8-pp8-dp1 disagree on tp (give one)");
+    char *b[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2-gpipe", "--schedule",
+                 "interleaved"};
+    refused(L, ARGC(b), b, "--schedule interleaved and --layout tp2-pp2-dp2-gpipe "
+                           "disagree on the schedule (give one)");
+    char *c[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2-v2", "--schedule", "gpipe"};
+    refused(L, ARGC(c), c, "--schedule gpipe and --layout tp2-pp2-dp2-v2 "
+                           "disagree on the schedule (give one)");
+    char *d[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2-v4", "--schedule",
+                 "interleaved:2"};
+    refused(L, ARGC(d), d, "--schedule interleaved:2 and --layout tp2-pp2-dp2-v4 "
+                           "disagree on v (model chunks per stage) (give one)");
+    char *e[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2-rfull", "--recompute",
+                 "none"};
+    refused(L, ARGC(e), e, "--recompute none and --layout tp2-pp2-dp2-rfull "
+                           "disagree on recompute (give one)");
+    char *f[] = {"x", "--cards", "8", "--fp32", "--layout", "tp2-pp2-dp2-bf16"};
+    refused(L, ARGC(f), f, "--fp32 and --layout tp2-pp2-dp2-bf16 disagree on the "
+                           "precision (give one)");
+    char *g[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--tp", "2",
+                 "--tensor-model-parallel-size", "4"};
+    refused(L, ARGC(g), g, "--tp 2 and --tensor-model-parallel-size 4 disagree (give one)");
+    char *h[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--cards", "16"};
+    refused(L, ARGC(h), h, "--cards 8 and --cards 16 disagree (give one)");
+    char *i[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--sequence-parallel",
+                 "--no-sequence-parallel"};
+    refused(L, ARGC(i), i, "--sequence-parallel and --no-sequence-parallel disagree (give one)");
+    char *j[] = {"x", "--cards", "8", "--bf16", "--fp16"};
+    refused(OC_OPT_SWEEP, ARGC(j), j, "--bf16 and --fp16 disagree (give one)");
+    char *k[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2", "--layout", "tp4-pp2-dp1"};
+    refused(L, ARGC(k), k, "--layout tp2-pp2-dp2 and --layout tp4-pp2-dp1 disagree (give one)");
+    /* the same value twice, an alias of a flag, and knobs the string does
+     * not name are no conflict; --cfg is a list by repetition */
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    oc_opts_default(&o);
+    char *ok[] = {"x", "--cards", "8", "--cards", "8", "--layout", "tp2-pp2-dp2-mb2",
+                  "--micro-batch-size", "2", "--shard-optimizer",
+                  "--use-distributed-optimizer", "--recompute", "full", "--fp32"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(ok), ok, L, &st), 0);
+    CU_ASSERT_EQUAL(o.layout.micro_batch, 2);
+    CU_ASSERT_EQUAL(o.layout.recompute, OC_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(o.layout.precision, OC_PREC_FP32);
+    oc_opts_default(&o);
+    char *cfg[] = {"x", "--cards", "8", "--cfg", "a:1", "--cfg", "b:2"};
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(cfg), cfg, OC_OPT_SIM, &st), 0);
+    CU_ASSERT_EQUAL(o.n_cfg, 2);
+}
+
+/* Defect 6 of issue 11: tp*pp*dp of three flags up to 1e9 each overflowed
+ * int64; now refused before any product. A number past a bound is "out of
+ * range" with the bound (--lr and --timeout: test_exec_refusals and
+ * test_exec_timeout_flag), not "absurdly large" or "not a positive
+ * number". */
+static void test_bounds_said(void)
+{
+    char *a[] = {"x", "--cards", "8", "--tp", "1000000000", "--pp", "1000000000", "--dp",
+                 "1000000000"};
+    refused(OC_OPT_LAYOUT, ARGC(a), a,
+            "TP*PP*DP = 1000000000*1000000000*1000000000 is more than 1000000000 cards");
+    char *b[] = {"x", "--lr", "1e308"};
+    refused(EXEC, ARGC(b), b, "--lr 1e308 is out of range (at most 1e9)");
+    char *d[] = {"x", "--lr", "nan"};
+    refused(EXEC, ARGC(d), d, "--lr: 'nan' is not a number");
+    char *e[] = {"x", "--cards", "99999999999999999999"};
+    refused(OC_OPT_SWEEP, ARGC(e), e,
+            "--cards 99999999999999999999 is out of range (at most 1000000000)");
+    char *f[] = {"x", "--cards", "2000000000"};
+    refused(OC_OPT_SWEEP, ARGC(f), f, "--cards 2000000000 is out of range (at most 1000000000)");
+}
+
+/* Defect 7 of issue 11: a flag's value is echoed escaped. */
+static void test_values_escaped(void)
+{
+    char *a[] = {"x", "--cards", "8", "--recompute", "full\n\x1b[2J"};
+    refused(OC_OPT_SWEEP, ARGC(a), a,
+            "--recompute: unknown mode 'full\\n\\x1b[2J' (known: none, selective, full)");
+    char *b[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2-\xff"};
+    refused(OC_OPT_LAYOUT, ARGC(b), b,
+            "layout 'tp2-pp2-dp2-\\xff': part '\\xff' not understood (expected "
+            "tp<N>-pp<N>-dp<N>, then optional mb<N>, v<N>, gpipe|1f1b|interleaved, "
+            "sp|nosp, rnone|rsel|rfull, zero1|nozero, flash|classic, bf16|fp16|fp32, "
+            "order=tp-dp-pp|tp-pp-dp)");
 }
 
 static CU_TestInfo tests[] = {
@@ -262,10 +390,14 @@ static CU_TestInfo tests[] = {
     {"exec refusals", test_exec_refusals},
     {"exec steps bound", test_exec_steps_bound},
     {"exec timeout flag", test_exec_timeout_flag},
+    {"conflicting flags (defect 8)", test_conflicting_flags},
+    {"bounds said (defect 6, 8)", test_bounds_said},
+    {"values escaped (defect 7)", test_values_escaped},
     {"netbw flags", test_netbw_flags},
     {"checkpoint flags", test_ckpt_flags},
     {"layout flags", test_layout_flags},
     {"precision flags", test_precision_flags},
+    {"list bounds", test_list_bounds},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

@@ -423,7 +423,7 @@ static void cmp_fails(const char *pred, const char *meas, const char *want)
     struct oc_status st = {{0}};
     CU_ASSERT_EQUAL(run_cmp(pred, meas, 15, 0, &c, &st), -1);
     oc_test_msg_has(st.msg, want);
-    CU_ASSERT_PTR_NULL(strchr(st.msg, '\n'));
+    CU_ASSERT(oc_test_msg_is_clean(st.msg));
 }
 
 static void test_compare_bad_input(void)
@@ -482,6 +482,72 @@ static void test_compare_bad_input(void)
     snprintf(path, sizeof path, "%s/ops.csv", dir);
     oc_test_write_file(path, "rank,op\n0,0\n");
     cmp_fails(dir, DATA "/meas", "ops.csv: no column 'kind'");
+}
+
+/* Defect 3 of issue 11: NaN or inf in a measured or predicted quantity
+ * passed as "within tolerance" (its error is n/a), a zero step time gave an
+ * error of -inf and exit 1; each is now bad input naming the file, the
+ * line and the column. */
+static void test_compare_not_finite(void)
+{
+    static const struct {
+        const char *step, *mfu, *bubble, *want;
+    } cases[] = {
+        {"nan", "0.16", "0.3", "measured.csv:2: column 'step_time_s': 'nan' is not a finite number"},
+        {"inf", "0.16", "0.3", "measured.csv:2: column 'step_time_s': 'inf' is not a finite number"},
+        {"-inf", "0.16", "0.3", "column 'step_time_s': '-inf' is not a finite number"},
+        {"0", "0.16", "0.3", "measured.csv:2: column 'step_time_s': '0' is not positive"},
+        {"-0.1", "0.16", "0.3", "column 'step_time_s': '-0.1' is not positive"},
+        {"0.1", "NaN", "0.3", "measured.csv:2: column 'mfu': 'NaN' is not a finite number"},
+        {"0.1", "-0.5", "0.3", "measured.csv:2: column 'mfu': '-0.5' is negative"},
+        {"0.1", "0.16", "1.5", "column 'bubble_fraction': '1.5' is above 1"},
+    };
+    char dir[300], path[400], text[2048];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "notfinite%zu", i);
+        sub_dir(dir, sizeof dir, name);
+        snprintf(path, sizeof path, "%s/measured.csv", dir);
+        snprintf(text, sizeof text,
+                 "%s2,2,1,1,1,1f1b,1,selective,%s,1280,0.08,%s,%s,0.0415,0.004,0.028,"
+                 "0.003,0,1250000,2e9,1,\n",
+                 metrics_hdr, cases[i].step, cases[i].mfu, cases[i].bubble);
+        oc_test_write_file(path, text);
+        cmp_fails(DATA "/pred", dir, cases[i].want);
+        /* the prediction's side is read by the same code */
+        cmp_fails(dir, DATA "/meas", cases[i].want);
+    }
+    /* an ops.csv with a time that is not finite names the column */
+    sub_dir(dir, sizeof dir, "notfinite_ops");
+    snprintf(path, sizeof path, "%s/ops.csv", dir);
+    oc_test_write_file(path, "rank,op,kind,phase,part,mb,stage,chunk,group,start_s,end_s\n"
+                             "0,0,compute,fwd,attn,0,0,0,,0,nan\n");
+    struct oc_cmp_ops ops;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL(oc_cmp_ops_read(path, &ops, &st), -1);
+    oc_test_msg_has(st.msg, "ops.csv:2: column 'end_s': nan is not a finite number");
+}
+
+/* Defect 7: cells, headers and the schedule names are shown escaped; a
+ * schedule or recompute cell must be a name ocsim writes. */
+static void test_compare_cells_escaped(void)
+{
+    char dir[300], path[400], text[2048];
+    sub_dir(dir, sizeof dir, "esc");
+    snprintf(path, sizeof path, "%s/measured.csv", dir);
+    snprintf(text, sizeof text,
+             "%s2,2,1,1,1,\"1f1b\n\x1b[2J\",1,selective,0.1,1280,0.08,0.16,0.3,0.0415,0.004,"
+             "0.028,0.003,0,1250000,2e9,1,\n",
+             metrics_hdr);
+    oc_test_write_file(path, text);
+    cmp_fails(DATA "/pred", dir, "measured.csv:2: column 'schedule': '1f1b\\n\\x1b[2J' is not "
+                                 "one of the names ocsim writes (gpipe, 1f1b, interleaved)");
+    snprintf(text, sizeof text,
+             "%s2,2,1,1,1,1f1b,1,selective,\"0.1\xff\",1280,0.08,0.16,0.3,0.0415,0.004,0.028,"
+             "0.003,0,1250000,2e9,1,\n",
+             metrics_hdr);
+    oc_test_write_file(path, text);
+    cmp_fails(DATA "/pred", dir, "column 'step_time_s': '0.1\\xff' is not a number");
 }
 
 static int count_data_lines(const char *path)
@@ -585,6 +651,8 @@ static CU_TestInfo cmp_tests[] = {
     {"two folders", test_compare_folders},
     {"a row of a sweep", test_compare_sweep_row},
     {"bad input", test_compare_bad_input},
+    {"not finite, zero, negative (defect 3)", test_compare_not_finite},
+    {"cells escaped (defect 7)", test_compare_cells_escaped},
     {"compare.csv, scatter, table", test_compare_outputs},
     CU_TEST_INFO_NULL,
 };

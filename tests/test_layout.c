@@ -129,6 +129,109 @@ static void test_parse_errors(void)
     CU_ASSERT_EQUAL(memcmp(&l, &before, sizeof l), 0);
 }
 
+/* Defect 8 of issue 11: a knob named twice in one string ("tp8-tp8-...",
+ * two schedules, two recompute modes, two rank orders) was taken silently,
+ * the last one winning; now the message names both parts. */
+static void test_parse_repeated(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    struct oc_layout before = l;
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-tp8-pp8-dp1", &st), -1);
+    CU_ASSERT_STRING_EQUAL(st.msg, "layout 'tp8-tp8-pp8-dp1': 'tp8' and 'tp8' both give "
+                                   "tp (write it once)");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-gpipe-interleaved-1f1b", &st), -1);
+    CU_ASSERT_STRING_EQUAL(st.msg, "layout 'tp2-pp2-dp2-gpipe-interleaved-1f1b': 'gpipe' "
+                                   "and 'interleaved' both give the schedule (write it once)");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-rfull-rnone", &st), -1);
+    oc_test_msg_has(st.msg, "'rfull' and 'rnone' both give recompute");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-mb1-mb2", &st), -1);
+    oc_test_msg_has(st.msg, "'mb1' and 'mb2' both give the micro-batch size");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "v2-tp2-pp2-dp2-v4", &st), -1);
+    oc_test_msg_has(st.msg, "'v2' and 'v4' both give v (model chunks per stage)");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-sp-nosp", &st), -1);
+    oc_test_msg_has(st.msg, "'sp' and 'nosp' both give sequence parallelism");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-zero1-nozero", &st), -1);
+    oc_test_msg_has(st.msg, "'zero1' and 'nozero' both give the optimizer sharding");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-flash-classic", &st), -1);
+    oc_test_msg_has(st.msg, "'flash' and 'classic' both give the attention kernel");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-bf16-fp32", &st), -1);
+    oc_test_msg_has(st.msg, "'bf16' and 'fp32' both give the precision");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "order=tp-pp-dp-tp2-pp2-dp2-order=tp-dp-pp", &st), -1);
+    oc_test_msg_has(st.msg, "'order=tp-pp-dp' and 'order=tp-dp-pp' both give the rank order");
+    CU_ASSERT_EQUAL(memcmp(&l, &before, sizeof l), 0);
+    /* what a string names: "v2" alone names the schedule too */
+    unsigned named = 0;
+    CU_ASSERT_EQUAL(oc_layout_parse_named(&l, "tp2-pp2-dp2-v2-rfull", &named, &st), 0);
+    CU_ASSERT_EQUAL(named, OC_LAYOUT_NAMED_TP | OC_LAYOUT_NAMED_PP | OC_LAYOUT_NAMED_DP |
+                               OC_LAYOUT_NAMED_V | OC_LAYOUT_NAMED_SCHEDULE |
+                               OC_LAYOUT_NAMED_RECOMPUTE);
+    CU_ASSERT_EQUAL(l.schedule, OC_SCHED_INTERLEAVED);
+}
+
+/* Defect 6 of issue 11: tp*pp*dp of three sizes of 1e9 overflowed int64
+ * (UBSan; a negative world in Release); now the parse and the validation
+ * refuse a product above 1e9 cards without multiplying it out. */
+static void test_world_bound(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp1000000000-pp1000000000-dp1000000000", &st), -1);
+    CU_ASSERT_STRING_EQUAL(st.msg, "layout 'tp1000000000-pp1000000000-dp1000000000': "
+                                   "TP*PP*DP = 1000000000*1000000000*1000000000 is more "
+                                   "than 1000000000 cards");
+    /* 1e9 exactly is the bound, one more card is past it */
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp1000-pp1000-dp1000", &st), 0);
+    CU_ASSERT_EQUAL(oc_layout_world(&l), 1000000000);
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp1000-pp1000-dp1001", &st), -1);
+    oc_test_msg_has(st.msg, "is more than 1000000000 cards");
+    struct oc_layout big = base();
+    big.tp = big.pp = big.dp = 1000000000;
+    struct oc_model m = llama70();
+    CU_ASSERT_EQUAL(oc_layout_validate(&big, &m, NULL, 8, &st), -1);
+    oc_test_msg_has(st.msg, "TP*PP*DP = 1000000000*1000000000*1000000000 is more than");
+    big.tp = 0;
+    CU_ASSERT_EQUAL(oc_layout_check_world(&big, &st), -1);
+    oc_test_msg_has(st.msg, "tp, pp and dp must be at least 1");
+    /* b*s, the rows of every GEMM, at most 1e9 tokens: 244141 x 4096 =
+     * 1 000 001 536 is refused; 244140 x 4096 = 999 997 440 passes this
+     * rule (and fails a later one: 512 sequences do not divide by it) */
+    struct oc_layout tok = base();
+    tok.tp = 8, tok.pp = 8, tok.dp = 1;
+    tok.micro_batch = 244141;
+    CU_ASSERT_EQUAL(oc_layout_validate(&tok, &m, NULL, 64, &st), -1);
+    CU_ASSERT_STRING_EQUAL(st.msg, "a micro-batch of 244141 sequences of 4096 tokens is more "
+                                   "than 1000000000 tokens");
+    tok.micro_batch = 244140;
+    CU_ASSERT_EQUAL(oc_layout_validate(&tok, &m, NULL, 64, &st), -1);
+    oc_test_msg_has(st.msg, "global batch 512 is not divisible");
+}
+
+/* Defect 7 of issue 11: the string and its parts are echoed escaped and
+ * shortened (a newline broke the one-line message; terminal escapes and
+ * bytes that are not UTF-8 passed). */
+static void test_parse_escaped(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout l = base();
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-\x1b[2J\nx", &st), -1);
+    oc_test_msg_has(st.msg, "layout 'tp2-pp2-dp2-\\x1b[2J\\nx': part '\\x1b[2J\\nx' not understood");
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-pp2-dp2-\xc3", &st), -1);
+    oc_test_msg_has(st.msg, "part '\\xc3' not understood");
+    /* 250 bytes: both quotes shortened, the reason kept */
+    char s[251];
+    memset(s, 'x', 250);
+    s[250] = '\0';
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, s, &st), -1);
+    char q[OC_QUOTE_MAX], want[2 * OC_QUOTE_MAX + 64];
+    oc_quote(q, sizeof q, s);
+    CU_ASSERT_EQUAL(strlen(q), OC_QUOTE_MAX - 1);
+    snprintf(want, sizeof want, "layout '%s': part '%s' not understood", q, q);
+    oc_test_msg_has(st.msg, want);
+    oc_test_msg_has(st.msg, "order=tp-dp-pp|tp-pp-dp)");
+    CU_ASSERT(strlen(st.msg) < OC_MSG_MAX - 1);
+}
+
 /* Validate l on `cards`; expect failure with `needle` in the message. */
 static void expect_rule(struct oc_layout l, int64_t cards, const char *needle)
 {
@@ -276,6 +379,9 @@ int main(void)
     static CU_TestInfo tests[] = {
         {"parse", test_parse},
         {"parse_errors", test_parse_errors},
+        {"parse_repeated (defect 8)", test_parse_repeated},
+        {"world_bound (defect 6)", test_world_bound},
+        {"parse_escaped (defect 7)", test_parse_escaped},
         {"parse_precision", test_parse_precision},
         {"validate_rules", test_validate_rules},
         {"rank_order", test_rank_order},

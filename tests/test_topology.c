@@ -456,6 +456,25 @@ static void test_quiet(void)
     CU_ASSERT_EQUAL(oc_test_output_bytes(load_topologies, files), 0);
 }
 
+/* Defect 7 of issue 11: a key or a path of the user's is shown escaped
+ * (a newline in a topology key broke the one-line message, terminal
+ * escapes passed). */
+static void test_messages_escaped(void)
+{
+    EXPECT_ERROR(variant("key-nl.json", "\"gpus_per_node\"", "\"gpus\\nper\\u001b[2J\": 1, \"gpus_per_node\""),
+                 "field 'gpus\\nper\\x1b[2J' is unknown (known here: name, description,");
+    EXPECT_ERROR(variant("src-key.json", "\"gpus_per_node\"",
+                         "\"sources\": {\"dev\\u202eice\": \"x\"}, \"gpus_per_node\""),
+                 "field 'sources.dev\\u202eice' names no field of a topology");
+    EXPECT_ERROR(variant("dev-key.json", "\"sm_count\"", "\"s\\tm\": 3, \"sm_count\""),
+                 "field 'device.s\\tm' is unknown");
+    /* a path with a newline and bytes that are not UTF-8 */
+    char path[600];
+    snprintf(path, sizeof path, "%s/a\nb\xff.json", oc_test_dir);
+    oc_test_write_file(path, "[1]");
+    EXPECT_ERROR(path, "/a\\nb\\xff.json: must hold a JSON object");
+}
+
 static CU_TestInfo topology_tests[] = {
     {"every shipped topology loads, with sources", test_every_shipped_topology_loads_with_sources},
     {"h100-100g values and helpers", test_h100_100g},
@@ -468,6 +487,7 @@ static CU_TestInfo topology_tests[] = {
     {"calibration errors", test_calibration_errors},
     {"shipped files need sources", test_shipped_needs_sources},
     {"library code is quiet", test_quiet},
+    {"messages escaped (defect 7)", test_messages_escaped},
     CU_TEST_INFO_NULL,
 };
 

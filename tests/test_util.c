@@ -119,11 +119,43 @@ void oc_test_expect_ok(int rc, const char *msg)
         fprintf(stderr, "\n  unexpected failure: %s\n", msg);
 }
 
+int oc_test_msg_is_clean(const char *msg)
+{
+    const unsigned char *u = (const unsigned char *)msg;
+    while (*u) {
+        unsigned c = *u, cp, min;
+        size_t len;
+        if (c < 0x20 || c == 0x7f)
+            return 0;
+        if (c < 0x80) {
+            u++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            len = 2, min = 0x80, cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3, min = 0x800, cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4, min = 0x10000, cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        for (size_t k = 1; k < len; k++) {
+            if ((u[k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (u[k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        u += len;
+    }
+    return 1;
+}
+
 void oc_test_expect_fail(int rc, const char *msg, const char *const *subs)
 {
     CU_ASSERT_EQUAL(rc, -1);
     CU_ASSERT(msg[0] != '\0');
-    CU_ASSERT(strchr(msg, '\n') == NULL);
+    CU_ASSERT(oc_test_msg_is_clean(msg));
     for (int i = 0; subs[i]; i++)
         oc_test_msg_has(msg, subs[i]);
 }

@@ -60,8 +60,12 @@ void oc_test_msg_has(const char *msg, const char *want);
 /* One assertion: a call that must succeed returned 0; prints msg where
  * it did not. */
 void oc_test_expect_ok(int rc, const char *msg);
-/* A call that must fail: rc is -1 and msg is one non-empty line that
- * holds each of the NULL-terminated subs (3 + n assertions). */
+/* 1 when msg is one line of valid UTF-8 with no control character (the
+ * bad-input contract's line, as the fuzz targets check it). */
+int oc_test_msg_is_clean(const char *msg);
+/* A call that must fail: rc is -1 and msg is one non-empty line, clean
+ * (oc_test_msg_is_clean), that holds each of the NULL-terminated subs
+ * (3 + n assertions). */
 void oc_test_expect_fail(int rc, const char *msg, const char *const *subs);
 
 /* ---- models and layouts filled in code ---------------------------------- */

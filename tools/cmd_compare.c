@@ -58,11 +58,20 @@ int oc_cmd_compare(int argc, char **argv)
     };
     struct oc_compare_opts o = OC_COMPARE_OPTS_DEFAULT;
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
-    const char *out = NULL;
+    const char *out = NULL, *tol = NULL;
+    char q[OC_QUOTE_MAX], q2[OC_QUOTE_MAX];
     opterr = 0;
     optind = 1;
     int ch;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        /* a flag given twice must say the same (issue 11, defect 8) */
+        const char **seen = ch == O_TOL ? &tol : ch == O_OUT ? &out : NULL;
+        if (seen && *seen && strcmp(*seen, optarg) != 0) {
+            fprintf(stderr, "ocsim compare: --%s %s and --%s %s disagree (give one)\n",
+                    ch == O_TOL ? "tolerance" : "out", oc_quote(q, sizeof q, *seen),
+                    ch == O_TOL ? "tolerance" : "out", oc_quote(q2, sizeof q2, optarg));
+            return 2;
+        }
         switch (ch) {
         case O_TOL: {
             char *end;
@@ -71,10 +80,11 @@ int oc_cmd_compare(int argc, char **argv)
             if (end == optarg || *end || errno || !isfinite(v) || v <= 0) {
                 fprintf(stderr, "ocsim compare: --tolerance: '%s' is not a positive "
                                 "number of percent\n",
-                        optarg);
+                        oc_quote(q, sizeof q, optarg));
                 return 2;
             }
             o.tolerance_pct = v;
+            tol = optarg;
             break;
         }
         case O_OUT: out = optarg; break;
@@ -83,11 +93,12 @@ int oc_cmd_compare(int argc, char **argv)
         case 'h':
         case O_HELP: help(); return 0;
         case ':':
-            fprintf(stderr, "ocsim compare: %s needs a value\n", argv[optind - 1]);
+            fprintf(stderr, "ocsim compare: %s needs a value\n",
+                    oc_quote(q, sizeof q, argv[optind - 1]));
             return 2;
         default:
             fprintf(stderr, "ocsim compare: unknown option '%s' (see ocsim compare --help)\n",
-                    argv[optind - 1]);
+                    oc_quote(q, sizeof q, argv[optind - 1]));
             return 2;
         }
     }

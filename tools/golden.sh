@@ -82,10 +82,12 @@ for a in ring tree hier auto; do
   done
 done
 
-sched() { # sched NAME ARGS...
+sched() { # sched NAME ARGS... (the model: $sched_model, else llama2-13b; a
+  # second --model would be refused)
   local n=$1
   shift
-  "$ocsim" simulate --cards 64 --model llama2-13b "$@" --out "$tmp/sched-$n" >/dev/null
+  "$ocsim" simulate --cards 64 --model "${sched_model:-llama2-13b}" "$@" \
+    --out "$tmp/sched-$n" >/dev/null
   keep "sched-$n" simulate.csv ops.csv timeline.json
 }
 sched gpipe --layout tp4-pp4-dp4-gpipe --global-batch 32
@@ -94,7 +96,7 @@ sched rfull --layout tp8-pp4-dp2-rfull --fidelity full
 sched nooverlap --layout tp2-pp4-dp8 --no-overlap-grad-reduce
 sched classic --layout tp8-pp2-dp4-classic
 sched order --layout tp4-pp4-dp4 --rank-order tp-pp-dp
-sched coarse --layout tp4-pp4-dp4 --coarse --fidelity full --model "$out/gpt3-2.7b.json"
+sched_model=$out/gpt3-2.7b.json sched coarse --layout tp4-pp4-dp4 --coarse --fidelity full
 sched eth --layout tp8-pp2-dp4-v2 --topology eth25g
 
 mkdir -p "$out/layouts64" "$out/memory64"

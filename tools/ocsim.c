@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "status.h"
 
 struct command {
     const char *name;
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "ocsim: unknown command '%s' (see ocsim --help)\n", argv[1]);
+    char q[OC_QUOTE_MAX];
+    fprintf(stderr, "ocsim: unknown command '%s' (see ocsim --help)\n",
+            oc_quote(q, sizeof q, argv[1]));
     return 2;
 }
