@@ -557,6 +557,26 @@ static int decode_tensor(const struct rd *d, json_t *o, struct oc_ckpt_tensor *t
     t->opt_lo = opt[0];
     t->opt_hi = opt[1];
     t->opt_off = opt[2];
+    /* Bounds before check_tensor's arithmetic, so that no sum or product of
+     * these overflows int64 (libFuzzer's ckpt_header found 512 x 6.5e17):
+     * a dimension below 2^31 (a tensor side; products stay below 2^62), an
+     * arena offset below 2^40 floats (4 TiB). */
+    const int64_t dim_max = (int64_t)1 << 31, off_max = (int64_t)1 << 40;
+    const struct { const char *what; int64_t v, max; } b[] = {
+        {"global", t->grows, dim_max}, {"global", t->gcols, dim_max},
+        {"block", t->row0, dim_max},   {"block", t->col0, dim_max},
+        {"block", t->rows, dim_max},   {"block", t->cols, dim_max},
+        {"block", t->parts, dim_max},  {"offset", t->offset, off_max},
+        {"opt", t->opt_lo, off_max},   {"opt", t->opt_hi, off_max},
+        {"opt", t->opt_off, off_max},
+    };
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++)
+        if (b[i].v < 0 || b[i].v > b[i].max) {
+            char q[OC_QUOTE_MAX];
+            return oc_fail(d->st, "%s: tensor %s: field '%s' holds %lld (from 0 to %lld)",
+                           d->where, oc_quote(q, sizeof q, t->name), b[i].what,
+                           (long long)b[i].v, (long long)b[i].max);
+        }
     return 0;
 }
 
