@@ -61,7 +61,9 @@ if [ "$rc" -ne 0 ] && [ "$rc" -ne 1 ]; then
   tail -5 "$tmp/compare.log"
   fail=1
 fi
-grep -q "^layout .*${layout%-1f1b}" "$tmp/compare.log" ||
+# compare names the layout as tp-pp-dp-mb, then the schedule in words: the
+# sweep's string without its last part (-1f1b, -gpipe or -v<v>)
+grep -q "^layout .*${layout%-*}," "$tmp/compare.log" ||
   { echo "FAIL: compare does not name the layout"; fail=1; }
 grep -q '^step_time_s' "$tmp/compare.log" || { echo "FAIL: no step_time_s row"; fail=1; }
 [ -s "$tmp/cmp/compare.csv" ] || { echo "FAIL: no compare.csv"; fail=1; }
