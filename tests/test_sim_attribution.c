@@ -20,6 +20,7 @@
 
 #include "cost.h"
 #include "replay.h"
+#include "sim_fixtures.h"
 #include "test_util.h"
 
 static struct oc_model tiny_untied(void)
@@ -31,37 +32,24 @@ static struct oc_model tiny_untied(void)
     return m;
 }
 
-/* An H100-like device slowed to 1e12 FLOP/s, so that a chunk's backward
- * (tens of microseconds) is long against the messages below; gpn GPUs
- * and as many NICs per node (no NIC shared), NVLink-like links of bw_i
- * B/s and lat_i s, NICs of 25e9 B/s and 2e-6 s, one switch level of
- * 5e-7 s (FATPIPE, not shared): a hop across nodes has latency
- * ln = 2e-6 + 5e-7 = 2.5e-6 s (platform.h) and bandwidth 25e9 B/s. */
-static struct oc_topology topo(int64_t gpn, double bw_i, double lat_i)
+/* sim_fixtures.h's platform with gpn GPUs and as many NICs per node (no
+ * NIC shared): a hop across nodes has latency LN = 4e-6 s and bandwidth
+ * BN = 25e9 B/s; the links inside a node of bw_i B/s and lat_i s; an
+ * H100-like device slowed to 1e12 FLOP/s, so that a chunk's backward
+ * (milliseconds) is long against the messages below. */
+static struct oc_topology topo_attr(int64_t gpn, double bw_i, double lat_i)
 {
-    struct oc_topology t;
-    memset(&t, 0, sizeof t);
-    strcpy(t.name, "attribution");
-    t.gpus_per_node = gpn;
+    struct oc_topology t = topo(gpn, gpn, 1, 1);
+    t.intra_bandwidth_Bps = bw_i;
+    t.intra_latency_s = lat_i;
     strcpy(t.device.name, "slow-h100-like");
     t.device.peak_flops_16bit = 1e12;
     t.device.memory_bytes = 80e9;
     t.device.hbm_bandwidth_Bps = 3.35e12;
     t.device.sm_count = 132;
     t.device.gemm_efficiency = 0.75;
-    t.intra_bandwidth_Bps = bw_i;
-    t.intra_latency_s = lat_i;
-    t.nics_per_node = gpn;
-    t.nic_bandwidth_Bps = 25e9;
-    t.nic_latency_s = 2e-6;
-    t.inter_latency_s = 5e-7;
-    t.switch_levels = 1;
-    t.oversubscription = 1;
     return t;
 }
-
-#define LN 2.5e-6 /* hop latency across nodes (topo above) */
-#define BN 25e9   /* hop bandwidth across nodes */
 
 static struct oc_layout lay(const char *s, int64_t global_batch)
 {
@@ -77,8 +65,8 @@ static struct oc_layout lay(const char *s, int64_t global_batch)
 /* Uniform stages: the embedding, the head and the optimizer cost no time
  * (replay.h), so every stage computes the same and the pipeline is the
  * textbook one. */
-static struct oc_metrics *sim(const struct oc_model *m, const struct oc_topology *t,
-                              const struct oc_layout *l, enum oc_sim_fidelity f)
+static struct oc_metrics *replay(const struct oc_model *m, const struct oc_topology *t,
+                                 const struct oc_layout *l, enum oc_sim_fidelity f)
 {
     struct oc_metrics *mt = calloc(1, sizeof *mt);
     CU_ASSERT_PTR_NOT_NULL_FATAL(mt);
@@ -135,8 +123,8 @@ static void chunk_costs(const struct oc_model *m, const struct oc_layout *l,
  * Stage 0 runs the last backward of the step (the pipeline's), at
  *   T0 = (v*m + p - 1) * (f + b)/v   (Narayanan et al. 2021, 2.2),
  * chunk 1's last backward two or more chunk backwards earlier: its
- * reduction (S1/BN + 2*LN = 13 us) is over long before T0 (a chunk
- * backward is tens of microseconds here; asserted below), so only
+ * reduction (S1/BN + 2*LN = 16 us) is over long before T0 (a chunk
+ * backward takes milliseconds here; asserted below), so only
  * chunk 0's shows, in the WAIT before the (free) optimizer:
  *   overlap:     step = T0 + S0/BN + 2*LN,  stage 0 exposed = S0/BN + 2*LN,
  *                stage 0 dp_comm = (S0 + S1)/BN + 4*LN (both buckets);
@@ -146,11 +134,11 @@ static void chunk_costs(const struct oc_model *m, const struct oc_layout *l,
  * not its latency (the blocking all-reduce pays 2*LN once). Stage 1
  * finishes its compute (f + b)/v earlier and reduces less (4 layers and
  * the head, whose 2*2*49 984 = 199 936 bytes of its last bucket take
- * 13 us): it never sets the step. */
+ * 16 us): it never sets the step. */
 static void check_dp_overlap(enum oc_sim_fidelity fid)
 {
     struct oc_model m = tiny_untied();
-    struct oc_topology t = topo(2, 1e20, 0);
+    struct oc_topology t = topo_attr(2, 1e20, 0);
     struct oc_layout l = lay("tp1-pp2-dp2-interleaved-v2-nozero-order=tp-pp-dp", 8);
     l.overlap_grad_reduce = 1;
     CU_ASSERT_EQUAL_FATAL(oc_layout_num_micro_batches(&l), 4);
@@ -162,7 +150,7 @@ static void check_dp_overlap(enum oc_sim_fidelity fid)
      * backward of chunk 0 of the last micro-batch, b, at least */
     CU_ASSERT_FATAL(S1 / BN + 2 * LN < 0.5 * b);
 
-    struct oc_metrics *ov = sim(&m, &t, &l, fid);
+    struct oc_metrics *ov = replay(&m, &t, &l, fid);
     OC_ASSERT_REL(ov->step_time_s, T0 + S0 / BN + 2 * LN, 1e-9);
     OC_ASSERT_REL(ov->stage[0].exposed_comm_s, S0 / BN + 2 * LN, 1e-9);
     OC_ASSERT_REL(ov->stage[0].dp_comm_s, (S0 + S1) / BN + 4 * LN, 1e-9);
@@ -171,7 +159,7 @@ static void check_dp_overlap(enum oc_sim_fidelity fid)
                   ov->step_time_s, 1e-12);
 
     l.overlap_grad_reduce = 0;
-    struct oc_metrics *bl = sim(&m, &t, &l, fid);
+    struct oc_metrics *bl = replay(&m, &t, &l, fid);
     OC_ASSERT_REL(bl->step_time_s, T0 + (S0 + S1) / BN + 2 * LN, 1e-9);
     OC_ASSERT_REL(bl->stage[0].exposed_comm_s, (S0 + S1) / BN + 2 * LN, 1e-9);
     OC_ASSERT_REL(bl->stage[0].dp_comm_s, (S0 + S1) / BN + 2 * LN, 1e-9);
@@ -211,14 +199,14 @@ static void test_dp_overlap_full(void) { check_dp_overlap(OC_SIM_FULL); }
 static void check_slow_pipeline_link(enum oc_sim_fidelity fid)
 {
     struct oc_model m = tiny_untied();
-    struct oc_topology t = topo(2, 1e9, 1e-6);
+    struct oc_topology t = topo_attr(2, 1e9, 1e-6);
     struct oc_layout l = lay("tp1-pp2-dp1-1f1b", 2);
     CU_ASSERT_EQUAL_FATAL(oc_layout_num_micro_batches(&l), 2);
     double f, b;
     chunk_costs(&m, &l, &t, &f, &b);
     const double x = 1e-6 + 16384.0 / 1e9;
     CU_ASSERT_DOUBLE_EQUAL(x, 17.384e-6, 1e-15);
-    struct oc_metrics *mt = sim(&m, &t, &l, fid);
+    struct oc_metrics *mt = replay(&m, &t, &l, fid);
     OC_ASSERT_REL(mt->step_time_s, 3 * (f + b + x), 1e-9);
     for (int64_t s = 0; s < 2; s++) {
         const struct oc_stage_metrics *g = &mt->stage[s];
