@@ -23,8 +23,11 @@
 # all of ctest: first every test but the long executor runs (LONG below),
 # then those; a pass stops at its first failure (--stop-on-failure), and a
 # mutation caught in the first pass skips the second. Logs: DIR/mutate/.
-# Run it on a clean tree (it edits tracked files while it runs); the
-# record of a full run is in docs/reliability.md, "Mutation testing".
+# Patches apply with one line of context (git apply -C1), so that edits
+# near a mutated line do not stop it; one that no longer applies is
+# reported (DOES NOT APPLY) and must be made again on the new code. Run it
+# on a clean tree (it edits tracked files while it runs); the record of a
+# full run is in docs/reliability.md, "Mutation testing".
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 2
@@ -69,9 +72,9 @@ fi
 # A patch already applied (a run killed with SIGKILL) would be reverted
 # by nobody: say so and stop.
 for f in "${muts[@]}"; do
-  if git apply -R --check "$f" 2>/dev/null; then
+  if git apply -C1 -R --check "$f" 2>/dev/null; then
     echo "mutate.sh: $f is applied to the tree (an earlier run was killed?);" \
-         "revert it with: git apply -R $f" >&2
+         "revert it with: git apply -C1 -R $f" >&2
     exit 2
   fi
 done
@@ -79,7 +82,7 @@ done
 applied=""
 revert() {
   if [ -n "$applied" ]; then
-    git apply -R "$applied" || echo "mutate.sh: could not revert $applied: revert it by hand" >&2
+    git apply -C1 -R "$applied" || echo "mutate.sh: could not revert $applied: revert it by hand" >&2
     applied=""
   fi
 }
@@ -129,7 +132,7 @@ for f in "${muts[@]}"; do
   name=$(basename "$f" .patch)
   printf '%-40s ' "$name"
   t0=$(date +%s)
-  if ! git apply "$f" 2>"$logs/$name.apply.log"; then
+  if ! git apply -C1 "$f" 2>"$logs/$name.apply.log"; then
     echo "DOES NOT APPLY: $(head -1 "$logs/$name.apply.log")"
     broken=$((broken + 1))
     continue
