@@ -86,8 +86,30 @@ revert() {
     applied=""
   fi
 }
+# Builds and test runs go in the background and are waited for, so that
+# a signal is handled at once (bash runs a trap only after a foreground
+# command ends): the handler ends the running one, then reverts.
+child=""
+fg_wait() {
+  "$@" &
+  child=$!
+  wait "$child"
+  local rc=$?
+  child=""
+  return "$rc"
+}
+interrupted() {
+  echo
+  echo "mutate.sh: interrupted"
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null
+    wait "$child" 2>/dev/null
+  fi
+  revert
+  exit 130
+}
 trap 'revert' EXIT
-trap 'echo; echo "mutate.sh: interrupted"; revert; exit 130' INT TERM
+trap interrupted INT TERM
 
 mkdir -p "$build/mutate"
 logs=$build/mutate
@@ -102,8 +124,8 @@ failed=""
 suite() {
   local log=$1
   failed=""
-  ctest --test-dir "$build" -j "$jobs" -E "$LONG" --stop-on-failure >"$log" 2>&1 &&
-    ctest --test-dir "$build" -j "$jobs" -R "$LONG" --stop-on-failure >>"$log" 2>&1 &&
+  fg_wait ctest --test-dir "$build" -j "$jobs" -E "$LONG" --stop-on-failure >"$log" 2>&1 &&
+    fg_wait ctest --test-dir "$build" -j "$jobs" -R "$LONG" --stop-on-failure >>"$log" 2>&1 &&
     return 0
   failed=$(sed -n 's/^[[:space:]]*[0-9]* - \([^ ]*\) (\(Failed\|Timeout\|SEGFAULT\|Subprocess aborted\|Child aborted\|Exception\|Not Run\).*/\1/p' "$log" |
            sort -u | tr '\n' ' ')
@@ -115,7 +137,7 @@ start_all=$(date +%s)
 if [ "$baseline" -eq 1 ]; then
   printf '%-40s ' "baseline (no mutation)"
   t0=$(date +%s)
-  if ! cmake --build "$build" -j "$jobs" >"$logs/baseline-build.log" 2>&1; then
+  if ! fg_wait cmake --build "$build" -j "$jobs" >"$logs/baseline-build.log" 2>&1; then
     echo "does not build: $logs/baseline-build.log"
     exit 2
   fi
@@ -138,7 +160,7 @@ for f in "${muts[@]}"; do
     continue
   fi
   applied=$f
-  if ! cmake --build "$build" -j "$jobs" >"$logs/$name.build.log" 2>&1; then
+  if ! fg_wait cmake --build "$build" -j "$jobs" >"$logs/$name.build.log" 2>&1; then
     revert
     echo "DOES NOT BUILD: $logs/$name.build.log"
     broken=$((broken + 1))
