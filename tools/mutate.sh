@@ -79,10 +79,14 @@ for f in "${muts[@]}"; do
   fi
 done
 
+# fd 3: the terminal's stderr, for what a trap says while a command's
+# output goes to a log
+exec 3>&2
 applied=""
 revert() {
   if [ -n "$applied" ]; then
-    git apply -C1 -R "$applied" || echo "mutate.sh: could not revert $applied: revert it by hand" >&2
+    git apply -C1 -R "$applied" 2>&3 ||
+      echo "mutate.sh: could not revert $applied: revert it by hand" >&3
     applied=""
   fi
 }
@@ -99,8 +103,7 @@ fg_wait() {
   return "$rc"
 }
 interrupted() {
-  echo
-  echo "mutate.sh: interrupted"
+  printf '\nmutate.sh: interrupted; reverting %s\n' "${applied:-nothing}" >&3
   if [ -n "$child" ]; then
     kill -TERM "$child" 2>/dev/null
     wait "$child" 2>/dev/null
