@@ -90,12 +90,14 @@ revert() {
     applied=""
   fi
 }
-# Builds and test runs go in the background and are waited for, so that
-# a signal is handled at once (bash runs a trap only after a foreground
-# command ends): the handler ends the running one, then reverts.
+# Builds and test runs go in the background, each in a process group of
+# its own (setsid), and are waited for, so that a signal is handled at
+# once (bash runs a trap only after a foreground command ends): the
+# handler ends the running group (ctest and the tests it started), then
+# reverts.
 child=""
 fg_wait() {
-  "$@" &
+  setsid "$@" &
   child=$!
   wait "$child"
   local rc=$?
@@ -105,7 +107,7 @@ fg_wait() {
 interrupted() {
   printf '\nmutate.sh: interrupted; reverting %s\n' "${applied:-nothing}" >&3
   if [ -n "$child" ]; then
-    kill -TERM "$child" 2>/dev/null
+    kill -TERM -- "-$child" 2>/dev/null
     wait "$child" 2>/dev/null
   fi
   revert
