@@ -61,7 +61,8 @@
  * sleep forever before its first op, OCSIM_EXEC_TEST_DIE_RANK=R makes it
  * die (SIGKILL) there; OCSIM_EXEC_TEST_DIE_SAVE_RANK=R with
  * OCSIM_EXEC_TEST_DIE_SAVE_STEP=K makes it die halfway through writing its
- * shard of the checkpoint after step K.
+ * shard of the checkpoint after step K; OCSIM_EXEC_TEST_GRADS=1 makes
+ * weights.bin hold the last step's reduced gradients (test_grads below).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -266,6 +267,34 @@ static void train(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runne
         close_loss(c, &loss);
 }
 
+/* The test hook OCSIM_EXEC_TEST_GRADS=1: weights.bin (and the replica
+ * checks) get the last step's gradients as AdamW took them, after the DP
+ * all-reduce, the tied embedding's all-reduce and the TP sum of the
+ * norms' gradients under sequence parallelism, in place of the weights.
+ * Why: AdamW divides each gradient by its own running RMS, so the weights
+ * hide a gradient's scale (a gradient left summed over DP instead of
+ * averaged moves them almost as the right one does); tests/exec_grads.sh
+ * holds this file against the one-process run's. Not under ZeRO-1 with DP
+ * > 1, where a rank holds the reduced gradient of its own slices only.
+ * Returns a host copy (free it), or NULL when the hook is not set. */
+static float *test_grads(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
+                         struct oc_backend *b)
+{
+    const char *s = getenv("OCSIM_EXEC_TEST_GRADS");
+    if (!s || strcmp(s, "1") != 0)
+        return NULL;
+    if (j->o.layout.shard_optimizer && j->o.layout.dp > 1) {
+        struct oc_status st = {{0}};
+        oc_fail(&st, "OCSIM_EXEC_TEST_GRADS: not under ZeRO-1 with DP %lld (a rank holds "
+                     "the reduced gradient of its own slices only)",
+                (long long)j->o.layout.dp);
+        die(c, 2, ": ", &st);
+    }
+    float *g = oc_xmalloc((size_t)r->p.n * sizeof *g);
+    b->ops->download(b, g, r->p.g, r->p.n * (int64_t)sizeof *g);
+    return g;
+}
+
 /* After the last step: the measured files, the replica checks, weights.bin. */
 static void write_outputs(struct oc_ctl *c, const struct oc_exec_job *j, struct oc_runner *r,
                           struct oc_out_steps *a, struct oc_backend *b)
@@ -275,11 +304,13 @@ static void write_outputs(struct oc_ctl *c, const struct oc_exec_job *j, struct 
         die(c, c->timed_out ? 3 : 1, ": ", &st);
     int64_t dp_differ = 0, rep_differ = 0;
     double rep_maxdiff = 0;
-    const float *w = oc_runner_weights(r);
+    float *grads = test_grads(c, j, r, b);
+    const float *w = grads ? grads : oc_runner_weights(r);
     if (oc_out_dp_replicas(c, &j->o.layout, r, w, &dp_differ, &st) != 0 ||
         (j->o.exec.weights &&
          oc_out_weights(c, j, r, w, &rep_differ, &rep_maxdiff, &st) != 0))
         die(c, c->timed_out ? 3 : 1, ": ", &st);
+    free(grads);
     if (c->rank != 0)
         return;
     /* Replicas that drift apart would mean a non-deterministic reduction or

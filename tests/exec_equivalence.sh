@@ -19,7 +19,9 @@
 # (the cpu kernels' fused forward is the classic loop) and within 1e-5 after.
 # Also: the same run without MPI (--no-mpi) gives bitwise the same numbers;
 # a process count that does not match the layout is refused before any
-# work with one line naming both numbers; a bf16 layout is refused;
+# work with one line naming both numbers; a bf16 layout is refused; the
+# cuda backend, where it starts, gives the reference's numbers within fp32
+# GEMMs' rounding, and elsewhere is refused;
 # 20 steps make the loss fall; a rank that hangs or dies ends the job within
 # seconds, a hang with a message naming the rank and the op it waited in.
 # usage: exec_equivalence.sh path/to/ocsim-exec path/to/ocsim-weights-diff [mpirun]
@@ -138,9 +140,28 @@ refused np3 '^ocsim-exec: layout tp2-pp2-dp2.* 8 processes, but MPI started 3' 3
 # the executor's runs are fp32 runs (layout.h): a bf16 layout is refused
 refused bf16 '^ocsim-exec: layout precision bf16: the cpu backend keeps activations' 1 \
   --layout tp1-pp1-dp1-bf16
-# cuda: not built (no nvcc / NCCL at configure time) or no GPU here
-refused cuda '^ocsim-exec: --backend cuda(: no CUDA device is visible| is not built)' 1 \
-  --layout tp1-pp1-dp1 --backend cuda
+# cuda: where the backend starts (a GPU is visible and the build has it),
+# the one-process layout on it must give the cpu reference's numbers within
+# fp32 GEMMs' rounding (exec_cuda.sh's tolerances: losses 1e-4 relative,
+# weights 1e-4 over the model and 1e-2 per tensor); where it does not, it
+# is refused with one line: not built (no nvcc / NCCL at configure time),
+# or no device visible, which must not happen where nvidia-smi lists a GPU.
+if ASAN_OPTIONS="$ASAN_OPTIONS:protect_shadow_gap=0" \
+   run cuda 1 --layout tp1-pp1-dp1-nosp --backend cuda --precision fp32; then
+  why=""
+  same_losses "$tmp/ref" "$tmp/cuda" 1e-4 >"$tmp/cuda.cmp" || why="losses: $(cat "$tmp/cuda.cmp")"
+  "$wdiff" --tol 1e-4 --tensor-tol 1e-2 "$tmp/cuda/weights.bin" "$tmp/ref/weights.bin" \
+    >"$tmp/cuda.wd" 2>&1 || why="$why weights: $(cat "$tmp/cuda.wd")"
+  [ -z "$why" ] && ok || bad "cuda against cpu: $why"
+else
+  rm -rf "$tmp/cuda"
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    pattern='^ocsim-exec: --backend cuda is not built'
+  else
+    pattern='^ocsim-exec: --backend cuda(: no CUDA device is visible| is not built)'
+  fi
+  refused cuda "$pattern" 1 --layout tp1-pp1-dp1-nosp --backend cuda --precision fp32
+fi
 
 # A rank that hangs: the others time out (--timeout 3), name themselves and
 # the op, and the job ends; loss.csv.partial (its header) stays readable,

@@ -1,7 +1,7 @@
 /* sim_fixtures.h: what the suites of sim/ that run simulations share
- * (test_sim_collective, test_sim_platform, test_sim_engine_inputs): the
- * test platform and one simulation job run in a child through
- * oc_sim_fork_run (SimGrid allows one engine per process).
+ * (test_sim_collective, test_sim_platform, test_sim_engine_inputs,
+ * test_sim_attribution): the test platform and one simulation job run in
+ * a child through oc_sim_fork_run (SimGrid allows one engine per process).
  *
  * Test platform (topo()), numbers picked to keep the hand sums short:
  *   intra node  Bi = 100e9 B/s per direction, li = 2e-6 s GPU to GPU

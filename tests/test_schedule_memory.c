@@ -2,7 +2,9 @@
  * core/memory.c: activations and logits in flight per stage (Narayanan et
  * al. 2021 for 1F1B and GPipe, Megatron-LM's warm-up for interleaved),
  * ALLOC/FREE balance per buffer, and the replayed peak against
- * oc_memory_stage over a spread of layouts.
+ * oc_memory_stage over a spread of layouts; and, independent of
+ * memory.c, every ALLOC's bytes and the peak of one layout worked by
+ * hand from the papers (test_bytes_by_hand).
  *
  * Built on the tiny GPT of test_util.h with s = 32, b = 1; the layouts are
  * in schedule_fixtures.h.
@@ -170,11 +172,76 @@ static void test_memory_peak_closed_form(void)
     CU_ASSERT(checked > 100);
 }
 
+/* The schedule's memory ops on the tiny GPT (h 64, a 4, L 8, f 256, V 512,
+ * P 128, dropout, tied) worked by hand from the formulas' sources, not
+ * from memory.c: tp2-pp2-dp2, 1F1B, m = 4, s = 128, b = 1, no sequence
+ * parallelism, no recompute, classic attention, bf16, no ZeRO.
+ * - A layer's activations (Korthikanti et al. 2022, section 4.1, tensor
+ *   parallel): sbh*(10 + 24/t + 5as/(ht)) with sbh = 128*64 = 8 192 and
+ *   5as/(ht) = 5*4*128/(64*2) = 20: 8 192 * 42 = 344 064 bytes.
+ * - First stage: the embedding's dropout mask, sbh = 8 192 bytes (section
+ *   4.3); last stage: the final norm's and the LM head's inputs, 4sbh =
+ *   32 768, and the fp32 softmax of the vocab-parallel cross-entropy,
+ *   4sbV/t = 4*128*512/2 = 131 072 (the LOGITS buffer).
+ * - So one micro-batch's ALLOC of activations is 4 layers * 344 064 +
+ *   8 192 = 1 384 448 bytes on stage 0, 4 * 344 064 + 32 768 = 1 409 024
+ *   on stage 1.
+ * - Parameters of a TP rank's layer: the GEMMs' (64*192 + 64*64 +
+ *   2*64*256)/2 = 24 576, the column-parallel biases (192 + 256)/2 = 224,
+ *   the row-parallel ones whole, 64 + 64, the two LayerNorms 256: 25 184.
+ *   Stage 0: 4 layers + its half of wte (256*64 = 16 384) + wpe whole
+ *   (8 192) = 125 312; stage 1: 4 layers + the final norm (128) + its copy
+ *   of the tied embedding's half (16 384) = 117 248. Weights 2, gradients
+ *   2, AdamW 12 bytes each (ZeRO section 3.1).
+ * - In flight under 1F1B (Narayanan et al. 2021, 2.2): min(p - i, m), 2 on
+ *   stage 0, 1 on stage 1: peaks 16*125 312 + 2*1 384 448 = 4 773 888
+ *   and 16*117 248 + 1 409 024 + 131 072 = 3 416 064 bytes. */
+static void test_bytes_by_hand(void)
+{
+    struct oc_model m;
+    oc_test_tiny_model(&m);
+    const struct cfg c = {2, 2, 2, 4, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE,
+                          0, 0, OC_ORDER_TP_DP_PP};
+    struct oc_layout l = make_layout(&c);
+    l.seq_length = 128;
+    l.attention = OC_ATTN_CLASSIC;
+    const double act[2] = {1384448, 1409024}, params[2] = {125312, 117248};
+    const double peak[2] = {4773888, 3416064};
+    for (int g = 0; g < 2; g++) {
+        struct oc_schedule s;
+        build(&s, &m, &l, (enum oc_grain)g);
+        for (int64_t r = 0; r < s.nranks; r++) {
+            const int64_t st = oc_layout_coord(&l, r).pp;
+            int64_t n_act = 0, n_logits = 0, bad = 0;
+            for (int64_t k = 0; k < s.ranks[r].n; k++) {
+                const struct oc_op *o = &s.ranks[r].ops[k];
+                if (o->kind != OC_OP_ALLOC)
+                    continue;
+                double want = -1;
+                switch (o->buf) {
+                case OC_BUF_ACTIVATIONS: want = act[st]; n_act++; break;
+                case OC_BUF_LOGITS: want = 131072; n_logits++; break;
+                case OC_BUF_WEIGHTS: want = 2 * params[st]; break;
+                case OC_BUF_GRADS: want = 2 * params[st]; break;
+                case OC_BUF_OPTIMIZER: want = 12 * params[st]; break;
+                default: break;
+                }
+                bad += want >= 0 && o->bytes != want;
+            }
+            CU_ASSERT_EQUAL(bad, 0);
+            CU_ASSERT_EQUAL(n_act, 4);
+            CU_ASSERT_EQUAL(n_logits, st == 1 ? 4 : 0);
+            CU_ASSERT_EQUAL(replay_peak_bytes(&s.ranks[r]), peak[st]);
+        }
+        oc_schedule_free(&s);
+    }
+}
 
 static CU_TestInfo tests[] = {
     {"inflight", test_inflight},
     {"alloc_free_balance", test_alloc_free_balance},
     {"memory_peak_closed_form", test_memory_peak_closed_form},
+    {"bytes by hand (Korthikanti, ZeRO)", test_bytes_by_hand},
     CU_TEST_INFO_NULL,
 };
 

@@ -375,6 +375,61 @@ static enum oc_sim_algo choose_kind(const struct oc_topology *t, int64_t cards, 
     return (enum oc_sim_algo)r.algo;
 }
 
+/* The estimate of one algorithm (forced) for `coll` of `bytes`. */
+static double estimate(const struct oc_topology *t, int64_t n, enum oc_coll_kind coll,
+                       enum oc_sim_algo algo, double bytes)
+{
+    struct job j = {.topo = t, .cards = n, .kind = JOB_ESTIMATE, .n = n, .bytes = bytes,
+                    .coll = coll, .opts = {.algo = algo}};
+    struct job_result r;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
+    return r.estimate_s;
+}
+
+/* Both sides of the ring/tree crossover, 8 nodes x 1 (every hop LN = 4e-6
+ * s, BN = 25e9 B/s), sizes under 512 KiB (one tree chunk). The tree's
+ * depth is log2 8 = 3 and a leader's two child nodes share its NIC, so
+ * every tree hop carries twice its bytes (the fan-in of closed_form.h):
+ *   all-reduce  ring 14*(LN + S/(8*BN)) = 56e-6 + 7e-11*S
+ *               tree 2*3*(LN + 2*S/BN)  = 24e-6 + 4.8e-10*S
+ *               equal at S = 32e-6/4.1e-10 = 78 048.8 bytes;
+ *     S = 78 000: ring 61.46e-6, tree 61.44e-6 s: tree;
+ *     S = 78 100: ring 61.467e-6, tree 61.488e-6 s: ring.
+ *   reduce-scatter and all-gather
+ *               ring 7*(LN + S/(8*BN))  = 28e-6 + 3.5e-11*S
+ *               tree reduce (or broadcast) 3*(LN + 2*S/BN) plus the
+ *               scatter (or gather) down 0-1-3-7, whose hops carry 4, 2
+ *               and 1 shards of S/8: 3*LN + 2*7*(S/8)/BN
+ *                                       = 24e-6 + 3.1e-10*S
+ *               equal at S = 4e-6/2.75e-10 = 14 545.5 bytes;
+ *     S = 14 500: ring 28.5075e-6, tree 28.495e-6 s: tree;
+ *     S = 14 600: ring 28.511e-6, tree 28.526e-6 s: ring.
+ * With the fan-in taken as 1 the crossovers would move to 188 235 and
+ * 33 333 bytes, and the tree would win above both. */
+static void test_auto_crossover(void)
+{
+    struct oc_topology spread = topo(1, 1, 1, 1);
+    const enum oc_sim_algo au = OC_SIM_ALGO_AUTO, ring = OC_SIM_ALGO_RING,
+                           tree = OC_SIM_ALGO_TREE;
+    const enum oc_coll_kind ar = OC_COLL_ALLREDUCE;
+    OC_ASSERT_REL(estimate(&spread, 8, ar, ring, 78000), 61.46e-6, 1e-9);
+    OC_ASSERT_REL(estimate(&spread, 8, ar, tree, 78000), 61.44e-6, 1e-9);
+    OC_ASSERT_REL(estimate(&spread, 8, ar, ring, 78100), 61.467e-6, 1e-9);
+    OC_ASSERT_REL(estimate(&spread, 8, ar, tree, 78100), 61.488e-6, 1e-9);
+    CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, ar, au, 78000), tree);
+    CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, ar, au, 78100), ring);
+    const enum oc_coll_kind zero[2] = {OC_COLL_REDUCESCATTER, OC_COLL_ALLGATHER};
+    for (int k = 0; k < 2; k++) {
+        OC_ASSERT_REL(estimate(&spread, 8, zero[k], ring, 14500), 28.5075e-6, 1e-9);
+        OC_ASSERT_REL(estimate(&spread, 8, zero[k], tree, 14500), 28.495e-6, 1e-9);
+        OC_ASSERT_REL(estimate(&spread, 8, zero[k], ring, 14600), 28.511e-6, 1e-9);
+        OC_ASSERT_REL(estimate(&spread, 8, zero[k], tree, 14600), 28.526e-6, 1e-9);
+        CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, zero[k], au, 14500), tree);
+        CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, zero[k], au, 14600), ring);
+    }
+}
+
 /* The choice for reduce-scatter and all-gather (ZeRO's), estimates by hand:
  * 2 nodes x 4 (4 NICs), S = 1e9: ring 7/8*1e9/25e9 + 7*4e-6 = 0.035028 s;
  *   hier 0.75e9/1e11 + 3*2e-6 + 0.5*2.5e8/25e9 + 4e-6 = 0.012510 s: hier.
@@ -449,6 +504,7 @@ static CU_TestInfo tests[] = {
     {"determinism", test_determinism},
     {"automatic choice", test_auto_choice},
     {"automatic choice, reduce-scatter and all-gather", test_auto_choice_kinds},
+    {"automatic choice both sides of the ring/tree crossover", test_auto_crossover},
     {"algorithm names", test_algo_names},
     CU_TEST_INFO_NULL,
 };
