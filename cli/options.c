@@ -466,8 +466,8 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_VCHUNKS: return positive(name, val, &p->v, st);
     case O_SP: o->layout.sequence_parallel = 1; return 0;
     case O_NOSP: o->layout.sequence_parallel = 0; return 0;
-    case O_ZERO: o->layout.shard_optimizer = 1; return 0;
-    case O_NOZERO: o->layout.shard_optimizer = 0; return 0;
+    case O_ZERO: o->layout.zero = 1; return 0;
+    case O_NOZERO: o->layout.zero = 0; return 0;
     case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
     case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
     case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
@@ -548,6 +548,7 @@ static const struct given *knob_flag(const struct pending *p, unsigned bit)
         {OC_LAYOUT_NAMED_SP, O_SP},           {OC_LAYOUT_NAMED_RECOMPUTE, O_RECOMPUTE},
         {OC_LAYOUT_NAMED_ZERO, O_ZERO},       {OC_LAYOUT_NAMED_ATTENTION, O_ATTN},
         {OC_LAYOUT_NAMED_ORDER, O_ORDER},     {OC_LAYOUT_NAMED_PRECISION, O_BF16},
+        {OC_LAYOUT_NAMED_OVERLAP, O_OVERLAP},
     };
     const struct given *v = &p->given[O_VCHUNKS - O_CARDS];
     const struct given *sched = &p->given[O_SCHEDULE - O_CARDS];
@@ -560,7 +561,8 @@ static const struct given *knob_flag(const struct pending *p, unsigned bit)
             const struct given *g = &p->given[knobs[i].code - O_CARDS];
             return g->name ? g : NULL;
         }
-    OC_ASSERT(!"a knob without its flag");
+    /* cp, the overlap, first/last and coll: only a layout string names
+     * them so far */
     return NULL;
 }
 
@@ -576,10 +578,15 @@ static int64_t knob_value(const struct oc_layout *l, unsigned bit)
     case OC_LAYOUT_NAMED_SCHEDULE: return l->schedule;
     case OC_LAYOUT_NAMED_SP: return l->sequence_parallel;
     case OC_LAYOUT_NAMED_RECOMPUTE: return l->recompute;
-    case OC_LAYOUT_NAMED_ZERO: return l->shard_optimizer;
+    case OC_LAYOUT_NAMED_ZERO: return l->zero;
     case OC_LAYOUT_NAMED_ATTENTION: return l->attention;
     case OC_LAYOUT_NAMED_ORDER: return l->order;
     case OC_LAYOUT_NAMED_PRECISION: return l->precision;
+    case OC_LAYOUT_NAMED_CP: return l->cp;
+    case OC_LAYOUT_NAMED_OVERLAP: return l->overlap_grad_reduce;
+    case OC_LAYOUT_NAMED_FIRST: return l->first_stage_layers;
+    case OC_LAYOUT_NAMED_LAST: return l->last_stage_layers;
+    case OC_LAYOUT_NAMED_COLL: return l->coll;
     }
     OC_ASSERT(!"one OC_LAYOUT_NAMED_* bit");
     return 0;

@@ -335,7 +335,7 @@ static int64_t other_key(const struct oc_layout *l, struct oc_coord c,
 
 static struct oc_coord member(enum cf_group g, int64_t i)
 {
-    struct oc_coord c = {0, 0, 0};
+    struct oc_coord c = {0, 0, 0, 0};
     if (g == CF_TP)
         c.tp = i;
     else if (g == CF_PP)
@@ -521,7 +521,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
      * rank updates (1/d of them when sharded). */
     out->optimizer_s = c.optimizer_s_per_param * (double)params /
-                       (l->shard_optimizer ? (double)d : 1.0);
+                       (l->zero ? (double)d : 1.0);
 
     out->step_s = pipeline_s + dp_exposed_s + out->optimizer_s;
     out->tokens_per_s =

@@ -21,7 +21,11 @@ void oc_layout_default(struct oc_layout *l)
     l->vchunks = 1;
     l->recompute = OC_RECOMPUTE_SELECTIVE;
     l->sequence_parallel = 1;
-    l->shard_optimizer = 1;
+    l->cp = 1;
+    l->zero = 1;
+    l->recompute_layers = 0;
+    l->first_stage_layers = l->last_stage_layers = 0;
+    l->coll = OC_COLL_CHOICE_AUTO;
     l->overlap_grad_reduce = 1;
     l->attention = OC_ATTN_FLASH;
     l->order = OC_ORDER_TP_DP_PP;
@@ -42,6 +46,12 @@ static const char *const order_names[] = {
     [OC_ORDER_TP_DP_PP] = "tp-dp-pp",
     [OC_ORDER_TP_PP_DP] = "tp-pp-dp",
 };
+static const char *const coll_choice_names[] = {
+    [OC_COLL_CHOICE_AUTO] = "auto",
+    [OC_COLL_CHOICE_RING] = "ring",
+    [OC_COLL_CHOICE_HIER] = "hier",
+    [OC_COLL_CHOICE_TREE] = "tree",
+};
 static const char *const precision_names[] = {
     [OC_PREC_BF16] = "bf16",
     [OC_PREC_FP16] = "fp16",
@@ -55,6 +65,7 @@ const char *oc_schedule_name(enum oc_schedule_kind k) { return NAME_OF(schedule_
 const char *oc_recompute_name(enum oc_recompute r) { return NAME_OF(recompute_names, r); }
 const char *oc_order_name(enum oc_rank_order o) { return NAME_OF(order_names, o); }
 const char *oc_precision_name(enum oc_precision p) { return NAME_OF(precision_names, p); }
+const char *oc_coll_choice_name(enum oc_coll_choice a) { return NAME_OF(coll_choice_names, a); }
 
 static int index_of(const char *const *table, int n, const char *s)
 {
@@ -92,6 +103,15 @@ int oc_order_from_name(const char *s, enum oc_rank_order *o)
     if (i < 0)
         return -1;
     *o = (enum oc_rank_order)i;
+    return 0;
+}
+
+int oc_coll_choice_from_name(const char *s, enum oc_coll_choice *a)
+{
+    int i = index_of(coll_choice_names, 4, s);
+    if (i < 0)
+        return -1;
+    *a = (enum oc_coll_choice)i;
     return 0;
 }
 
@@ -134,6 +154,8 @@ static const char *const named_what[OC_LAYOUT_NAMED_BITS] = {
     "tp", "pp", "dp", "the micro-batch size", "v (model chunks per stage)",
     "the schedule", "sequence parallelism", "recompute", "the optimizer sharding",
     "the attention kernel", "the rank order", "the precision",
+    "cp (context-parallel size)", "the gradient-reduce overlap",
+    "the first stage's layers", "the last stage's layers", "the collective algorithm",
 };
 
 const char *oc_layout_named_what(unsigned bit)
@@ -159,6 +181,9 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
         {"dp", offsetof(struct oc_layout, dp), OC_LAYOUT_NAMED_DP},
         {"mb", offsetof(struct oc_layout, micro_batch), OC_LAYOUT_NAMED_MB},
         {"v", offsetof(struct oc_layout, vchunks), OC_LAYOUT_NAMED_V},
+        {"cp", offsetof(struct oc_layout, cp), OC_LAYOUT_NAMED_CP},
+        {"first", offsetof(struct oc_layout, first_stage_layers), OC_LAYOUT_NAMED_FIRST},
+        {"last", offsetof(struct oc_layout, last_stage_layers), OC_LAYOUT_NAMED_LAST},
     };
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
         int64_t v = prefixed_number(part, numbers[i].prefix);
@@ -170,6 +195,21 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
     }
     enum oc_schedule_kind k;
     enum oc_precision pr;
+    enum oc_coll_choice ca;
+    int64_t rk = prefixed_number(part, "rfull");
+    if (rk > 0) {
+        l->recompute = OC_RECOMPUTE_FULL, l->recompute_layers = rk;
+        *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+        return 0;
+    }
+    if (strncmp(part, "zero", 4) == 0 && part[4] >= '0' && part[4] <= '3' && !part[5]) {
+        l->zero = part[4] - '0', *bit = OC_LAYOUT_NAMED_ZERO;
+        return 0;
+    }
+    if (strncmp(part, "coll=", 5) == 0 && oc_coll_choice_from_name(part + 5, &ca) == 0) {
+        l->coll = ca, *bit = OC_LAYOUT_NAMED_COLL;
+        return 0;
+    }
     if (oc_schedule_from_name(part, &k) == 0)
         l->schedule = k, *bit = OC_LAYOUT_NAMED_SCHEDULE;
     else if (strcmp(part, "sp") == 0)
@@ -177,15 +217,20 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
     else if (strcmp(part, "nosp") == 0)
         l->sequence_parallel = 0, *bit = OC_LAYOUT_NAMED_SP;
     else if (strcmp(part, "rnone") == 0)
-        l->recompute = OC_RECOMPUTE_NONE, *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+        l->recompute = OC_RECOMPUTE_NONE, l->recompute_layers = 0,
+        *bit = OC_LAYOUT_NAMED_RECOMPUTE;
     else if (strcmp(part, "rsel") == 0)
-        l->recompute = OC_RECOMPUTE_SELECTIVE, *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+        l->recompute = OC_RECOMPUTE_SELECTIVE, l->recompute_layers = 0,
+        *bit = OC_LAYOUT_NAMED_RECOMPUTE;
     else if (strcmp(part, "rfull") == 0)
-        l->recompute = OC_RECOMPUTE_FULL, *bit = OC_LAYOUT_NAMED_RECOMPUTE;
-    else if (strcmp(part, "zero1") == 0)
-        l->shard_optimizer = 1, *bit = OC_LAYOUT_NAMED_ZERO;
+        l->recompute = OC_RECOMPUTE_FULL, l->recompute_layers = 0,
+        *bit = OC_LAYOUT_NAMED_RECOMPUTE;
+    else if (strcmp(part, "ovl") == 0)
+        l->overlap_grad_reduce = 1, *bit = OC_LAYOUT_NAMED_OVERLAP;
+    else if (strcmp(part, "noovl") == 0)
+        l->overlap_grad_reduce = 0, *bit = OC_LAYOUT_NAMED_OVERLAP;
     else if (strcmp(part, "nozero") == 0)
-        l->shard_optimizer = 0, *bit = OC_LAYOUT_NAMED_ZERO;
+        l->zero = 0, *bit = OC_LAYOUT_NAMED_ZERO;
     else if (strcmp(part, "flash") == 0)
         l->attention = OC_ATTN_FLASH, *bit = OC_LAYOUT_NAMED_ATTENTION;
     else if (strcmp(part, "classic") == 0)
@@ -259,11 +304,18 @@ int oc_layout_check_world(const struct oc_layout *l, struct oc_status *st)
     if (l->tp < 1 || l->pp < 1 || l->dp < 1)
         return oc_fail(st, "tp, pp and dp must be at least 1 (got tp%lld-pp%lld-dp%lld)",
                        (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    if (l->cp < 1)
+        return oc_fail(st, "cp must be at least 1 (got cp%lld)", (long long)l->cp);
     /* Divisions, not products: the product itself could overflow int64. */
-    if (l->tp > max / l->pp || l->tp * l->pp > max / l->dp)
+    if (l->cp == 1 && (l->tp > max / l->pp || l->tp * l->pp > max / l->dp))
         return oc_fail(st, "TP*PP*DP = %lld*%lld*%lld is more than %lld cards",
                        (long long)l->tp, (long long)l->pp, (long long)l->dp,
                        (long long)max);
+    if (l->tp > max / l->pp || l->tp * l->pp > max / l->dp ||
+        l->tp * l->pp * l->dp > max / l->cp)
+        return oc_fail(st, "TP*CP*PP*DP = %lld*%lld*%lld*%lld is more than %lld cards",
+                       (long long)l->tp, (long long)l->cp, (long long)l->pp,
+                       (long long)l->dp, (long long)max);
     return 0;
 }
 
@@ -295,10 +347,10 @@ int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
         if (parse_part(&tmp, part, &bit) != 0)
             return oc_fail(st,
                            "layout '%s': part '%s' not understood (expected "
-                           "tp<N>-pp<N>-dp<N>, then optional mb<N>, v<N>, "
-                           "gpipe|1f1b|interleaved, sp|nosp, rnone|rsel|rfull, "
-                           "zero1|nozero, flash|classic, bf16|fp16|fp32, "
-                           "order=tp-dp-pp|tp-pp-dp)",
+                           "tp<N>-pp<N>-dp<N>, then cp|mb|v|first|last<N>, "
+                           "gpipe|1f1b|interleaved, sp|nosp, rnone|rsel|rfull[<k>], "
+                           "zero0..3, ovl|noovl, flash|classic, coll=auto|ring|hier|tree, "
+                           "bf16|fp16|fp32, order=tp-dp-pp|tp-pp-dp)",
                            oc_quote(q, sizeof q, s), oc_quote(qp, sizeof qp, part));
         if (set_once(&p, bit, part, s, st) != 0)
             return -1;
@@ -326,17 +378,54 @@ int oc_layout_parse(struct oc_layout *l, const char *s, struct oc_status *st)
     return oc_layout_parse_named(l, s, NULL, st);
 }
 
+/* Appends "-<part>" to buf at *k (nothing once buf is full). */
+static void put_part(char *buf, size_t n, int *k, const char *fmt, long long v)
+{
+    if (*k < 0 || (size_t)*k >= n)
+        return;
+    char part[48];
+    snprintf(part, sizeof part, fmt, v);
+    int w = snprintf(buf + *k, n - (size_t)*k, "-%s", part);
+    *k = w < 0 ? -1 : *k + w;
+}
+
 void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
 {
-    int k = snprintf(buf, n, "tp%lld-pp%lld-dp%lld-mb%lld",
-                     (long long)l->tp, (long long)l->pp, (long long)l->dp,
-                     (long long)l->micro_batch);
-    if (k < 0 || (size_t)k >= n)
-        return;
+    struct oc_layout d;
+    oc_layout_default(&d);
+    int k = snprintf(buf, n, "tp%lld-pp%lld-dp%lld",
+                     (long long)l->tp, (long long)l->pp, (long long)l->dp);
+    if (l->cp > 1)
+        put_part(buf, n, &k, "cp%lld", (long long)l->cp);
+    put_part(buf, n, &k, "mb%lld", (long long)l->micro_batch);
     if (l->schedule == OC_SCHED_INTERLEAVED)
-        snprintf(buf + k, n - (size_t)k, "-v%lld", (long long)l->vchunks);
+        put_part(buf, n, &k, "v%lld", (long long)l->vchunks);
     else
-        snprintf(buf + k, n - (size_t)k, "-%s", oc_schedule_name(l->schedule));
+        put_part(buf, n, &k, l->schedule == OC_SCHED_GPIPE ? "gpipe" : "1f1b", 0);
+    if (l->first_stage_layers > 0)
+        put_part(buf, n, &k, "first%lld", (long long)l->first_stage_layers);
+    if (l->last_stage_layers > 0)
+        put_part(buf, n, &k, "last%lld", (long long)l->last_stage_layers);
+    if (l->sequence_parallel != d.sequence_parallel)
+        put_part(buf, n, &k, l->sequence_parallel ? "sp" : "nosp", 0);
+    if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
+        put_part(buf, n, &k, "rfull%lld", (long long)l->recompute_layers);
+    else if (l->recompute != d.recompute)
+        put_part(buf, n, &k, l->recompute == OC_RECOMPUTE_NONE ? "rnone"
+                             : l->recompute == OC_RECOMPUTE_FULL ? "rfull" : "rsel", 0);
+    if (l->zero != d.zero)
+        put_part(buf, n, &k, "zero%lld", (long long)l->zero);
+    if (l->overlap_grad_reduce != d.overlap_grad_reduce)
+        put_part(buf, n, &k, l->overlap_grad_reduce ? "ovl" : "noovl", 0);
+    if (l->attention != d.attention)
+        put_part(buf, n, &k, l->attention == OC_ATTN_FLASH ? "flash" : "classic", 0);
+    if (l->order != d.order)
+        put_part(buf, n, &k, l->order == OC_ORDER_TP_PP_DP ? "order=tp-pp-dp"
+                                                           : "order=tp-dp-pp", 0);
+    if (l->coll != d.coll)
+        put_part(buf, n, &k, l->coll == OC_COLL_CHOICE_RING   ? "coll=ring"
+                             : l->coll == OC_COLL_CHOICE_HIER ? "coll=hier"
+                             : l->coll == OC_COLL_CHOICE_TREE ? "coll=tree" : "coll=auto", 0);
 }
 
 int64_t oc_layout_world(const struct oc_layout *l)
@@ -344,9 +433,10 @@ int64_t oc_layout_world(const struct oc_layout *l)
     /* Callers check user input first (oc_layout_check_world, which
      * oc_layout_parse and oc_layout_validate call): an overflow here is a
      * bug, not a wrong answer. */
-    int64_t tpp, world;
+    int64_t tpp, tppd, world;
     OC_ASSERT(!__builtin_mul_overflow(l->tp, l->pp, &tpp) &&
-              !__builtin_mul_overflow(tpp, l->dp, &world));
+              !__builtin_mul_overflow(tpp, l->dp, &tppd) &&
+              !__builtin_mul_overflow(tppd, l->cp > 0 ? l->cp : 1, &world));
     return world;
 }
 
@@ -363,6 +453,34 @@ int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
     return c > 0 ? m->num_hidden_layers / c : 0;
 }
 
+int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
+{
+    if (l->zero < 0 || l->zero > 3)
+        return oc_fail(st, "ZeRO stage %d is not one of 0, 1, 2, 3", l->zero);
+    if (l->recompute_layers < 0 ||
+        (l->recompute_layers > 0 && l->recompute != OC_RECOMPUTE_FULL))
+        return oc_fail(st, "recompute of the first %lld layers needs full recompute "
+                           "(rfull<k>)", (long long)l->recompute_layers);
+    if (l->first_stage_layers < 0 || l->last_stage_layers < 0)
+        return oc_fail(st, "the first and last stage's layers must be at least 1");
+    if ((unsigned)l->coll > OC_COLL_CHOICE_TREE)
+        return oc_fail(st, "unknown collective algorithm %d", (int)l->coll);
+    /* Knobs the layout can name and that are not modelled yet: refused
+     * here, so that no command predicts or runs them silently as
+     * something else. */
+    if (l->cp > 1)
+        return oc_fail(st, "context parallelism (cp%lld) is not modelled yet",
+                       (long long)l->cp);
+    if (l->zero >= 2)
+        return oc_fail(st, "ZeRO stage %d is not modelled yet", l->zero);
+    if (l->recompute_layers > 0)
+        return oc_fail(st, "partial full recompute (rfull%lld) is not modelled yet",
+                       (long long)l->recompute_layers);
+    if (l->first_stage_layers > 0 || l->last_stage_layers > 0)
+        return oc_fail(st, "uneven pipeline stages (first/last) are not modelled yet");
+    return 0;
+}
+
 int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st)
@@ -370,12 +488,20 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (oc_layout_check_world(l, st) != 0)
         return -1;
     int64_t world = oc_layout_world(l);
+    if (world != cards && l->cp > 1)
+        return oc_fail(st,
+                       "total world size does not match device count: "
+                       "TP*CP*PP*DP = %lld*%lld*%lld*%lld = %lld does not match %lld cards",
+                       (long long)l->tp, (long long)l->cp, (long long)l->pp,
+                       (long long)l->dp, (long long)world, (long long)cards);
     if (world != cards)
         return oc_fail(st,
                        "total world size does not match device count: "
                        "TP*PP*DP = %lld*%lld*%lld = %lld does not match %lld cards",
                        (long long)l->tp, (long long)l->pp, (long long)l->dp,
                        (long long)world, (long long)cards);
+    if (oc_layout_check_modelled(l, st) != 0)
+        return -1;
     if (l->micro_batch < 1)
         return oc_fail(st, "micro-batch size must be at least 1 (got %lld)",
                        (long long)l->micro_batch);
@@ -461,8 +587,10 @@ struct oc_coord oc_layout_coord(const struct oc_layout *l, int64_t rank)
 {
     struct oc_coord c;
     OC_ASSERT(rank >= 0 && rank < oc_layout_world(l));
+    const int64_t cp = l->cp > 0 ? l->cp : 1;
     c.tp = rank % l->tp;
-    int64_t rest = rank / l->tp;
+    c.cp = (rank / l->tp) % cp;
+    int64_t rest = rank / l->tp / cp;
     if (l->order == OC_ORDER_TP_DP_PP) {
         c.dp = rest % l->dp;
         c.pp = rest / l->dp;
@@ -475,11 +603,12 @@ struct oc_coord oc_layout_coord(const struct oc_layout *l, int64_t rank)
 
 int64_t oc_layout_rank(const struct oc_layout *l, struct oc_coord c)
 {
+    const int64_t cp = l->cp > 0 ? l->cp : 1;
     OC_ASSERT(c.tp >= 0 && c.tp < l->tp && c.pp >= 0 && c.pp < l->pp &&
-              c.dp >= 0 && c.dp < l->dp);
+              c.dp >= 0 && c.dp < l->dp && c.cp >= 0 && c.cp < cp);
     if (l->order == OC_ORDER_TP_DP_PP)
-        return c.tp + l->tp * (c.dp + l->dp * c.pp);
-    return c.tp + l->tp * (c.pp + l->pp * c.dp);
+        return c.tp + l->tp * (c.cp + cp * (c.dp + l->dp * c.pp));
+    return c.tp + l->tp * (c.cp + cp * (c.pp + l->pp * c.dp));
 }
 
 int64_t oc_layout_enumerate(const struct oc_enum_opts *o,

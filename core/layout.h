@@ -21,9 +21,19 @@
  * per stage), gpipe | 1f1b | interleaved, sp | nosp, rnone | rsel | rfull
  * (recompute), zero1 | nozero (optimizer-state sharding), flash | classic
  * (attention kernel), order=tp-dp-pp | order=tp-pp-dp (rank order),
- * bf16 | fp16 | fp32 (the run's precision). Each knob is named at most
- * once: "tp8-tp8-pp8-dp1" and "gpipe-...-1f1b" are refused, naming both
- * parts.
+ * bf16 | fp16 | fp32 (the run's precision), cp<N> (context-parallel size),
+ * zero0 | zero1 | zero2 | zero3 (nozero is zero0), rfull<k> (full
+ * recompute of the first k layers of each chunk), ovl | noovl
+ * (gradient-reduce overlap), first<N> and last<N> (layers of the first and
+ * the last pipeline stage), coll=auto|ring|hier|tree (collective
+ * algorithm). Each knob is named at most once: "tp8-tp8-pp8-dp1" and
+ * "gpipe-...-1f1b" are refused, naming both parts.
+ *
+ * oc_layout_format writes tp, pp, dp, mb and the schedule (or v) always,
+ * and every other knob where it differs from oc_layout_default, in one
+ * fixed order, so two layouts that differ in any knob print differently
+ * and the label parses back to the same layout (precision aside: it is the
+ * run's, given by --bf16/--fp16/--fp32, and not printed).
  */
 #ifndef OC_LAYOUT_H
 #define OC_LAYOUT_H
@@ -66,6 +76,12 @@ enum oc_precision { OC_PREC_BF16, OC_PREC_FP16, OC_PREC_FP32 };
  * nodes and puts DP outermost. */
 enum oc_rank_order { OC_ORDER_TP_DP_PP, OC_ORDER_TP_PP_DP };
 
+/* The algorithm of the layout's collectives (the simulator's table,
+ * sim/coll.h): auto picks per collective by closed form, like NCCL's tuner;
+ * the others force ring, hierarchical (intra-node then inter-node) or tree
+ * wherever they apply. */
+enum oc_coll_choice { OC_COLL_CHOICE_AUTO, OC_COLL_CHOICE_RING, OC_COLL_CHOICE_HIER, OC_COLL_CHOICE_TREE };
+
 struct oc_layout {
     int64_t tp, pp, dp;
     int64_t micro_batch;   /* b: sequences per micro-batch */
@@ -75,7 +91,29 @@ struct oc_layout {
     int64_t vchunks;       /* v: model chunks per stage (1 unless interleaved) */
     enum oc_recompute recompute;
     int sequence_parallel;
-    int shard_optimizer;   /* ZeRO-1 / Megatron distributed optimizer */
+    int64_t cp;            /* context-parallel size (Megatron-LM
+                              --context-parallel-size): the sequence split
+                              over cp ranks, attention as a ring of K/V
+                              blocks (Liu et al. 2023, "Ring Attention");
+                              1 = off */
+    /* ZeRO stage (Rajbhandari et al. 2020, section 5): 0 replicated, 1 the
+     * optimizer states sharded over DP (Megatron-LM
+     * --use-distributed-optimizer), 2 the gradients as well, 3 the
+     * parameters as well (FSDP: every layer's weights all-gathered before
+     * its forward and its backward, its gradients reduce-scattered). */
+    int zero;
+    int64_t recompute_layers; /* with OC_RECOMPUTE_FULL: the first k layers
+                                 of each model chunk are recomputed, the
+                                 others keep their activations (Megatron-LM
+                                 --recompute-method block
+                                 --recompute-num-layers k); 0 = all */
+    /* Uneven pipeline stages (Megatron-LM
+     * --decoder-first-pipeline-num-layers and
+     * --decoder-last-pipeline-num-layers): the layers of the first and of the
+     * last stage, the others split evenly over the stages between; 0 = an
+     * even split. */
+    int64_t first_stage_layers, last_stage_layers;
+    enum oc_coll_choice coll; /* collective algorithm, OC_COLL_CHOICE_AUTO */
     int overlap_grad_reduce;
     enum oc_attention attention;
     enum oc_rank_order order;
@@ -85,7 +123,7 @@ struct oc_layout {
 
 /* Where one rank sits in the layout. */
 struct oc_coord {
-    int64_t tp, pp, dp;
+    int64_t tp, pp, dp, cp;
 };
 
 /* The most cards a layout may span, and the bound of each of tp, pp, dp,
@@ -121,7 +159,12 @@ enum {
     OC_LAYOUT_NAMED_ATTENTION = 1u << 9,
     OC_LAYOUT_NAMED_ORDER = 1u << 10,
     OC_LAYOUT_NAMED_PRECISION = 1u << 11,
-    OC_LAYOUT_NAMED_BITS = 12
+    OC_LAYOUT_NAMED_CP = 1u << 12,
+    OC_LAYOUT_NAMED_OVERLAP = 1u << 13,
+    OC_LAYOUT_NAMED_FIRST = 1u << 14,
+    OC_LAYOUT_NAMED_LAST = 1u << 15,
+    OC_LAYOUT_NAMED_COLL = 1u << 16,
+    OC_LAYOUT_NAMED_BITS = 17
 };
 /* oc_layout_parse, and the OC_LAYOUT_NAMED_* bits of the knobs s names
  * into *named (may be NULL). */
@@ -130,7 +173,7 @@ int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
 /* What one OC_LAYOUT_NAMED_* bit is in a message: "tp", "the schedule". */
 const char *oc_layout_named_what(unsigned bit);
 
-/* tp, pp and dp at least 1 and tp*pp*dp at most OC_LAYOUT_MAX_CARDS,
+/* tp, pp, dp and cp at least 1 and tp*cp*pp*dp at most OC_LAYOUT_MAX_CARDS,
  * checked without multiplying out; oc_layout_world asserts it. */
 int oc_layout_check_world(const struct oc_layout *l, struct oc_status *st);
 /* Write the compact string ("tp8-pp8-dp1-mb1-1f1b"). */
@@ -141,6 +184,8 @@ const char *oc_schedule_name(enum oc_schedule_kind k);   /* gpipe, 1f1b, interle
 const char *oc_recompute_name(enum oc_recompute r);      /* none, selective, full */
 const char *oc_order_name(enum oc_rank_order o);         /* tp-dp-pp, tp-pp-dp */
 const char *oc_precision_name(enum oc_precision p);      /* bf16, fp16, fp32 */
+const char *oc_coll_choice_name(enum oc_coll_choice a);      /* auto, ring, hier, tree */
+int oc_coll_choice_from_name(const char *s, enum oc_coll_choice *a);
 int oc_schedule_from_name(const char *s, enum oc_schedule_kind *k);
 int oc_recompute_from_name(const char *s, enum oc_recompute *r);
 int oc_order_from_name(const char *s, enum oc_rank_order *o);
@@ -152,6 +197,11 @@ int oc_precision_from_name(const char *s, enum oc_precision *p);
 double oc_precision_bytes(enum oc_precision p);
 double oc_layout_act_bytes(const struct oc_layout *l); /* of l->precision */
 
+/* The rules of the knobs beyond tp, pp, dp, mb and the schedule (zero,
+ * cp, rfull<k>, first/last, coll) that need no model: in range, and
+ * modelled by every consumer. oc_layout_validate calls it. */
+int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st);
+
 /* Check every rule; the first broken one becomes st->msg, for example
  * "TP*PP*DP = 32 (tp4 x pp4 x dp2) does not match 64 cards". Memory is not
  * checked here (see oc_memory_* in memory.h). */
@@ -159,13 +209,16 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st);
 
-/* t*p*d, of a layout that passed oc_layout_check_world (asserted). */
+/* t*c*p*d (c = cp), of a layout that passed oc_layout_check_world
+ * (asserted). */
 int64_t oc_layout_world(const struct oc_layout *l);
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
 int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
                                    const struct oc_model *m);    /* L/(p*v) */
 
-/* Rank numbering (see enum oc_rank_order). */
+/* Rank numbering (see enum oc_rank_order). CP sits between TP and the
+ * next index, as in Megatron-LM's order tp-cp-ep-dp-pp: TP fastest, then
+ * CP, then DP and PP (or PP and DP). */
 struct oc_coord oc_layout_coord(const struct oc_layout *l, int64_t rank);
 int64_t oc_layout_rank(const struct oc_layout *l, struct oc_coord c);
 

@@ -304,7 +304,7 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
     out->weights_bytes = pb.weight * np;
     out->grads_bytes = pb.grad * np;
     out->optimizer_bytes = pb.optimizer * np;
-    if (l->shard_optimizer)
+    if (l->zero)
         out->optimizer_bytes /= (double)l->dp;
     out->inflight = oc_mem_inflight(l, stage);
 

@@ -102,14 +102,14 @@ int64_t oc_schedule_group(const struct oc_layout *l, int64_t rank,
     switch (g) {
     case OC_GROUP_TP:
         for (int64_t i = 0; i < l->tp; i++, n++) {
-            struct oc_coord q = {i, c.pp, c.dp};
+            struct oc_coord q = {i, c.pp, c.dp, c.cp};
             if (n < cap)
                 members[n] = oc_layout_rank(l, q);
         }
         break;
     case OC_GROUP_DP:
         for (int64_t i = 0; i < l->dp; i++, n++) {
-            struct oc_coord q = {c.tp, c.pp, i};
+            struct oc_coord q = {c.tp, c.pp, i, c.cp};
             if (n < cap)
                 members[n] = oc_layout_rank(l, q);
         }
@@ -119,7 +119,7 @@ int64_t oc_schedule_group(const struct oc_layout *l, int64_t rank,
         int64_t stages[2];
         int64_t k = oc_place_embed_group_stages(l, stages);
         for (int64_t i = 0; i < k; i++, n++) {
-            struct oc_coord q = {c.tp, stages[i], c.dp};
+            struct oc_coord q = {c.tp, stages[i], c.dp, c.cp};
             if (n < cap)
                 members[n] = oc_layout_rank(l, q);
         }
@@ -477,7 +477,7 @@ static double chunk_params(const struct ctx *x, int64_t stage, int64_t c,
 static int64_t chunk_rank(const struct ctx *x, struct oc_coord me,
                           struct oc_chunk_at at)
 {
-    struct oc_coord q = {me.tp, at.stage, me.dp};
+    struct oc_coord q = {me.tp, at.stage, me.dp, me.cp};
     return oc_layout_rank(x->l, q);
 }
 
@@ -571,7 +571,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
     int64_t stage = me.pp;
     int64_t params = oc_mem_stage_params(x->model, x->l, stage);
     double opt_params =
-        x->l->shard_optimizer ? (double)params / (double)x->d : (double)params;
+        x->l->zero ? (double)params / (double)x->d : (double)params;
 
     /* memory.h's bytes per parameter (mixed precision 2 + 2 + 12, fp32
      * 4 + 4 + 8), the optimizer's sharded over DP under ZeRO-1. */
@@ -584,7 +584,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
 
     int dp_async = x->d > 1 && x->l->overlap_grad_reduce;
     enum oc_coll_kind dp_coll =
-        x->l->shard_optimizer ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
+        x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
 
     for (int64_t i = 0; i < si->nunits; i++) {
         const struct unit_at a = unit_at_of(x, si, rank, si->order[i]);
@@ -639,7 +639,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
                               -1, stage, 0);
     opt.hbm_bytes = 28.0 * opt_params;
     put(&k, &opt);
-    if (x->d > 1 && x->l->shard_optimizer) {
+    if (x->d > 1 && x->l->zero) {
         /* distributed optimizer: gather the updated compute weights */
         struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
                                 OC_PART_ALL, -1, stage, 0);

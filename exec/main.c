@@ -283,7 +283,7 @@ static float *test_grads(struct oc_ctl *c, const struct oc_exec_job *j, struct o
     const char *s = getenv("OCSIM_EXEC_TEST_GRADS");
     if (!s || strcmp(s, "1") != 0)
         return NULL;
-    if (j->o.layout.shard_optimizer && j->o.layout.dp > 1) {
+    if (j->o.layout.zero && j->o.layout.dp > 1) {
         struct oc_status st = {{0}};
         oc_fail(&st, "OCSIM_EXEC_TEST_GRADS: not under ZeRO-1 with DP %lld (a rank holds "
                      "the reduced gradient of its own slices only)",

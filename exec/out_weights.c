@@ -118,7 +118,7 @@ int oc_out_weights(struct oc_ctl *c, const struct oc_exec_job *j, const struct o
     int rc = 0;
     for (int64_t stage = l->pp - 1; stage >= 0 && rc == 0; stage--)
         for (int64_t tp = 0; tp < l->tp && rc == 0; tp++) {
-            struct oc_coord q = {tp, stage, 0};
+            struct oc_coord q = {tp, stage, 0, 0};
             int64_t src = oc_layout_rank(l, q);
             struct oc_params sh;
             struct oc_params_opts so;

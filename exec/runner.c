@@ -93,7 +93,7 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     struct oc_params_opts po;
     oc_runner_param_opts(l, m, r->me.tp, r->me.pp, o->seed, layers, &po);
     /* ZeRO-1: AdamW's moments for this DP rank's slices only (params.h) */
-    const int64_t opt_d = l->shard_optimizer ? l->dp : 1;
+    const int64_t opt_d = l->zero ? l->dp : 1;
     int rc = oc_params_init_sharded(&r->p, m, &po, opt_d, opt_d > 1 ? r->me.dp : 0, st);
     free(layers);
     if (rc != 0)

@@ -158,7 +158,7 @@ static void complete(struct oc_runner *r, struct oc_runner_pending *p)
     }
     struct oc_runner_bucket *k = &r->bk[p->bucket];
     OC_ASSERT(k->in_flight);
-    if (r->l->shard_optimizer) {
+    if (r->l->zero) {
         slices_copy(r, k->tensors, k->nt, r->me.dp, r->p.g, k->mine, 0);
         oc_rn_mem_put(r, OC_BUF_COMM, &k->pack, r->dp * k->blk);
         oc_rn_mem_put(r, OC_BUF_COMM, &k->mine, k->blk);
@@ -251,7 +251,7 @@ int oc_rn_optimizer(struct oc_runner *r, struct oc_status *st)
             return -1;
     /* over the slices the moments were allocated for: this DP rank's under
      * ZeRO-1 (runner.c's oc_params_init_sharded), else the arena */
-    OC_ASSERT(r->p.opt_d == (r->l->shard_optimizer ? r->dp : 1));
+    OC_ASSERT(r->p.opt_d == (r->l->zero ? r->dp : 1));
     oc_params_adamw(&r->b->kernels, &r->p, &r->o.adamw, r->step + 1); /* steps from 1 */
     for (int64_t b = 0; b < r->nbk; b++)
         r->bk[b].sp_summed = 0;
@@ -271,7 +271,7 @@ static int bucket_start(struct oc_runner *r, int64_t b, void **rq,
     if (sp_grads_sum(r, b, st) != 0)
         return -1;
     k->in_flight = 1;
-    if (!r->l->shard_optimizer)
+    if (!r->l->zero)
         return B->dp_allreduce_start(r->b, r->p.g + k->lo, k->hi - k->lo, rq, st);
     k->pack = oc_rn_mem_get(r, OC_BUF_COMM, r->dp * k->blk);
     B->zero(r->b, k->pack, r->dp * k->blk * (int64_t)sizeof *k->pack);
@@ -322,13 +322,13 @@ int oc_rn_run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
     if (r->dp == 1)
         return oc_fail(st, "a DP collective with DP size 1");
     if (op->phase == OC_PHASE_OPTIMIZER) {
-        if (op->coll != OC_COLL_ALLGATHER || !r->l->shard_optimizer)
+        if (op->coll != OC_COLL_ALLGATHER || !r->l->zero)
             return oc_fail(st, "a DP %s after the optimizer without a sharded "
                                "optimizer", oc_coll_name(op->coll));
         return allgather_weights(r, st);
     }
     const enum oc_coll_kind want =
-        r->l->shard_optimizer ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
+        r->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
     if (op->coll != want)
         return oc_fail(st, "a DP gradient %s, the layout asks for a %s",
                        oc_coll_name(op->coll), oc_coll_name(want));

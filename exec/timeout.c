@@ -19,7 +19,7 @@ static double largest_shard_bytes(const struct oc_model *m, const struct oc_layo
         if (p > params)
             params = p;
     }
-    const double moments = l->shard_optimizer ? 8.0 / (double)l->dp : 8.0;
+    const double moments = l->zero ? 8.0 / (double)l->dp : 8.0;
     return (4.0 + moments) * (double)params;
 }
 

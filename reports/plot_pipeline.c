@@ -186,7 +186,7 @@ static void grun_flush(struct grow *g)
 static int64_t stage_source(const struct oc_timeline *tl, const struct oc_layout *l,
                             int64_t stage, int64_t *shown)
 {
-    struct oc_coord c = {0, stage, 0};
+    struct oc_coord c = {0, stage, 0, 0};
     int64_t r = oc_layout_rank(l, c);
     *shown = r;
     if (tl->start_s[r])

@@ -156,8 +156,8 @@ static int64_t pp_crossings(const struct oc_layout *l, int64_t gpn)
 {
     int64_t n = 0;
     for (int64_t s = 0; s + 1 < l->pp; s++) {
-        int64_t a = oc_layout_rank(l, (struct oc_coord){0, s, 0});
-        int64_t b = oc_layout_rank(l, (struct oc_coord){0, s + 1, 0});
+        int64_t a = oc_layout_rank(l, (struct oc_coord){0, s, 0, 0});
+        int64_t b = oc_layout_rank(l, (struct oc_coord){0, s + 1, 0, 0});
         n += a / gpn != b / gpn;
     }
     return n;

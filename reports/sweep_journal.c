@@ -124,7 +124,7 @@ uint64_t oc_hash_layouts(const struct oc_layout *l, const unsigned char *valid, 
         const struct oc_layout *x = &l[i];
         const int64_t v[] = {x->tp, x->pp, x->dp, x->micro_batch, x->global_batch,
                              x->seq_length, x->schedule, x->vchunks, x->recompute,
-                             x->sequence_parallel, x->shard_optimizer,
+                             x->sequence_parallel, x->zero,
                              x->overlap_grad_reduce, x->attention, x->order,
                              x->allow_cross_node_tp, x->precision, valid[i]};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)

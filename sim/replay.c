@@ -192,7 +192,13 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.fast = oc_replay_fidelity_used(o) == OC_SIM_FAST;
     R.world = world;
     R.gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
-    R.copts.algo = o->algo;
+    /* The layout's collective algorithm, where it names one, else the
+     * replay's (--collective). */
+    static const enum oc_sim_algo of_layout[] = {
+        [OC_COLL_CHOICE_AUTO] = OC_SIM_ALGO_AUTO, [OC_COLL_CHOICE_RING] = OC_SIM_ALGO_RING,
+        [OC_COLL_CHOICE_HIER] = OC_SIM_ALGO_HIER, [OC_COLL_CHOICE_TREE] = OC_SIM_ALGO_TREE,
+    };
+    R.copts.algo = l->coll != OC_COLL_CHOICE_AUTO ? of_layout[l->coll] : o->algo;
     R.copts.coarse = o->coarse;
     /* the reductions run at the device's memory bandwidth (collective.h) */
     R.copts.reduce_Bps = oc_cost_mem_Bps(t);

@@ -296,7 +296,7 @@ struct oc_schedule one_stage_schedule_v(const struct oc_model *m, int64_t t,
     l.recompute = rc;
     l.attention = v.attention;
     l.sequence_parallel = v.sp;
-    l.shard_optimizer = 0;
+    l.zero = 0;
     l.overlap_grad_reduce = 0;
     struct oc_status st = {{0}};
     OC_ASSERT(oc_gpt_check_layout(m, &l, &st) == 0);

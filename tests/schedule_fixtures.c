@@ -27,7 +27,7 @@ struct oc_layout make_layout(const struct cfg *c)
     l.vchunks = c->v;
     l.sequence_parallel = c->sp;
     l.recompute = c->rc;
-    l.shard_optimizer = c->shard;
+    l.zero = c->shard;
     l.overlap_grad_reduce = c->overlap;
     l.order = c->order;
     return l;
@@ -88,7 +88,7 @@ int64_t count_coll(const struct oc_rank_ops *r, int coll, int group,
 
 int64_t rank_of(const struct oc_layout *l, int64_t tp, int64_t pp, int64_t dp)
 {
-    struct oc_coord c = {tp, pp, dp};
+    struct oc_coord c = {tp, pp, dp, 0};
     return oc_layout_rank(l, c);
 }
 

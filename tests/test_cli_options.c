@@ -379,9 +379,9 @@ static void test_values_escaped(void)
     char *b[] = {"x", "--cards", "8", "--layout", "tp2-pp2-dp2-\xff"};
     refused(OC_OPT_LAYOUT, ARGC(b), b,
             "layout 'tp2-pp2-dp2-\\xff': part '\\xff' not understood (expected "
-            "tp<N>-pp<N>-dp<N>, then optional mb<N>, v<N>, gpipe|1f1b|interleaved, "
-            "sp|nosp, rnone|rsel|rfull, zero1|nozero, flash|classic, bf16|fp16|fp32, "
-            "order=tp-dp-pp|tp-pp-dp)");
+            "tp<N>-pp<N>-dp<N>, then cp|mb|v|first|last<N>, gpipe|1f1b|interleaved, "
+            "sp|nosp, rnone|rsel|rfull[<k>], zero0..3, ovl|noovl, flash|classic, "
+            "coll=auto|ring|hier|tree, bf16|fp16|fp32, order=tp-dp-pp|tp-pp-dp)");
 }
 
 static CU_TestInfo tests[] = {

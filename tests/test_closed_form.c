@@ -201,14 +201,14 @@ static void test_step_gpt3(void)
     /* Sharding the optimizer: same gradient bytes on the ring, half
      * (d = 2) of the optimizer work. */
     l.overlap_grad_reduce = 0;
-    l.shard_optimizer = 1;
+    l.zero = 1;
     oc_cf_step(&m, &l, &t, &o);
     OC_ASSERT_REL(o.dp_comm_s, e.dp_comm_s, 1e-12);
     OC_ASSERT_REL(o.optimizer_s, e.optimizer_s / 2, 1e-12);
 
     /* Full recompute reruns the forward's two TP collectives: 6 per layer
      * instead of 4. */
-    l.shard_optimizer = 0;
+    l.zero = 0;
     l.recompute = OC_RECOMPUTE_FULL;
     oc_cf_step(&m, &l, &t, &o);
     OC_ASSERT_REL(o.tp_comm_s, 1.5 * e.tp_comm_s, 1e-12);

@@ -80,7 +80,7 @@ static void test_tiny_floor(void)
     OC_ASSERT_REL(to.ckpt_s, 8.0 * 12.0 * 240896e-9, 1e-12);
     /* ZeRO-1 over dp 2: the moments halved, 4 + 4 bytes */
     l = oc_test_layout(1, 1, 2, 1, 8, 32);
-    l.shard_optimizer = 1;
+    l.zero = 1;
     oc_timeout_plan(&to, 0, WEEK_S, &m, &l, &t, 1, 0);
     CU_ASSERT_EQUAL(to.ckpt_bytes, 8.0 * 440960);
 }

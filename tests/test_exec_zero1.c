@@ -59,7 +59,7 @@ static void rank_params(const struct oc_model *m, const struct oc_layout *l, int
                                       .has_embed = oc_place_stage_has_embed(l, c.pp),
                                       .has_head = oc_place_stage_has_head(l, c.pp),
                                       .seed = 1234};
-    const int64_t d = l->shard_optimizer ? l->dp : 1;
+    const int64_t d = l->zero ? l->dp : 1;
     struct oc_status st = {{0}};
     const int rc = oc_params_init_sharded(p, m, &po, d, d > 1 ? c.dp : 0, &st);
     free(layers);
@@ -71,7 +71,7 @@ static struct oc_layout make(const struct zcase *z)
     /* 8 sequences of 32 tokens per DP replica, one micro-batch each */
     struct oc_layout l = oc_test_layout(z->t, z->p, z->d, 1, 8 * z->d, 32);
     l.precision = OC_PREC_FP32; /* what the executor runs (layout.h) */
-    l.shard_optimizer = z->shard;
+    l.zero = z->shard;
     if (z->v > 1) {
         l.schedule = OC_SCHED_INTERLEAVED;
         l.vchunks = z->v;
@@ -127,7 +127,7 @@ static void test_uneven_slices(void)
             int64_t nt = 0;
             for (int64_t dp = 0; dp < l.dp; dp++) {
                 struct oc_params p;
-                rank_params(&m, &l, oc_layout_rank(&l, (struct oc_coord){tp, pp, dp}), &p);
+                rank_params(&m, &l, oc_layout_rank(&l, (struct oc_coord){tp, pp, dp, 0}), &p);
                 struct oc_mem_breakdown b;
                 oc_memory_stage(&m, &l, pp, &b);
                 CU_ASSERT(fabs(oc_params_optimizer_bytes(&p) - b.optimizer_bytes) <=

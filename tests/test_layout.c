@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "batch.h"
 #include "layout.h"
 #include "test_util.h"
 
@@ -59,7 +60,7 @@ static void test_parse(void)
     CU_ASSERT_EQUAL(l.schedule, OC_SCHED_GPIPE); /* named schedule wins over v */
     CU_ASSERT_EQUAL(l.recompute, OC_RECOMPUTE_FULL);
     CU_ASSERT_EQUAL(l.sequence_parallel, 0);
-    CU_ASSERT_EQUAL(l.shard_optimizer, 0);
+    CU_ASSERT_EQUAL(l.zero, 0);
     CU_ASSERT_EQUAL(l.attention, OC_ATTN_CLASSIC);
     l = base();
     CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp8-pp8-dp1-v2", &st), 0);
@@ -374,6 +375,89 @@ static void test_enumerate(void)
     free(c);
 }
 
+/* Every knob round-trips through the label: two layouts that differ in any
+ * knob print differently, and the label parses back to the same layout. */
+static void test_format_every_knob(void)
+{
+    struct oc_status st = {{0}};
+    struct oc_layout d, l;
+    oc_layout_default(&d);
+    char s[256];
+    oc_layout_format(&d, s, sizeof s);
+    CU_ASSERT_STRING_EQUAL(s, "tp1-pp1-dp1-mb1-1f1b");
+    l = d;
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-cp4-pp3-dp5-mb2-1f1b-first10-last12-nosp-"
+                                       "rfull3-zero3-noovl-classic-order=tp-pp-dp-coll=hier",
+                                    &st), 0);
+    CU_ASSERT_EQUAL(l.cp, 4);
+    CU_ASSERT_EQUAL(l.first_stage_layers, 10);
+    CU_ASSERT_EQUAL(l.last_stage_layers, 12);
+    CU_ASSERT_EQUAL(l.recompute, OC_RECOMPUTE_FULL);
+    CU_ASSERT_EQUAL(l.recompute_layers, 3);
+    CU_ASSERT_EQUAL(l.zero, 3);
+    CU_ASSERT_EQUAL(l.overlap_grad_reduce, 0);
+    CU_ASSERT_EQUAL(l.coll, OC_COLL_CHOICE_HIER);
+    CU_ASSERT_EQUAL(oc_layout_world(&l), 2 * 4 * 3 * 5);
+    oc_layout_format(&l, s, sizeof s);
+    CU_ASSERT_STRING_EQUAL(s, "tp2-pp3-dp5-cp4-mb2-1f1b-first10-last12-nosp-rfull3-zero3-"
+                              "noovl-classic-order=tp-pp-dp-coll=hier");
+    struct oc_layout back = d;
+    CU_ASSERT_EQUAL(oc_layout_parse(&back, s, &st), 0);
+    CU_ASSERT_EQUAL(memcmp(&back, &l, sizeof l), 0);
+    /* each knob alone changes the label */
+    const char *one[] = {"rnone", "rfull", "zero0", "zero2", "noovl", "cp2", "first3",
+                         "coll=ring", "coll=tree", "nosp", "order=tp-pp-dp", "classic"};
+    for (size_t i = 0; i < sizeof one / sizeof one[0]; i++) {
+        char in[64], out[256];
+        snprintf(in, sizeof in, "tp1-pp1-dp1-%s", one[i]);
+        struct oc_layout x = d;
+        CU_ASSERT_EQUAL_FATAL(oc_layout_parse(&x, in, &st), 0);
+        oc_layout_format(&x, out, sizeof out);
+        CU_ASSERT_STRING_NOT_EQUAL(out, "tp1-pp1-dp1-mb1-1f1b");
+        struct oc_layout y = d;
+        CU_ASSERT_EQUAL(oc_layout_parse(&y, out, &st), 0);
+        CU_ASSERT_EQUAL(memcmp(&x, &y, sizeof x), 0);
+    }
+    /* cp sits between tp and dp in the rank numbering (Megatron-LM's
+     * tp-cp-ep-dp-pp): tp2-cp2-pp2-dp2, rank 2 is tp 0, cp 1 */
+    l = d;
+    CU_ASSERT_EQUAL(oc_layout_parse(&l, "tp2-cp2-pp2-dp2", &st), 0);
+    struct oc_coord c = oc_layout_coord(&l, 2);
+    CU_ASSERT(c.tp == 0 && c.cp == 1 && c.dp == 0 && c.pp == 0);
+    c = oc_layout_coord(&l, 4);
+    CU_ASSERT(c.tp == 0 && c.cp == 0 && c.dp == 1 && c.pp == 0);
+    for (int64_t r = 0; r < 16; r++)
+        CU_ASSERT_EQUAL(oc_layout_rank(&l, oc_layout_coord(&l, r)), r);
+    CU_ASSERT_NOT_EQUAL(oc_layout_parse(&l, "tp1-pp1-dp1-zero4", &st), 0);
+    CU_ASSERT_NOT_EQUAL(oc_layout_parse(&l, "tp1-pp1-dp1-coll=star", &st), 0);
+    CU_ASSERT_NOT_EQUAL(oc_layout_parse(&l, "tp1-pp1-dp1-rfull0", &st), 0);
+}
+
+/* oc_batch_nearest, worked by hand. */
+static void test_batch_nearest(void)
+{
+    struct oc_layout l;
+    oc_layout_default(&l);
+    l.dp = 6, l.micro_batch = 1, l.pp = 1;
+    /* 512 / 6 = 85.3: 510 (2 away) beats 516 (4 away) */
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 512, 0.05), 510);
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 512, 0.001), 0);
+    l.dp = 12, l.micro_batch = 1;
+    /* 504 (8 away) and 516 (4 away): 516 */
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 512, 0.05), 516);
+    l.dp = 8;
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 512, 0), 512);
+    /* interleaved on pp 3: steps of dp*mb*pp = 4*1*3 = 12: 504 or 516, a tie
+     * at 8 ... no: 512-504 = 8, 516-512 = 4 -> 516 */
+    l.dp = 4, l.pp = 3, l.schedule = OC_SCHED_INTERLEAVED, l.vchunks = 2;
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 512, 0.05), 516);
+    /* a tie goes to the larger: target 6, step 4 -> 4 and 8 */
+    l.dp = 4, l.pp = 1, l.schedule = OC_SCHED_1F1B, l.vchunks = 1;
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 6, 0.5), 8);
+    /* nothing below one step */
+    CU_ASSERT_EQUAL(oc_batch_nearest(&l, 2, 0.4), 0);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
@@ -386,6 +470,8 @@ int main(void)
         {"validate_rules", test_validate_rules},
         {"rank_order", test_rank_order},
         {"enumerate", test_enumerate},
+        {"format_every_knob", test_format_every_knob},
+        {"batch_nearest", test_batch_nearest},
         CU_TEST_INFO_NULL,
     };
     static CU_SuiteInfo suites[] = {

@@ -229,7 +229,7 @@ static void test_sixteen_bytes(void)
     oc_memory_stage(&m, &l, 1, &b);
     OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes,
                   16.0 * 150336, 1e-12);
-    l.shard_optimizer = 1;
+    l.zero = 1;
     oc_memory_stage(&m, &l, 1, &b);
     OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes,
                   7.0 * 150336, 1e-12);
@@ -243,14 +243,14 @@ static void test_fp32_param_bytes(void)
 {
     struct oc_model m = tiny_llama();
     struct oc_layout l = oc_test_layout(1, 2, 4, 1, 16, 32);
-    l.shard_optimizer = 1;
+    l.zero = 1;
     l.precision = OC_PREC_FP32;
     struct oc_mem_breakdown b;
     oc_memory_stage(&m, &l, 1, &b);
     OC_ASSERT_REL(b.weights_bytes, 4.0 * 150336, 1e-12);
     OC_ASSERT_REL(b.grads_bytes, 4.0 * 150336, 1e-12);
     OC_ASSERT_REL(b.optimizer_bytes, 2.0 * 150336, 1e-12);
-    l.shard_optimizer = 0;
+    l.zero = 0;
     oc_memory_stage(&m, &l, 1, &b);
     OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes,
                   16.0 * 150336, 1e-12);

@@ -238,11 +238,11 @@ static void test_memory(void)
  * lazy network update (replay.c), under which full mode's flows through
  * one NIC did not share it. */
 static void check_fast_full_opts(const char *layout, struct oc_topology t,
-                                 enum oc_sim_algo algo, int shard_optimizer)
+                                 enum oc_sim_algo algo, int zero)
 {
     struct oc_model m = tiny(1);
     struct oc_layout l = lay(layout, 16);
-    l.shard_optimizer = shard_optimizer;
+    l.zero = zero;
     struct oc_metrics *a = metrics_new(), *b = metrics_new();
     struct oc_status st = {{0}};
     struct oc_replay_opts o;
@@ -431,7 +431,7 @@ static void dp_closed_forms(double mem_Bps)
     };
     double zero_dp_s[3] = {0};
     for (int z = 0; z < 2; z++) {
-        l.shard_optimizer = z == 0;
+        l.zero = z == 0;
         for (int a = 0; a < 3; a++)
             for (int fid = OC_SIM_FAST; fid <= OC_SIM_FULL; fid++) {
                 struct dp_job j = {&m, &t, &l, {0}};

@@ -246,7 +246,7 @@ static void test_hashes(void)
     valid[1] = 1;
     CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, valid, 2), hl);
     valid[1] = 0;
-    l[0].shard_optimizer = !l[0].shard_optimizer;
+    l[0].zero = !l[0].zero;
     CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, valid, 2), hl);
     CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, valid, 1), oc_hash_layouts(l, valid, 2));
 

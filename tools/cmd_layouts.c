@@ -104,7 +104,7 @@ int oc_cmd_layouts(int argc, char **argv)
            (long long)o.topo.gpus_per_node, (long long)o.layout.global_batch,
            (long long)o.layout.seq_length, oc_recompute_name(o.layout.recompute),
            o.layout.sequence_parallel ? "on" : "off",
-           o.layout.shard_optimizer ? "on" : "off",
+           o.layout.zero ? "on" : "off",
            o.layout.attention == OC_ATTN_FLASH ? "flash" : "classic");
     printf("%4s %4s %4s %4s %6s %-14s %10s %-4s %s\n", "tp", "pp", "dp", "mb",
            "m", "schedule", "peak_mem", "fits", "reason");

@@ -295,7 +295,7 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o, int64
                     "recompute=%s sp=%d zero1=%d overlap=%d attention=%s order=%s "
                     "cross_node_tp=%d precision=%s",
                     oc_recompute_name(l->recompute), l->sequence_parallel,
-                    l->shard_optimizer, l->overlap_grad_reduce,
+                    l->zero, l->overlap_grad_reduce,
                     l->attention == OC_ATTN_FLASH ? "flash" : "classic",
                     oc_order_name(l->order), l->allow_cross_node_tp,
                     oc_precision_name(l->precision));
