@@ -3,8 +3,10 @@
  * Process tree: the parent (the ocsim command) forks `jobs` workers; a
  * worker reads a layout index (4 bytes, atomic on a pipe) from the job pipe,
  * simulates it in a grandchild through oc_replay_run_forked, and writes a
- * result record to its own result pipe. The parent writes the indices,
- * closes the job pipe, and polls the result pipes. None of these processes
+ * result record to its own result pipe. The parent writes the indices in
+ * order, one per worker at the start and one more per result back (so at
+ * most `jobs` are out, and opts.more can stop the hand-out), closes the job
+ * pipe when it hands out no more, and polls the result pipes. None of these processes
  * starts SimGrid (the grandchildren do), so the log category ocsim_sweep
  * (see engine.h) gets $OCSIM_LOG through oc_sim_log_setup: the workers
  * started, each layout's result, at DEBUG.
@@ -180,30 +182,24 @@ static void reap(pid_t pid)
         ;
 }
 
-/* The processes of a sweep: the workers (each a process group) and the
- * feeder of the job pipe (-1: none). */
+/* The processes of a sweep: the workers (each a process group). */
 struct procs {
     pid_t *pids;
     struct pollfd *fds; /* result pipes, then the stop descriptor */
     int started;
-    pid_t feeder;
 };
 
 /* Ends every process of the sweep: kills each worker's group (the worker
- * and its simulation; after a normal end they are gone or leaving) and
- * the feeder while they are unreaped (so no pid was reused), reaps them,
+ * and its simulation; after a normal end they are gone or leaving) while
+ * they are unreaped (so no pid was reused), reaps them,
  * then the orphaned simulations this process adopted as subreaper (a
  * worker that died leaves its child to us). */
 static void procs_end(struct procs *p)
 {
     for (int w = 0; w < p->started; w++)
         kill(-p->pids[w], SIGKILL);
-    if (p->feeder > 0)
-        kill(p->feeder, SIGKILL);
     for (int w = 0; w < p->started; w++)
         reap(p->pids[w]);
-    if (p->feeder > 0)
-        reap(p->feeder);
     for (int w = 0; w < p->started; w++)
         while (waitpid(-p->pids[w], NULL, 0) > 0 || errno == EINTR)
             ;
@@ -247,30 +243,43 @@ static int start_workers(struct procs *p, int jobs, int job_pipe[2],
     return 0;
 }
 
-/* Writes the indices 0..n-1 to the job pipe and closes it; in a feeder
- * child (detached as a worker is) when they could fill the pipe (64 KiB =
- * 16 Ki indices) before the workers drain it. */
-static void feed(struct procs *p, int job_fd, int64_t n)
+/* The hand-out of layout indices on the job pipe: in order, while
+ * opts.more agrees; the pipe is closed when no more will come (the workers
+ * then end once their layout is done). */
+struct feed {
+    int fd;          /* the job pipe's write end, -1 once closed */
+    int64_t next, n; /* the next index to hand out, and the count */
+};
+
+static void feed_close(struct feed *f)
 {
-    const pid_t parent = getpid();
-    if ((size_t)n * sizeof(int32_t) <= 65536) {
-        for (int32_t i = 0; i < (int32_t)n; i++)
-            write_all(job_fd, &i, sizeof i);
-    } else if ((p->feeder = fork()) == 0) {
-        worker_detach(parent);
-        for (int32_t i = 0; i < (int32_t)n; i++)
-            if (write_all(job_fd, &i, sizeof i) != 0)
-                break;
-        _exit(0);
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+/* Hands out up to k more indices; closes the pipe at the end. At most
+ * `jobs` (<= 256) indices are ever unread, far below a pipe's 64 KiB. */
+static void feed_some(struct feed *f, const struct oc_sweep_opts *o, int k)
+{
+    for (; k > 0 && f->fd >= 0; k--) {
+        if (f->next >= f->n || (o->more && !o->more(o->ctx, f->next))) {
+            feed_close(f);
+            break;
+        }
+        int32_t i = (int32_t)f->next++;
+        if (write_all(f->fd, &i, sizeof i) != 0)
+            feed_close(f);
     }
-    close(job_fd);
+    if (f->fd >= 0 && f->next >= f->n)
+        feed_close(f);
 }
 
 /* Reads results until every worker closed its pipe, or the stop
  * descriptor (p->fds[p->started], fd -1: none) became readable. Returns 0,
  * 1 when stopped, -1 with st->msg; *received counts the results. */
-static int collect(struct procs *p, const struct oc_sweep_opts *o, int64_t *received,
-                   struct oc_status *st)
+static int collect(struct procs *p, const struct oc_sweep_opts *o, struct feed *f,
+                   int64_t *received, struct oc_status *st)
 {
     struct record *r = oc_xmalloc(sizeof *r);
     struct pollfd *stop = &p->fds[p->started];
@@ -299,6 +308,7 @@ static int collect(struct procs *p, const struct oc_sweep_opts *o, int64_t *rece
                 if (o->on_done)
                     o->on_done(o->ctx, r->index, r->ok ? &r->mt : NULL,
                                r->ok ? NULL : r->err);
+                feed_some(f, o, 1);
                 continue;
             }
             close(p->fds[w].fd);
@@ -350,19 +360,21 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     struct hooks h;
     hooks_read(&h);
     struct procs p = {oc_xcalloc((size_t)jobs, sizeof *p.pids),
-                      oc_xcalloc((size_t)jobs + 1, sizeof *p.fds), 0, -1};
+                      oc_xcalloc((size_t)jobs + 1, sizeof *p.fds), 0};
     int rc = start_workers(&p, jobs, job_pipe, layouts, m, t, o, &h, st);
     close(job_pipe[0]);
+    struct feed f = {job_pipe[1], 0, n};
     if (rc == 0)
-        feed(&p, job_pipe[1], n);
+        feed_some(&f, o, jobs);
     else
-        close(job_pipe[1]);
+        feed_close(&f);
 
     p.fds[p.started].fd = o->stop_fd ? *o->stop_fd : -1;
     p.fds[p.started].events = POLLIN;
     int64_t received = 0;
     if (rc == 0)
-        rc = collect(&p, o, &received, st);
+        rc = collect(&p, o, &f, &received, st);
+    feed_close(&f);
     for (int w = 0; w < p.started; w++)
         if (p.fds[w].fd >= 0)
             close(p.fds[w].fd);
@@ -373,8 +385,8 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     free(p.pids);
     free(p.fds);
     free(h.kill);
-    if (rc == 0 && received != n)
+    if (rc == 0 && received != f.next)
         rc = oc_fail(st, "sweep: %lld of %lld layouts came back (a worker died)",
-                     (long long)received, (long long)n);
+                     (long long)received, (long long)f.next);
     return rc;
 }

@@ -8,8 +8,8 @@
  *   struct oc_sweep_opts so = { .jobs = 2, .replay = ro, .on_done = done };
  *   oc_sweep_run(layouts, n, &model, &topo, &so, &st);
  *
- * Workers: `jobs` processes, each taking the next layout index from a
- * shared pipe and running it in a fresh child (oc_replay_run_forked); the
+ * Workers: `jobs` processes, each taking the next layout index (handed
+ * out in order, while opts.more agrees) from a shared pipe and running it in a fresh child (oc_replay_run_forked); the
  * parent collects results with poll(2) in finishing order.
  *
  * Stopping: with opts.stop_fd, the sweep stops as soon as that descriptor
@@ -49,17 +49,24 @@
 typedef void (*oc_sweep_done_fn)(void *ctx, int64_t index,
                                  const struct oc_metrics *mt, const char *err);
 
+/* Asked in the parent before layout `next` is handed out (they are handed
+ * out in index order, at most `jobs` ahead of the results): nonzero to
+ * hand it out, 0 to hand out no more (those out still finish and reach
+ * on_done; the sweep then returns 0). */
+typedef int (*oc_sweep_more_fn)(void *ctx, int64_t next);
+
 struct oc_sweep_opts {
     int jobs;                     /* parallel simulations; <= 0: online cores */
     double wall_limit_s;          /* per layout; 0: none */
     struct oc_replay_opts replay;
     oc_sweep_done_fn on_done;
-    void *ctx;
+    oc_sweep_more_fn more;        /* NULL: every layout */
+    void *ctx;                    /* of on_done and more */
     const int *stop_fd;           /* readable: stop (see above); NULL: never */
 };
 
-/* Returns 0 when every layout was attempted (some may have failed: see
- * on_done), 1 when stop_fd stopped it (every process it started is gone),
+/* Returns 0 when every layout handed out was attempted (some may have
+ * failed: see on_done; all of them unless `more` stopped the hand-out), 1 when stop_fd stopped it (every process it started is gone),
  * -1 with st->msg when the sweep itself could not run. */
 int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
                  const struct oc_model *m, const struct oc_topology *t,
