@@ -419,13 +419,15 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
         put_part(buf, n, &k, l->overlap_grad_reduce ? "ovl" : "noovl", 0);
     if (l->attention != d.attention)
         put_part(buf, n, &k, l->attention == OC_ATTN_FLASH ? "flash" : "classic", 0);
-    if (l->order != d.order)
-        put_part(buf, n, &k, l->order == OC_ORDER_TP_PP_DP ? "order=tp-pp-dp"
-                                                           : "order=tp-dp-pp", 0);
-    if (l->coll != d.coll)
-        put_part(buf, n, &k, l->coll == OC_COLL_CHOICE_RING   ? "coll=ring"
-                             : l->coll == OC_COLL_CHOICE_HIER ? "coll=hier"
-                             : l->coll == OC_COLL_CHOICE_TREE ? "coll=tree" : "coll=auto", 0);
+    char named[48];
+    if (l->order != d.order) {
+        snprintf(named, sizeof named, "order=%s", oc_order_name(l->order));
+        put_part(buf, n, &k, named, 0);
+    }
+    if (l->coll != d.coll) {
+        snprintf(named, sizeof named, "coll=%s", oc_coll_choice_name(l->coll));
+        put_part(buf, n, &k, named, 0);
+    }
 }
 
 int64_t oc_layout_world(const struct oc_layout *l)
