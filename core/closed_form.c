@@ -421,12 +421,40 @@ static int64_t largest_stage_params(const struct oc_model *m,
     return params;
 }
 
+double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
+                            int64_t stage, double bw_Bps, double lat_s, double mem_Bps)
+{
+    const int64_t d = l->dp;
+    if (l->zero < 2 || d <= 1)
+        return 0;
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    double unit_s = 0; /* one micro-batch, every chunk of the stage */
+    for (int64_t c = 0; c < oc_place_chunks_per_stage(l); c++) {
+        const double E = oc_mem_chunk_extra_params(m, l, stage, c);
+        const double n = (double)oc_place_chunk_layers(l, m, stage, c).count;
+        if (E > 0)
+            unit_s += oc_cf_ring_reducescatter_s(d, pb.grad * E, bw_Bps, lat_s, mem_Bps);
+        unit_s += n * oc_cf_ring_reducescatter_s(d, pb.grad * P, bw_Bps, lat_s, mem_Bps);
+        if (l->zero == 3) {
+            if (E > 0)
+                unit_s += 2.0 * oc_cf_ring_allgather_s(d, pb.weight * E, bw_Bps, lat_s);
+            unit_s += 2.0 * n * oc_cf_ring_allgather_s(d, pb.weight * P, bw_Bps, lat_s);
+        }
+    }
+    double s = (double)oc_layout_num_micro_batches(l) * unit_s;
+    if (l->zero == 2)
+        s += oc_cf_ring_allgather_s(d, pb.weight * (double)oc_mem_stage_params(m, l, stage),
+                                    bw_Bps, lat_s);
+    return s;
+}
+
 /* DP: a ring all-reduce of the gradients of `params` parameters (memory.h's
  * bytes per gradient, the run's precision)
  * (reduce-scatter plus all-gather when the optimizer is sharded: the same
  * bytes) into out->dp_comm_s; returns the part of it the step waits for.
  * Needs out->bwd_chunk_s. */
-static double dp_exposed_time_s(const struct oc_layout *l,
+static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout *l,
                                 const struct oc_topology *t, int64_t params,
                                 int64_t v, struct oc_cf_step *out)
 {
@@ -436,6 +464,30 @@ static double dp_exposed_time_s(const struct oc_layout *l,
     group_link(l, t, CF_DP, &bw, &lat);
     out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, oc_mem_param_bytes(l).grad * (double)params,
                                             bw, lat, oc_cost_mem_Bps(t));
+    if (l->zero >= 2) {
+        /* ZeRO-2/3 reduce (and gather) per unit and micro-batch: with
+         * overlap, all but the blocking gathers (ZeRO-3: the first layer
+         * of each of the 2*m*v chunk units) may hide behind the step's
+         * backward (ZeRO-2) or compute (ZeRO-3). An estimate, not a
+         * bound. */
+        int64_t stage = oc_place_embed(l).stage;
+        if (oc_mem_stage_params(m, l, oc_place_head(l).stage) >
+            oc_mem_stage_params(m, l, stage))
+            stage = oc_place_head(l).stage;
+        out->dp_comm_s = oc_cf_zero_dp_comm_s(m, l, stage, bw, lat, oc_cost_mem_Bps(t));
+        if (!l->overlap_grad_reduce)
+            return out->dp_comm_s;
+        const double mv = (double)(oc_layout_num_micro_batches(l) * v);
+        const double blocking =
+            l->zero == 3 ? 2.0 * mv *
+                               oc_cf_ring_allgather_s(l->dp, oc_mem_param_bytes(l).weight *
+                                                                 (double)oc_model_layer_params_tp(m, l->tp),
+                                                      bw, lat)
+                         : 0.0;
+        const double hide = mv * (out->bwd_chunk_s + (l->zero == 3 ? out->fwd_chunk_s : 0.0));
+        const double rest = out->dp_comm_s - blocking - hide;
+        return blocking + (rest > 0 ? rest : 0.0);
+    }
     double dp_exposed_s = out->dp_comm_s;
     /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
      * last micro-batch's backward (earlier micro-batches only
@@ -468,9 +520,12 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     oc_cost_init(&c, m, l, t);
     out->fwd_chunk_s = lpc * (c.part_s[OC_PART_ATTN][OC_PHASE_FWD] +
                               c.part_s[OC_PART_MLP][OC_PHASE_FWD]);
+    const double lrc = l->recompute == OC_RECOMPUTE_FULL
+                           ? (double)oc_mem_recomputed_layers(l, (int64_t)lpc)
+                           : lpc; /* layers recomputing (rfull<k>) */
     out->bwd_chunk_s = lpc * (c.part_s[OC_PART_ATTN][OC_PHASE_BWD] +
-                              c.part_s[OC_PART_MLP][OC_PHASE_BWD] +
-                              c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+                              c.part_s[OC_PART_MLP][OC_PHASE_BWD]) +
+                       lrc * (c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                               c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]);
 
     /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h
@@ -482,8 +537,9 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     if (tp > 1) {
         double bw, lat;
         group_link(l, t, CF_TP, &bw, &lat);
+        /* rfull<k>: two more in the recomputed layers only */
         const double per_layer =
-            l->recompute == OC_RECOMPUTE_FULL ? 6.0 : 4.0;
+            4.0 + 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) / (lpc > 0 ? lpc : 1.0);
         tp_chunk_s = per_layer * lpc *
                      oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
     }
@@ -516,7 +572,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
 
     /* DP: the gradients of the largest stage, which finishes last. */
     const int64_t params = largest_stage_params(m, l);
-    const double dp_exposed_s = dp_exposed_time_s(l, t, params, v, out);
+    const double dp_exposed_s = dp_exposed_time_s(m, l, t, params, v, out);
 
     /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
      * rank updates (1/d of them when sharded). */

@@ -132,6 +132,23 @@ double oc_cf_tree_reducescatter_s(const struct oc_cf_levels *v, double bytes,
 double oc_cf_tree_allgather_s(const struct oc_cf_levels *v, double bytes,
                               int64_t chunks);
 
+/* ZeRO-2 and ZeRO-3's DP communication of one rank of `stage` in one step
+ * (schedule_zero.h), on a ring of d = l->dp ranks with per-hop bandwidth
+ * bw_Bps and latency lat_s, the reductions at mem_Bps (0: free): per
+ * micro-batch and chunk c with n_c layers of P parameters and E_c extra
+ * ones (oc_mem_chunk_extra_params),
+ *   ZeRO-3  2 * (AG(w*E_c) + n_c * AG(w*P)) + RS(g*E_c) + n_c * RS(g*P)
+ *   ZeRO-2  RS(g*E_c) + n_c * RS(g*P)
+ * times m micro-batches, plus for ZeRO-2 one AG of the stage's updated
+ * weights (w*params) after the optimizer; AG and RS the ring forms above
+ * (each moves (d-1)/d of its buffer: 3x the parameter bytes per
+ * micro-batch for ZeRO-3 against the all-reduce's 2x when w = g, the
+ * ZeRO paper's 1.5x, section 7.2.2). 0 for ZeRO-0 and 1 and for d = 1.
+ * Exact for the simulator's blocking collectives (no overlap) on an
+ * uncontended ring. */
+double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
+                            int64_t stage, double bw_Bps, double lat_s, double mem_Bps);
+
 /* nccl-tests' bus bandwidth (doc/PERFORMANCE.md): algbw = S/t, and
  * busbw = algbw * 2(N-1)/N for all-reduce, * (N-1)/N for all-gather and
  * reduce-scatter, * 1 for broadcast and point-to-point. */

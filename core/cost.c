@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "memory.h"
 #include "placement.h"
 #include "status.h"
 
@@ -492,11 +493,14 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
         double s = (c->part_s[OC_PART_ATTN][ph] + c->part_s[OC_PART_MLP][ph]) *
                    (double)op->layer_count;
         /* A chunk-grain backward carries its layers' recompute, as the
-         * layer grain emits it just before each layer's backward. */
+         * layer grain emits it just before each layer's backward (under
+         * rfull<k> the first k layers' only: memory.h). */
         if (ph == OC_PHASE_BWD)
             s += (c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                   c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]) *
-                 (double)op->layer_count;
+                 (l->recompute == OC_RECOMPUTE_FULL
+                      ? (double)oc_mem_recomputed_layers(l, op->layer_count)
+                      : (double)op->layer_count);
         if (oc_place_holds_embed(l, op->stage, op->chunk))
             s += c->part_s[OC_PART_EMBED][ph];
         if (oc_place_holds_head(l, op->stage, op->chunk))

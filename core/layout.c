@@ -473,11 +473,6 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     if (l->cp > 1)
         return oc_fail(st, "context parallelism (cp%lld) is not modelled yet",
                        (long long)l->cp);
-    if (l->zero >= 2)
-        return oc_fail(st, "ZeRO stage %d is not modelled yet", l->zero);
-    if (l->recompute_layers > 0)
-        return oc_fail(st, "partial full recompute (rfull%lld) is not modelled yet",
-                       (long long)l->recompute_layers);
     if (l->first_stage_layers > 0 || l->last_stage_layers > 0)
         return oc_fail(st, "uneven pipeline stages (first/last) are not modelled yet");
     return 0;
@@ -572,6 +567,16 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
         return oc_fail(st, "the interleaved schedule needs the %lld micro-batches "
                            "to be a multiple of PP %lld",
                        (long long)mbs, (long long)l->pp);
+    /* Megatron-LM --recompute-method block: the first k layers of each
+     * chunk; k at or past the chunk's layers is plain full recompute, so
+     * one layout would have two labels. */
+    if (l->recompute_layers > 0 &&
+        l->recompute_layers >= oc_layout_layers_per_chunk(l, m))
+        return oc_fail(st, "rfull%lld recomputes every layer of a %lld-layer model "
+                           "chunk: write rfull (or k below %lld)",
+                       (long long)l->recompute_layers,
+                       (long long)oc_layout_layers_per_chunk(l, m),
+                       (long long)oc_layout_layers_per_chunk(l, m));
     if (t && !l->allow_cross_node_tp && l->tp > t->gpus_per_node)
         return oc_fail(st, "TP %lld spans nodes of %lld GPUs (tensor parallel "
                            "stays inside a node; --allow-cross-node-tp to permit)",

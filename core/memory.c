@@ -136,12 +136,39 @@ double oc_mem_logits_bytes(const struct oc_model *m, const struct oc_layout *l)
            (double)m->vocab_size / (double)l->tp;
 }
 
+int64_t oc_mem_recomputed_layers(const struct oc_layout *l, int64_t layers)
+{
+    if (l->recompute != OC_RECOMPUTE_FULL)
+        return 0;
+    if (l->recompute_layers > 0 && l->recompute_layers < layers)
+        return l->recompute_layers;
+    return layers;
+}
+
+/* The layer terms of a chunk of `layers` layers: under rfull<k> the first
+ * k keep their input (Korthikanti section 5, 2sbh), the others what no
+ * recompute keeps (Megatron-LM --recompute-method block runs them
+ * without checkpointing). */
+static double chunk_layers_bytes(const struct oc_model *m, const struct oc_layout *l,
+                                 int64_t layers)
+{
+    const int64_t r = oc_mem_recomputed_layers(l, layers);
+    double bytes = (double)r * oc_mem_layer_activation_bytes(m, l);
+    if (r < layers) {
+        struct oc_layout kept = *l;
+        kept.recompute = l->recompute == OC_RECOMPUTE_FULL ? OC_RECOMPUTE_NONE
+                                                           : l->recompute;
+        kept.recompute_layers = 0;
+        bytes += (double)(layers - r) * oc_mem_layer_activation_bytes(m, &kept);
+    }
+    return bytes;
+}
+
 double oc_mem_chunk_activation_bytes(const struct oc_model *m,
                                      const struct oc_layout *l, int64_t stage,
                                      int64_t chunk)
 {
-    double bytes = (double)oc_layout_layers_per_chunk(l, m) *
-                   oc_mem_layer_activation_bytes(m, l);
+    double bytes = chunk_layers_bytes(m, l, oc_layout_layers_per_chunk(l, m));
     if (oc_place_holds_embed(l, stage, chunk))
         bytes += oc_mem_embed_activation_bytes(m, l);
     if (oc_place_holds_head(l, stage, chunk))
@@ -178,6 +205,42 @@ int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
             n += vocab_rows * h;
     }
     return n;
+}
+
+double oc_mem_chunk_extra_params(const struct oc_model *m, const struct oc_layout *l,
+                                 int64_t stage, int64_t chunk)
+{
+    if (chunk != oc_place_stage_extra_chunk(l, stage))
+        return 0;
+    int64_t layers = 0;
+    for (int64_t c = 0; c < oc_place_chunks_per_stage(l); c++)
+        layers += oc_place_chunk_layers(l, m, stage, c).count;
+    const double extra = (double)oc_mem_stage_params(m, l, stage) -
+                         (double)layers * (double)oc_model_layer_params_tp(m, l->tp);
+    return extra > 0 ? extra : 0;
+}
+
+double oc_mem_zero_transient_bytes(const struct oc_model *m, const struct oc_layout *l,
+                                   int64_t stage)
+{
+    if (l->zero < 2 || l->dp <= 1)
+        return 0;
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    double extra = 0;
+    int64_t layers = 0; /* the longest chunk */
+    for (int64_t c = 0; c < oc_place_chunks_per_stage(l); c++) {
+        const double e = oc_mem_chunk_extra_params(m, l, stage, c);
+        const int64_t n = oc_place_chunk_layers(l, m, stage, c).count;
+        extra = e > extra ? e : extra;
+        layers = n > layers ? n : layers;
+    }
+    const double layer = layers > 0 ? (double)oc_model_layer_params_tp(m, l->tp) : 0.0;
+    double bytes = pb.grad * (extra + layer);
+    if (l->zero == 3) {
+        const double gathered = l->overlap_grad_reduce && layers >= 2 ? 2.0 : 1.0;
+        bytes += pb.weight * (extra + gathered * layer);
+    }
+    return bytes;
 }
 
 struct oc_mem_param_bytes oc_mem_param_bytes(const struct oc_layout *l)
@@ -304,8 +367,16 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
     out->weights_bytes = pb.weight * np;
     out->grads_bytes = pb.grad * np;
     out->optimizer_bytes = pb.optimizer * np;
-    if (l->zero)
-        out->optimizer_bytes /= (double)l->dp;
+    /* ZeRO section 5: stage 1 shards the optimizer states over d, stage 2
+     * the gradients too, stage 3 the weights too. */
+    const double d = (double)l->dp;
+    if (l->zero >= 1)
+        out->optimizer_bytes /= d;
+    if (l->zero >= 2)
+        out->grads_bytes /= d;
+    if (l->zero >= 3)
+        out->weights_bytes /= d;
+    out->zero_transient_bytes = oc_mem_zero_transient_bytes(m, l, stage);
     out->inflight = oc_mem_inflight(l, stage);
 
     if (l->schedule == OC_SCHED_INTERLEAVED) {
@@ -318,9 +389,9 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
         const int64_t v = oc_place_chunks_per_stage(l);
         const int64_t mbs = out->inflight / v; /* micro-batches in flight */
         OC_ASSERT(mbs <= mb);
-        out->activations_bytes = (double)out->inflight *
-                                 (double)oc_layout_layers_per_chunk(l, m) *
-                                 oc_mem_layer_activation_bytes(m, l);
+        out->activations_bytes =
+            (double)out->inflight *
+            chunk_layers_bytes(m, l, oc_layout_layers_per_chunk(l, m));
         out->logits_bytes = 0;
         if (oc_place_stage_has_embed(l, stage))
             out->activations_bytes +=
@@ -332,8 +403,8 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
         }
     }
     out->total_bytes = out->weights_bytes + out->grads_bytes +
-                       out->optimizer_bytes + out->activations_bytes +
-                       out->logits_bytes;
+                       out->optimizer_bytes + out->zero_transient_bytes +
+                       out->activations_bytes + out->logits_bytes;
 }
 
 double oc_memory_peak(const struct oc_model *m, const struct oc_layout *l,

@@ -30,6 +30,20 @@
  *   other blocks the same terms are summed from the block's tensors (GQA
  *   shrinks K and V, SwiGLU keeps gate, up and product, no dropout masks
  *   without dropout, a flash kernel keeps no s x s scores).
+ * - ZeRO (Rajbhandari et al. 2020, section 5.1-5.3, figure 1): per
+ *   parameter 2 + 2 + 12/d bytes with ZeRO-1 (Megatron-LM's distributed
+ *   optimizer), 2 + (2 + 12)/d with ZeRO-2 (the gradients sharded too),
+ *   (2 + 2 + 12)/d with ZeRO-3 (the parameters too; fp32 alike with
+ *   4 + 4 + 8). Sharding needs d > 1: with d = 1 every stage is ZeRO-0's
+ *   memory and traffic. ZeRO-2 and 3 add what is held while a unit runs
+ *   (oc_mem_zero_transient_bytes; units: schedule_zero.c): ZeRO-3 the
+ *   gathered full weights of the unit being computed and, with overlap,
+ *   of the next one prefetched (PyTorch FSDP's forward and backward
+ *   prefetch), and both the gradients of the unit before their
+ *   reduce-scatter; ZeRO-2 those gradients only.
+ * - rfull<k> (Megatron-LM --recompute-method block --recompute-num-layers
+ *   k): the first k layers of each chunk keep their input only (the full
+ *   recompute line above), the others everything that no recompute keeps.
  * - In flight at stage i (0-based): GPipe m micro-batches, 1F1B min(p-i, m)
  *   (Narayanan et al. 2021, section 2.2), interleaved
  *   min((p-i-1)*2 + (v-1)*p + 1, m*v) chunks of L/(p*v) layers (Megatron-LM's
@@ -72,6 +86,11 @@ double oc_mem_chunk_activation_bytes(const struct oc_model *m,
                                      const struct oc_layout *l, int64_t stage,
                                      int64_t chunk);
 
+/* Layers of a chunk of `layers` layers that recompute their forward in
+ * the backward (the first ones in model order): all of them under full
+ * recompute, the first min(k, layers) under rfull<k>, none otherwise. */
+int64_t oc_mem_recomputed_layers(const struct oc_layout *l, int64_t layers);
+
 /* Parameters held by one rank of `stage` (its TP shard of its layers, plus
  * the embedding on the first stage and the LM head on the last). */
 int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
@@ -85,15 +104,30 @@ struct oc_mem_param_bytes {
 };
 struct oc_mem_param_bytes oc_mem_param_bytes(const struct oc_layout *l);
 
+/* Parameters of model chunk `chunk` on one rank of `stage` beyond its
+ * layers (embedding, final norm, LM head; 0 on the stage's other chunks):
+ * one ZeRO-3 unit of its own (schedule_zero.c). */
+double oc_mem_chunk_extra_params(const struct oc_model *m, const struct oc_layout *l,
+                                 int64_t stage, int64_t chunk);
+/* ZeRO-2 and ZeRO-3's bytes held for the unit running at a stage's peak
+ * (see "ZeRO" above; 0 for ZeRO-0 and 1 and with d = 1): with E the
+ * stage's extra parameters, P one layer's (its TP shard), w and g the
+ * bytes per weight and gradient, ZeRO-2 g*(E + P), ZeRO-3
+ * w*(E + n*P) + g*(E + P), n = 2 with overlap (the prefetched layer) and
+ * chunks of two layers or more, else 1. */
+double oc_mem_zero_transient_bytes(const struct oc_model *m, const struct oc_layout *l,
+                                   int64_t stage);
+
 /* Chunk-micro-batches whose activations a stage holds at its peak. */
 int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage);
 
 struct oc_mem_breakdown {
     int64_t stage;
     int64_t params;            /* parameters on one rank of this stage */
-    double weights_bytes;      /* oc_mem_param_bytes per parameter */
-    double grads_bytes;
+    double weights_bytes;      /* oc_mem_param_bytes per parameter (/d ZeRO-3) */
+    double grads_bytes;        /* /d with ZeRO-2 and 3 */
     double optimizer_bytes;    /* /d if sharded */
+    double zero_transient_bytes; /* oc_mem_zero_transient_bytes */
     double activations_bytes;  /* in-flight layer + embedding + head activations */
     double logits_bytes;       /* in-flight fp32 softmax (last stage) */
     double total_bytes;

@@ -42,6 +42,7 @@
 
 #include "memory.h"
 #include "placement.h"
+#include "schedule_zero.h"
 
 /* ------------------------------------------------------------------ */
 /* Names                                                                */
@@ -165,6 +166,7 @@ struct ctx {
     double attn_flops, mlp_flops, head_flops, embed_flops, sel_flops;
     double tp_bytes, ce_bytes, p2p_bytes, embed_grad_bytes;
     struct oc_mem_param_bytes pb; /* per parameter, the run's precision */
+    struct oc_zero_ctx zc;        /* ZeRO-2/3 per-unit ops (schedule_zero.h) */
 };
 
 /* Per-stage data shared by every rank of the stage. */
@@ -211,6 +213,16 @@ static void put(struct sink *k, const struct oc_op *op)
         r->ops[r->n] = *op;
     }
     r->n++;
+}
+
+/* schedule_zero.c's ops go through the sink like every other op. */
+static void zput(void *k, const struct oc_op *op) { put(k, op); }
+
+static struct oc_zero_at zero_at(const struct ctx *x, enum oc_phase ph, int64_t mb,
+                                 int64_t stage, int64_t c)
+{
+    const struct oc_layer_range lr = oc_place_chunk_layers(x->l, x->model, stage, c);
+    return (struct oc_zero_at){ph, mb, stage, c, lr.first, lr.count};
 }
 
 /* One of the equal-size (s*b*h*e bytes) TP collectives. */
@@ -321,12 +333,15 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
             put_tp(x, k, OC_COLL_ALLREDUCE, OC_PHASE_FWD, OC_PART_EMBED, mb,
                    stage, c, -1);
     }
+    const struct oc_zero_at za = zero_at(x, OC_PHASE_FWD, mb, stage, c);
     for (int64_t j = 0; j < lr.count; j++) {
         int64_t layer = lr.first + j;
+        oc_zero_layer_begin(&x->zc, zput, k, &za, j, lr.count, layer, layer + 1);
         put_layer_part(x, k, OC_PHASE_FWD, OC_PART_ATTN, mb, stage, c, layer,
                        x->attn_flops);
         put_layer_part(x, k, OC_PHASE_FWD, OC_PART_MLP, mb, stage, c, layer,
                        x->mlp_flops);
+        oc_zero_layer_end(&x->zc, zput, k, &za, layer);
     }
     if (last) {
         put_mem(x, k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD, mb, stage, c,
@@ -360,9 +375,14 @@ static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
         put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage, c,
                 -1, 0, x->logits_bytes);
     }
+    /* rfull<k>: the first k layers of the chunk (memory.h) */
+    const int64_t recomputed = oc_mem_recomputed_layers(x->l, lr.count);
+    const struct oc_zero_at za = zero_at(x, OC_PHASE_BWD, mb, stage, c);
     for (int64_t j = lr.count - 1; j >= 0; j--) {
         int64_t layer = lr.first + j;
-        if (x->recompute == OC_RECOMPUTE_FULL) {
+        oc_zero_layer_begin(&x->zc, zput, k, &za, lr.count - 1 - j, lr.count, layer,
+                            layer - 1);
+        if (j < recomputed) {
             /* Megatron-LM full recompute re-runs the layer's forward,
              * TP collectives included. */
             put_layer_part(x, k, OC_PHASE_RECOMPUTE, OC_PART_ATTN, mb, stage,
@@ -377,6 +397,7 @@ static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
                         layer, x->sel_flops);
         put_layer_part(x, k, OC_PHASE_BWD, OC_PART_ATTN, mb, stage, c, layer,
                        2 * x->attn_flops);
+        oc_zero_layer_end(&x->zc, zput, k, &za, layer);
     }
     if (first) {
         if (x->sp)
@@ -536,10 +557,27 @@ static void put_unit_msg(const struct ctx *x, struct sink *k,
                 p2p_tag(x, a->u.mb, in ? a->from_chunk : a->u.chunk, dir));
 }
 
+static void put_unit_core(const struct ctx *x, struct sink *k,
+                          const struct unit_at *a, const struct oc_zero_at *za);
+
 /* A unit's work between its messages: the forward keeps its activations
  * and computes; the backward computes (and drops the logits). */
 static void put_unit_work(const struct ctx *x, struct sink *k,
                           const struct unit_at *a)
+{
+    const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
+    /* ZeRO-2/3: the chunk's extra unit around the whole unit, its layers'
+     * gathers and reductions inside (schedule_zero.h) */
+    const struct oc_zero_at za =
+        zero_at(x, a->u.backward ? OC_PHASE_BWD : OC_PHASE_FWD, mb, stage, c);
+    const double extra = oc_mem_chunk_extra_params(x->model, x->l, stage, c);
+    oc_zero_unit_begin(&x->zc, zput, k, &za, extra);
+    put_unit_core(x, k, a, &za);
+    oc_zero_unit_end(&x->zc, zput, k, &za, extra);
+}
+
+static void put_unit_core(const struct ctx *x, struct sink *k,
+                          const struct unit_at *a, const struct oc_zero_at *za)
 {
     const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
     if (!a->u.backward) {
@@ -552,11 +590,15 @@ static void put_unit_work(const struct ctx *x, struct sink *k,
         if (a->last)
             put_mem(x, k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD, mb, stage,
                     c, -1, 0, x->logits_bytes);
+        oc_zero_chunk_begin(&x->zc, zput, k, za);
         merged_parts(x, k, a->sum, OC_PHASE_FWD, mb, stage, c);
+        oc_zero_chunk_end(&x->zc, zput, k, za);
     } else if (x->grain == OC_GRAIN_LAYER) {
         bwd_parts(x, k, mb, stage, c, a->first, a->last);
     } else {
+        oc_zero_chunk_begin(&x->zc, zput, k, za);
         merged_parts(x, k, a->sum, OC_PHASE_BWD, mb, stage, c);
+        oc_zero_chunk_end(&x->zc, zput, k, za);
         if (a->last)
             put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage,
                     c, -1, 0, x->logits_bytes);
@@ -572,17 +614,22 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
     int64_t params = oc_mem_stage_params(x->model, x->l, stage);
     double opt_params =
         x->l->zero ? (double)params / (double)x->d : (double)params;
+    /* ZeRO-2 shards the gradients too, ZeRO-3 the weights (memory.h) */
+    const double d = (double)x->d;
+    const double grad_params = x->zc.on ? (double)params / d : (double)params;
+    const double weight_params = x->zc.gather ? (double)params / d : (double)params;
 
     /* memory.h's bytes per parameter (mixed precision 2 + 2 + 12, fp32
      * 4 + 4 + 8), the optimizer's sharded over DP under ZeRO-1. */
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_WEIGHTS, OC_PHASE_FWD, -1, stage, 0,
-            -1, 0, x->pb.weight * (double)params);
+            -1, 0, x->pb.weight * weight_params);
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_GRADS, OC_PHASE_FWD, -1, stage, 0, -1,
-            0, x->pb.grad * (double)params);
+            0, x->pb.grad * grad_params);
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_OPTIMIZER, OC_PHASE_FWD, -1, stage, 0,
             -1, 0, x->pb.optimizer * opt_params);
 
-    int dp_async = x->d > 1 && x->l->overlap_grad_reduce;
+    /* ZeRO-2/3 reduce per unit instead (schedule_zero.c) */
+    int dp_async = x->d > 1 && x->l->overlap_grad_reduce && !x->zc.on;
     enum oc_coll_kind dp_coll =
         x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
 
@@ -613,7 +660,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
 
     /* Megatron-LM finalize_model_grads: DP gradient reduction, then the
      * tied embedding's all-reduce between first and last stage. */
-    if (x->d > 1 && !dp_async) {
+    if (x->d > 1 && !dp_async && !x->zc.on) {
         struct oc_op o =
             op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, 0);
         o.coll = (uint8_t)dp_coll;
@@ -626,7 +673,8 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
                                 -1, stage, oc_place_stage_extra_chunk(x->l, stage));
         o.coll = OC_COLL_ALLREDUCE;
         o.group = OC_GROUP_EMBED;
-        o.bytes = x->embed_grad_bytes;
+        /* ZeRO-2/3: each rank holds its 1/d shard of the gradient */
+        o.bytes = x->zc.on ? x->embed_grad_bytes / d : x->embed_grad_bytes;
         put(&k, &o);
     }
     struct oc_op w = op_new(OC_OP_WAIT, OC_PHASE_OPTIMIZER, OC_PART_ALL, -1,
@@ -639,8 +687,9 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
                               -1, stage, 0);
     opt.hbm_bytes = 28.0 * opt_params;
     put(&k, &opt);
-    if (x->d > 1 && x->l->zero) {
-        /* distributed optimizer: gather the updated compute weights */
+    if (x->d > 1 && x->l->zero && !x->zc.gather) {
+        /* distributed optimizer (ZeRO-1 and 2): gather the updated compute
+         * weights; ZeRO-3 gathers them unit by unit in the next step */
         struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
                                 OC_PART_ALL, -1, stage, 0);
         o.coll = OC_COLL_ALLGATHER;
@@ -760,6 +809,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.tp_bytes = oc_layout_act_bytes(l) * sd * bd * hd;
     x.ce_bytes = 4.0 * sd * bd;
     x.p2p_bytes = x.sp ? x.tp_bytes / td : x.tp_bytes;
+    oc_zero_ctx_init(&x.zc, m, l, o->grain, o->emit_memory);
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
 
     struct stage_info *si = oc_xcalloc((size_t)x.p, sizeof *si);

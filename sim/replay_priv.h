@@ -25,6 +25,8 @@
 
 #include <stdint.h>
 
+#include <simgrid/mutex.h>
+
 #include "coll.h"
 #include "engine.h"
 #include "replay.h"
@@ -44,7 +46,8 @@ struct rgroup {
 
 struct rrank;
 
-/* One async collective in flight (a DP gradient bucket). */
+/* One async collective in flight (a DP gradient bucket, or a ZeRO-2/3
+ * stream's gather or reduce-scatter: core/schedule_zero.h). */
 struct ajob {
     struct rrank *rk;
     const struct oc_op *op;
@@ -65,6 +68,11 @@ struct rrank {
     const double *cost_s; /* (ops->n) COMPUTE seconds; fast: also TP sleeps */
     struct rgroup *tp, *dp, *emb;
     struct rgroup **bucket; /* (v) async DP buckets, or NULL */
+    /* ZeRO-2/3 async streams (op tag 0 gather, 1 reduce-scatter): a DP
+     * transport each, and a lock that runs the stream's collectives one
+     * after the other in issue order, as one NCCL stream does */
+    struct rgroup *zs[2];
+    sg_mutex_t zmx[2];
     int64_t tp_me, dp_me, emb_me;
     sg_comm_t *sends; /* outstanding sends, cap = SEND ops */
     int64_t *send_key; /* their message keys */
@@ -88,7 +96,7 @@ struct replay {
     int64_t nsim;
     int64_t *sim_of;  /* (world) index into rk, or -1 */
     int64_t *knic;    /* (world) fast: NIC-sharing factor of each rank */
-    struct rgroup *tpg, *dpg, *embg, *bucketg;
+    struct rgroup *tpg, *dpg, *embg, *bucketg, *zsg;
     struct rgroup *tpshape; /* (gpn) fast mode's TP groups, by offset in a node */
     struct rgroup **bucket_ptrs;
     double **costs;   /* distinct cost arrays, freed at the end */

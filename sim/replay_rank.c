@@ -54,6 +54,13 @@ static void run_coll(struct replay *R, const struct rgroup *G, int64_t me,
 static void async_main(void *arg)
 {
     struct ajob *j = arg;
+    const int64_t stream = j->op->group == OC_GROUP_DP ? j->op->tag : -1;
+    if (stream >= 0) {
+        /* a ZeRO stream runs its collectives in issue order; the op's
+         * time starts when it runs, not while it queues */
+        sg_mutex_lock(j->rk->zmx[stream]);
+        j->start_s = oc_sim_now_s();
+    }
     if (j->rk->R->fast && j->op->group == OC_GROUP_TP) {
         /* fast mode's TP collectives are sleeps (none is async today) */
         if (j->rk->cost_s[j->idx] > 0)
@@ -62,6 +69,8 @@ static void async_main(void *arg)
         run_coll(j->rk->R, j->G, j->me, j->op);
     }
     j->end_s = oc_sim_now_s();
+    if (stream >= 0)
+        sg_mutex_unlock(j->rk->zmx[stream]);
 }
 
 /* Which group, and which member of it, an op of rank rk uses. */
@@ -74,6 +83,10 @@ static struct rgroup *op_group(const struct rrank *rk, const struct oc_op *op,
         return rk->tp;
     case OC_GROUP_DP:
         *me = rk->dp_me;
+        if (op->async && op->tag >= 0) {
+            OC_ASSERT(op->tag <= 1 && rk->zs[op->tag]);
+            return rk->zs[op->tag];
+        }
         if (op->async) {
             OC_ASSERT(rk->bucket && op->chunk >= 0 &&
                       op->chunk < rk->R->l->vchunks);
@@ -123,11 +136,27 @@ static void wait_outstanding(struct rrank *rk)
 {
     for (; rk->jobs_waited < rk->njobs; rk->jobs_waited++) {
         struct ajob *j = &rk->jobs[rk->jobs_waited];
-        oc_sim_async_wait(j->h);
+        if (j->h)
+            oc_sim_async_wait(j->h);
         j->h = NULL;
     }
     oc_sim_wait_all(rk->sends, rk->nsends);
     rk->nsends = 0;
+}
+
+/* A WAIT with a tag (core/schedule_zero.h): the outstanding async DP
+ * collectives of ZeRO stream `stream` only. */
+static void wait_stream(struct rrank *rk, int64_t stream)
+{
+    for (int64_t i = rk->jobs_waited; i < rk->njobs; i++) {
+        struct ajob *j = &rk->jobs[i];
+        if (j->h && j->op->group == OC_GROUP_DP && j->op->tag == stream) {
+            oc_sim_async_wait(j->h);
+            j->h = NULL;
+        }
+    }
+    while (rk->jobs_waited < rk->njobs && !rk->jobs[rk->jobs_waited].h)
+        rk->jobs_waited++;
 }
 
 /* The per-op trace (debug level of ocsim_replay): rank, op index, kind
@@ -188,6 +217,8 @@ void oc_rp_rank_main(void *arg)
             OC_ASSERT(G && G->ready);
             if (op->async) {
                 OC_ASSERT(rk->njobs < rk->jobs_cap);
+                if (op->group == OC_GROUP_DP && op->tag >= 0 && !rk->zmx[op->tag])
+                    rk->zmx[op->tag] = sg_mutex_init();
                 struct ajob *j = &rk->jobs[rk->njobs++];
                 *j = (struct ajob){rk, op, i, G, me, t0, t0, NULL};
                 j->h = oc_sim_async_start("dp-bucket", rk->host, async_main, j);
@@ -202,7 +233,10 @@ void oc_rp_rank_main(void *arg)
             break;
         }
         case OC_OP_WAIT:
-            wait_outstanding(rk);
+            if (op->tag >= 0)
+                wait_stream(rk, op->tag);
+            else
+                wait_outstanding(rk);
             break;
         default: /* ALLOC, FREE: no time (step_metrics.h reads their bytes) */
             break;
@@ -216,4 +250,9 @@ void oc_rp_rank_main(void *arg)
      * the optimizer; this only keeps a list without one from leaving
      * activities behind. */
     wait_outstanding(rk);
+    for (int s = 0; s < 2; s++)
+        if (rk->zmx[s]) {
+            sg_mutex_destroy(rk->zmx[s]);
+            rk->zmx[s] = NULL;
+        }
 }

@@ -104,7 +104,17 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
             }
             break;
         case OC_GROUP_DP:
-            if (op->async) {
+            if (op->async && op->tag >= 0) {
+                /* a ZeRO-2/3 stream (core/schedule_zero.h) */
+                if (op->tag > 1)
+                    return oc_fail(st, "rank %" PRId64 ": DP stream %" PRId64 " outside 0..1",
+                                   rk->rank, op->tag);
+                if (rk->zs[op->tag])
+                    continue;
+                G = rk->zs[op->tag] = &R->zsg[(c.tp * p + c.pp) * 2 + op->tag];
+                snprintf(name, sizeof name, "dpz%d.%" PRId64 ".%" PRId64, (int)op->tag, c.tp,
+                         c.pp);
+            } else if (op->async) {
                 if (op->chunk < 0 || op->chunk >= v)
                     return oc_fail(st, "rank %" PRId64 ": DP bucket of chunk %d outside "
                                        "0..%" PRId64, rk->rank, (int)op->chunk, v - 1);
@@ -220,9 +230,9 @@ static double *op_costs(const struct replay *R, const struct rrank *rk,
 void oc_rp_free(struct replay *R)
 {
     const int64_t p = R->l->pp, d = R->l->dp, t = R->l->tp, v = R->l->vchunks;
-    struct rgroup *sets[5] = {R->tpg, R->dpg, R->embg, R->bucketg, R->tpshape};
-    const int64_t sizes[5] = {p * d, t * p, t * d, t * p * v, R->gpn};
-    for (int k = 0; k < 5; k++) {
+    struct rgroup *sets[6] = {R->tpg, R->dpg, R->embg, R->bucketg, R->tpshape, R->zsg};
+    const int64_t sizes[6] = {p * d, t * p, t * d, t * p * v, R->gpn, t * p * 2};
+    for (int k = 0; k < 6; k++) {
         for (int64_t i = 0; sets[k] && i < sizes[k]; i++) {
             if (sets[k][i].ready)
                 oc_sim_group_free(&sets[k][i].g);
@@ -260,6 +270,7 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
     R->dpg = oc_xcalloc((size_t)(tp * p), sizeof *R->dpg);
     R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);
     R->bucketg = oc_xcalloc((size_t)(tp * p * v), sizeof *R->bucketg);
+    R->zsg = oc_xcalloc((size_t)(tp * p * 2), sizeof *R->zsg);
     R->tpshape = oc_xcalloc((size_t)R->gpn, sizeof *R->tpshape);
     R->bucket_ptrs = oc_xcalloc((size_t)(world * v), sizeof *R->bucket_ptrs);
     R->sim_of = oc_xmalloc((size_t)world * sizeof *R->sim_of);
