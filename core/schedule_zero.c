@@ -46,16 +46,28 @@ static struct oc_op op_at(const struct oc_zero_at *a, enum oc_op_kind kind)
     return o;
 }
 
-static void mem(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
-                const struct oc_zero_at *a, enum oc_op_kind kind, enum oc_buf buf,
-                double bytes)
+/* An ALLOC or FREE; layer >= 0 names the one layer it holds. */
+static void mem_l(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
+                  const struct oc_zero_at *a, enum oc_op_kind kind, enum oc_buf buf,
+                  double bytes, int64_t layer)
 {
     if (!z->emit_memory || bytes <= 0)
         return;
     struct oc_op o = op_at(a, kind);
     o.buf = (uint8_t)buf;
     o.bytes = bytes;
+    if (layer >= 0) {
+        o.layer_first = (int32_t)layer;
+        o.layer_count = 1;
+    }
     put(sink, &o);
+}
+
+static void mem(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
+                const struct oc_zero_at *a, enum oc_op_kind kind, enum oc_buf buf,
+                double bytes)
+{
+    mem_l(z, put, sink, a, kind, buf, bytes, -1);
 }
 
 /* A DP collective of `count` repetitions of `bytes`, blocking or async on
@@ -128,18 +140,18 @@ void oc_zero_layer_begin(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *
     const double wb = z->w * z->layer_params;
     if (z->gather) {
         if (i == 0 || !z->overlap) {
-            mem(z, put, sink, a, OC_OP_ALLOC, OC_BUF_WEIGHTS, wb);
+            mem_l(z, put, sink, a, OC_OP_ALLOC, OC_BUF_WEIGHTS, wb, layer);
             coll(put, sink, a, OC_COLL_ALLGATHER, wb, 1, -1, layer);
         } else {
             wait_stream(put, sink, a, OC_ZERO_STREAM_GATHER); /* this layer's prefetch */
         }
         if (z->overlap && i + 1 < n) {
-            mem(z, put, sink, a, OC_OP_ALLOC, OC_BUF_WEIGHTS, wb);
+            mem_l(z, put, sink, a, OC_OP_ALLOC, OC_BUF_WEIGHTS, wb, next_layer);
             coll(put, sink, a, OC_COLL_ALLGATHER, wb, 1, OC_ZERO_STREAM_GATHER, next_layer);
         }
     }
     if (bwd(a))
-        mem(z, put, sink, a, OC_OP_ALLOC, OC_BUF_GRADS, z->g * z->layer_params);
+        mem_l(z, put, sink, a, OC_OP_ALLOC, OC_BUF_GRADS, z->g * z->layer_params, layer);
 }
 
 void oc_zero_layer_end(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
@@ -148,12 +160,12 @@ void oc_zero_layer_end(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *si
     if (!z->on)
         return;
     if (z->gather)
-        mem(z, put, sink, a, OC_OP_FREE, OC_BUF_WEIGHTS, z->w * z->layer_params);
+        mem_l(z, put, sink, a, OC_OP_FREE, OC_BUF_WEIGHTS, z->w * z->layer_params, layer);
     if (bwd(a)) {
         const double gb = z->g * z->layer_params;
         coll(put, sink, a, OC_COLL_REDUCESCATTER, gb, 1,
              z->overlap ? OC_ZERO_STREAM_REDUCE : -1, layer);
-        mem(z, put, sink, a, OC_OP_FREE, OC_BUF_GRADS, gb);
+        mem_l(z, put, sink, a, OC_OP_FREE, OC_BUF_GRADS, gb, layer);
     }
 }
 

@@ -95,6 +95,16 @@ int oc_cmd_memory(int argc, char **argv)
             oc_csv_end_row(&csv);
         }
     }
+    /* ZeRO-2/3's unit buffers (memory.h) are in the total, not in a column
+     * (memory.csv keeps its columns) */
+    for (int64_t s = 0; s < l->pp; s++) {
+        const double z = oc_mem_zero_transient_bytes(&o.model, l, s);
+        char f[32];
+        if (z > 0)
+            printf("# stage %lld: ZeRO-%d unit buffers (gathered weights, gradients before "
+                   "their reduce-scatter) %s, in total\n",
+                   (long long)s, l->zero, oc_fmt_si(f, sizeof f, z, "B"));
+    }
     if (csv.f && oc_csv_close(&csv, &st) != 0) {
         fprintf(stderr, "ocsim memory: %s\n", st.msg);
         return 2;
