@@ -218,13 +218,6 @@ static void put(struct sink *k, const struct oc_op *op)
 /* schedule_zero.c's ops go through the sink like every other op. */
 static void zput(void *k, const struct oc_op *op) { put(k, op); }
 
-static struct oc_zero_at zero_at(const struct ctx *x, enum oc_phase ph, int64_t mb,
-                                 int64_t stage, int64_t c)
-{
-    const struct oc_layer_range lr = oc_place_chunk_layers(x->l, x->model, stage, c);
-    return (struct oc_zero_at){ph, mb, stage, c, lr.first, lr.count};
-}
-
 /* One of the equal-size (s*b*h*e bytes) TP collectives. */
 static void put_tp(const struct ctx *x, struct sink *k, enum oc_coll_kind c,
                    enum oc_phase ph, enum oc_part part, int64_t mb,
@@ -333,7 +326,7 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
             put_tp(x, k, OC_COLL_ALLREDUCE, OC_PHASE_FWD, OC_PART_EMBED, mb,
                    stage, c, -1);
     }
-    const struct oc_zero_at za = zero_at(x, OC_PHASE_FWD, mb, stage, c);
+    const struct oc_zero_at za = oc_zero_at(&x->zc, OC_PHASE_FWD, mb, stage, c);
     for (int64_t j = 0; j < lr.count; j++) {
         int64_t layer = lr.first + j;
         oc_zero_layer_begin(&x->zc, zput, k, &za, j, lr.count, layer, layer + 1);
@@ -377,7 +370,7 @@ static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
     }
     /* rfull<k>: the first k layers of the chunk (memory.h) */
     const int64_t recomputed = oc_mem_recomputed_layers(x->l, lr.count);
-    const struct oc_zero_at za = zero_at(x, OC_PHASE_BWD, mb, stage, c);
+    const struct oc_zero_at za = oc_zero_at(&x->zc, OC_PHASE_BWD, mb, stage, c);
     for (int64_t j = lr.count - 1; j >= 0; j--) {
         int64_t layer = lr.first + j;
         oc_zero_layer_begin(&x->zc, zput, k, &za, lr.count - 1 - j, lr.count, layer,
@@ -557,52 +550,40 @@ static void put_unit_msg(const struct ctx *x, struct sink *k,
                 p2p_tag(x, a->u.mb, in ? a->from_chunk : a->u.chunk, dir));
 }
 
-static void put_unit_core(const struct ctx *x, struct sink *k,
-                          const struct unit_at *a, const struct oc_zero_at *za);
-
 /* A unit's work between its messages: the forward keeps its activations
  * and computes; the backward computes (and drops the logits). */
 static void put_unit_work(const struct ctx *x, struct sink *k,
                           const struct unit_at *a)
 {
     const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
-    /* ZeRO-2/3: the chunk's extra unit around the whole unit, its layers'
-     * gathers and reductions inside (schedule_zero.h) */
+    /* ZeRO-2/3 (schedule_zero.h): the chunk's extra unit around the work,
+     * its layers' gathers and reductions inside */
     const struct oc_zero_at za =
-        zero_at(x, a->u.backward ? OC_PHASE_BWD : OC_PHASE_FWD, mb, stage, c);
-    const double extra = oc_mem_chunk_extra_params(x->model, x->l, stage, c);
-    oc_zero_unit_begin(&x->zc, zput, k, &za, extra);
-    put_unit_core(x, k, a, &za);
-    oc_zero_unit_end(&x->zc, zput, k, &za, extra);
-}
-
-static void put_unit_core(const struct ctx *x, struct sink *k,
-                          const struct unit_at *a, const struct oc_zero_at *za)
-{
-    const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
-    if (!a->u.backward) {
+        oc_zero_at(&x->zc, a->u.backward ? OC_PHASE_BWD : OC_PHASE_FWD, mb, stage, c);
+    oc_zero_unit_begin(&x->zc, zput, k, &za);
+    if (!a->u.backward)
         put_mem(x, k, OC_OP_ALLOC, OC_BUF_ACTIVATIONS, OC_PHASE_FWD, mb, stage,
                 c, a->layers.first, a->layers.count, a->act_bytes);
-        if (x->grain == OC_GRAIN_LAYER) {
-            fwd_parts(x, k, mb, stage, c, a->first, a->last);
-            return;
-        }
+    if (!a->u.backward && x->grain == OC_GRAIN_LAYER) {
+        fwd_parts(x, k, mb, stage, c, a->first, a->last);
+    } else if (!a->u.backward) {
         if (a->last)
             put_mem(x, k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD, mb, stage,
                     c, -1, 0, x->logits_bytes);
-        oc_zero_chunk_begin(&x->zc, zput, k, za);
+        oc_zero_chunk_begin(&x->zc, zput, k, &za);
         merged_parts(x, k, a->sum, OC_PHASE_FWD, mb, stage, c);
-        oc_zero_chunk_end(&x->zc, zput, k, za);
+        oc_zero_chunk_end(&x->zc, zput, k, &za);
     } else if (x->grain == OC_GRAIN_LAYER) {
         bwd_parts(x, k, mb, stage, c, a->first, a->last);
     } else {
-        oc_zero_chunk_begin(&x->zc, zput, k, za);
+        oc_zero_chunk_begin(&x->zc, zput, k, &za);
         merged_parts(x, k, a->sum, OC_PHASE_BWD, mb, stage, c);
-        oc_zero_chunk_end(&x->zc, zput, k, za);
+        oc_zero_chunk_end(&x->zc, zput, k, &za);
         if (a->last)
             put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage,
                     c, -1, 0, x->logits_bytes);
     }
+    oc_zero_unit_end(&x->zc, zput, k, &za);
 }
 
 static void emit_rank(const struct ctx *x, const struct stage_info *si,

@@ -12,11 +12,14 @@
 #include <string.h>
 
 #include "memory.h"
+#include "placement.h"
 
 void oc_zero_ctx_init(struct oc_zero_ctx *z, const struct oc_model *m,
                       const struct oc_layout *l, enum oc_grain grain, int emit_memory)
 {
     memset(z, 0, sizeof *z);
+    z->m = m;
+    z->l = l;
     z->on = l->zero >= 2 && l->dp > 1;
     z->gather = z->on && l->zero == 3;
     z->overlap = l->overlap_grad_reduce != 0;
@@ -104,10 +107,19 @@ static void wait_stream(oc_zero_put_fn put, void *sink, const struct oc_zero_at 
 
 static int bwd(const struct oc_zero_at *a) { return a->phase == OC_PHASE_BWD; }
 
-void oc_zero_unit_begin(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
-                        const struct oc_zero_at *a, double extra_params)
+struct oc_zero_at oc_zero_at(const struct oc_zero_ctx *z, enum oc_phase phase, int64_t mb,
+                             int64_t stage, int64_t chunk)
 {
-    if (!z->on || extra_params <= 0)
+    const struct oc_layer_range lr = oc_place_chunk_layers(z->l, z->m, stage, chunk);
+    return (struct oc_zero_at){phase, mb, stage, chunk, lr.first, lr.count};
+}
+
+void oc_zero_unit_begin(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
+                        const struct oc_zero_at *a)
+{
+    const double extra_params =
+        z->on ? oc_mem_chunk_extra_params(z->m, z->l, a->stage, a->chunk) : 0.0;
+    if (extra_params <= 0)
         return;
     if (z->gather) {
         mem(z, put, sink, a, OC_OP_ALLOC, OC_BUF_WEIGHTS, z->w * extra_params);
@@ -118,9 +130,11 @@ void oc_zero_unit_begin(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *s
 }
 
 void oc_zero_unit_end(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
-                      const struct oc_zero_at *a, double extra_params)
+                      const struct oc_zero_at *a)
 {
-    if (!z->on || extra_params <= 0)
+    const double extra_params =
+        z->on ? oc_mem_chunk_extra_params(z->m, z->l, a->stage, a->chunk) : 0.0;
+    if (extra_params <= 0)
         return;
     if (bwd(a)) {
         coll(put, sink, a, OC_COLL_REDUCESCATTER, z->g * extra_params, 1,

@@ -4,12 +4,13 @@
  *
  *   struct oc_zero_ctx z;
  *   oc_zero_ctx_init(&z, &model, &layout, grain, emit_memory);
- *   oc_zero_unit_begin(&z, put, sink, &where, extra_params);   // after the RECV
+ *   struct oc_zero_at where = oc_zero_at(&z, OC_PHASE_FWD, mb, stage, chunk);
+ *   oc_zero_unit_begin(&z, put, sink, &where);                 // after the RECV
  *   for each layer i of n, in the unit's order:
  *       oc_zero_layer_begin(&z, put, sink, &where, i, n, layer, next_layer);
  *       ... the layer's compute and TP collectives ...
  *       oc_zero_layer_end(&z, put, sink, &where, layer);
- *   oc_zero_unit_end(&z, put, sink, &where, extra_params);     // before the SEND
+ *   oc_zero_unit_end(&z, put, sink, &where);                   // before the SEND
  *   (OC_GRAIN_CHUNK: oc_zero_chunk_begin / oc_zero_chunk_end around the
  *   merged compute instead of the layer hooks.)
  *
@@ -67,6 +68,8 @@
 enum { OC_ZERO_STREAM_GATHER = 0, OC_ZERO_STREAM_REDUCE = 1 };
 
 struct oc_zero_ctx {
+    const struct oc_model *m;
+    const struct oc_layout *l;
     int on;             /* zero >= 2 and d > 1 */
     int gather;         /* zero 3: weights gathered per unit */
     int overlap;        /* async reduce-scatters and prefetch */
@@ -85,13 +88,21 @@ struct oc_zero_at {
 
 typedef void (*oc_zero_put_fn)(void *sink, const struct oc_op *op);
 
+/* m and l must outlive z. */
+
 void oc_zero_ctx_init(struct oc_zero_ctx *z, const struct oc_model *m,
                       const struct oc_layout *l, enum oc_grain grain, int emit_memory);
 
+/* The unit of chunk `chunk` on `stage` (its layers from placement.h). */
+struct oc_zero_at oc_zero_at(const struct oc_zero_ctx *z, enum oc_phase phase, int64_t mb,
+                             int64_t stage, int64_t chunk);
+
+/* Around the whole (micro-batch, chunk, direction) unit: the chunk's extra
+ * unit (oc_mem_chunk_extra_params). */
 void oc_zero_unit_begin(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
-                        const struct oc_zero_at *a, double extra_params);
+                        const struct oc_zero_at *a);
 void oc_zero_unit_end(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
-                      const struct oc_zero_at *a, double extra_params);
+                      const struct oc_zero_at *a);
 /* Layer grain: layer `layer`, the i-th of the unit's n in the order it
  * runs (next_layer: the one after it, ignored when i = n-1). */
 void oc_zero_layer_begin(const struct oc_zero_ctx *z, oc_zero_put_fn put, void *sink,
