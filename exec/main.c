@@ -502,8 +502,13 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
     if (check_backend(j, name, st) != 0 || oc_opts_load(o, st) != 0 ||
         oc_layout_validate(&o->layout, &o->model, &o->topo, o->cards, st) != 0)
         return -1;
-    /* Modelled by ocsim (core/schedule_zero.h, memory.h) but not run here:
-     * refused rather than run as something else. */
+    if (o->exec.calibrate)
+        return (o->exec.save_dir || o->exec.load_dir)
+                   ? oc_fail(st, "--calibrate trains nothing: drop --save and --load")
+                   : 0;
+    /* Training: modelled by ocsim (core/schedule_zero.h, memory.h) but not run here:
+     * refused rather than run as something else (--calibrate, above, runs
+     * the parts at the layout's shapes, whatever its sharding). */
     if (o->layout.zero >= 2)
         return oc_fail(st, "layout %s: ocsim-exec does not run ZeRO-%d yet (ocsim simulate "
                            "predicts it; zero1 runs)", j->lname, o->layout.zero);
@@ -511,10 +516,6 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
         return oc_fail(st, "layout %s: ocsim-exec does not run rfull%lld (full recompute of "
                            "the first layers of each chunk) yet (ocsim simulate predicts it; "
                            "rfull runs)", j->lname, (long long)o->layout.recompute_layers);
-    if (o->exec.calibrate)
-        return (o->exec.save_dir || o->exec.load_dir)
-                   ? oc_fail(st, "--calibrate trains nothing: drop --save and --load")
-                   : 0;
     if (!o->exec.save_dir && (o->exec.save_every > 0 || o->exec.save_keep > 0))
         return oc_fail(st, "--save-every and --save-keep need --save DIR");
     struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
