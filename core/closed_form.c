@@ -449,6 +449,33 @@ double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
     return s;
 }
 
+/* ZeRO-2/3 (schedule_zero.h) reduce, and ZeRO-3 gathers, per layer and
+ * micro-batch: the DP time of the larger of the embedding's and the
+ * head's stage into out->dp_comm_s; returns the part the step waits for.
+ * Without overlap all of it; with overlap the blocking gathers (ZeRO-3:
+ * the first layer of each of the 2*m*v chunk units) and what the step's
+ * backward (ZeRO-2) or its whole compute (ZeRO-3) does not hide. An
+ * estimate, not a bound. Needs out->fwd_chunk_s and bwd_chunk_s. */
+static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layout *l,
+                                  double bw, double lat, double mem_Bps, int64_t v,
+                                  struct oc_cf_step *out)
+{
+    int64_t stage = oc_place_embed(l).stage;
+    if (oc_mem_stage_params(m, l, oc_place_head(l).stage) > oc_mem_stage_params(m, l, stage))
+        stage = oc_place_head(l).stage;
+    out->dp_comm_s = oc_cf_zero_dp_comm_s(m, l, stage, bw, lat, mem_Bps);
+    if (!l->overlap_grad_reduce)
+        return out->dp_comm_s;
+    const double mv = (double)(oc_layout_num_micro_batches(l) * v);
+    const double layer_w =
+        oc_mem_param_bytes(l).weight * (double)oc_model_layer_params_tp(m, l->tp);
+    const double blocking =
+        l->zero == 3 ? 2.0 * mv * oc_cf_ring_allgather_s(l->dp, layer_w, bw, lat) : 0.0;
+    const double hide = mv * (out->bwd_chunk_s + (l->zero == 3 ? out->fwd_chunk_s : 0.0));
+    const double rest = out->dp_comm_s - blocking - hide;
+    return blocking + (rest > 0 ? rest : 0.0);
+}
+
 /* DP: a ring all-reduce of the gradients of `params` parameters (memory.h's
  * bytes per gradient, the run's precision)
  * (reduce-scatter plus all-gather when the optimizer is sharded: the same
@@ -464,30 +491,8 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     group_link(l, t, CF_DP, &bw, &lat);
     out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, oc_mem_param_bytes(l).grad * (double)params,
                                             bw, lat, oc_cost_mem_Bps(t));
-    if (l->zero >= 2) {
-        /* ZeRO-2/3 reduce (and gather) per unit and micro-batch: with
-         * overlap, all but the blocking gathers (ZeRO-3: the first layer
-         * of each of the 2*m*v chunk units) may hide behind the step's
-         * backward (ZeRO-2) or compute (ZeRO-3). An estimate, not a
-         * bound. */
-        int64_t stage = oc_place_embed(l).stage;
-        if (oc_mem_stage_params(m, l, oc_place_head(l).stage) >
-            oc_mem_stage_params(m, l, stage))
-            stage = oc_place_head(l).stage;
-        out->dp_comm_s = oc_cf_zero_dp_comm_s(m, l, stage, bw, lat, oc_cost_mem_Bps(t));
-        if (!l->overlap_grad_reduce)
-            return out->dp_comm_s;
-        const double mv = (double)(oc_layout_num_micro_batches(l) * v);
-        const double blocking =
-            l->zero == 3 ? 2.0 * mv *
-                               oc_cf_ring_allgather_s(l->dp, oc_mem_param_bytes(l).weight *
-                                                                 (double)oc_model_layer_params_tp(m, l->tp),
-                                                      bw, lat)
-                         : 0.0;
-        const double hide = mv * (out->bwd_chunk_s + (l->zero == 3 ? out->fwd_chunk_s : 0.0));
-        const double rest = out->dp_comm_s - blocking - hide;
-        return blocking + (rest > 0 ? rest : 0.0);
-    }
+    if (l->zero >= 2)
+        return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v, out);
     double dp_exposed_s = out->dp_comm_s;
     /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
      * last micro-batch's backward (earlier micro-batches only
