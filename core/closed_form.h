@@ -173,12 +173,15 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
  * With uniform stages (no embedding or head time) the pipeline term is
  * m*v*unit / (1 - bubble) = (m*v + p - 1) * unit, the textbook form.
  *
- * TP collectives (4 per layer, 6 with full recompute) and PP sends are on
+ * TP collectives (4 per layer, 6 in a fully recomputed one: every layer
+ * under rfull, the first k of a chunk under rfull<k>) and PP sends are on
  * the critical path. Each group's hop is the node fabric when the group
  * sits in one node under the layout's rank order, otherwise
  * oc_topology_inter_Bps with one flow per group crossing the node. DP
  * reduces the larger of the first and last stage's gradients; with
  * overlap_grad_reduce the last micro-batch's backward hides part of it.
+ * ZeRO-2/3: oc_cf_zero_dp_comm_s of that stage instead, with overlap less
+ * what the step's compute may hide (an estimate, not a bound).
  * The all-reduces charge their reductions at oc_cost_mem_Bps. */
 struct oc_cf_step {
     double fwd_chunk_s;     /* one chunk forward, one micro-batch (middle stage) */
