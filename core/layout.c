@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "placement.h"
+
 void oc_layout_default(struct oc_layout *l)
 {
     memset(l, 0, sizeof *l);
@@ -478,8 +480,6 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     if (l->recompute_layers > 0)
         return oc_fail(st, "partial full recompute (rfull%lld) is not modelled yet",
                        (long long)l->recompute_layers);
-    if (l->first_stage_layers > 0 || l->last_stage_layers > 0)
-        return oc_fail(st, "uneven pipeline stages (first/last) are not modelled yet");
     return 0;
 }
 
@@ -550,16 +550,9 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                            "schedule (got %s)",
                        (long long)l->vchunks, oc_schedule_name(l->schedule));
     }
-    int64_t v = l->vchunks;
-    if (m->num_hidden_layers % (l->pp * v) != 0) {
-        if (v > 1)
-            return oc_fail(st, "num_hidden_layers %lld is not divisible by "
-                               "PP*v = %lld*%lld = %lld",
-                           (long long)m->num_hidden_layers, (long long)l->pp,
-                           (long long)v, (long long)(l->pp * v));
-        return oc_fail(st, "num_hidden_layers %lld is not divisible by PP %lld",
-                       (long long)m->num_hidden_layers, (long long)l->pp);
-    }
+    /* the split of the layers over the stages (placement.h) */
+    if (oc_place_check_split(l, m, st) != 0)
+        return -1;
     if (l->global_batch % (l->dp * l->micro_batch) != 0)
         return oc_fail(st, "global batch %lld is not divisible by DP*micro-batch "
                            "= %lld*%lld = %lld",

@@ -215,6 +215,8 @@ int64_t oc_layout_world(const struct oc_layout *l);
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
 int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
                                    const struct oc_model *m);    /* L/(p*v) */
+/* (of an even split; with first/last the layers of a stage and a chunk
+ * are placement.h's oc_place_stage_layers and oc_place_chunk_layers) */
 
 /* Rank numbering (see enum oc_rank_order). CP sits between TP and the
  * next index, as in Megatron-LM's order tp-cp-ep-dp-pp: TP fastest, then
