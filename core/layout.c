@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "placement.h"
+#include "stage_split.h"
 
 void oc_layout_default(struct oc_layout *l)
 {
@@ -606,6 +608,27 @@ int64_t oc_layout_rank(const struct oc_layout *l, struct oc_coord c)
     return c.tp + l->tp * (c.cp + cp * (c.pp + l->pp * c.dp));
 }
 
+/* The splits to emit for candidate l: those of stage_split.h when every
+ * rule but the split holds (checked on a model of p*v layers, which always
+ * splits), else the even one alone. */
+static int enum_splits(const struct oc_enum_opts *o, const struct oc_model *m,
+                       const struct oc_topology *t, const struct oc_layout *l,
+                       int64_t first[], int64_t last[])
+{
+    first[0] = last[0] = 0;
+    if (o->even_stages)
+        return 1;
+    struct oc_model even = *m;
+    even.num_hidden_layers = l->pp * (l->vchunks > 0 ? l->vchunks : 1);
+    struct oc_status st = {{0}};
+    if (oc_layout_validate(l, &even, t, o->cards, &st) != 0)
+        return 1;
+    const int n = oc_stage_split_options_on(m, l, t, first, last, OC_SPLIT_MAX);
+    if (n == 0)
+        first[0] = last[0] = 0;
+    return n > 0 ? n : 1;
+}
+
 int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
                             const struct oc_model *m,
                             const struct oc_topology *t,
@@ -622,21 +645,35 @@ int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
             int64_t dp = o->cards / tp / pp;
             for (int i = 0; i < o->n_micro_batches; i++) {
                 for (int j = 0; j < o->n_schedules; j++) {
-                    if (n == cap) {
-                        cap *= 2;
-                        v = oc_xrealloc(v, (size_t)cap * sizeof *v);
+                    struct oc_layout l = o->base;
+                    l.tp = tp;
+                    l.pp = pp;
+                    l.dp = dp;
+                    l.micro_batch = o->micro_batches[i];
+                    l.schedule = o->schedules[j];
+                    l.vchunks = o->vchunks ? o->vchunks[j] : 1;
+                    l.first_stage_layers = l.last_stage_layers = 0;
+                    if (o->batch_tolerance > 0) {
+                        const int64_t g = oc_batch_nearest(&l, o->base.global_batch,
+                                                           o->batch_tolerance);
+                        if (g > 0)
+                            l.global_batch = g;
                     }
-                    struct oc_candidate *c = &v[n++];
-                    c->layout = o->base;
-                    c->layout.tp = tp;
-                    c->layout.pp = pp;
-                    c->layout.dp = dp;
-                    c->layout.micro_batch = o->micro_batches[i];
-                    c->layout.schedule = o->schedules[j];
-                    c->layout.vchunks = o->vchunks ? o->vchunks[j] : 1;
-                    struct oc_status st = {{0}};
-                    c->valid = oc_layout_validate(&c->layout, m, t, o->cards, &st) == 0;
-                    snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+                    int64_t first[OC_SPLIT_MAX], last[OC_SPLIT_MAX];
+                    const int ns = enum_splits(o, m, t, &l, first, last);
+                    for (int k = 0; k < ns; k++) {
+                        if (n == cap) {
+                            cap *= 2;
+                            v = oc_xrealloc(v, (size_t)cap * sizeof *v);
+                        }
+                        struct oc_candidate *c = &v[n++];
+                        c->layout = l;
+                        c->layout.first_stage_layers = first[k];
+                        c->layout.last_stage_layers = last[k];
+                        struct oc_status st = {{0}};
+                        c->valid = oc_layout_validate(&c->layout, m, t, o->cards, &st) == 0;
+                        snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+                    }
                 }
             }
         }
