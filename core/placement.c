@@ -79,12 +79,14 @@ int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
                        (long long)f, (long long)e, (long long)p);
     int64_t ms, ml;
     middle_of(l, m, &ms, &ml);
-    if (ml < ms || (ms == 0 && ml != 0))
+    if (ms == 0 && ml != 0)
+        return oc_fail(st, "with PP 2, first%lld + last%lld must be the %lld layers",
+                       (long long)f, (long long)e, (long long)L);
+    if (ml < ms)
         return oc_fail(st, "first%lld and last%lld leave %lld of the %lld layers for "
-                           "the %lld other stages (each needs at least 1; with PP 2 "
-                           "first + last must be %lld)",
+                           "the %lld other stage%s (each needs at least 1)",
                        (long long)f, (long long)e, (long long)ml, (long long)L,
-                       (long long)ms, (long long)L);
+                       (long long)ms, ms == 1 ? "" : "s");
     /* Megatron-LM (TransformerConfig): the stages between split the rest
      * evenly. */
     if (ms > 0 && ml % ms != 0)
@@ -95,8 +97,8 @@ int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
      * into its v chunks. */
     if (v > 1 && (f % v != 0 || e % v != 0 || (ms > 0 && (ml / ms) % v != 0)))
         return oc_fail(st, "with v%lld chunks per stage every stage's layers must be "
-                           "a multiple of %lld (first%lld, last%lld, %lld on the "
-                           "others)",
+                           "a multiple of %lld (first%lld, last%lld, %lld on each "
+                           "other stage)",
                        (long long)v, (long long)v, (long long)f, (long long)e,
                        (long long)(ms > 0 ? ml / ms : 0));
     return 0;

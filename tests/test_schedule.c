@@ -627,7 +627,7 @@ static void test_errors(void)
     l.first_stage_layers = 2;
     l.last_stage_layers = 2;
     CU_ASSERT_EQUAL(oc_schedule_build(&s, &m, &l, NULL, &st), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "first + last must be 8"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "first2 + last2 must be the 8 layers"));
     l.first_stage_layers = l.last_stage_layers = 0;
     /* G not a multiple of d*b */
     struct cfg c3 = {1, 2, 2, 4, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 0, 0,
