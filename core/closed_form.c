@@ -386,38 +386,39 @@ static void group_link(const struct oc_layout *l, const struct oc_topology *t,
  * head (stage p-1) add their time, and when the stages hold different
  * numbers of layers (first/last, placement.h). With U_i the time of one
  * micro-batch on stage i (its n_i layers of layer_s, its v chunks' sends
- * of chunk_s, and the embedding or head), the slowest stage sets the
- * steady state and the others add the fill and drain:
- *   step = m * max U_i + (sum U_i - max U_i) / vb
+ * of chunk_s, and the embedding or head), the pipeline runs at the pace of
+ * its slowest stage:
+ *   step = max_j ( m * U_j + (U_0 + ... + U_{j-1}) / vb )
  * (vb: v for the interleaved schedule, else 1). Derivation, for vb = 1:
- * the slowest stage j runs m forwards and m backwards, m * U_j, one after
- * another; its first forward waits for micro-batch 1's forwards on the
- * stages before it, its last backward for the last micro-batch's forwards
- * and backwards on the stages after it and is followed by the backwards
- * on the stages before it; so at least m * U_j + sum_{i != j} U_i, which
- * a 1F1B or GPipe schedule reaches when stage j is never starved (the
- * uneven splits of stage_split.c keep stage times close, so j's queue
- * stays fed; the test of closed form against simulator on an uneven split,
- * test_closed_form.c, holds it). The interleaved schedule's fill and drain
- * are chunks, 1/v of a stage. It is (m*v + p - 1) * unit exactly when the
- * stages are uniform. */
+ * stage j runs m forwards and m backwards, m * U_j, one after another; its
+ * first forward waits for micro-batch 1's forwards on the stages before
+ * it, and after its last backward the backwards of the stages before it
+ * run; so the step is at least m * U_j + sum_{i<j} U_i for every j. It is
+ * exactly that when the bounding stage j is never starved, which holds
+ * when the stages after j are no slower (with uniform stages or the head's
+ * stage the slowest, j = p - 1 and the form is (m*v + p - 1) * unit); when
+ * a slower stage comes first (a heavy first stage), it waits for the
+ * first backward from the stages after it and the step is somewhat longer
+ * (test_sim_replay.c holds both cases against the simulator). The
+ * interleaved schedule's fill and drain are chunks, 1/v of a stage. */
 static double pipeline_time_s(const struct oc_model *m, const struct oc_layout *l,
                               int64_t mb, int64_t v, int64_t vb, double layer_s,
                               double chunk_s, double embed_s, double head_s)
 {
-    double max_stage_s = 0, sum_stage_s = 0;
-    for (int64_t i = 0; i < l->pp; i++) {
-        double u = (double)oc_place_stage_layers(l, m, i) * layer_s +
+    double best_s = 0, before_s = 0;
+    for (int64_t j = 0; j < l->pp; j++) {
+        double u = (double)oc_place_stage_layers(l, m, j) * layer_s +
                    (double)v * chunk_s;
-        if (oc_place_stage_has_embed(l, i))
+        if (oc_place_stage_has_embed(l, j))
             u += embed_s;
-        if (oc_place_stage_has_head(l, i))
+        if (oc_place_stage_has_head(l, j))
             u += head_s;
-        sum_stage_s += u;
-        if (u > max_stage_s)
-            max_stage_s = u;
+        const double t = (double)mb * u + before_s / (double)vb;
+        if (t > best_s)
+            best_s = t;
+        before_s += u;
     }
-    return (double)mb * max_stage_s + (sum_stage_s - max_stage_s) / (double)vb;
+    return best_s;
 }
 
 /* The parameters of the largest stage (with an even split the embedding's

@@ -152,7 +152,8 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
  *   U_i    = n_i*layer + v * 2 PP sends, plus embedding fwd+bwd on stage 0,
  *            head fwd+bwd on p-1 (n_i: stage i's layers, placement.h;
  *            L/p when even), one micro-batch
- *   step   = m * max U_i + (sum U_i - max U_i)/v + exposed DP + optimizer
+ *   step   = max_j (m * U_j + (U_0 + ... + U_{j-1})/v) + exposed DP
+ *            + optimizer
  *
  * With unequal stages (the embedding and head, or first/last) the pipeline
  * runs at the pace of the slowest stage: the derivation is at
