@@ -12,7 +12,8 @@
 #   tp1-pp2-dp1-v2-first2-last6      interleaved: 1 + 1 layers on stage 0's
 #                                    two chunks, 3 + 3 on stage 1's
 #   tp1-pp2-dp1-gpipe-first5-last3   5, 3 under GPipe
-# The ops of stage 1 of first1-last3 run layers 1 and 2 only (ops.csv);
+# The ops of stage 1 of first1-last3 run layers 1 and 2 only (ops.csv); a
+# checkpoint saved on one split resumes on another;
 # and a split the layers cannot make is refused with one line before any
 # work.
 # usage: exec_uneven.sh path/to/ocsim-exec path/to/ocsim-weights-diff [mpirun]
@@ -22,7 +23,8 @@ wdiff=$2
 mpirun=${3:-mpirun}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-common=(--model tiny --global-batch 8 --seq 32 --steps 3 --timeout 60)
+base=(--model tiny --global-batch 8 --seq 32 --timeout 60)
+common=("${base[@]}" --steps 3)
 loss_tol=1e-5
 . "$(dirname "$0")/exec_common.sh"
 
@@ -46,6 +48,20 @@ got=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "layer_first") c = 
                END { for (k in s) print k }' "$tmp/pp4-1-2-2-3/ops.csv" 2>/dev/null |
       sort -n | tr '\n' ' ')
 [ "$got" = "1 2 " ] && ok || bad "stage 1 of first1-last3 ran layers '$got', expected '1 2 '"
+
+# A checkpoint moves between splits: 2 steps on first3-last5 saved, then
+# step 3 on first1-last3 from it gives the reference's step 3.
+common=("${base[@]}")
+if run ck-save 2 --layout tp1-pp2-dp1-nosp-first3-last5 --steps 2 --save "$tmp/ckpt" &&
+   run ck-load 4 --layout tp1-pp4-dp1-nosp-first1-last3 --steps 1 --load "$tmp/ckpt"; then
+  awk -F, 'NR == FNR { if ($1 == 3) r = $2; next }
+           FNR == 2 { d = ($2 - r) / r; if (d < 0) d = -d; exit !($1 == 3 && d <= 1e-5) }' \
+    "$tmp/ref/loss.csv" "$tmp/ck-load/loss.csv" && ok ||
+    bad "checkpoint across splits: step 3 $(tail -1 "$tmp/ck-load/loss.csv") vs the reference's"
+else
+  bad "checkpoint across splits: $(tail -3 "$tmp/ck-save.log" "$tmp/ck-load.log")"
+fi
+common=("${base[@]}" --steps 3)
 
 # A split the layers cannot make: one line, exit 2, nothing written.
 refused rest '^ocsim-exec: .*the 5 layers left by first1 and last2 do not split evenly' 4 \
