@@ -17,7 +17,7 @@ enum {
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
-    O_RESUME,
+    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -42,6 +42,8 @@ static const struct flag flags[] = {
     {{"micro-batch-size", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batches", required_argument, 0, O_MBS}, OC_OPT_SWEEP},
     {{"resume", no_argument, 0, O_RESUME}, OC_OPT_SWEEP},
+    {{"batch-tolerance", required_argument, 0, O_BATCH_TOL}, OC_OPT_SWEEP},
+    {{"even-stages", no_argument, 0, O_EVEN_STAGES}, OC_OPT_SWEEP},
     {{"global-batch", required_argument, 0, O_GB}, 0},
     {{"global-batch-size", required_argument, 0, O_GB}, 0},
     {{"seq", required_argument, 0, O_SEQ}, 0},
@@ -175,6 +177,25 @@ static int positive_real(const char *flag, const char *s, double *out,
         return oc_fail(st, "--%s %s is out of range (at most 1e9)", flag,
                        oc_quote(q, sizeof q, s));
     *out = v;
+    return 0;
+}
+
+/* --batch-tolerance: a percentage, "5%" or "5", in [0, 50]: how far from
+ * --global-batch a layout's batch may be (core/batch.h), as a fraction. */
+static int tolerance_value(const char *s, double *out, struct oc_status *st)
+{
+    errno = 0;
+    char *end;
+    char q[OC_QUOTE_MAX];
+    const double v = strtod(s, &end);
+    oc_quote(q, sizeof q, s);
+    if (end != s && *end == '%')
+        end++;
+    if (end == s || *end || isnan(v) || errno)
+        return oc_fail(st, "--batch-tolerance: '%s' is not a percentage (e.g. 5%% or 5)", q);
+    if (!(v >= 0) || v > 50)
+        return oc_fail(st, "--batch-tolerance %s: must be between 0%% and 50%%", q);
+    *out = v / 100.0;
     return 0;
 }
 
@@ -476,6 +497,8 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_FP32: o->layout.precision = OC_PREC_FP32; return 0;
     case O_COARSE: o->coarse = 1; return 0;
     case O_RESUME: o->resume = 1; return 0;
+    case O_BATCH_TOL: return tolerance_value(val, &o->batch_tolerance, st);
+    case O_EVEN_STAGES: o->even_stages = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;
     case O_JOBS: return positive(name, val, &o->jobs, st);

@@ -34,7 +34,8 @@ enum {
     OC_OPT_LAYOUT = 1 << 0, /* --layout, --tp, --pp, --dp (one layout) */
     OC_OPT_CSV = 1 << 1,    /* --csv FILE */
     OC_OPT_OUT = 1 << 2,    /* --out DIR */
-    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST, --resume */
+    OC_OPT_SWEEP = 1 << 3,  /* --micro-batches LIST, --schedules LIST, --resume,
+                               --batch-tolerance P, --even-stages */
     OC_OPT_SIM = 1 << 4,    /* --fidelity, --collective, --platform, --cfg, --jobs */
     OC_OPT_EXEC = 1 << 5,   /* ocsim-exec's own: --backend, --precision, --steps,
                                --lr, --seed, --timeout, --calibrate,
@@ -97,6 +98,11 @@ struct oc_opts {
     int64_t vchunks[OC_MAX_LIST];
     int n_schedules;
     int resume;               /* --resume: continue the sweep in --out */
+    double batch_tolerance;   /* --batch-tolerance P%: each layout runs the
+                                 global batch nearest --global-batch within
+                                 P/100 of it (core/batch.h); 0: exactly it */
+    int even_stages;          /* --even-stages: only even pipeline splits
+                                 (core/stage_split.h) */
     /* OC_OPT_SIM */
     const char *fidelity;     /* "fast" | "full" */
     const char *collective;   /* "auto" | "ring" | "tree" | "hier" */

@@ -50,7 +50,12 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "                          all (default 1f1b,interleaved:2)\n"
               "  --resume                continue the sweep in --out (interrupted, or\n"
               "                          to redo its report): the same flags, only the\n"
-              "                          layouts its sweep.journal lacks are simulated\n", f);
+              "                          layouts its sweep.journal lacks are simulated\n"
+              "  --batch-tolerance P     let each layout run the global batch nearest\n"
+              "                          --global-batch within P% (e.g. 5%; default 0:\n"
+              "                          exactly it); the row reports the batch it ran\n"
+              "  --even-stages           only even pipeline splits (default: also the\n"
+              "                          uneven first<N>/last<N> splits of the layers)\n", f);
     if (groups & OC_OPT_SIM)
         fputs("Simulation:\n"
               "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"

@@ -1,9 +1,9 @@
 /* closed_form.c: the textbook formulas of DESIGN.md as pure functions, and a
  * step-time estimate built from them (see closed_form.h).
  *
- * The estimate assumes what the formulas assume: uniform transformer
- * stages (the embedding and the LM head lengthen the first and last stage
- * only), an uncontended ring per collective, TP and pipeline communication on the critical path,
+ * The estimate assumes what the formulas assume: transformer stages that
+ * differ only in their layer count (first/last) and in the embedding and
+ * LM head of the first and last stage, an uncontended ring per collective, TP and pipeline communication on the critical path,
  * and DP gradient reduction after the last backward (or overlapped with
  * the last micro-batch's backward). The simulator models more.
  */
@@ -382,42 +382,55 @@ static void group_link(const struct oc_layout *l, const struct oc_topology *t,
 
 /* Pipeline (Narayanan et al. 2021, section 2.2): with uniform stages,
  * m*v chunk units of (compute + communication) stretched by the bubble:
- * (m*v + p - 1) units. The embedding (stage 0) and the head (stage p-1)
- * make those stages longer; with U_i the time of one micro-batch on stage
- * i (all its v chunks of unit_s), the slowest stage sets the steady state
- * and the others add the fill and drain:
- *   step = m * max U_i + (sum U_i - max U_i) / vb
- * which is (m*v + p - 1) * unit exactly when the stages are uniform (vb:
- * v for the interleaved schedule, else 1). */
-static double pipeline_time_s(const struct oc_layout *l, int64_t mb, int64_t v,
-                              int64_t vb, double unit_s, double embed_s,
-                              double head_s)
+ * (m*v + p - 1) units. Stages differ when the embedding (stage 0) and the
+ * head (stage p-1) add their time, and when the stages hold different
+ * numbers of layers (first/last, placement.h). With U_i the time of one
+ * micro-batch on stage i (its n_i layers of layer_s, its v chunks' sends
+ * of chunk_s, and the embedding or head), the pipeline runs at the pace of
+ * its slowest stage:
+ *   step = max_j ( m * U_j + (U_0 + ... + U_{j-1}) / vb )
+ * (vb: v for the interleaved schedule, else 1). Derivation, for vb = 1:
+ * stage j runs m forwards and m backwards, m * U_j, one after another; its
+ * first forward waits for micro-batch 1's forwards on the stages before
+ * it, and after its last backward the backwards of the stages before it
+ * run; so the step is at least m * U_j + sum_{i<j} U_i for every j. It is
+ * exactly that when the bounding stage j is never starved, which holds
+ * when the stages after j are no slower (with uniform stages or the head's
+ * stage the slowest, j = p - 1 and the form is (m*v + p - 1) * unit); when
+ * a slower stage comes first (a heavy first stage), it waits for the
+ * first backward from the stages after it and the step is somewhat longer
+ * (test_sim_replay.c holds both cases against the simulator). The
+ * interleaved schedule's fill and drain are chunks, 1/v of a stage. */
+static double pipeline_time_s(const struct oc_model *m, const struct oc_layout *l,
+                              int64_t mb, int64_t v, int64_t vb, double layer_s,
+                              double chunk_s, double embed_s, double head_s)
 {
-    double max_stage_s = 0, sum_stage_s = 0;
-    for (int64_t i = 0; i < l->pp; i++) {
-        double u = (double)v * unit_s;
-        if (oc_place_stage_has_embed(l, i))
+    double best_s = 0, before_s = 0;
+    for (int64_t j = 0; j < l->pp; j++) {
+        double u = (double)oc_place_stage_layers(l, m, j) * layer_s +
+                   (double)v * chunk_s;
+        if (oc_place_stage_has_embed(l, j))
             u += embed_s;
-        if (oc_place_stage_has_head(l, i))
+        if (oc_place_stage_has_head(l, j))
             u += head_s;
-        sum_stage_s += u;
-        if (u > max_stage_s)
-            max_stage_s = u;
+        const double t = (double)mb * u + before_s / (double)vb;
+        if (t > best_s)
+            best_s = t;
+        before_s += u;
     }
-    return (double)mb * max_stage_s + (sum_stage_s - max_stage_s) / (double)vb;
+    return best_s;
 }
 
-/* The parameters of the largest stage: the larger of the embedding's and
- * the head's stage (middle stages hold less). */
+/* The parameters of the largest stage (with an even split the embedding's
+ * or the head's; with first/last possibly a middle one). */
 static int64_t largest_stage_params(const struct oc_model *m,
                                     const struct oc_layout *l)
 {
-    const int64_t embed_stage = oc_place_embed(l).stage;
-    const int64_t head_stage = oc_place_head(l).stage;
-    int64_t params = oc_mem_stage_params(m, l, embed_stage);
-    if (head_stage != embed_stage &&
-        oc_mem_stage_params(m, l, head_stage) > params)
-        params = oc_mem_stage_params(m, l, head_stage);
+    int64_t params = 0;
+    for (int64_t i = 0; i < l->pp; i++) {
+        const int64_t n = oc_mem_stage_params(m, l, i);
+        params = n > params ? n : params;
+    }
     return params;
 }
 
@@ -513,41 +526,49 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const int64_t p = l->pp, tp = l->tp, d = l->dp;
     const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t mb = oc_layout_num_micro_batches(l);
-    const double lpc = (double)oc_layout_layers_per_chunk(l, m);
+    /* layers of the largest chunk (every chunk's when even) */
+    const double lpc = (double)oc_place_max_stage_layers(l, m) / (double)v;
     /* an s*b*h activation, e bytes per element (the run's precision) */
     const double sbh = (double)l->seq_length * (double)l->micro_batch *
                        (double)m->hidden_size;
     const double e = oc_layout_act_bytes(l);
 
-    /* Compute per chunk from the cost model (a middle stage: no embedding,
-     * no head). */
+    /* Compute per layer and per (largest) chunk from the cost model (no
+     * embedding, no head). */
     struct oc_cost c;
     oc_cost_init(&c, m, l, t);
-    out->fwd_chunk_s = lpc * (c.part_s[OC_PART_ATTN][OC_PHASE_FWD] +
-                              c.part_s[OC_PART_MLP][OC_PHASE_FWD]);
-    const double lrc = l->recompute == OC_RECOMPUTE_FULL
-                           ? (double)oc_mem_recomputed_layers(l, (int64_t)lpc)
-                           : lpc; /* layers recomputing (rfull<k>) */
-    out->bwd_chunk_s = lpc * (c.part_s[OC_PART_ATTN][OC_PHASE_BWD] +
-                              c.part_s[OC_PART_MLP][OC_PHASE_BWD]) +
-                       lrc * (c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
-                              c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]);
+    /* rfull<k>: the share of the largest chunk's layers that recompute
+     * (all of them under full recompute; selective recompute is in the
+     * recompute phase's own cost) */
+    const double rfrac = l->recompute == OC_RECOMPUTE_FULL
+                             ? (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
+                                   (lpc > 0 ? lpc : 1.0)
+                             : 1.0;
+    const double layer_fwd_s = c.part_s[OC_PART_ATTN][OC_PHASE_FWD] +
+                               c.part_s[OC_PART_MLP][OC_PHASE_FWD];
+    const double layer_bwd_s = c.part_s[OC_PART_ATTN][OC_PHASE_BWD] +
+                               c.part_s[OC_PART_MLP][OC_PHASE_BWD] +
+                               rfrac * (c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+                                        c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]);
+    out->fwd_chunk_s = lpc * layer_fwd_s;
+    out->bwd_chunk_s = lpc * layer_bwd_s;
 
     /* TP (Shoeybi et al. 2019, section 3): two all-reduces of s*b*h
      * values per layer forward and two backward; with sequence parallelism
      * each becomes an all-gather plus a reduce-scatter, the same bytes on a
      * ring (Korthikanti section 4.2.2). Full recompute reruns the forward's
      * two. */
-    double tp_chunk_s = 0;
+    double tp_layer_s = 0;
     if (tp > 1) {
         double bw, lat;
         group_link(l, t, CF_TP, &bw, &lat);
         /* rfull<k>: two more in the recomputed layers only */
         const double per_layer =
             4.0 + 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) / (lpc > 0 ? lpc : 1.0);
-        tp_chunk_s = per_layer * lpc *
+        tp_layer_s = per_layer *
                      oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
     }
+    const double tp_chunk_s = lpc * tp_layer_s;
 
     /* PP: per chunk and micro-batch one send of the activations forward and
      * one of their gradient backward, s*b*h values (/t with
@@ -564,14 +585,13 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
      * pipeline_time_s). */
     const int64_t vb = oc_place_interleaved_chunks(l);
     out->bubble_fraction = oc_cf_bubble_fraction(p, mb, vb);
-    const double unit_s = out->fwd_chunk_s + out->bwd_chunk_s + tp_chunk_s +
-                          pp_chunk_s;
     const double embed_s = c.part_s[OC_PART_EMBED][OC_PHASE_FWD] +
                            c.part_s[OC_PART_EMBED][OC_PHASE_BWD];
     const double head_s = c.part_s[OC_PART_HEAD][OC_PHASE_FWD] +
                           c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
     const double pipeline_s =
-        pipeline_time_s(l, mb, v, vb, unit_s, embed_s, head_s);
+        pipeline_time_s(m, l, mb, v, vb, layer_fwd_s + layer_bwd_s + tp_layer_s,
+                        pp_chunk_s, embed_s, head_s);
     out->tp_comm_s = (double)(mb * v) * tp_chunk_s;
     out->pp_comm_s = (double)(mb * v) * pp_chunk_s;
 

@@ -165,10 +165,16 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
  * the pipeline bubble, TP all-reduces on the node fabric, PP sends, and a
  * DP ring all-reduce of the stage's gradients after the last backward.
  *
- *   unit   = fwd_chunk + bwd_chunk + TP collectives + 2 PP sends (per chunk
- *            and micro-batch)
- *   U_i    = v*unit, plus embedding fwd+bwd on stage 0, head fwd+bwd on p-1
- *   step   = m * max U_i + (sum U_i - max U_i)/v + exposed DP + optimizer
+ *   layer  = layer fwd + bwd (incl. recompute) + its TP collectives
+ *   U_i    = n_i*layer + v * 2 PP sends, plus embedding fwd+bwd on stage 0,
+ *            head fwd+bwd on p-1 (n_i: stage i's layers, placement.h;
+ *            L/p when even), one micro-batch
+ *   step   = max_j (m * U_j + (U_0 + ... + U_{j-1})/v) + exposed DP
+ *            + optimizer
+ *
+ * With unequal stages (the embedding and head, or first/last) the pipeline
+ * runs at the pace of the slowest stage: the derivation is at
+ * pipeline_time_s in closed_form.c.
  *
  * With uniform stages (no embedding or head time) the pipeline term is
  * m*v*unit / (1 - bubble) = (m*v + p - 1) * unit, the textbook form.
@@ -184,9 +190,11 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
  * what the step's compute may hide (an estimate, not a bound).
  * The all-reduces charge their reductions at oc_cost_mem_Bps. */
 struct oc_cf_step {
-    double fwd_chunk_s;     /* one chunk forward, one micro-batch (middle stage) */
+    double fwd_chunk_s;     /* one chunk forward, one micro-batch (the largest
+                               chunk: the most layers of any stage, /v) */
     double bwd_chunk_s;     /* one chunk backward incl. recompute */
-    double tp_comm_s;       /* TP collectives per step, one rank */
+    double tp_comm_s;       /* TP collectives per step, one rank (of the
+                               largest stage) */
     double pp_comm_s;       /* pipeline sends per step, one rank */
     double dp_comm_s;       /* DP gradient reduction per step (exposed part
                                only in step_s when overlap_grad_reduce) */

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
+#include "placement.h"
+#include "stage_split.h"
+
 void oc_layout_default(struct oc_layout *l)
 {
     memset(l, 0, sizeof *l);
@@ -473,8 +477,6 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     if (l->cp > 1)
         return oc_fail(st, "context parallelism (cp%lld) is not modelled yet",
                        (long long)l->cp);
-    if (l->first_stage_layers > 0 || l->last_stage_layers > 0)
-        return oc_fail(st, "uneven pipeline stages (first/last) are not modelled yet");
     return 0;
 }
 
@@ -545,16 +547,9 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                            "schedule (got %s)",
                        (long long)l->vchunks, oc_schedule_name(l->schedule));
     }
-    int64_t v = l->vchunks;
-    if (m->num_hidden_layers % (l->pp * v) != 0) {
-        if (v > 1)
-            return oc_fail(st, "num_hidden_layers %lld is not divisible by "
-                               "PP*v = %lld*%lld = %lld",
-                           (long long)m->num_hidden_layers, (long long)l->pp,
-                           (long long)v, (long long)(l->pp * v));
-        return oc_fail(st, "num_hidden_layers %lld is not divisible by PP %lld",
-                       (long long)m->num_hidden_layers, (long long)l->pp);
-    }
+    /* the split of the layers over the stages (placement.h) */
+    if (oc_place_check_split(l, m, st) != 0)
+        return -1;
     if (l->global_batch % (l->dp * l->micro_batch) != 0)
         return oc_fail(st, "global batch %lld is not divisible by DP*micro-batch "
                            "= %lld*%lld = %lld",
@@ -568,15 +563,15 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                            "to be a multiple of PP %lld",
                        (long long)mbs, (long long)l->pp);
     /* Megatron-LM --recompute-method block: the first k layers of each
-     * chunk; k at or past the chunk's layers is plain full recompute, so
-     * one layout would have two labels. */
-    if (l->recompute_layers > 0 &&
-        l->recompute_layers >= oc_layout_layers_per_chunk(l, m))
+     * chunk; k at or past the largest chunk's layers is plain full
+     * recompute, so one layout would have two labels. */
+    const int64_t max_chunk_layers =
+        oc_place_max_stage_layers(l, m) / oc_place_chunks_per_stage(l);
+    if (l->recompute_layers > 0 && l->recompute_layers >= max_chunk_layers)
         return oc_fail(st, "rfull%lld recomputes every layer of a %lld-layer model "
                            "chunk: write rfull (or k below %lld)",
-                       (long long)l->recompute_layers,
-                       (long long)oc_layout_layers_per_chunk(l, m),
-                       (long long)oc_layout_layers_per_chunk(l, m));
+                       (long long)l->recompute_layers, (long long)max_chunk_layers,
+                       (long long)max_chunk_layers);
     if (t && !l->allow_cross_node_tp && l->tp > t->gpus_per_node)
         return oc_fail(st, "TP %lld spans nodes of %lld GPUs (tensor parallel "
                            "stays inside a node; --allow-cross-node-tp to permit)",
@@ -618,6 +613,27 @@ int64_t oc_layout_rank(const struct oc_layout *l, struct oc_coord c)
     return c.tp + l->tp * (c.cp + cp * (c.pp + l->pp * c.dp));
 }
 
+/* The splits to emit for candidate l: those of stage_split.h when every
+ * rule but the split holds (checked on a model of p*v layers, which always
+ * splits), else the even one alone. */
+static int enum_splits(const struct oc_enum_opts *o, const struct oc_model *m,
+                       const struct oc_topology *t, const struct oc_layout *l,
+                       int64_t first[], int64_t last[])
+{
+    first[0] = last[0] = 0;
+    if (o->even_stages)
+        return 1;
+    struct oc_model even = *m;
+    even.num_hidden_layers = l->pp * (l->vchunks > 0 ? l->vchunks : 1);
+    struct oc_status st = {{0}};
+    if (oc_layout_validate(l, &even, t, o->cards, &st) != 0)
+        return 1;
+    const int n = oc_stage_split_options_on(m, l, t, first, last, OC_SPLIT_MAX);
+    if (n == 0)
+        first[0] = last[0] = 0;
+    return n > 0 ? n : 1;
+}
+
 int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
                             const struct oc_model *m,
                             const struct oc_topology *t,
@@ -634,21 +650,35 @@ int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
             int64_t dp = o->cards / tp / pp;
             for (int i = 0; i < o->n_micro_batches; i++) {
                 for (int j = 0; j < o->n_schedules; j++) {
-                    if (n == cap) {
-                        cap *= 2;
-                        v = oc_xrealloc(v, (size_t)cap * sizeof *v);
+                    struct oc_layout l = o->base;
+                    l.tp = tp;
+                    l.pp = pp;
+                    l.dp = dp;
+                    l.micro_batch = o->micro_batches[i];
+                    l.schedule = o->schedules[j];
+                    l.vchunks = o->vchunks ? o->vchunks[j] : 1;
+                    l.first_stage_layers = l.last_stage_layers = 0;
+                    if (o->batch_tolerance > 0) {
+                        const int64_t g = oc_batch_nearest(&l, o->base.global_batch,
+                                                           o->batch_tolerance);
+                        if (g > 0)
+                            l.global_batch = g;
                     }
-                    struct oc_candidate *c = &v[n++];
-                    c->layout = o->base;
-                    c->layout.tp = tp;
-                    c->layout.pp = pp;
-                    c->layout.dp = dp;
-                    c->layout.micro_batch = o->micro_batches[i];
-                    c->layout.schedule = o->schedules[j];
-                    c->layout.vchunks = o->vchunks ? o->vchunks[j] : 1;
-                    struct oc_status st = {{0}};
-                    c->valid = oc_layout_validate(&c->layout, m, t, o->cards, &st) == 0;
-                    snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+                    int64_t first[OC_SPLIT_MAX], last[OC_SPLIT_MAX];
+                    const int ns = enum_splits(o, m, t, &l, first, last);
+                    for (int k = 0; k < ns; k++) {
+                        if (n == cap) {
+                            cap *= 2;
+                            v = oc_xrealloc(v, (size_t)cap * sizeof *v);
+                        }
+                        struct oc_candidate *c = &v[n++];
+                        c->layout = l;
+                        c->layout.first_stage_layers = first[k];
+                        c->layout.last_stage_layers = last[k];
+                        struct oc_status st = {{0}};
+                        c->valid = oc_layout_validate(&c->layout, m, t, o->cards, &st) == 0;
+                        snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+                    }
                 }
             }
         }

@@ -215,6 +215,8 @@ int64_t oc_layout_world(const struct oc_layout *l);
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
 int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
                                    const struct oc_model *m);    /* L/(p*v) */
+/* (of an even split; with first/last the layers of a stage and a chunk
+ * are placement.h's oc_place_stage_layers and oc_place_chunk_layers) */
 
 /* Rank numbering (see enum oc_rank_order). CP sits between TP and the
  * next index, as in Megatron-LM's order tp-cp-ep-dp-pp: TP fastest, then
@@ -232,6 +234,10 @@ struct oc_enum_opts {
     const enum oc_schedule_kind *schedules;
     const int64_t *vchunks;         /* v for each schedule entry */
     int n_schedules;
+    int even_stages;                /* 1: only the even split of the layers */
+    double batch_tolerance;         /* > 0: each layout runs the global batch
+                                       nearest base.global_batch within this
+                                       fraction of it (batch.h); 0: exactly it */
 };
 
 struct oc_candidate {
@@ -241,7 +247,11 @@ struct oc_candidate {
 };
 
 /* Fills *out (malloc'd, caller frees) with every candidate, valid or not,
- * ordered by tp, pp, dp, micro-batch, schedule. Returns the count. */
+ * ordered by tp, pp, dp, micro-batch, schedule, then split. Each (tp, pp,
+ * dp, micro-batch, schedule) whose other rules hold gives one candidate per
+ * split of the layers of oc_stage_split_options_on (stage_split.h: the
+ * even one first; only it with even_stages), the others one candidate with
+ * the even split and the reason. Returns the count. */
 int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
                             const struct oc_model *m,
                             const struct oc_topology *t,

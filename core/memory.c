@@ -168,7 +168,7 @@ double oc_mem_chunk_activation_bytes(const struct oc_model *m,
                                      const struct oc_layout *l, int64_t stage,
                                      int64_t chunk)
 {
-    double bytes = chunk_layers_bytes(m, l, oc_layout_layers_per_chunk(l, m));
+    double bytes = chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, chunk).count);
     if (oc_place_holds_embed(l, stage, chunk))
         bytes += oc_mem_embed_activation_bytes(m, l);
     if (oc_place_holds_head(l, stage, chunk))
@@ -180,13 +180,12 @@ int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
                             int64_t stage)
 {
     OC_ASSERT(stage >= 0 && stage < l->pp);
-    const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t h = m->hidden_size;
     /* Megatron-LM pads the vocabulary so every TP rank holds the same
      * number of rows; we pad to the next multiple of t (Megatron pads to a
      * multiple of 128*t, a difference of a few rows). */
     const int64_t vocab_rows = ceil_div(m->vocab_size, l->tp);
-    int64_t n = oc_layout_layers_per_chunk(l, m) * v *
+    int64_t n = oc_place_stage_layers(l, m, stage) *
                 oc_model_layer_params_tp(m, l->tp);
     if (oc_place_stage_has_embed(l, stage)) {
         /* Vocab-parallel word embedding (Shoeybi et al. 2019, section 3)
@@ -391,7 +390,7 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
         OC_ASSERT(mbs <= mb);
         out->activations_bytes =
             (double)out->inflight *
-            chunk_layers_bytes(m, l, oc_layout_layers_per_chunk(l, m));
+            chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, 0).count);
         out->logits_bytes = 0;
         if (oc_place_stage_has_embed(l, stage))
             out->activations_bytes +=

@@ -47,7 +47,11 @@
  * - In flight at stage i (0-based): GPipe m micro-batches, 1F1B min(p-i, m)
  *   (Narayanan et al. 2021, section 2.2), interleaved
  *   min((p-i-1)*2 + (v-1)*p + 1, m*v) chunks of L/(p*v) layers (Megatron-LM's
- *   warm-up count plus one).
+ *   warm-up count plus one). With uneven stages (first/last) a chunk of
+ *   stage i holds n_i/v layers (placement.h), so every per-stage term
+ *   follows n_i: stage i's layer activations are in-flight * n_i/v layer
+ *   terms and its parameters n_i layers' (the peak is the largest stage's
+ *   sum, whichever stage that is).
  * - First stage: the embedding's dropout mask (s*b*h, /t with SP); the
  *   embedding output is the first layer's input, already in the layer term.
  *   Last stage: final norm and LM head inputs (4*s*b*h, /t with SP as in
@@ -79,7 +83,7 @@ double oc_mem_head_activation_bytes(const struct oc_model *m,
 double oc_mem_logits_bytes(const struct oc_model *m, const struct oc_layout *l);
 
 /* What one forward of model chunk `chunk` on `stage` keeps for its backward,
- * one micro-batch: layers_per_chunk layer terms, plus the embedding term on
+ * one micro-batch: the chunk's layer terms (placement.h), plus the embedding term on
  * chunk 0 of stage 0 and the head term on chunk v-1 of stage p-1 (without
  * the logits). The schedule's ALLOC/FREE of activations use this size. */
 double oc_mem_chunk_activation_bytes(const struct oc_model *m,

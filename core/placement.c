@@ -40,12 +40,114 @@ struct oc_chunk_at oc_place_chunk_at(const struct oc_layout *l, int64_t g)
     return at;
 }
 
+/* The stages that split the layers left by first/last evenly, and those
+ * layers. */
+static void middle_of(const struct oc_layout *l, const struct oc_model *m,
+                      int64_t *stages, int64_t *layers)
+{
+    *stages = l->pp - (l->first_stage_layers > 0) - (l->last_stage_layers > 0);
+    *layers = m->num_hidden_layers - l->first_stage_layers - l->last_stage_layers;
+}
+
+int oc_place_uneven(const struct oc_layout *l)
+{
+    return l->first_stage_layers > 0 || l->last_stage_layers > 0;
+}
+
+int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
+                         struct oc_status *st)
+{
+    const int64_t L = m->num_hidden_layers, p = l->pp;
+    const int64_t v = oc_place_chunks_per_stage(l);
+    const int64_t f = l->first_stage_layers, e = l->last_stage_layers;
+    if (f < 0 || e < 0)
+        return oc_fail(st, "the first and last stage's layers must be at least 1");
+    if (!oc_place_uneven(l)) {
+        if (L % (p * v) == 0)
+            return 0;
+        if (v > 1)
+            return oc_fail(st, "num_hidden_layers %lld is not divisible by "
+                               "PP*v = %lld*%lld = %lld",
+                           (long long)L, (long long)p, (long long)v,
+                           (long long)(p * v));
+        return oc_fail(st, "num_hidden_layers %lld is not divisible by PP %lld",
+                       (long long)L, (long long)p);
+    }
+    if (p < 2)
+        return oc_fail(st, "first/last stage layers (first%lld, last%lld) need PP >= 2 "
+                           "(got PP %lld)",
+                       (long long)f, (long long)e, (long long)p);
+    int64_t ms, ml;
+    middle_of(l, m, &ms, &ml);
+    if (ms == 0 && ml != 0)
+        return oc_fail(st, "with PP 2, first%lld + last%lld must be the %lld layers",
+                       (long long)f, (long long)e, (long long)L);
+    if (ml < ms)
+        return oc_fail(st, "first%lld and last%lld leave %lld of the %lld layers for "
+                           "the %lld other stage%s (each needs at least 1)",
+                       (long long)f, (long long)e, (long long)ml, (long long)L,
+                       (long long)ms, ms == 1 ? "" : "s");
+    /* Megatron-LM (TransformerConfig): the stages between split the rest
+     * evenly. */
+    if (ms > 0 && ml % ms != 0)
+        return oc_fail(st, "the %lld layers left by first%lld and last%lld do not "
+                           "split evenly over the %lld other stages",
+                       (long long)ml, (long long)f, (long long)e, (long long)ms);
+    /* Megatron-LM: with a virtual pipeline every stage's layers divide
+     * into its v chunks. */
+    if (v > 1 && (f % v != 0 || e % v != 0 || (ms > 0 && (ml / ms) % v != 0)))
+        return oc_fail(st, "with v%lld chunks per stage every stage's layers must be "
+                           "a multiple of %lld (first%lld, last%lld, %lld on each "
+                           "other stage)",
+                       (long long)v, (long long)v, (long long)f, (long long)e,
+                       (long long)(ms > 0 ? ml / ms : 0));
+    return 0;
+}
+
+int64_t oc_place_stage_layers(const struct oc_layout *l,
+                              const struct oc_model *m, int64_t stage)
+{
+    OC_ASSERT(stage >= 0 && stage < l->pp);
+    if (!oc_place_uneven(l))
+        return m->num_hidden_layers / l->pp;
+    if (stage == 0 && l->first_stage_layers > 0)
+        return l->first_stage_layers;
+    if (stage == l->pp - 1 && l->last_stage_layers > 0)
+        return l->last_stage_layers;
+    int64_t ms, ml;
+    middle_of(l, m, &ms, &ml);
+    OC_ASSERT(ms > 0);
+    return ml / ms;
+}
+
+int64_t oc_place_max_stage_layers(const struct oc_layout *l,
+                                  const struct oc_model *m)
+{
+    int64_t most = 0;
+    for (int64_t i = 0; i < l->pp; i++) {
+        const int64_t n = oc_place_stage_layers(l, m, i);
+        most = n > most ? n : most;
+    }
+    return most;
+}
+
 struct oc_layer_range oc_place_chunk_layers(const struct oc_layout *l,
                                             const struct oc_model *m,
                                             int64_t stage, int64_t chunk)
 {
-    const int64_t lc = oc_layout_layers_per_chunk(l, m);
-    struct oc_layer_range r = {oc_place_global_chunk(l, stage, chunk) * lc, lc};
+    const int64_t v = oc_place_chunks_per_stage(l);
+    OC_ASSERT(chunk >= 0 && chunk < v);
+    /* One round of global chunks (c*p .. c*p + p-1) holds L/v layers, a
+     * stage n_i/v of them (placement.h). */
+    const int64_t n = oc_place_stage_layers(l, m, stage);
+    /* the stages before: stage 0, then stage-1 stages of the middle's
+     * (only stage p-1 may differ, and none comes after it) */
+    int64_t before = 0;
+    if (stage >= 1)
+        before += oc_place_stage_layers(l, m, 0);
+    if (stage >= 2) /* stage 1 is a middle stage then */
+        before += (stage - 1) * oc_place_stage_layers(l, m, 1);
+    struct oc_layer_range r = {chunk * (m->num_hidden_layers / v) + before / v, n / v};
     return r;
 }
 
@@ -53,9 +155,16 @@ struct oc_chunk_at oc_place_layer_chunk(const struct oc_layout *l,
                                         const struct oc_model *m,
                                         int64_t layer)
 {
-    const int64_t lc = oc_layout_layers_per_chunk(l, m);
-    OC_ASSERT(lc >= 1 && layer >= 0 && layer < lc * oc_place_global_chunks(l));
-    return oc_place_chunk_at(l, layer / lc);
+    OC_ASSERT(layer >= 0 && layer < m->num_hidden_layers);
+    const int64_t n = oc_place_global_chunks(l);
+    for (int64_t g = 0; g < n; g++) {
+        const struct oc_chunk_at at = oc_place_chunk_at(l, g);
+        const struct oc_layer_range r = oc_place_chunk_layers(l, m, at.stage, at.chunk);
+        if (layer < r.first + r.count)
+            return at;
+    }
+    OC_ASSERT(0); /* the chunks hold every layer */
+    return oc_place_chunk_at(l, n - 1);
 }
 
 struct oc_chunk_at oc_place_embed(const struct oc_layout *l)

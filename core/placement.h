@@ -16,7 +16,8 @@
  * chunk holds (memory.h), or the ranks of a group (oc_schedule_group).
  *
  * Letters: p = PP size, v = model chunks per stage (1 unless interleaved),
- * L = layers, Lc = L/(p*v) layers per chunk.
+ * L = layers, Lc = L/(p*v) layers per chunk of an even split, n_i the
+ * layers of stage i.
  *
  * Model order (Megatron-LM's interleaved assignment, Narayanan et al. 2021,
  * "Efficient Large-Scale Language Model Training on GPU Clusters Using
@@ -26,6 +27,21 @@
  * (chunk v-1 of stage p-1) the final norm and LM head after its layers.
  * Without interleaving (v = 1) stage i holds layers [i*L/p, (i+1)*L/p).
  *
+ * Uneven stages (layout.h's first_stage_layers, last_stage_layers;
+ * Megatron-LM --decoder-first-pipeline-num-layers and
+ * --decoder-last-pipeline-num-layers): stage 0 holds n_0 = first layers,
+ * stage p-1 n_{p-1} = last, and the stages between split the rest evenly
+ * (a stage whose count is not given is one of those). With v chunks per
+ * stage, stage i's n_i layers are spread evenly over its v chunks, n_i/v
+ * each, so every n_i must be a multiple of v (Megatron-LM's rule: the
+ * first and last stage's counts divisible by the virtual pipeline size,
+ * and the middle stages' too). The model order stays the interleaved one:
+ * global chunk g = c*p + i holds n_i/v layers, starting after the chunks
+ * before it, so chunk c of stage i starts at layer
+ *   c*L/v + (n_0 + ... + n_{i-1})/v.
+ * Without first/last every n_i is L/p and this is [g*Lc, (g+1)*Lc).
+ * 80 layers on pp12 with first5 and last5: stages 1..10 hold 70/10 = 7.
+ *
  * Tied embeddings (Megatron-LM's embedding group): with
  * tie_word_embeddings and p > 1 the head stage keeps a copy of the word
  * embedding, and the embedding stage and the head stage all-reduce the two
@@ -33,7 +49,8 @@
  * and the head reads the embedding itself.
  *
  * The functions take any layout whose sizes are at least 1 (vchunks below
- * 1 counts as 1) and assert the stage, chunk and layer ranges.
+ * 1 counts as 1) and whose split passes oc_place_check_split, and assert
+ * the stage, chunk and layer ranges.
  */
 #ifndef OC_PLACEMENT_H
 #define OC_PLACEMENT_H
@@ -42,6 +59,7 @@
 
 #include "layout.h"
 #include "model.h"
+#include "status.h"
 
 /* A model chunk by where it runs: local chunk `chunk` of pipeline stage
  * `stage`. */
@@ -68,11 +86,28 @@ int64_t oc_place_global_chunk(const struct oc_layout *l, int64_t stage,
                               int64_t chunk);
 struct oc_chunk_at oc_place_chunk_at(const struct oc_layout *l, int64_t g);
 
-/* The layers chunk `chunk` of `stage` holds: [g*Lc, (g+1)*Lc). */
+/* Whether the layout names first/last stage layers. */
+int oc_place_uneven(const struct oc_layout *l);
+/* Whether m's layers split over l's stages and chunks as above: L
+ * divisible by p*v without first/last; with them PP >= 2, every stage at
+ * least 1 layer, the middle stages an even split of the rest, and with
+ * v > 1 every stage's layers a multiple of v. One line naming the numbers
+ * when not (oc_layout_validate and oc_schedule_build call it). */
+int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
+                         struct oc_status *st);
+/* n_i: the layers of `stage` (all v chunks), and the most of any stage. */
+int64_t oc_place_stage_layers(const struct oc_layout *l,
+                              const struct oc_model *m, int64_t stage);
+int64_t oc_place_max_stage_layers(const struct oc_layout *l,
+                                  const struct oc_model *m);
+
+/* The layers chunk `chunk` of `stage` holds: n_i/v of them from
+ * c*L/v + (n_0 + ... + n_{i-1})/v on ([g*Lc, (g+1)*Lc) when even). */
 struct oc_layer_range oc_place_chunk_layers(const struct oc_layout *l,
                                             const struct oc_model *m,
                                             int64_t stage, int64_t chunk);
-/* The chunk that holds global layer `layer`: global chunk layer / Lc. */
+/* The chunk that holds global layer `layer` (global chunk layer / Lc when
+ * even). */
 struct oc_chunk_at oc_place_layer_chunk(const struct oc_layout *l,
                                         const struct oc_model *m,
                                         int64_t layer);

@@ -7,11 +7,13 @@
  * cost.c) or a simulator.
  *
  * Letters: t, p, d = TP, PP, DP sizes; m = micro-batches per step; v = model
- * chunks per stage; Lc = layers per chunk = L/(p*v); s, b, h, V = sequence,
+ * chunks per stage; Lc = layers per chunk (L/(p*v) when even, n_i/v on
+ * stage i with first/last; placement.h); s, b, h, V = sequence,
  * micro-batch size, hidden size, vocabulary.
  *
  * Model order: placement.h (global chunk g = c*p + i is chunk c of stage i
- * and holds layers [g*Lc, (g+1)*Lc); g = 0 carries the embedding, g = p*v-1
+ * and holds its stage's Lc layers, after the chunks before it; g = 0
+ * carries the embedding, g = p*v-1
  * the LM head); every placement fact here is asked there.
  *
  * The order of each stage's units: schedule_order.c.
@@ -156,7 +158,7 @@ struct sink {
 struct ctx {
     const struct oc_model *model;
     const struct oc_layout *l;
-    int64_t t, p, d, v, m, lc;
+    int64_t t, p, d, v, m;
     enum oc_grain grain;
     int emit_memory;
     int sp; /* sequence parallel in effect (t > 1) */
@@ -479,7 +481,7 @@ static double chunk_params(const struct ctx *x, int64_t stage, int64_t c,
 {
     if (x->v == 1)
         return (double)params;
-    double layers = (double)x->lc *
+    double layers = (double)oc_place_chunk_layers(x->l, x->model, stage, c).count *
                     (double)oc_model_layer_params_tp(x->model, x->t);
     double extra = (double)params - (double)x->v * layers;
     if (extra < 0) /* memory.c counts differently: split evenly */
@@ -747,11 +749,8 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
                            "multiple of DP*micro-batch = %lld",
                        (long long)l->global_batch,
                        (long long)(l->dp * l->micro_batch));
-    if (m->num_hidden_layers < l->pp * v ||
-        m->num_hidden_layers % (l->pp * v) != 0)
-        return oc_fail(st, "schedule: %lld layers do not split into PP*v = %lld "
-                           "equal chunks",
-                       (long long)m->num_hidden_layers, (long long)(l->pp * v));
+    if (oc_place_check_split(l, m, st) != 0)
+        return oc_fail(st, "schedule: %s", st->msg);
     if (interleaved && nm % l->pp != 0)
         return oc_fail(st, "schedule: the interleaved schedule needs the %lld "
                            "micro-batches to be a multiple of PP %lld",
@@ -766,7 +765,6 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.d = l->dp;
     x.v = v;
     x.m = nm;
-    x.lc = oc_layout_layers_per_chunk(l, m);
     x.grain = o->grain;
     x.emit_memory = o->emit_memory;
     x.sp = l->sequence_parallel && l->tp > 1;

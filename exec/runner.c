@@ -74,7 +74,8 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     r->dp = l->dp;
     r->m = s->num_micro_batches;
     r->v = l->vchunks;
-    r->lc = oc_layout_layers_per_chunk(l, m);
+    /* every chunk of a stage holds as many layers (placement.h) */
+    r->lc = oc_place_chunk_layers(l, m, r->me.pp, 0).count;
     r->N = r->d.B * r->d.T;
     r->C = r->d.C;
     r->S = oc_gpt_stream_floats(&r->d);

@@ -6,6 +6,7 @@ const char *const oc_metrics_csv_cols[] = {
     "recompute", "step_time_s", "tokens_per_s", "tflops_per_gpu", "mfu",
     "bubble_fraction", "compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s",
     "exposed_comm_s", "peak_mem_bytes", "device_mem_bytes", "fits", "reason",
+    "global_batch", "layout",
 };
 const int oc_metrics_csv_ncols =
     (int)(sizeof oc_metrics_csv_cols / sizeof oc_metrics_csv_cols[0]);
@@ -27,6 +28,18 @@ static void knobs(struct oc_csv *c, const struct oc_layout *l, int64_t m)
     oc_csv_field_str(c, oc_recompute_name(l->recompute));
 }
 
+/* After the reason: the global batch the row ran (it may differ from
+ * --global-batch under --batch-tolerance) and the layout's label, which
+ * names every knob (first/last stage layers among them) and pastes into
+ * --layout. */
+static void tail(struct oc_csv *c, const struct oc_layout *l)
+{
+    char label[256];
+    oc_layout_format(l, label, sizeof label);
+    oc_csv_field_i64(c, l->global_batch);
+    oc_csv_field_str(c, label);
+}
+
 void oc_metrics_csv_row(struct oc_csv *c, const struct oc_metrics *mt,
                         const char *reason)
 {
@@ -40,6 +53,7 @@ void oc_metrics_csv_row(struct oc_csv *c, const struct oc_metrics *mt,
         oc_csv_field_f64(c, v[i]);
     oc_csv_field_i64(c, mt->fits);
     oc_csv_field_str(c, reason ? reason : "");
+    tail(c, &mt->layout);
     oc_csv_end_row(c);
 }
 
@@ -58,5 +72,6 @@ void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
     oc_csv_field_f64(c, device_mem_bytes);
     oc_csv_field_i64(c, 0);
     oc_csv_field_str(c, reason);
+    tail(c, l);
     oc_csv_end_row(c);
 }

@@ -225,6 +225,14 @@ static void knob_diff(struct sb *b, const struct oc_layout *x, const struct oc_l
          x->sequence_parallel ? "on" : "off", y->sequence_parallel ? "on" : "off");
     KNOB(x->overlap_grad_reduce != y->overlap_grad_reduce, "overlapped DP reduction %s vs %s",
          x->overlap_grad_reduce ? "on" : "off", y->overlap_grad_reduce ? "on" : "off");
+    /* uneven stages (placement.h): the first and last stage's layers, 0 even */
+    KNOB(x->first_stage_layers != y->first_stage_layers ||
+             x->last_stage_layers != y->last_stage_layers,
+         "first/last stage layers %lld/%lld vs %lld/%lld (0: as the middle stages)",
+         (long long)x->first_stage_layers, (long long)x->last_stage_layers,
+         (long long)y->first_stage_layers, (long long)y->last_stage_layers);
+    KNOB(x->global_batch != y->global_batch, "global batch %lld vs %lld sequences",
+         (long long)x->global_batch, (long long)y->global_batch);
 #undef KNOB
     if (k)
         sb_add(b, ".");

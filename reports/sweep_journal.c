@@ -126,7 +126,8 @@ uint64_t oc_hash_layouts(const struct oc_layout *l, const unsigned char *valid, 
                              x->seq_length, x->schedule, x->vchunks, x->recompute,
                              x->sequence_parallel, x->zero,
                              x->overlap_grad_reduce, x->attention, x->order,
-                             x->allow_cross_node_tp, x->precision, valid[i]};
+                             x->allow_cross_node_tp, x->precision,
+                             x->first_stage_layers, x->last_stage_layers, valid[i]};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             fnv_i64(&f, v[k]);
     }

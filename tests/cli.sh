@@ -43,7 +43,7 @@ expect 2 'broken.json:3' "$ocsim" layouts --cards 8 --model "$tmp/broken.json"
 "$ocsim" layouts --cards 64 --csv "$tmp/l.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -ne 0 ]; then bad "layouts --cards 64 exit $rc: $(cat "$tmp/err")"; else ok; fi
-head -1 "$tmp/l.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,.*peak_mem_bytes,.*fits,reason$' \
+head -1 "$tmp/l.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,.*peak_mem_bytes,.*fits,reason,global_batch,layout$' \
   && ok || bad "layouts CSV header: $(head -1 "$tmp/l.csv")"
 rows=$(tail -n +2 "$tmp/l.csv" | awk -F, '$1*$2*$3 != 64 {bad++} END {print NR, bad+0}')
 [ "${rows#* }" = "0" ] && [ "${rows% *}" -gt 10 ] && ok || bad "layouts CSV rows (count, wrong): $rows"
@@ -86,7 +86,7 @@ grep -q 'ocsim_replay.*rank 1 op' "$tmp/err" && bad "fast fidelity traced rank 1
 # sweep: the ranked table, sweep.csv with one row per candidate, the report
 # and the plots.
 expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep" --jobs 2
-head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason$' \
+head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout$' \
   && ok || bad "sweep.csv header: $(head -1 "$tmp/sweep/sweep.csv")"
 # 8 = 2^3: C(5,2) = 10 (tp, pp, dp) triples x 3 micro-batch sizes x 2 schedules.
 rows=$(tail -n +2 "$tmp/sweep/sweep.csv" | wc -l)

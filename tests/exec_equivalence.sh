@@ -106,7 +106,7 @@ done
 # The outputs of one run: measured.csv in simulate.csv's columns, every
 # rank's ops, memory by buffer kind, the trace.
 d=$tmp/tp2-pp2-dp2
-hdr='tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason'
+hdr='tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout'
 if [ "$(head -1 "$d/measured.csv")" = "$hdr" ] && [ "$(wc -l <"$d/measured.csv")" -eq 2 ] &&
    awk -F, 'NR == 2 { exit !($1 == 2 && $2 == 2 && $3 == 2 && $9 > 0 && $14 > 0 && $15 > 0 && $16 > 0 && $17 > 0 && $19 > 0) }' "$d/measured.csv"; then
   ok

@@ -347,7 +347,7 @@ static void test_enumerate(void)
     int64_t vs[] = {1, 2};
     struct oc_enum_opts o = {.cards = 64, .base = base(), .micro_batches = mbs,
                              .n_micro_batches = 2, .schedules = sch,
-                             .vchunks = vs, .n_schedules = 2};
+                             .vchunks = vs, .n_schedules = 2, .even_stages = 1};
     struct oc_candidate *c = NULL;
     int64_t n = oc_layout_enumerate(&o, &m, &t, &c);
     /* 64 = 2^6: ordered (tp, pp, dp) with product 64 = C(6+2, 2) = 28;

@@ -620,7 +620,15 @@ static void test_errors(void)
                      OC_ORDER_TP_DP_PP};
     l = make_layout(&c2);
     CU_ASSERT_EQUAL(oc_schedule_build(&s, &m, &l, NULL, &st), -1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "8 layers"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "num_hidden_layers 8 is not divisible by PP 3"));
+    /* pp2 with first2 and last2: no stage between takes the other 4 */
+    l.pp = 2;
+    l.dp = 1;
+    l.first_stage_layers = 2;
+    l.last_stage_layers = 2;
+    CU_ASSERT_EQUAL(oc_schedule_build(&s, &m, &l, NULL, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "first2 + last2 must be the 8 layers"));
+    l.first_stage_layers = l.last_stage_layers = 0;
     /* G not a multiple of d*b */
     struct cfg c3 = {1, 2, 2, 4, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 0, 0,
                      OC_ORDER_TP_DP_PP};

@@ -170,6 +170,32 @@ static void test_memory_peak_closed_form(void)
         }
     }
     CU_ASSERT(checked > 100);
+    /* uneven stages (placement.h): the schedule's ALLOC/FREE follow each
+     * stage's layers as memory.c does, under 1F1B, GPipe and v2 */
+    const struct {
+        struct cfg c;
+        int64_t first, last;
+    } uneven[] = {
+        {{1, 4, 1, 8, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 0, 0, OC_ORDER_TP_DP_PP}, 1, 3},
+        {{2, 2, 2, 3, OC_SCHED_GPIPE, 1, 1, OC_RECOMPUTE_SELECTIVE, 1, 1, OC_ORDER_TP_DP_PP}, 6, 2},
+        {{1, 2, 1, 4, OC_SCHED_INTERLEAVED, 2, 0, OC_RECOMPUTE_FULL, 0, 0, OC_ORDER_TP_DP_PP}, 2, 6},
+        {{1, 3, 1, 5, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE, 0, 0, OC_ORDER_TP_PP_DP}, 2, 0},
+    };
+    for (size_t i = 0; i < sizeof uneven / sizeof uneven[0]; i++) {
+        struct oc_layout l = make_layout(&uneven[i].c);
+        l.first_stage_layers = uneven[i].first;
+        l.last_stage_layers = uneven[i].last;
+        for (int g = 0; g < 2; g++) {
+            struct oc_schedule s;
+            build(&s, &m, &l, (enum oc_grain)g);
+            for (int64_t r = 0; r < s.nranks; r++) {
+                struct oc_mem_breakdown b;
+                oc_memory_stage(&m, &l, oc_layout_coord(&l, r).pp, &b);
+                OC_ASSERT_REL(replay_peak_bytes(&s.ranks[r]), b.total_bytes, 1e-9);
+            }
+            oc_schedule_free(&s);
+        }
+    }
 }
 
 /* The schedule's memory ops on the tiny GPT (h 64, a 4, L 8, f 256, V 512,

@@ -13,6 +13,7 @@
 static const char *const csv_cols[] = {
     "tp", "pp", "dp", "micro_batch", "num_micro_batches", "schedule", "vchunks",
     "peak_mem_bytes", "peak_mem_stage", "device_mem_bytes", "fits", "reason",
+    "global_batch", "layout",
 };
 #define NCOLS ((int)(sizeof csv_cols / sizeof csv_cols[0]))
 
@@ -83,6 +84,8 @@ int oc_cmd_layouts(int argc, char **argv)
         .schedules = o.schedules,
         .vchunks = o.vchunks,
         .n_schedules = o.n_schedules,
+        .even_stages = o.even_stages,
+        .batch_tolerance = o.batch_tolerance,
     };
     struct oc_candidate *cands = NULL;
     int64_t n = oc_layout_enumerate(&eo, &o.model, &o.topo, &cands);
@@ -106,8 +109,8 @@ int oc_cmd_layouts(int argc, char **argv)
            o.layout.sequence_parallel ? "on" : "off",
            o.layout.zero ? "on" : "off",
            o.layout.attention == OC_ATTN_FLASH ? "flash" : "classic");
-    printf("%4s %4s %4s %4s %6s %-14s %10s %-4s %s\n", "tp", "pp", "dp", "mb",
-           "m", "schedule", "peak_mem", "fits", "reason");
+    printf("%4s %4s %4s %4s %6s %-14s %-14s %10s %-4s %s\n", "tp", "pp", "dp", "mb",
+           "m", "schedule", "stages", "peak_mem", "fits", "reason");
     int64_t nvalid = 0, nfit = 0;
     for (int64_t i = 0; i < n; i++) {
         const struct oc_candidate *c = &cands[i];
@@ -121,10 +124,15 @@ int oc_cmd_layouts(int argc, char **argv)
             snprintf(sched, sizeof sched, "interleaved:%lld", (long long)l->vchunks);
         else
             snprintf(sched, sizeof sched, "%s", oc_schedule_name(l->schedule));
+        /* the split of the layers (placement.h): even, or first/last */
+        char stages[48] = "even";
+        if (l->first_stage_layers || l->last_stage_layers)
+            snprintf(stages, sizeof stages, "first%lld-last%lld",
+                     (long long)l->first_stage_layers, (long long)l->last_stage_layers);
         int64_t m = c->valid ? oc_layout_num_micro_batches(l) : 0;
-        printf("%4lld %4lld %4lld %4lld %6lld %-14s %10s %-4s %s\n",
+        printf("%4lld %4lld %4lld %4lld %6lld %-14s %-14s %10s %-4s %s\n",
                (long long)l->tp, (long long)l->pp, (long long)l->dp,
-               (long long)l->micro_batch, (long long)m, sched,
+               (long long)l->micro_batch, (long long)m, sched, stages,
                c->valid ? oc_fmt_si(mem, sizeof mem, v.peak_bytes, "B") : "-",
                v.fits ? "yes" : "no", v.reason);
         if (csv.f) {
@@ -142,6 +150,10 @@ int oc_cmd_layouts(int argc, char **argv)
             oc_csv_field_f64(&csv, o.topo.device.memory_bytes);
             oc_csv_field_i64(&csv, v.fits);
             oc_csv_field_str(&csv, v.reason);
+            char label[256];
+            oc_layout_format(l, label, sizeof label);
+            oc_csv_field_i64(&csv, l->global_batch);
+            oc_csv_field_str(&csv, label);
             oc_csv_end_row(&csv);
         }
     }

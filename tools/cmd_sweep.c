@@ -234,6 +234,7 @@ static void plan(struct run *r, const struct oc_opts *o, uint64_t *layouts_hash)
         .cards = o->cards, .base = o->layout,
         .micro_batches = o->micro_batches, .n_micro_batches = o->n_micro_batches,
         .schedules = o->schedules, .vchunks = o->vchunks, .n_schedules = o->n_schedules,
+        .even_stages = o->even_stages, .batch_tolerance = o->batch_tolerance,
     };
     struct oc_candidate *cands = NULL;
     int64_t n = oc_layout_enumerate(&eo, &o->model, &o->topo, &cands);
