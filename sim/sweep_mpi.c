@@ -266,7 +266,7 @@ static struct oc_sweep_remote rem0;
 
 /* The hellos of every serving rank, within the timeout; a rank that is
  * silent is left out (lost). Prints one line per rank that cannot serve. */
-static void handshake(struct oc_sweep_remote *r, int local_jobs)
+static void handshake(struct oc_sweep_remote *r)
 {
     struct oc_mpi_state *g = &oc_mpi_g;
     char format[64];
@@ -274,7 +274,10 @@ static void handshake(struct oc_sweep_remote *r, int local_jobs)
     int missing = r->size - 1;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    const double until = (double)ts.tv_sec + g->timeout_s;
+    /* the hellos wait for every rank's start (MPI_Init is collective),
+     * which may take longer than a silence that means a rank is lost */
+    const double wait_s = g->timeout_s > 60 ? g->timeout_s : 60;
+    const double until = (double)ts.tv_sec + wait_s;
     while (missing > 0) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         int left_ms = (int)(1000 * (until - (double)ts.tv_sec));
@@ -320,19 +323,14 @@ static void handshake(struct oc_sweep_remote *r, int local_jobs)
             p->out = oc_xcalloc((size_t)p->jobs, sizeof *p->out);
         }
     }
-    int slots = local_jobs, ranks = 1;
     for (int k = 1; k < r->size; k++) {
         if (!r->peer[k].hello && !r->peer[k].lost)
             r->peer[k].lost = 1; /* no hello in time */
         if (r->peer[k].lost)
-            fprintf(stderr, "ocsim sweep: warning: rank %d sent no hello in %.0f s "
-                            "(OCSIM_SWEEP_MPI_TIMEOUT_S): left out\n",
-                    k, g->timeout_s);
-        slots += r->peer[k].ok ? r->peer[k].jobs : 0;
-        ranks += r->peer[k].ok;
+            fprintf(stderr, "ocsim sweep: warning: rank %d sent no hello in %.0f s: left "
+                            "out\n",
+                    k, wait_s);
     }
-    fprintf(stderr, "ocsim sweep: %d of %d MPI ranks simulate, %d at a time (rank 0: %d)\n",
-            ranks, r->size, slots, local_jobs);
 }
 
 int oc_sweep_remote_begin(struct oc_sweep_remote **rp, const struct oc_model *m,
@@ -352,18 +350,30 @@ int oc_sweep_remote_begin(struct oc_sweep_remote **rp, const struct oc_model *m,
         r->size = g->size;
         r->peer = oc_xcalloc((size_t)r->size, sizeof *r->peer);
         r->buf = oc_xmalloc(OC_MPI_MSG_MAX);
-        handshake(r, local_jobs);
+        handshake(r);
     }
     if (g->sock < 0)
         return 0;
     const uint64_t want = oc_mpi_setup_hash(m, t, ro);
-    int any = 0;
+    static int first = 1; /* the command's own sweep; later callers may differ */
+    int any = 0, slots = local_jobs, ranks = 1;
     for (int k = 1; k < r->size; k++) {
         struct peer *p = &r->peer[k];
         p->nout = 0;
         p->use = p->ok && !p->lost && p->hash == want;
         any |= p->use;
+        if (first && p->ok && !p->lost && p->hash != want)
+            fprintf(stderr, "ocsim sweep: warning: rank %d (%s) does not take part: its model, "
+                            "topology or simulation options differ from rank 0's (other "
+                            "files on its node?)\n",
+                    k, p->host);
+        slots += p->use ? p->jobs : 0;
+        ranks += p->use;
     }
+    if (first)
+        fprintf(stderr, "ocsim sweep: %d of %d MPI ranks simulate, %d at a time (rank 0: %d)\n",
+                ranks, r->size, slots, local_jobs);
+    first = 0;
     if (!any)
         return 0;
     r->seq++;

@@ -13,26 +13,32 @@
  *   rc = ...the sweep: oc_sweep_run uses the other ranks by itself...;
  *   return oc_sweep_mpi_end(rc);                      // rank 0: servers exit
  *
- * Where MPI lives: in one "proxy" process per rank, forked from ocsim
- * before anything calls MPI_Init; it alone calls MPI (MPI_Init, Isend,
- * Iprobe/Recv, MPI_Finalize) and relays messages to its parent over a
- * socketpair (SOCK_SEQPACKET: one message per packet). The parent, which
- * forks the sweep's workers and their SimGrid children, never initialised
- * MPI, so fork() never copies an MPI library's state (registered memory
- * of InfiniBand transports, progress threads, PMIx sockets): the reason
- * Open MPI documents fork() after MPI_Init as unsafe with some transports.
- * A launcher identifies a process by its environment (PMIx/PMI variables),
- * so a child of the launched process may be the MPI process, as under
- * `mpirun sh -c ./prog`. The proxy polls (MPI_Iprobe, then poll(2) on the
- * socket for 1 ms): Open MPI's blocking calls spin a core, and a rank's
- * cores belong to its simulations.
- *
- * Why libmpi is linked (not dlopen'ed): MPI's ABI is the implementation's
- * (MPI_Comm is a pointer in Open MPI, an int in MPICH), so code built
- * against one mpi.h must load that library anyway; linking checks it at
- * build time. A plain run never calls MPI_Init (only a launched rank of a
- * world of more than one does). Without MPI at build time, a launched
- * `ocsim sweep` refuses with one line.
+ * Where MPI lives: in one proxy process per rank, the program
+ * ocsim-mpi-proxy (sweep_mpi_proxy.c), which ocsim forks and execs; it
+ * alone calls MPI (MPI_Init, Isend, Iprobe/Recv, MPI_Finalize) and relays
+ * messages to its parent over a socketpair (SOCK_SEQPACKET: one message
+ * per packet). Why:
+ * - fork(): ocsim forks the sweep's workers and their SimGrid children;
+ *   it never initialised MPI, so no fork copies an MPI library's state
+ *   (memory registered by InfiniBand transports, progress threads, PMIx
+ *   sockets: the reason Open MPI calls fork() after MPI_Init unsafe with
+ *   some transports), and the children need no care about it.
+ * - linking: libsimgrid exports the MPI API itself (SMPI), so in ocsim's
+ *   process MPI_Init binds to SimGrid's ("Your MPI program was not
+ *   properly initialized", seen here with libmpi linked into ocsim), and
+ *   dlopen'ing libmpi would need its ABI by hand (MPI_Comm is a pointer
+ *   in Open MPI, an int in MPICH). A program of its own, linked with
+ *   libmpi and nothing else, has neither problem; ocsim does not link
+ *   libmpi, and a plain run never starts the proxy (only a rank of a
+ *   launched world of more than one does). Without MPI at build time the
+ *   program is not built, and a launched `ocsim sweep` refuses with one
+ *   line.
+ * - a launcher identifies its processes by their environment (PMIx/PMI
+ *   variables), so a child of the launched process may be the MPI
+ *   process, as under `mpirun sh -c ./prog`.
+ * The proxy polls (MPI_Iprobe, then poll(2) on the socket for 1 ms):
+ * Open MPI's blocking calls spin a core, and a rank's cores belong to its
+ * simulations (a proxy uses about 2% of one core).
  *
  * Jobs per rank: --jobs (the same on every rank), or the cores this
  * process may run on (sched_getaffinity: what mpirun's binding or Slurm's
@@ -45,10 +51,12 @@
  * flight fail with that reason (rank 0 never waits on it again) and rank 0
  * then ends without MPI_Finalize, so the launcher ends the job. A rank
  * killed outright ends the job through the launcher (mpirun and srun kill
- * the others): no rank hangs. Remote ranks are used only by a sweep whose
+ * the others; rank 0's journal keeps what finished, for --resume): no
+ * rank hangs. Remote ranks are used only by a sweep whose
  * model, topology and simulation options hash like those the servers
  * parsed (the same command line): another caller of oc_sweep_run in the
- * same process (a perturbed model) runs locally.
+ * same process (a perturbed model) runs locally. sweep.h's test hooks
+ * act in each rank on its own local indices.
  */
 #ifndef OC_SIM_SWEEP_MPI_H
 #define OC_SIM_SWEEP_MPI_H

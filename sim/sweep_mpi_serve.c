@@ -38,7 +38,8 @@ struct server {
     int have_first;           /* buf holds the sweep's first RUN */
     struct oc_layout *layouts;/* (n) the local indices' layouts */
     int64_t *index;           /* (n) local index -> rank 0's */
-    int64_t n;
+    unsigned char *done;      /* (n) its result was sent */
+    int64_t n, given;         /* layouts, those received */
 };
 
 /* The next message of the current sweep into s->buf (older ones dropped;
@@ -82,6 +83,7 @@ static int srv_more(void *ctx, int64_t next)
     }
     memcpy(&s->layouts[next], s->buf + sizeof h, sizeof s->layouts[next]);
     s->index[next] = h.index;
+    s->given = next + 1;
     return 1;
 }
 
@@ -90,6 +92,7 @@ static void srv_done(void *ctx, int64_t next, const struct oc_metrics *mt, const
     struct server *s = ctx;
     struct oc_mpi_head h = {OC_MPI_MAGIC, mt ? OC_MPI_OK : OC_MPI_ERR, 0, s->seq,
                             s->index[next], 0, 0.0};
+    s->done[next] = 1;
     if (!mt) {
         oc_mpi_send(oc_mpi_g.sock, &h, err, strlen(err));
         return;
@@ -110,6 +113,8 @@ static void serve_sweep(struct server *s, const struct oc_mpi_head *first)
     s->n = first->n > 0 ? first->n : 1;
     s->layouts = oc_xcalloc((size_t)s->n, sizeof *s->layouts);
     s->index = oc_xcalloc((size_t)s->n, sizeof *s->index);
+    s->done = oc_xcalloc((size_t)s->n, 1);
+    s->given = 0;
     char c;
     while (read(oc_mpi_g.stop_rd, &c, 1) == 1) /* an earlier sweep's STOP */
         ;
@@ -117,9 +122,19 @@ static void serve_sweep(struct server *s, const struct oc_mpi_head *first)
                                .replay = *s->ro, .on_done = srv_done, .more = srv_more,
                                .ctx = s, .stop_fd = &oc_mpi_g.stop_rd};
     struct oc_status st = {{0}};
-    if (oc_sweep_run(s->layouts, s->n, s->m, s->t, &so, &st) < 0)
-        fprintf(stderr, "ocsim sweep: rank %d: %s\n", oc_mpi_g.rank, st.msg);
+    int rc = oc_sweep_run(s->layouts, s->n, s->m, s->t, &so, &st);
+    /* A sweep that could not run here (no fork, a worker gone): what it was
+     * given fails with why, or rank 0 would wait for it. (Stopped: rank 0
+     * no longer waits.) */
+    if (rc < 0)
+        for (int64_t i = 0; i < s->given; i++)
+            if (!s->done[i]) {
+                char err[OC_MSG_MAX + 32];
+                snprintf(err, sizeof err, "rank %d: %s", oc_mpi_g.rank, st.msg);
+                srv_done(s, i, NULL, err);
+            }
     free(s->layouts);
+    free(s->done);
     free(s->index);
     s->layouts = NULL;
     s->index = NULL;
@@ -141,7 +156,7 @@ int oc_sweep_mpi_serve(const struct oc_model *m, const struct oc_topology *t,
     }
     fcntl(oc_mpi_g.stop_rd, F_SETFL, O_NONBLOCK);
     struct server s = {m, t, ro, jobs > 0 ? jobs : oc_sweep_mpi_cores(), 0, 0, 0,
-                       oc_xmalloc(OC_MPI_MSG_MAX), 0, NULL, NULL, 0};
+                       oc_xmalloc(OC_MPI_MSG_MAX), 0, NULL, NULL, NULL, 0, 0};
     struct oc_mpi_hello he;
     memset(&he, 0, sizeof he);
     he.ok = m != NULL;

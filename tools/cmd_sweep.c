@@ -609,6 +609,8 @@ static int serve(int argc, char **argv)
         if (!fgets(err, sizeof err, cap))
             err[0] = '\0';
         err[strcspn(err, "\n")] = '\0';
+        if (strncmp(err, "ocsim sweep: ", 13) == 0)
+            memmove(err, err + 13, strlen(err + 13) + 1);
         fclose(cap);
     }
     if (saved >= 0) {
