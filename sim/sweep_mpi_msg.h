@@ -15,6 +15,7 @@
  *   proxy -> parent:  LOST (peer: a rank not heard for the timeout)
  *   proxy <-> proxy:  BEAT (every second, server to rank 0; not relayed)
  *   parent -> proxy:  BYE (peer OC_MPI_SELF: finish and finalize)
+ *   proxy -> proxy:   FIN (server to rank 0: its parent said BYE)
  *
  * The proxy program: ocsim-mpi-proxy SOCK_FD STOP_FD RANK SIZE TIMEOUT_S. */
 #ifndef OC_SIM_SWEEP_MPI_MSG_H
@@ -31,7 +32,7 @@
 
 enum oc_mpi_type {
     OC_MPI_HELLO = 1, OC_MPI_RUN, OC_MPI_NOMORE, OC_MPI_STOP, OC_MPI_EXIT,
-    OC_MPI_OK, OC_MPI_ERR, OC_MPI_LOST, OC_MPI_BEAT, OC_MPI_BYE
+    OC_MPI_OK, OC_MPI_ERR, OC_MPI_LOST, OC_MPI_BEAT, OC_MPI_BYE, OC_MPI_FIN
 };
 
 struct oc_mpi_head {

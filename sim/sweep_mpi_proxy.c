@@ -18,10 +18,14 @@
  * proxy reports LOST for a rank not heard for timeout_s; serving proxies
  * send a heartbeat every second.
  *
- * The end: BYE from the parent (or its end of the socket closed): the
- * sends in flight are completed, then MPI_Finalize, unless a rank was lost
- * (MPI_Finalize would wait for it: the proxy exits without it, and the
- * launcher ends the job). It leaves with _exit: no atexit handler, no
+ * The end: BYE from the parent (or its end of the socket closed). A
+ * serving proxy sends FIN to rank 0; rank 0's waits for the FIN of every
+ * rank not lost, still watching for silence (a rank that hangs after its
+ * last result would hold MPI_Finalize, which waits for every rank, for
+ * ever), for timeout_s at most (a rank that heartbeats but does not end
+ * counts as lost). Then the sends in flight are completed and MPI_Finalize called,
+ * unless a rank was lost: the proxy exits without it, and the launcher
+ * ends the job. It leaves with _exit: no atexit handler, no
  * stdio buffer of the parent flushed a second time. */
 #define _GNU_SOURCE
 #include "sweep_mpi_msg.h"
@@ -93,6 +97,7 @@ struct proxy {
     double *heard;     /* (size) when each rank was last heard (rank 0) */
     char *lost;        /* (size) */
     int any_lost;
+    char *fin;         /* (size) rank 0: it sent FIN */
     struct sends sends;
     unsigned char *buf;/* OC_MPI_MSG_MAX */
 };
@@ -125,7 +130,10 @@ static void from_mpi(struct proxy *p)
             continue;
         if (src >= 0 && src < p->size)
             p->heard[src] = now_s();
-        if (h.type == OC_MPI_BEAT || (src >= 0 && src < p->size && p->lost[src]))
+        if (h.type == OC_MPI_FIN && src >= 0 && src < p->size)
+            p->fin[src] = 1;
+        if (h.type == OC_MPI_BEAT || h.type == OC_MPI_FIN ||
+            (src >= 0 && src < p->size && p->lost[src]))
             continue;
         if (h.type == OC_MPI_STOP)
             (void)!write(p->stop_wr, "s", 1);
@@ -140,7 +148,7 @@ static void check_lost(struct proxy *p)
 {
     const double t = now_s();
     for (int r = 1; r < p->size; r++) {
-        if (p->lost[r] || t - p->heard[r] <= p->timeout_s)
+        if (p->lost[r] || p->fin[r] || t - p->heard[r] <= p->timeout_s)
             continue;
         p->lost[r] = 1;
         p->any_lost = 1;
@@ -173,10 +181,12 @@ static void proxy_main(int sock, int stop_wr, int rank, int size, double timeout
     MPI_Init(NULL, NULL);
     struct proxy p = {sock, stop_wr, rank, size, timeout_s,
                       calloc((size_t)size, sizeof(double)), calloc((size_t)size, 1), 0,
-                      {0}, malloc(OC_MPI_MSG_MAX)};
-    if (!p.heard || !p.lost || !p.buf)
+                      calloc((size_t)size, 1), {0}, malloc(OC_MPI_MSG_MAX)};
+    if (!p.heard || !p.lost || !p.fin || !p.buf)
         _exit(3);
     double t0 = now_s(), beat = 0.0;
+    int closing = 0;
+    double closing_until = 0.0;
     for (int r = 0; r < size; r++)
         p.heard[r] = t0;
     for (;;) {
@@ -189,10 +199,31 @@ static void proxy_main(int sock, int stop_wr, int rank, int size, double timeout
             sends_add(&p.sends, &h, sizeof h, 0);
         }
         sends_test(&p.sends);
+        if (closing) { /* rank 0: every rank's FIN, or it is lost */
+            int r = 1;
+            while (r < size && (p.fin[r] || p.lost[r]))
+                r++;
+            if (r == size)
+                break;
+            if (now_s() > closing_until) { /* alive but not ending: as lost */
+                p.any_lost = 1;
+                break;
+            }
+            struct timespec ts = {0, 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         struct pollfd pf = {sock, POLLIN, 0};
         int k = poll(&pf, 1, 1);
-        if (k > 0 && from_parent(&p) != 0)
-            break;
+        if (k > 0 && from_parent(&p) != 0) {
+            if (rank != 0) {
+                struct oc_mpi_head h = {OC_MPI_MAGIC, OC_MPI_FIN, rank, 0, 0, 0, 0.0};
+                sends_add(&p.sends, &h, sizeof h, 0);
+                break;
+            }
+            closing = 1;
+            closing_until = now_s() + timeout_s;
+        }
     }
     /* The last sends (EXIT to the servers, the last results) complete;
      * one to a lost rank may never: then no MPI_Finalize either. */
