@@ -154,6 +154,15 @@ int oc_mpi_start(struct oc_status *st)
         close(sv[1]);
         return oc_fail(st, "cannot create a pipe: %s", strerror(errno));
     }
+    /* Room for every slot's RUN and a round of results each way (Linux's
+     * default is about 200 KB; the kernel caps it at wmem_max): the parent
+     * and the proxy each block on a full socket while the other is blocked
+     * too only once both directions are full. */
+    for (int i = 0; i < 2; i++) {
+        int bytes = 8 << 20;
+        setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+        setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes);
+    }
     char a[5][32];
     snprintf(a[0], sizeof a[0], "%d", sv[1]);
     snprintf(a[1], sizeof a[1], "%d", sp[1]);

@@ -179,6 +179,18 @@ static int from_parent(struct proxy *p)
 static void proxy_main(int sock, int stop_wr, int rank, int size, double timeout_s)
 {
     MPI_Init(NULL, NULL);
+    int mpi_rank = -1, mpi_size = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+    if (mpi_rank != rank || mpi_size != size) {
+        /* e.g. srun without --mpi=pmix: every rank an MPI singleton */
+        if (rank == 0)
+            fprintf(stderr, "ocsim sweep: the launcher says rank %d of %d, MPI_Init rank %d "
+                            "of %d (srun needs --mpi=pmix, or Open MPI built with Slurm's "
+                            "PMI): no MPI\n",
+                    rank, size, mpi_rank, mpi_size);
+        _exit(3);
+    }
     struct proxy p = {sock, stop_wr, rank, size, timeout_s,
                       calloc((size_t)size, sizeof(double)), calloc((size_t)size, 1), 0,
                       calloc((size_t)size, 1), {0}, malloc(OC_MPI_MSG_MAX)};
