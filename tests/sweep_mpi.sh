@@ -15,7 +15,7 @@
 #    stderr line of ocsim's (rank 0's; mpirun adds its own notice of the
 #    exit code, which is not ocsim's), no hang.
 # 3. A rank that hangs (rank 1 stopped by SIGSTOP mid-sweep, with
-#    OCSIM_SWEEP_MPI_TIMEOUT_S=2 and every simulation 300 ms late through
+#    OCSIM_SWEEP_MPI_TIMEOUT_S=2 and every simulation 500 ms late through
 #    OCSIM_TEST_SWEEP_DELAY_MS): rank 0 fails its layouts in flight with
 #    "rank 1 (...) lost", writes the report and exits 1; mpirun then ends
 #    the job (the stopped rank too), well within the test's timeout; the
@@ -118,7 +118,7 @@ rank_pid() {
 broken() {
   local name=$1 sig=$2
   mkdir -p "$tmp/$name"
-  (cd "$tmp/$name" && OCSIM_SWEEP_MPI_TIMEOUT_S=2 OCSIM_TEST_SWEEP_DELAY_MS=300 \
+  (cd "$tmp/$name" && OCSIM_SWEEP_MPI_TIMEOUT_S=2 OCSIM_TEST_SWEEP_DELAY_MS=500 \
     timeout 60 "${mpi[@]}" -np 2 "$ocsim" "${args[@]}" >"$tmp/$name.out" \
     2>"$tmp/$name.err"; echo $? >"$tmp/$name.rc") &
   local job=$! t0 r1="" i
