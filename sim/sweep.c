@@ -261,31 +261,58 @@ static int start_workers(struct procs *p, int jobs, int job_pipe[2], const struc
     return 0;
 }
 
-/* The hand-out of layout indices on the job pipe: in order, while
- * opts.more agrees; the pipe is closed when no more will come (the workers
+/* The hand-out of layout indices: in order, while opts.more agrees, to
+ * the local workers (the job pipe, at most `jobs` unread) and to the
+ * serving ranks' free slots. A serving rank lost with layouts in flight
+ * gives them back (retry): they are handed out again before any new one,
+ * to whichever slot is free, so the job pipe stays open until no serving
+ * rank has a layout out; it is closed when no more will come (the workers
  * then end once their layout is done). */
 struct feed {
-    int fd;          /* the job pipe's write end, -1 once closed */
-    int open;        /* the hand-out goes on */
-    int64_t next, n; /* the next index to hand out, and the count */
+    int fd;              /* the job pipe's write end, -1 once closed */
+    int open;            /* new indices go on being handed out */
+    int jobs, local_out; /* local workers; jobs written, not back yet */
+    int64_t next, n;     /* the next new index, and the count */
     const struct oc_layout *layouts;
     struct oc_sweep_remote *rem; /* the serving ranks' slots, or NULL */
+    int64_t *retry;      /* (n) indices to hand out again */
+    int64_t nretry;
 };
 
-/* No more layouts: the job pipe closed, the serving ranks told. */
+/* Closes the job pipe once nothing can be written to it any more. */
+static void feed_settle(struct feed *f)
+{
+    if (f->fd >= 0 && !f->open && f->nretry == 0 &&
+        (!f->rem || oc_sweep_remote_outstanding(f->rem) == 0)) {
+        close(f->fd);
+        f->fd = -1;
+    }
+}
+
+/* No new layouts: the serving ranks told, the pipe closed when settled. */
 static void feed_close(struct feed *f)
 {
-    if (f->fd >= 0)
-        close(f->fd);
-    f->fd = -1;
     if (f->open && f->rem)
         oc_sweep_remote_close(f->rem);
     f->open = 0;
+    feed_settle(f);
 }
 
-/* The next index to hand out, or -1 (the hand-out then closed). */
+/* The end of the hand-out, whatever is left. */
+static void feed_abort(struct feed *f)
+{
+    f->nretry = 0;
+    feed_close(f);
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+/* The next index to hand out (one to retry first), or -1. */
 static int64_t feed_next(struct feed *f, const struct oc_sweep_opts *o)
 {
+    if (f->nretry > 0)
+        return f->retry[--f->nretry];
     if (!f->open || f->next >= f->n || (o->more && !o->more(o->ctx, f->next))) {
         feed_close(f);
         return -1;
@@ -293,20 +320,22 @@ static int64_t feed_next(struct feed *f, const struct oc_sweep_opts *o)
     return f->next++;
 }
 
-/* Hands out up to k more indices to the local workers; closes the pipe at
- * the end. At most `jobs` (<= 256) jobs are ever unread, 256 x sizeof(struct
- * job) below a pipe's 64 KiB. */
-static void feed_some(struct feed *f, const struct oc_sweep_opts *o, int k)
+/* Fills the local workers' free slots. At most `jobs` (<= 256) jobs are
+ * ever unread, 256 x sizeof(struct job) below a pipe's 64 KiB. */
+static void feed_local(struct feed *f, const struct oc_sweep_opts *o)
 {
-    for (; k > 0 && f->fd >= 0; k--) {
+    while (f->fd >= 0 && f->local_out < f->jobs) {
         int64_t i = feed_next(f, o);
         if (i < 0)
             break;
         struct job j = {(int32_t)i, 0, f->layouts[i]};
-        if (write_all(f->fd, &j, sizeof j) != 0)
-            feed_close(f);
+        if (write_all(f->fd, &j, sizeof j) != 0) {
+            feed_abort(f);
+            break;
+        }
+        f->local_out++;
     }
-    if (f->open && f->next >= f->n)
+    if (f->open && f->nretry == 0 && f->next >= f->n)
         feed_close(f);
 }
 
@@ -317,13 +346,13 @@ static void feed_remote(struct feed *f, const struct oc_sweep_opts *o, int rank)
         return;
     int lo = rank > 0 ? rank : 1, hi = rank > 0 ? rank : oc_sweep_remote_size(f->rem) - 1;
     for (int r = lo; r <= hi; r++)
-        while (f->open && oc_sweep_remote_has_free(f->rem, r)) {
+        while ((f->open || f->nretry > 0) && oc_sweep_remote_has_free(f->rem, r)) {
             int64_t i = feed_next(f, o);
             if (i < 0)
                 return;
             oc_sweep_remote_give(f->rem, r, i, &f->layouts[i]);
         }
-    if (f->open && f->next >= f->n)
+    if (f->open && f->nretry == 0 && f->next >= f->n)
         feed_close(f);
 }
 
@@ -335,15 +364,23 @@ struct remote_ctx {
 };
 
 static void remote_done(void *ctx, int rank, int64_t index, const struct oc_metrics *mt,
-                        const char *err)
+                        const char *err, int lost)
 {
     struct remote_ctx *c = ctx;
-    ++*c->received;
     XBT_DEBUG("rank %d: layout %lld %s%s%s", rank, (long long)index,
-              mt ? "simulated" : "failed", mt ? "" : ": ", mt ? "" : err);
-    if (c->o->on_done)
-        c->o->on_done(c->o->ctx, index, mt, mt ? NULL : err);
-    feed_remote(c->f, c->o, rank);
+              mt ? "simulated" : lost ? "lost, to hand out again" : "failed",
+              mt ? "" : ": ", mt ? "" : err);
+    if (lost) {
+        c->f->retry[c->f->nretry++] = index;
+        feed_local(c->f, c->o);
+        feed_remote(c->f, c->o, 0);
+    } else {
+        ++*c->received;
+        if (c->o->on_done)
+            c->o->on_done(c->o->ctx, index, mt, mt ? NULL : err);
+        feed_remote(c->f, c->o, rank);
+    }
+    feed_settle(c->f);
 }
 
 /* Reads results until every worker closed its pipe and no serving rank
@@ -386,7 +423,9 @@ static int collect(struct procs *p, const struct oc_sweep_opts *o, struct feed *
                 if (o->on_done)
                     o->on_done(o->ctx, r->index, r->ok ? &r->mt : NULL,
                                r->ok ? NULL : r->err);
-                feed_some(f, o, 1);
+                f->local_out--;
+                feed_local(f, o);
+                feed_settle(f);
                 continue;
             }
             close(p->fds[w].fd);
@@ -447,12 +486,13 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
                       oc_xcalloc((size_t)jobs + 2, sizeof *p.fds), 0};
     int rc = start_workers(&p, jobs, job_pipe, m, t, o, &h, st);
     close(job_pipe[0]);
-    struct feed f = {job_pipe[1], 1, 0, n, layouts, rem};
+    struct feed f = {job_pipe[1], 1, p.started, 0, 0, n, layouts, rem,
+                     rem ? oc_xcalloc((size_t)n, sizeof *f.retry) : NULL, 0};
     if (rc == 0) {
-        feed_some(&f, o, jobs);
+        feed_local(&f, o);
         feed_remote(&f, o, 0);
     } else {
-        feed_close(&f);
+        feed_abort(&f);
     }
 
     p.fds[p.started].fd = o->stop_fd ? *o->stop_fd : -1;
@@ -462,7 +502,8 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     int64_t received = 0;
     if (rc == 0)
         rc = collect(&p, o, &f, &received, st);
-    feed_close(&f);
+    feed_abort(&f);
+    free(f.retry);
     if (rem)
         oc_sweep_remote_end(rem, rc != 0);
     for (int w = 0; w < p.started; w++)

@@ -468,7 +468,7 @@ static void fail_rank(struct oc_sweep_remote *r, int rank, const char *why,
     while (p->nout > 0) {
         int64_t index = p->out[--p->nout];
         r->outstanding--;
-        fn(ctx, rank, index, NULL, err);
+        fn(ctx, rank, index, NULL, err, 1);
     }
 }
 
@@ -481,6 +481,8 @@ void oc_sweep_remote_read(struct oc_sweep_remote *r, oc_sweep_remote_fn fn, void
     if (len < 0) { /* the proxy died: nothing in flight comes back */
         close(g->sock);
         g->sock = -1;
+        fprintf(stderr, "ocsim sweep: warning: the MPI proxy of rank 0 died: the layouts "
+                        "on other ranks are simulated again on rank 0\n");
         for (int k = 1; k < r->size; k++)
             fail_rank(r, k, "unreachable: the MPI proxy of rank 0 died", fn, ctx);
         return;
@@ -493,6 +495,9 @@ void oc_sweep_remote_read(struct oc_sweep_remote *r, oc_sweep_remote_fn fn, void
         char why[96];
         snprintf(why, sizeof why, "lost: not heard for %.0f s", g->timeout_s);
         r->peer[h.peer].lost = 1;
+        fprintf(stderr, "ocsim sweep: warning: rank %d (%s) lost: not heard for %.0f s; its "
+                        "%d layouts in flight are simulated again elsewhere\n",
+                h.peer, r->peer[h.peer].host, g->timeout_s, r->peer[h.peer].nout);
         fail_rank(r, h.peer, why, fn, ctx);
         return;
     }
@@ -504,7 +509,7 @@ void oc_sweep_remote_read(struct oc_sweep_remote *r, oc_sweep_remote_fn fn, void
         size_t k = (size_t)len - sizeof h;
         snprintf(err, sizeof err, "%.*s", (int)(k < sizeof err ? k : sizeof err - 1),
                  (const char *)r->buf + sizeof h);
-        fn(ctx, h.peer, h.index, NULL, err);
+        fn(ctx, h.peer, h.index, NULL, err, 0);
         return;
     }
     struct oc_metrics *mt = oc_xmalloc(sizeof *mt);
@@ -512,9 +517,9 @@ void oc_sweep_remote_read(struct oc_sweep_remote *r, oc_sweep_remote_fn fn, void
     if (oc_sweep_record_decode(r->buf + sizeof h, (size_t)len - sizeof h, r->n, &index, mt) ==
             0 ||
         index != h.index)
-        fn(ctx, h.peer, h.index, NULL, "its result came back damaged over MPI");
+        fn(ctx, h.peer, h.index, NULL, "its result came back damaged over MPI", 0);
     else
-        fn(ctx, h.peer, h.index, mt, NULL);
+        fn(ctx, h.peer, h.index, mt, NULL, 0);
     free(mt);
 }
 

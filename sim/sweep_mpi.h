@@ -47,9 +47,10 @@
  * Failures: a serving rank that cannot set up (a model file missing on its
  * node) says so in its hello; rank 0 prints one warning line and leaves it
  * out. Serving proxies send a heartbeat every second; a rank not heard for
- * OCSIM_SWEEP_MPI_TIMEOUT_S seconds (default 60) is lost: its layouts in
- * flight fail with that reason (rank 0 never waits on it again) and rank 0
- * then ends without MPI_Finalize, so the launcher ends the job. A rank
+ * OCSIM_SWEEP_MPI_TIMEOUT_S seconds (default 60) is lost: rank 0 says so
+ * in one warning line, hands its layouts in flight out again (to its own
+ * workers or another rank: the sweep still ends whole), never waits on it
+ * again, and ends without MPI_Finalize, so the launcher ends the job. A rank
  * killed outright ends the job through the launcher (mpirun and srun kill
  * the others; rank 0's journal keeps what finished, for --resume): no
  * rank hangs. Remote ranks are used only by a sweep whose
@@ -115,10 +116,11 @@ void oc_sweep_remote_close(struct oc_sweep_remote *r);
 /* Layouts handed out whose results have not come back. */
 int64_t oc_sweep_remote_outstanding(const struct oc_sweep_remote *r);
 
-/* Called for each result: mt on success, else err (a lost rank's
- * layouts, or every one in flight when the proxy died, fail so). */
+/* Called for each result: mt on success, else err; lost: the layout did
+ * not come back (its rank was lost, or rank 0's proxy died) and is to be
+ * handed out again. */
 typedef void (*oc_sweep_remote_fn)(void *ctx, int rank, int64_t index,
-                                   const struct oc_metrics *mt, const char *err);
+                                   const struct oc_metrics *mt, const char *err, int lost);
 /* Takes what the descriptor has (call when readable). */
 void oc_sweep_remote_read(struct oc_sweep_remote *r, oc_sweep_remote_fn fn, void *ctx);
 /* The sweep is over; stopped: the ranks with layouts in flight are told
