@@ -80,6 +80,10 @@ int oc_sweep_mpi_world(int *rank);
 /* The cores this process may run on (sched_getaffinity), at least 1. */
 int oc_sweep_mpi_cores(void);
 
+/* A serving rank's stdout to /dev/null (rank 0 alone prints; call it
+ * before the setup, whose --help would print). */
+void oc_sweep_mpi_quiet(void);
+
 /* A serving rank's life: stdout to /dev/null, the proxy started, a hello
  * to rank 0 (m NULL: setup failed, with setup_err its one line), then the
  * layouts simulated until rank 0 says exit. Returns the exit code (0: a

@@ -140,8 +140,7 @@ static void serve_sweep(struct server *s, const struct oc_mpi_head *first)
     s->index = NULL;
 }
 
-int oc_sweep_mpi_serve(const struct oc_model *m, const struct oc_topology *t,
-                       const struct oc_replay_opts *ro, int jobs, const char *setup_err)
+void oc_sweep_mpi_quiet(void)
 {
     int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (devnull >= 0) {
@@ -149,6 +148,12 @@ int oc_sweep_mpi_serve(const struct oc_model *m, const struct oc_topology *t,
         dup2(devnull, 1);
         close(devnull);
     }
+}
+
+int oc_sweep_mpi_serve(const struct oc_model *m, const struct oc_topology *t,
+                       const struct oc_replay_opts *ro, int jobs, const char *setup_err)
+{
+    oc_sweep_mpi_quiet();
     struct oc_status st = {{0}};
     if (oc_mpi_start(&st) != 0) {
         fprintf(stderr, "ocsim sweep: rank %d: %s\n", oc_mpi_g.rank, st.msg);

@@ -13,7 +13,7 @@
 #    2 both simulated layouts; no serving rank wrote to stdout.
 # 2. A bad flag under mpirun -np 3: exit 2 (as without mpirun) and one
 #    stderr line of ocsim's (rank 0's; mpirun adds its own notice of the
-#    exit code, which is not ocsim's), no hang.
+#    exit code, which is not ocsim's), no hang; --help printed once.
 # 3. A rank that hangs (rank 1 stopped by SIGSTOP mid-sweep, with
 #    OCSIM_SWEEP_MPI_TIMEOUT_S=2 and every simulation 500 ms late through
 #    OCSIM_TEST_SWEEP_DELAY_MS): rank 0 warns once that rank 1 is lost and
@@ -101,6 +101,11 @@ n=$(grep -c '^ocsim' "$tmp/flag.err")
 grep -q "^ocsim sweep: unknown or misplaced option '--no-such-flag'" "$tmp/flag.err" && ok ||
   bad "a bad flag under mpirun: not the flag's message: $(head -2 "$tmp/flag.err")"
 [ ! -s "$tmp/flag.out" ] && ok || bad "a bad flag under mpirun printed on stdout"
+
+# --help: printed once, by rank 0 (the serving ranks' stdout is /dev/null)
+(cd "$tmp" && "$ocsim" sweep --help >help1.out 2>&1)
+(cd "$tmp" && timeout 60 "${mpi[@]}" -np 3 "$ocsim" sweep --help >help3.out 2>&1)
+cmp -s "$tmp/help1.out" "$tmp/help3.out" && ok || bad "--help under mpirun -np 3 is not the help once"
 
 # ---- 3 and 4. a rank that hangs, a rank killed --------------------------
 # rank_pid MPIRUN R: the pid of rank R's ocsim (a child of mpirun).

@@ -597,6 +597,7 @@ static int serve(int argc, char **argv)
     struct oc_opts o;
     struct oc_replay_opts ro;
     char err[OC_MSG_MAX] = "";
+    oc_sweep_mpi_quiet();
     fflush(stderr);
     int saved = dup(2);
     FILE *cap = tmpfile();
