@@ -306,11 +306,12 @@ static void handshake(struct oc_sweep_remote *r)
             continue;
         struct peer *p = &r->peer[h.peer];
         if (h.type == OC_MPI_LOST) {
+            missing -= !p->hello && !p->lost;
             p->lost = 1;
-            missing--;
             continue;
         }
-        if (h.type != OC_MPI_HELLO || (size_t)len < sizeof h + sizeof(struct oc_mpi_hello))
+        if (h.type != OC_MPI_HELLO || p->hello || p->lost ||
+            (size_t)len < sizeof h + sizeof(struct oc_mpi_hello))
             continue;
         struct oc_mpi_hello he;
         memcpy(&he, r->buf + sizeof h, sizeof he);
