@@ -208,17 +208,55 @@ int oc_sweep_journal_create(struct oc_sweep_journal *j, const char *path,
     return rc;
 }
 
-int oc_sweep_journal_append(struct oc_sweep_journal *j, int64_t index,
-                            const struct oc_metrics *mt, struct oc_status *st)
+size_t oc_sweep_record_size(const struct oc_metrics *mt)
 {
-    OC_ASSERT(j->f && mt->nstages >= 0 && mt->nstages <= OC_MAX_STAGES);
-    const size_t payload = FIXED_BYTES + (size_t)mt->nstages * sizeof mt->stage[0];
-    unsigned char *buf = oc_xmalloc(sizeof(struct record_head) + payload);
+    OC_ASSERT(mt->nstages >= 0 && mt->nstages <= OC_MAX_STAGES);
+    return sizeof(struct record_head) + FIXED_BYTES + (size_t)mt->nstages * sizeof mt->stage[0];
+}
+
+void oc_sweep_record_encode(unsigned char *buf, int64_t index, const struct oc_metrics *mt)
+{
+    const size_t payload = oc_sweep_record_size(mt) - sizeof(struct record_head);
     struct record_head h = {RECORD_MAGIC, (uint32_t)mt->nstages, index, 0};
     memcpy(buf + sizeof h, mt, payload);
     h.hash = record_hash(index, buf + sizeof h, payload);
     memcpy(buf, &h, sizeof h);
-    int rc = put(j, buf, sizeof h + payload, st);
+}
+
+size_t oc_sweep_record_decode(const unsigned char *data, size_t len, int64_t n_index,
+                              int64_t *index, struct oc_metrics *mt)
+{
+    struct record_head h;
+    if (len < sizeof h)
+        return 0;
+    memcpy(&h, data, sizeof h);
+    if (h.magic != RECORD_MAGIC || h.nstages > OC_MAX_STAGES || h.index < 0 ||
+        h.index >= n_index)
+        return 0;
+    size_t payload = FIXED_BYTES + (size_t)h.nstages * sizeof mt->stage[0];
+    if (len - sizeof h < payload || record_hash(h.index, data + sizeof h, payload) != h.hash)
+        return 0;
+    memset(mt, 0, sizeof *mt);
+    memcpy(mt, data + sizeof h, payload);
+    if (mt->nstages != (int64_t)h.nstages)
+        return 0;
+    *index = h.index;
+    return sizeof h + payload;
+}
+
+void oc_sweep_record_format(char *buf, size_t n)
+{
+    format_line(buf, n);
+}
+
+int oc_sweep_journal_append(struct oc_sweep_journal *j, int64_t index,
+                            const struct oc_metrics *mt, struct oc_status *st)
+{
+    OC_ASSERT(j->f);
+    const size_t size = oc_sweep_record_size(mt);
+    unsigned char *buf = oc_xmalloc(size);
+    oc_sweep_record_encode(buf, index, mt);
+    int rc = put(j, buf, size, st);
     free(buf);
     return rc;
 }
@@ -341,24 +379,13 @@ static int64_t read_records(const unsigned char *data, size_t len, size_t *pos,
     struct oc_metrics *mt = oc_xmalloc(sizeof *mt);
     unsigned char *seen = oc_xcalloc((size_t)(n_index > 0 ? n_index : 1), 1);
     int64_t count = 0;
-    struct record_head h;
-    while (len - *pos >= sizeof h) {
-        memcpy(&h, data + *pos, sizeof h);
-        if (h.magic != RECORD_MAGIC || h.nstages > OC_MAX_STAGES || h.index < 0 ||
-            h.index >= n_index)
-            break;
-        size_t payload = FIXED_BYTES + (size_t)h.nstages * sizeof mt->stage[0];
-        if (len - *pos - sizeof h < payload ||
-            record_hash(h.index, data + *pos + sizeof h, payload) != h.hash)
-            break;
-        memset(mt, 0, sizeof *mt);
-        memcpy(mt, data + *pos + sizeof h, payload);
-        if (mt->nstages != (int64_t)h.nstages)
-            break;
-        *pos += sizeof h + payload;
-        if (!seen[h.index]) {
-            seen[h.index] = 1;
-            fn(ctx, h.index, mt);
+    int64_t index;
+    size_t k;
+    while ((k = oc_sweep_record_decode(data + *pos, len - *pos, n_index, &index, mt)) > 0) {
+        *pos += k;
+        if (!seen[index]) {
+            seen[index] = 1;
+            fn(ctx, index, mt);
             count++;
         }
     }

@@ -91,6 +91,22 @@ int64_t oc_sweep_journal_resume(struct oc_sweep_journal *j, const char *path,
 int oc_sweep_journal_append(struct oc_sweep_journal *j, int64_t index,
                             const struct oc_metrics *mt, struct oc_status *st);
 
+/* One result as a journal record (header, then the metrics without the
+ * unused stage rows): what append writes and resume reads, and what the
+ * ranks of an MPI sweep send each other (sim/sweep_mpi.h). The bytes are
+ * this build's (oc_sweep_record_format names their sizes).
+ *   unsigned char *b = oc_xmalloc(oc_sweep_record_size(&mt));
+ *   oc_sweep_record_encode(b, index, &mt);
+ *   size_t used = oc_sweep_record_decode(b, len, n_index, &index, &mt); */
+size_t oc_sweep_record_size(const struct oc_metrics *mt);
+void oc_sweep_record_encode(unsigned char *buf, int64_t index, const struct oc_metrics *mt);
+/* The record at data (len bytes there) into *index and *mt: returns its
+ * size, or 0 when it is cut short, damaged or its index is not < n_index. */
+size_t oc_sweep_record_decode(const unsigned char *data, size_t len, int64_t n_index,
+                              int64_t *index, struct oc_metrics *mt);
+/* The journal's "format F+S" line: the record sizes of this build. */
+void oc_sweep_record_format(char *buf, size_t n);
+
 /* fsync and close; 0, or -1 with st->msg when the data may not be on disk. */
 int oc_sweep_journal_close(struct oc_sweep_journal *j, struct oc_status *st);
 

@@ -12,7 +12,14 @@
  * started, each layout's result, at DEBUG.
  *
  * Every worker leads a process group of its own, which its simulation
- * child joins: one kill(-pid, SIGKILL) ends both. */
+ * child joins: one kill(-pid, SIGKILL) ends both.
+ *
+ * Under an MPI launcher (sweep_mpi.h), rank 0's sweep also hands layouts
+ * to the serving ranks' job slots (oc_sweep_remote_*): in the same index
+ * order, one per free slot at the start and one more to the rank whose
+ * result came back; the proxy's socket is polled with the result pipes.
+ * A job carries its layout, so a serving rank's workers, forked before
+ * its layouts arrive, simulate what they are sent. */
 #define _POSIX_C_SOURCE 200809L
 #include "sweep.h"
 
@@ -31,9 +38,20 @@
 
 #include "engine.h" /* oc_sim_log_setup */
 #include "sim_log.h"
+#include "sweep_mpi.h"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_sweep, ocsim,
                                 "the parallel sweep: workers, layouts dispatched, results");
+
+/* One layout to simulate, on the job pipe (well under PIPE_BUF: written
+ * and read whole by any worker). */
+struct job {
+    int32_t index;
+    int32_t pad;
+    struct oc_layout layout;
+};
+
+_Static_assert(256 * sizeof(struct job) <= 65536, "256 jobs fit in a pipe");
 
 struct record {
     int64_t index;
@@ -120,7 +138,7 @@ static int die_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     return -1;
 }
 
-static void simulate_one(struct record *r, int32_t idx, const struct oc_layout *layouts,
+static void simulate_one(struct record *r, int32_t idx, const struct oc_layout *layout,
                          const struct oc_model *m, const struct oc_topology *t,
                          const struct oc_sweep_opts *o, const struct hooks *h)
 {
@@ -135,23 +153,24 @@ static void simulate_one(struct record *r, int32_t idx, const struct oc_layout *
         r->ok = oc_sim_fork_run(die_child, NULL, NULL, &b, &st) == 0;
         oc_sim_buf_free(&b);
     } else {
-        r->ok = oc_replay_run_forked(m, t, &layouts[idx], &o->replay, &r->mt,
+        r->ok = oc_replay_run_forked(m, t, layout, &o->replay, &r->mt,
                                      o->wall_limit_s, &st) == 0;
     }
     if (!r->ok)
         snprintf(r->err, sizeof r->err, "%s", st.msg);
 }
 
-static void worker(int job_fd, int res_fd, const struct oc_layout *layouts,
-                   const struct oc_model *m, const struct oc_topology *t,
-                   const struct oc_sweep_opts *o, const struct hooks *h)
+static void worker(int job_fd, int res_fd, const struct oc_model *m,
+                   const struct oc_topology *t, const struct oc_sweep_opts *o,
+                   const struct hooks *h)
 {
     struct record *r = oc_xmalloc(sizeof *r);
-    int32_t idx;
-    while (read_all(job_fd, &idx, sizeof idx) == sizeof idx) {
+    struct job j;
+    while (read_all(job_fd, &j, sizeof j) == sizeof j) {
+        const int32_t idx = j.index;
         memset(r, 0, sizeof *r);
         r->index = idx;
-        simulate_one(r, idx, layouts, m, t, o, h);
+        simulate_one(r, idx, &j.layout, m, t, o, h);
         XBT_DEBUG("worker %ld: layout %d %s%s%s", (long)getpid(), (int)idx,
                   r->ok ? "simulated" : "failed", r->ok ? "" : ": ", r->ok ? "" : r->err);
         if (write_all(res_fd, r, sizeof *r) != 0)
@@ -207,8 +226,7 @@ static void procs_end(struct procs *p)
 
 /* Forks the workers (up to `jobs`) on job_pipe[0]. Returns 0, or -1 with
  * st->msg (the ones started are in p). */
-static int start_workers(struct procs *p, int jobs, int job_pipe[2],
-                         const struct oc_layout *layouts, const struct oc_model *m,
+static int start_workers(struct procs *p, int jobs, int job_pipe[2], const struct oc_model *m,
                          const struct oc_topology *t, const struct oc_sweep_opts *o,
                          const struct hooks *h, struct oc_status *st)
 {
@@ -230,7 +248,7 @@ static int start_workers(struct procs *p, int jobs, int job_pipe[2],
             close(res[0]);
             for (int k = 0; k < p->started; k++)
                 close(p->fds[k].fd);
-            worker(job_pipe[0], res[1], layouts, m, t, o, h);
+            worker(job_pipe[0], res[1], m, t, o, h);
             _exit(0);
         }
         setpgid(pid, pid); /* also here: no window where kill(-pid) misses */
@@ -243,49 +261,144 @@ static int start_workers(struct procs *p, int jobs, int job_pipe[2],
     return 0;
 }
 
-/* The hand-out of layout indices on the job pipe: in order, while
- * opts.more agrees; the pipe is closed when no more will come (the workers
+/* The hand-out of layout indices: in order, while opts.more agrees, to
+ * the local workers (the job pipe, at most `jobs` unread) and to the
+ * serving ranks' free slots. A serving rank lost with layouts in flight
+ * gives them back (retry): they are handed out again before any new one,
+ * to whichever slot is free, so the job pipe stays open until no serving
+ * rank has a layout out; it is closed when no more will come (the workers
  * then end once their layout is done). */
 struct feed {
-    int fd;          /* the job pipe's write end, -1 once closed */
-    int64_t next, n; /* the next index to hand out, and the count */
+    int fd;              /* the job pipe's write end, -1 once closed */
+    int open;            /* new indices go on being handed out */
+    int jobs, local_out; /* local workers; jobs written, not back yet */
+    int64_t next, n;     /* the next new index, and the count */
+    const struct oc_layout *layouts;
+    struct oc_sweep_remote *rem; /* the serving ranks' slots, or NULL */
+    int64_t *retry;      /* (n) indices to hand out again */
+    int64_t nretry;
 };
 
+/* Closes the job pipe once nothing can be written to it any more. */
+static void feed_settle(struct feed *f)
+{
+    if (f->fd >= 0 && !f->open && f->nretry == 0 &&
+        (!f->rem || oc_sweep_remote_outstanding(f->rem) == 0)) {
+        close(f->fd);
+        f->fd = -1;
+    }
+}
+
+/* No new layouts: the serving ranks told, the pipe closed when settled. */
 static void feed_close(struct feed *f)
 {
+    if (f->open && f->rem)
+        oc_sweep_remote_close(f->rem);
+    f->open = 0;
+    feed_settle(f);
+}
+
+/* The end of the hand-out, whatever is left. */
+static void feed_abort(struct feed *f)
+{
+    f->nretry = 0;
+    feed_close(f);
     if (f->fd >= 0)
         close(f->fd);
     f->fd = -1;
 }
 
-/* Hands out up to k more indices; closes the pipe at the end. At most
- * `jobs` (<= 256) indices are ever unread, far below a pipe's 64 KiB. */
-static void feed_some(struct feed *f, const struct oc_sweep_opts *o, int k)
+/* The next index to hand out (one to retry first), or -1. */
+static int64_t feed_next(struct feed *f, const struct oc_sweep_opts *o)
 {
-    for (; k > 0 && f->fd >= 0; k--) {
-        if (f->next >= f->n || (o->more && !o->more(o->ctx, f->next))) {
-            feed_close(f);
+    if (f->nretry > 0)
+        return f->retry[--f->nretry];
+    if (!f->open || f->next >= f->n || (o->more && !o->more(o->ctx, f->next))) {
+        feed_close(f);
+        return -1;
+    }
+    return f->next++;
+}
+
+/* Fills the local workers' free slots. At most `jobs` (<= 256) jobs are
+ * ever unread, 256 x sizeof(struct job) below a pipe's 64 KiB. */
+static void feed_local(struct feed *f, const struct oc_sweep_opts *o)
+{
+    while (f->fd >= 0 && f->local_out < f->jobs) {
+        int64_t i = feed_next(f, o);
+        if (i < 0)
+            break;
+        struct job j = {(int32_t)i, 0, f->layouts[i]};
+        if (write_all(f->fd, &j, sizeof j) != 0) {
+            feed_abort(f);
             break;
         }
-        int32_t i = (int32_t)f->next++;
-        if (write_all(f->fd, &i, sizeof i) != 0)
-            feed_close(f);
+        f->local_out++;
     }
-    if (f->fd >= 0 && f->next >= f->n)
+    if (f->open && f->nretry == 0 && f->next >= f->n)
         feed_close(f);
 }
 
-/* Reads results until every worker closed its pipe, or the stop
- * descriptor (p->fds[p->started], fd -1: none) became readable. Returns 0,
- * 1 when stopped, -1 with st->msg; *received counts the results. */
+/* Fills the free slots of serving rank `rank` (all ranks: rank 0). */
+static void feed_remote(struct feed *f, const struct oc_sweep_opts *o, int rank)
+{
+    if (!f->rem)
+        return;
+    int lo = rank > 0 ? rank : 1, hi = rank > 0 ? rank : oc_sweep_remote_size(f->rem) - 1;
+    for (int r = lo; r <= hi; r++)
+        while ((f->open || f->nretry > 0) && oc_sweep_remote_has_free(f->rem, r)) {
+            int64_t i = feed_next(f, o);
+            if (i < 0)
+                return;
+            oc_sweep_remote_give(f->rem, r, i, &f->layouts[i]);
+        }
+    if (f->open && f->nretry == 0 && f->next >= f->n)
+        feed_close(f);
+}
+
+/* What a result from a serving rank does in the collect loop. */
+struct remote_ctx {
+    const struct oc_sweep_opts *o;
+    struct feed *f;
+    int64_t *received;
+};
+
+static void remote_done(void *ctx, int rank, int64_t index, const struct oc_metrics *mt,
+                        const char *err, int lost)
+{
+    struct remote_ctx *c = ctx;
+    XBT_DEBUG("rank %d: layout %lld %s%s%s", rank, (long long)index,
+              mt ? "simulated" : lost ? "lost, to hand out again" : "failed",
+              mt ? "" : ": ", mt ? "" : err);
+    if (lost) {
+        c->f->retry[c->f->nretry++] = index;
+        feed_local(c->f, c->o);
+        feed_remote(c->f, c->o, 0);
+    } else {
+        ++*c->received;
+        if (c->o->on_done)
+            c->o->on_done(c->o->ctx, index, mt, mt ? NULL : err);
+        feed_remote(c->f, c->o, rank);
+    }
+    feed_settle(c->f);
+}
+
+/* Reads results until every worker closed its pipe and no serving rank
+ * has a layout in flight, or the stop descriptor (p->fds[p->started], fd
+ * -1: none) became readable. p->fds[p->started + 1] is the MPI proxy's
+ * socket (-1: none). Returns 0, 1 when stopped, -1 with st->msg;
+ * *received counts the results. */
 static int collect(struct procs *p, const struct oc_sweep_opts *o, struct feed *f,
                    int64_t *received, struct oc_status *st)
 {
     struct record *r = oc_xmalloc(sizeof *r);
-    struct pollfd *stop = &p->fds[p->started];
+    struct pollfd *stop = &p->fds[p->started], *rfd = &p->fds[p->started + 1];
+    struct remote_ctx rc_ctx = {o, f, received};
     int open_fds = p->started, rc = 0;
-    while (open_fds > 0 && rc == 0) {
-        int k = poll(p->fds, (nfds_t)p->started + 1, -1);
+    while ((open_fds > 0 || (f->rem && oc_sweep_remote_outstanding(f->rem) > 0)) && rc == 0) {
+        if (f->rem)
+            rfd->fd = oc_sweep_remote_fd(f->rem);
+        int k = poll(p->fds, (nfds_t)p->started + 2, -1);
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0) {
@@ -299,6 +412,8 @@ static int collect(struct procs *p, const struct oc_sweep_opts *o, struct feed *
             rc = 1;
             break;
         }
+        if (rfd->fd >= 0 && (rfd->revents & (POLLIN | POLLHUP | POLLERR)))
+            oc_sweep_remote_read(f->rem, remote_done, &rc_ctx);
         for (int w = 0; w < p->started; w++) {
             if (p->fds[w].fd < 0 || !(p->fds[w].revents & (POLLIN | POLLHUP | POLLERR)))
                 continue;
@@ -308,7 +423,9 @@ static int collect(struct procs *p, const struct oc_sweep_opts *o, struct feed *
                 if (o->on_done)
                     o->on_done(o->ctx, r->index, r->ok ? &r->mt : NULL,
                                r->ok ? NULL : r->err);
-                feed_some(f, o, 1);
+                f->local_out--;
+                feed_local(f, o);
+                feed_settle(f);
                 continue;
             }
             close(p->fds[w].fd);
@@ -339,7 +456,10 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
         return oc_fail(st, "too many layouts to sweep (%lld)", (long long)n);
     if (stop_pending(o->stop_fd))
         return 1;
-    int jobs = o->jobs > 0 ? o->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int rank;
+    int jobs = o->jobs > 0                      ? o->jobs
+               : oc_sweep_mpi_world(&rank) > 1 ? oc_sweep_mpi_cores() /* what it was given */
+                                               : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1)
         jobs = 1;
     if (jobs > n)
@@ -349,6 +469,9 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     oc_sim_log_setup();
     XBT_DEBUG("sweep of %lld layouts on %d workers", (long long)n, jobs);
 
+    struct oc_sweep_remote *rem = NULL; /* before any pipe: its proxy holds none */
+    if (oc_sweep_remote_begin(&rem, m, t, &o->replay, o->wall_limit_s, n, jobs, st) != 0)
+        return -1;
     int job_pipe[2];
     if (pipe(job_pipe) != 0)
         return oc_fail(st, "cannot create a pipe for the sweep: %s", strerror(errno));
@@ -360,21 +483,29 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     struct hooks h;
     hooks_read(&h);
     struct procs p = {oc_xcalloc((size_t)jobs, sizeof *p.pids),
-                      oc_xcalloc((size_t)jobs + 1, sizeof *p.fds), 0};
-    int rc = start_workers(&p, jobs, job_pipe, layouts, m, t, o, &h, st);
+                      oc_xcalloc((size_t)jobs + 2, sizeof *p.fds), 0};
+    int rc = start_workers(&p, jobs, job_pipe, m, t, o, &h, st);
     close(job_pipe[0]);
-    struct feed f = {job_pipe[1], 0, n};
-    if (rc == 0)
-        feed_some(&f, o, jobs);
-    else
-        feed_close(&f);
+    struct feed f = {job_pipe[1], 1, p.started, 0, 0, n, layouts, rem,
+                     rem ? oc_xcalloc((size_t)n, sizeof *f.retry) : NULL, 0};
+    if (rc == 0) {
+        feed_local(&f, o);
+        feed_remote(&f, o, 0);
+    } else {
+        feed_abort(&f);
+    }
 
     p.fds[p.started].fd = o->stop_fd ? *o->stop_fd : -1;
     p.fds[p.started].events = POLLIN;
+    p.fds[p.started + 1].fd = -1;
+    p.fds[p.started + 1].events = POLLIN;
     int64_t received = 0;
     if (rc == 0)
         rc = collect(&p, o, &f, &received, st);
-    feed_close(&f);
+    feed_abort(&f);
+    free(f.retry);
+    if (rem)
+        oc_sweep_remote_end(rem, rc != 0);
     for (int w = 0; w < p.started; w++)
         if (p.fds[w].fd >= 0)
             close(p.fds[w].fd);

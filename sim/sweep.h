@@ -12,6 +12,14 @@
  * out in order, while opts.more agrees) from a shared pipe and running it in a fresh child (oc_replay_run_forked); the
  * parent collects results with poll(2) in finishing order.
  *
+ * Many machines: under an MPI launcher (mpirun, srun; sim/sweep_mpi.h),
+ * rank 0's oc_sweep_run also hands layouts to the job slots of the other
+ * ranks, in the same index order and through the same opts.more (only
+ * rank 0 decides); `jobs` then counts rank 0's own workers, and at most
+ * all the ranks' slots are out at once. on_done, the return value and the
+ * stop are as here; a serving rank lost mid-sweep fails its layouts in
+ * flight. A process may call oc_sweep_run many times.
+ *
  * Stopping: with opts.stop_fd, the sweep stops as soon as that descriptor
  * becomes readable (the read end of a pipe a SIGINT/SIGTERM handler writes
  * a byte to: a flag alone could be set just before poll sleeps). It then

@@ -38,6 +38,7 @@
 #include "sim_opts.h"
 #include "sweep.h"
 #include "sweep_journal.h"
+#include "sweep_mpi.h"
 #include "sweep_stop.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM)
@@ -589,7 +590,49 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     return 0;
 }
 
+/* A serving rank of an MPI sweep (sim/sweep_mpi.h): the same setup, its
+ * one line (if any) sent to rank 0 instead of printed, then it simulates
+ * what rank 0 hands it. */
+static int serve(int argc, char **argv)
+{
+    struct oc_opts o;
+    struct oc_replay_opts ro;
+    char err[OC_MSG_MAX] = "";
+    oc_sweep_mpi_quiet();
+    fflush(stderr);
+    int saved = dup(2);
+    FILE *cap = tmpfile();
+    if (cap)
+        dup2(fileno(cap), 2);
+    int rc = sweep_setup(&o, &ro, argc, argv);
+    fflush(stderr);
+    if (cap) {
+        rewind(cap);
+        if (!fgets(err, sizeof err, cap))
+            err[0] = '\0';
+        err[strcspn(err, "\n")] = '\0';
+        if (strncmp(err, "ocsim sweep: ", 13) == 0)
+            memmove(err, err + 13, strlen(err + 13) + 1);
+        fclose(cap);
+    }
+    if (saved >= 0) {
+        dup2(saved, 2);
+        close(saved);
+    }
+    return oc_sweep_mpi_serve(rc == 0 ? &o.model : NULL, &o.topo, &ro, (int)o.jobs, err);
+}
+
+static int sweep(int argc, char **argv);
+
 int oc_cmd_sweep(int argc, char **argv)
+{
+    int rank;
+    if (oc_sweep_mpi_world(&rank) > 1 && rank > 0)
+        return serve(argc, argv);
+    return oc_sweep_mpi_end(sweep(argc, argv));
+}
+
+static int sweep(int argc, char **argv)
 {
     struct oc_opts o;
     struct oc_replay_opts ro;
