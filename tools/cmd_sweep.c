@@ -33,6 +33,7 @@
 #include "metrics_csv.h"
 #include "options.h"
 #include "paths.h"
+#include "reserve.h"
 #include "plots.h"
 #include "report_md.h"
 #include "sim_opts.h"
@@ -40,7 +41,7 @@
 #include "sweep_journal.h"
 #include "sweep_stop.h"
 
-#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM)
+#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN)
 
 static void help(void)
 {
@@ -126,9 +127,11 @@ static void item_simulated(struct item *it, const struct oc_metrics *mt)
     it->state = IT_SIMULATED;
     if (!mt->fits) {
         char need[32], have[32];
+        char res[32];
         snprintf(it->reason, sizeof it->reason,
-                 "out of memory in the replay: %s per GPU, the device has %s",
+                 "out of memory in the replay: %s per GPU + %s reserve, the device has %s",
                  oc_fmt_si(need, sizeof need, mt->peak_mem_bytes, "B"),
+                 oc_fmt_si(res, sizeof res, mt->reserve_bytes, "B"),
                  oc_fmt_si(have, sizeof have, mt->device_mem_bytes, "B"));
     }
 }
@@ -208,18 +211,22 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
-/* Why a legal layout is not simulated: its closed-form peak exceeds the
- * device. Fills it->reason and returns 1; 0 when it fits. */
+/* Why a legal layout is not simulated: its closed-form peak and the
+ * reserve (core/reserve.h) exceed the device. Fills it->reason and returns
+ * 1; 0 when it fits. */
 static int closed_form_oom(struct item *it, const struct oc_opts *o)
 {
     int64_t stage;
     it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
-    if (it->cf_peak_bytes <= o->topo.device.memory_bytes)
+    struct oc_reserve rs;
+    oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
+    if (oc_reserve_fits(&o->topo, it->cf_peak_bytes, rs.total_bytes))
         return 0;
-    char need[32], have[32];
+    char need[32], res[32], have[32];
     snprintf(it->reason, sizeof it->reason,
-             "out of memory: stage %lld needs %s per GPU, the %s has %s", (long long)stage,
-             oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"), o->topo.device.name,
+             "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
+             (long long)stage, oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"),
+             oc_fmt_si(res, sizeof res, rs.total_bytes, "B"), o->topo.device.name,
              oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
     return 1;
 }
@@ -299,6 +306,9 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o, int64
                     l->attention == OC_ATTN_FLASH ? "flash" : "classic",
                     oc_order_name(l->order), l->allow_cross_node_tp,
                     oc_precision_name(l->precision));
+    oc_sweep_id_add(id, "reserve", "%s %.17g %.17g",
+                    o->topo.reserve.mode == OC_RESERVE_AUTO ? "auto" : "fixed",
+                    o->topo.reserve.bytes, o->topo.reserve.fragmentation);
     oc_sweep_id_add(id, "simulation", "fidelity=%s collective=%s coarse=%d", o->fidelity,
                     o->collective, o->coarse);
     k = 0;
