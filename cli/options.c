@@ -357,7 +357,11 @@ static int cards_value(struct oc_opts *o, const char *val, struct oc_status *st)
     /* a leading '-' is a sign (positive() refuses it), not a range */
     const char *dash = val[0] ? strchr(val + 1, '-') : NULL;
     char q[OC_QUOTE_MAX];
-    if (!dash) {
+    if (!dash && !strchr(val, ',')) {
+        if (positive("cards", val, &o->cards_list[0], st) != 0)
+            return -1;
+        o->n_cards = 1;
+    } else if (!dash) {
         if (int_list("cards", val, o->cards_list, &o->n_cards, st) != 0)
             return -1;
     } else {
