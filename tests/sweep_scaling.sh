@@ -10,6 +10,8 @@
 #   (tokens/s per card) / (the same at 8 cards), 1 at 8;
 # - scaling.md, scaling.gp and scaling.dat exist; the confidence columns are
 #   fractions in [0, 1], and the best-in share is at most the within-2% one;
+# - the confidence section: the same for the same seed, another for another
+#   seed, none with --robustness 0;
 # - a list is refused by `ocsim layouts` (one line, exit 2).
 # usage: sweep_scaling.sh path/to/ocsim
 set -u
@@ -66,6 +68,20 @@ awk -F, '
   END { if (rows != 2) { printf "%d rows\n", rows; bad++ }; exit bad > 0 }' "$tmp/s/scaling.csv" \
   >"$tmp/arith" && ok || bad "scaling.csv arithmetic: $(head -3 "$tmp/arith")"
 grep -q '^| 16 | `' "$tmp/s/scaling.md" && ok || bad "scaling.md lacks the 16-card row"
+
+# the confidence of the choice: the same with the same seed (the list's
+# 16-card sweep and the single one), another with another seed
+conf() { sed -n '/^## Confidence of the choice/,/^## /p' "$1"; }
+[ -n "$(conf "$tmp/s/cards-16/report.md")" ] && ok || bad "cards-16/report.md lacks its confidence"
+[ "$(conf "$tmp/s/cards-16/report.md")" = "$(conf "$tmp/one-16/report.md")" ] && ok ||
+  bad "the confidence differs between two runs of one seed"
+"$ocsim" sweep "${common[@]}" --cards 16 --seed 99 --out "$tmp/seed" >"$tmp/seed.out" 2>/dev/null
+grep -q '^confidence: .*seed 99)$' "$tmp/seed.out" && ok || bad "no confidence line with seed 99"
+[ "$(conf "$tmp/seed/report.md")" != "$(conf "$tmp/one-16/report.md")" ] && ok ||
+  bad "seeds 1234 and 99 gave the same confidence"
+"$ocsim" sweep "${common[@]}" --cards 16 --robustness 0 --out "$tmp/off" >"$tmp/off.out" 2>/dev/null
+! grep -q '^confidence:' "$tmp/off.out" && [ -z "$(conf "$tmp/off/report.md")" ] && ok ||
+  bad "--robustness 0 still reports a confidence"
 
 expect 2 '--cards takes one number of GPUs here' "$ocsim" layouts --cards 8,16 --model gpt3-1.3b
 

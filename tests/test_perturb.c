@@ -1,11 +1,16 @@
 /* test_perturb.c: the confidence of the choice (core/perturb.h): the
  * first-order step model worked by hand, a winner that flips with known
  * factors, the 2 % rule, a probability worked from the normal
- * distribution, and determinism. */
+ * distribution, determinism and the report's text. */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "perturb.h"
+#include "report_confidence.h"
 #include "test_util.h"
 
 /* A layout with the given breakdown (seconds) and 1000 tokens per step. */
@@ -120,7 +125,55 @@ static void test_determinism(void)
     CU_ASSERT_EQUAL(e.best[0], 0);
 }
 
+/* What the report says (reports/report_confidence.h): the line with the
+ * chosen layout's shares, the section's table, and the memory paragraph's
+ * margin = device - peak - reserve. */
+static void test_report_text(void)
+{
+    struct oc_metrics m[2] = {layout(1, 1.0, 0, 0, 0.1, 0.1, 0),
+                              layout(2, 0.8, 0, 0, 0.5, 0.35, 0)};
+    struct oc_perturb_spread none = {0, 0, 0, 0};
+    struct oc_perturb_result r;
+    oc_perturb_run(m, 2, 50, 1, &none, &r);
+    char lay[128], want[512], line[512];
+    oc_layout_format(&m[0].layout, lay, sizeof lay);
+    snprintf(want, sizeof want,
+             "confidence: %s is the best in 100%% of 50 perturbed cost models and within 2%% "
+             "of the best in 100%% (top 2 layouts, seed 1)", lay);
+    oc_report_confidence_line(line, sizeof line, &r);
+    CU_ASSERT_STRING_EQUAL(line, want);
+    oc_report_confidence_line(line, sizeof line, NULL);
+    CU_ASSERT_STRING_EQUAL(line, "");
+    char path[] = "/tmp/ocsim-test-perturb-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    oc_report_confidence_md(f, &r);
+    m[0].peak_mem_bytes = 70e9;
+    m[0].reserve_bytes = 6e9;
+    m[0].device_mem_bytes = 85.5e9;
+    struct oc_topology t;
+    memset(&t, 0, sizeof t);
+    t.reserve.mode = OC_RESERVE_FIXED;
+    t.reserve.bytes = 6e9;
+    struct oc_model model = oc_test_gpt("g", 64, 4, 2, 256, 512, 128);
+    oc_report_memory_md(f, &m[0], &model, &t);
+    fclose(f);
+    char *text = oc_test_read_file(path);
+    unlink(path);
+    CU_ASSERT_FATAL(text != NULL);
+    oc_test_msg_has(text, "## Confidence of the choice");
+    snprintf(want, sizeof want, "| 1 | `%s` | 909 tok/s | 100.0%% | 100.0%% |", lay);
+    oc_test_msg_has(text, want);
+    oc_layout_format(&m[1].layout, lay, sizeof lay);
+    snprintf(want, sizeof want, "| 2 | `%s` | 870 tok/s | 0.0%% | 0.0%% |", lay);
+    oc_test_msg_has(text, want);
+    oc_test_msg_has(text, "peak 70.0 GB (stage 0) + reserve 6.00 GB of 85.5 GB: margin 9.50 GB");
+    free(text);
+}
+
 static CU_TestInfo tests[] = {
+    {"report text", test_report_text},
     {"first-order step by hand", test_step_by_hand},
     {"winner flips with the network", test_flip_probability},
     {"the 2 % rule", test_within_rule},
