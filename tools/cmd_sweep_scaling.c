@@ -43,7 +43,7 @@ static void print_scaling(const struct oc_scaling_row *rows, int n, const char *
     for (int i = 0; i < n; i++) {
         const struct oc_scaling_row *r = &rows[i];
         if (!r->have_best) {
-            printf("%6lld  %-34s\n", (long long)r->cards, "none");
+            printf("%6lld  none\n", (long long)r->cards);
             continue;
         }
         char lay[128], a[32], b[32], c[16] = "-";
