@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "options.h"
 
+#include "reserve.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -17,7 +19,7 @@ enum {
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
-    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES,
+    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -78,7 +80,10 @@ static const struct flag flags[] = {
     {{"precision", required_argument, 0, O_PRECISION}, OC_OPT_EXEC},
     {{"steps", required_argument, 0, O_STEPS}, OC_OPT_EXEC},
     {{"lr", required_argument, 0, O_LR}, OC_OPT_EXEC},
-    {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC},
+    {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC | OC_OPT_PLAN},
+    {{"reserve", required_argument, 0, O_RESERVE}, OC_OPT_RESERVE},
+    {{"fragmentation", required_argument, 0, O_FRAGMENTATION}, OC_OPT_RESERVE},
+    {{"robustness", required_argument, 0, O_ROBUSTNESS}, OC_OPT_PLAN},
     {{"timeout", required_argument, 0, O_TIMEOUT}, OC_OPT_EXEC},
     {{"calibrate", no_argument, 0, O_CALIBRATE}, OC_OPT_EXEC},
     {{"netbw", no_argument, 0, O_NETBW}, OC_OPT_EXEC},
@@ -118,6 +123,9 @@ void oc_opts_default(struct oc_opts *o)
     o->exec.timeout_s = 0; /* auto (exec/timeout.h) */
     o->exec.weights = 1;
     o->exec.max_msg_bytes = 64 << 20;
+    o->reserve.mode = OC_RESERVE_AUTO;
+    o->reserve.fragmentation = OC_RESERVE_FRAGMENTATION_DEFAULT;
+    o->robustness = OC_ROBUSTNESS_DEFAULT;
 }
 
 /* A positive integer option value, no junk, no overflow. */
@@ -355,6 +363,56 @@ static int schedule_list(struct oc_opts *o, const char *s, struct oc_status *st)
     return rc;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --cards: N, a list "32,48,64", or a range "A-B" (A, 2A, 4A, ... up to
+ * B) or "A-B:S" (A, A+S, ... up to B); at most OC_MAX_LIST counts, none
+ * twice, sorted. o->cards is the smallest (the only one for N). Whether
+ * the command takes more than one is oc_opts_parse's check. */
+static int cards_value(struct oc_opts *o, const char *val, struct oc_status *st)
+{
+    /* a leading '-' is a sign (positive() refuses it), not a range */
+    const char *dash = val[0] ? strchr(val + 1, '-') : NULL;
+    char q[OC_QUOTE_MAX];
+    if (!dash && !strchr(val, ',')) {
+        if (positive("cards", val, &o->cards_list[0], st) != 0)
+            return -1;
+        o->n_cards = 1;
+    } else if (!dash) {
+        if (int_list("cards", val, o->cards_list, &o->n_cards, st) != 0)
+            return -1;
+    } else {
+        char *buf = list_copy(val);
+        char *colon = strchr(buf, ':');
+        buf[dash - val] = '\0';
+        if (colon)
+            *colon = '\0';
+        int64_t a, b, step = 0;
+        int rc = positive("cards", buf, &a, st) || positive("cards", buf + (dash - val) + 1, &b, st) ||
+                 (colon && positive("cards", colon + 1, &step, st)) ? -1 : 0;
+        free(buf);
+        if (rc != 0)
+            return -1;
+        if (b < a)
+            return oc_fail(st, "--cards %s: the range ends below its start",
+                           oc_quote(q, sizeof q, val));
+        o->n_cards = 0;
+        for (int64_t c = a; c <= b; c = step ? c + step : c * 2) {
+            if (o->n_cards == OC_MAX_LIST)
+                return oc_fail(st, "--cards %s: more than %d card counts",
+                               oc_quote(q, sizeof q, val), OC_MAX_LIST);
+            o->cards_list[o->n_cards++] = c;
+        }
+    }
+    qsort(o->cards_list, (size_t)o->n_cards, sizeof o->cards_list[0], cmp_i64);
+    o->cards = o->cards_list[0];
+    return 0;
+}
+
 /* A flag as the user gave it (its long name and value, NULL for a flag
  * without one), for the message when another says otherwise. */
 struct given {
@@ -444,6 +502,38 @@ static int checked_flag(struct oc_opts *o, int c, const char *name, const char *
          * by the command that runs it (tools/sim_opts.c) */
         o->collective = val;
         return 0;
+    case O_RESERVE:
+        if (strcmp(val, "auto") == 0) {
+            o->reserve.mode = OC_RESERVE_AUTO;
+            return 0;
+        }
+        o->reserve.mode = OC_RESERVE_FIXED;
+        if (oc_reserve_parse_bytes(val, &o->reserve.bytes, st) != 0) {
+            char m[OC_MSG_MAX];
+            snprintf(m, sizeof m, "%s", st->msg);
+            return oc_fail(st, "--reserve: %s, or 'auto'", m);
+        }
+        return 0;
+    case O_FRAGMENTATION: {
+        errno = 0;
+        char *end;
+        const double v = strtod(val, &end);
+        if (end == val || *end || errno || !(v >= 0 && v < 1))
+            return oc_fail(st, "--fragmentation: '%s' is not a fraction in [0, 1) of the "
+                               "peak (0.10 is 10 %%)", oc_quote(q, sizeof q, val));
+        o->reserve.fragmentation = v;
+        return 0;
+    }
+    case O_ROBUSTNESS: {
+        int64_t r;
+        if (at_least("robustness", val, 0, &r, st) != 0)
+            return -1;
+        if (r > OC_ROBUSTNESS_MAX)
+            return oc_fail(st, "--robustness %lld: at most %lld perturbed cost models",
+                           (long long)r, (long long)OC_ROBUSTNESS_MAX);
+        o->robustness = r;
+        return 0;
+    }
     case O_CFG:
         if (o->n_cfg == OC_MAX_LIST)
             return oc_fail(st, "--cfg: at most %d settings", OC_MAX_LIST);
@@ -469,7 +559,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     switch (c) {
     case O_CARDS:
         o->cards_given = 1;
-        return positive("cards", val, &o->cards, st);
+        return cards_value(o, val, st);
     case O_MODEL: o->model_name = val; return 0;
     case O_TOPOLOGY: o->topology_name = val; return 0;
     case O_CSV: o->csv_path = val; return 0;
@@ -713,6 +803,9 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
         return -1;
     if (o->cards == 0)
         return oc_fail(st, "--cards N is required (the number of GPUs)");
+    if (o->n_cards > 1 && !(groups & OC_OPT_PLAN))
+        return oc_fail(st, "--cards takes one number of GPUs here (a list or a range is "
+                           "for `ocsim sweep`)");
     /* --netbw measures the network, not a layout */
     if ((groups & OC_OPT_LAYOUT) && !o->layout_given && !o->exec.netbw)
         return oc_fail(st, "a layout is required: --layout tp8-pp8-dp1 or --tp/--pp/--dp");
@@ -727,5 +820,6 @@ int oc_opts_load(struct oc_opts *o, struct oc_status *st)
         return -1;
     if (o->layout.seq_length == 0)
         o->layout.seq_length = o->model.max_position_embeddings;
+    o->topo.reserve = o->reserve;
     return 0;
 }

@@ -42,9 +42,17 @@ enum {
                                --netbw, --ranks-per-node, --max-msg,
                                --no-weights, --no-mpi, --save, --save-every,
                                --save-keep, --load */
+    OC_OPT_RESERVE = 1 << 6, /* --reserve, --fragmentation (core/reserve.h) */
+    OC_OPT_PLAN = 1 << 7,    /* sweep: --cards LIST, --robustness R, --seed */
 };
 
 #define OC_MAX_LIST 16
+
+/* --robustness: perturbed cost models for the confidence of the choice
+ * (core/perturb.h); 200 takes milliseconds (a first-order re-evaluation
+ * of at most OC_PERTURB_TOP layouts each). */
+#define OC_ROBUSTNESS_DEFAULT 200
+#define OC_ROBUSTNESS_MAX 1000000
 
 /* --steps's bound: 20 times the longest pretraining run we know of (Llama
  * 2: 2.0 T tokens in batches of 4 M, 500 k steps; Touvron et al. 2023,
@@ -86,6 +94,14 @@ struct oc_exec_flags {
 struct oc_opts {
     int64_t cards;
     int cards_given;         /* --cards was on the command line */
+    /* --cards LIST or RANGE (OC_OPT_PLAN): ascending; n_cards 1 and
+     * cards_list[0] == cards for a single count */
+    int64_t cards_list[OC_MAX_LIST];
+    int n_cards;
+    /* OC_OPT_RESERVE: copied into topo.reserve by oc_opts_load (auto, and
+     * OC_RESERVE_FRAGMENTATION_DEFAULT, unless given) */
+    struct oc_reserve_setting reserve;
+    int64_t robustness;       /* OC_OPT_PLAN: perturbed cost models (core/perturb.h); 0: off */
     const char *model_name;
     const char *topology_name;
     const char *csv_path;

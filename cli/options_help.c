@@ -74,6 +74,22 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "                          ocsim_replay.thres:debug (one line per op)\n"
               "  --jobs N                simulations at once (default: the cores)\n"
               "  --top N                 rows of the ranked table (default 10)\n", f);
+    if (groups & OC_OPT_RESERVE)
+        fputs("Memory reserve (what fits means: peak + reserve <= device memory):\n"
+              "  --reserve auto|BYTES    auto (default): CUDA context, NCCL buffers per\n"
+              "                          communicator, cuBLAS workspaces, fragmentation\n"
+              "                          (docs/guide.md); BYTES: the whole reserve, e.g.\n"
+              "                          6GB or 5.5GiB; 0: the tensors alone\n"
+              "  --fragmentation F       auto's allocator fragmentation, a fraction of\n"
+              "                          the peak (default 0.10, an assumption)\n", f);
+    if (groups & OC_OPT_PLAN)
+        fputs("Planning:\n"
+              "  --cards LIST|RANGE      one sweep per card count into DIR/cards-N and a\n"
+              "                          scaling table: 32,48,64, or 32-128 (doubling:\n"
+              "                          32,64,128), or 32-128:32 (32,64,96,128)\n"
+              "  --robustness R          perturbed cost models for the confidence of the\n"
+              "                          choice (default 200; 0: off)\n"
+              "  --seed S                their random seed (default 1234)\n", f);
     if (groups & OC_OPT_CSV)
         fputs("  --csv FILE              also write the table as CSV\n", f);
     if (groups & OC_OPT_OUT)

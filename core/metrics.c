@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "closed_form.h"
+#include "reserve.h"
 
 void oc_metrics_init(struct oc_metrics *mt, const struct oc_layout *l)
 {
@@ -54,5 +55,8 @@ void oc_metrics_finish(struct oc_metrics *mt, const struct oc_model *m,
         mt->mfu = flops / (step * world * t->device.peak_flops_16bit);
     }
     mt->device_mem_bytes = t->device.memory_bytes;
-    mt->fits = mt->peak_mem_bytes <= t->device.memory_bytes;
+    struct oc_reserve r;
+    oc_reserve_layout(m, l, t, mt->peak_mem_bytes, &r);
+    mt->reserve_bytes = r.total_bytes;
+    mt->fits = oc_reserve_fits(t, mt->peak_mem_bytes, r.total_bytes);
 }

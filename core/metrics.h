@@ -52,14 +52,16 @@ struct oc_metrics {
     double peak_mem_bytes;  /* max over ranks */
     int64_t peak_mem_stage;
     double device_mem_bytes;
-    int fits;
+    double reserve_bytes;   /* core/reserve.h: context, NCCL, cuBLAS, fragmentation */
+    int fits;               /* peak_mem_bytes + reserve_bytes <= device_mem_bytes */
     int64_t nstages;
     struct oc_stage_metrics stage[OC_MAX_STAGES];
 };
 
 void oc_metrics_init(struct oc_metrics *mt, const struct oc_layout *l);
 /* From step_time_s and the stage figures: the means over stages, tokens/s,
- * TFLOP/s per GPU, MFU, the memory peak and whether it fits the device. */
+ * TFLOP/s per GPU, MFU, the memory peak, the reserve (core/reserve.h, from
+ * t->reserve) and whether peak and reserve fit the device. */
 void oc_metrics_finish(struct oc_metrics *mt, const struct oc_model *m,
                        const struct oc_topology *t);
 

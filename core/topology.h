@@ -73,6 +73,19 @@ enum oc_calib_part {
 /* "attn_fwd", ... (the JSON key); NULL past the end. */
 const char *oc_calib_part_key(enum oc_calib_part p);
 
+/* What a GPU keeps besides the model's tensors (core/reserve.h): the
+ * CUDA context, NCCL's buffers, cuBLAS's workspace and the allocator's
+ * fragmentation. Not part of the topology file: the commands set it from
+ * --reserve and --fragmentation (cli/options.h). A zeroed setting is
+ * OC_RESERVE_FIXED with 0 bytes, no reserve (what a topology built by
+ * hand, in a test, gets). */
+enum oc_reserve_mode { OC_RESERVE_FIXED, OC_RESERVE_AUTO };
+struct oc_reserve_setting {
+    enum oc_reserve_mode mode;
+    double bytes;         /* OC_RESERVE_FIXED: the whole reserve */
+    double fragmentation; /* OC_RESERVE_AUTO: fraction of the peak, [0, 1) */
+};
+
 struct oc_topology {
     char name[128];
     int64_t gpus_per_node;
@@ -98,6 +111,7 @@ struct oc_topology {
     double calib_part_flops[OC_CALIB_PARTS]; /* FLOP/s of each part, phase */
     double calib_embed_fwd_s_per_token;      /* embedding, seconds per token */
     double calib_embed_bwd_s_per_token;
+    struct oc_reserve_setting reserve; /* set by the commands, not the file */
 };
 
 int oc_topology_load(const char *path_or_name, struct oc_topology *t,

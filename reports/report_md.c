@@ -18,6 +18,7 @@
 #include "outfile.h"
 #include "paths.h" /* oc_mkdir_p */
 #include "placement.h"
+#include "report_confidence.h"
 #include "schedule.h"
 
 /* ------------------------------------------------------------------ */
@@ -666,9 +667,10 @@ static void md_scope(FILE *f)
           "loading, checkpointing.\n"
           "- Communication kernels slowing compute when they overlap (shared SMs and HBM "
           "bandwidth), and the algorithm, protocol and channel count NCCL actually picks.\n"
-          "- Memory the allocator and libraries add (fragmentation, caching, CUDA context, "
-          "NCCL buffers: often several GB per GPU), so a layout close to the memory line "
-          "may not fit in practice.\n"
+          "- Memory the allocator and libraries add exactly: it is a reserve from sources "
+          "(CUDA context, NCCL buffers, cuBLAS workspaces, fragmentation as a fraction of "
+          "the peak; `--reserve`), so a layout within a few GB of the memory line may "
+          "still not fit in practice.\n"
           "- Stragglers, clock throttling, network congestion from other jobs, failures.\n\n"
           "These are predictions: differences of a few percent between layouts are within "
           "the model's error. Measure the chosen layout with the executor and compare "
@@ -728,7 +730,10 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
         oc_layout_format(&best->layout, lay, sizeof lay);
         fprintf(f, "`%s`\n\n%s\n\n", lay, text);
         free(text);
+        oc_report_memory_md(f, best, ctx->model, ctx->topo);
     }
+    if (ctx->confidence)
+        oc_report_confidence_md(f, ctx->confidence);
     md_rejected(f, rej, nrej);
     md_plots(f, out_dir, ctx->no_plots, warning);
     md_scope(f);

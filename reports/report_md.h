@@ -19,7 +19,9 @@
  * report.md holds: the command, a note when the sweep was interrupted or
  * simulations failed (oc_report_failures), the model, cluster and batch, the ranked
  * table (oc_report_rank: fitting layouts first, by tokens/s), the chosen
- * layout and why it beats the runner-up (oc_report_explain), the rejected
+ * layout and why it beats the runner-up (oc_report_explain), its memory
+ * with the reserve and the confidence of the choice (report_confidence.h),
+ * the rejected
  * layouts by class with examples, the plots (plots.h) and what the
  * simulation does and does not model.
  */
@@ -32,6 +34,7 @@
 
 #include "metrics.h"
 #include "model.h"
+#include "perturb.h"
 #include "plots.h"
 #include "status.h"
 #include "topology.h"
@@ -55,6 +58,9 @@ struct oc_report_ctx {
      * sweep ran to its end. */
     const char *interrupted_by;
     int64_t pending;
+    /* The confidence of the choice (core/perturb.h; report_confidence.h);
+     * NULL: not evaluated (--robustness 0), no section. */
+    const struct oc_perturb_result *confidence;
 };
 
 /* Writes the plots (oc_plot_sweep) and report.md into out_dir (created if

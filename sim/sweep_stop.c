@@ -65,3 +65,12 @@ void oc_sweep_stop_ignore(void)
             close(stop_pipe[i]);
     stop_pipe[0] = stop_pipe[1] = -1;
 }
+
+void oc_sweep_stop_release(void)
+{
+    for (int i = 0; i < 2; i++)
+        if (caught[i]) {
+            signal(caught_signals[i], SIG_DFL);
+            caught[i] = 0;
+        }
+}

@@ -16,7 +16,8 @@
  * gnuplot included), so a second Ctrl-C cannot cut a file half-written.
  *
  * What it is not: the stopping of the workers (sweep.c does that). One
- * process-wide state: catch once per command.
+ * process-wide state: catch once per sweep (oc_sweep_stop_release between
+ * two).
  */
 #ifndef OC_SIM_SWEEP_STOP_H
 #define OC_SIM_SWEEP_STOP_H
@@ -34,5 +35,11 @@ int oc_sweep_stop_signal(void);
 
 /* Both signals ignored from here on (those caught); the pipe closed. */
 void oc_sweep_stop_ignore(void);
+
+/* After oc_sweep_stop_ignore, between two sweeps of one command (`ocsim
+ * sweep --cards LIST`): the signals caught before are back to their
+ * default action, so that the next oc_sweep_stop_catch installs its
+ * handlers again (one ignored on entry stays ignored). */
+void oc_sweep_stop_release(void);
 
 #endif

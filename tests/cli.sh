@@ -43,7 +43,7 @@ expect 2 'broken.json:3' "$ocsim" layouts --cards 8 --model "$tmp/broken.json"
 "$ocsim" layouts --cards 64 --csv "$tmp/l.csv" >"$tmp/out" 2>"$tmp/err"
 rc=$?
 if [ "$rc" -ne 0 ]; then bad "layouts --cards 64 exit $rc: $(cat "$tmp/err")"; else ok; fi
-head -1 "$tmp/l.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,.*peak_mem_bytes,.*fits,reason,global_batch,layout$' \
+head -1 "$tmp/l.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,.*peak_mem_bytes,.*fits,reason,global_batch,layout,reserve_bytes$' \
   && ok || bad "layouts CSV header: $(head -1 "$tmp/l.csv")"
 rows=$(tail -n +2 "$tmp/l.csv" | awk -F, '$1*$2*$3 != 64 {bad++} END {print NR, bad+0}')
 [ "${rows#* }" = "0" ] && [ "${rows% *}" -gt 10 ] && ok || bad "layouts CSV rows (count, wrong): $rows"

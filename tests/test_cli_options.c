@@ -384,7 +384,59 @@ static void test_values_escaped(void)
             "coll=auto|ring|hier|tree, bf16|fp16|fp32, order=tp-dp-pp|tp-pp-dp)");
 }
 
+/* Issue 12's sweep flags: --cards lists and ranges (sorted; a range
+ * doubles without a step), refused outside OC_OPT_PLAN; --reserve auto,
+ * bytes and 0; --fragmentation in [0, 1); --robustness and --seed. */
+static void test_plan_flags(void)
+{
+    const unsigned SWEEP = OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_RESERVE | OC_OPT_PLAN;
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    char *a[] = {"x", "--cards", "64,32,48"};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(a), a, SWEEP, &st), 0);
+    CU_ASSERT_EQUAL(o.n_cards, 3);
+    CU_ASSERT(o.cards_list[0] == 32 && o.cards_list[1] == 48 && o.cards_list[2] == 64);
+    CU_ASSERT_EQUAL(o.cards, 32);
+    CU_ASSERT_EQUAL(o.reserve.mode, OC_RESERVE_AUTO);
+    CU_ASSERT_DOUBLE_EQUAL(o.reserve.fragmentation, 0.10, 0);
+    CU_ASSERT_EQUAL(o.robustness, OC_ROBUSTNESS_DEFAULT);
+    char *b[] = {"x", "--cards", "32-128:32", "--reserve", "6GB", "--robustness", "0",
+                 "--seed", "7"};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(b), b, SWEEP, &st), 0);
+    CU_ASSERT(o.n_cards == 4 && o.cards_list[3] == 128 && o.cards_list[1] == 64);
+    CU_ASSERT_EQUAL(o.reserve.mode, OC_RESERVE_FIXED);
+    CU_ASSERT_DOUBLE_EQUAL(o.reserve.bytes, 6e9, 0);
+    CU_ASSERT_EQUAL(o.robustness, 0);
+    CU_ASSERT_EQUAL(o.exec.seed, 7);
+    char *c[] = {"x", "--cards", "8-100", "--fragmentation", "0.25"};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(c), c, SWEEP, &st), 0);
+    CU_ASSERT(o.n_cards == 4 && o.cards_list[0] == 8 && o.cards_list[3] == 64);
+    CU_ASSERT_DOUBLE_EQUAL(o.reserve.fragmentation, 0.25, 0);
+    char *d[] = {"x", "--cards", "8"};
+    oc_opts_default(&o);
+    CU_ASSERT_EQUAL_FATAL(oc_opts_parse(&o, ARGC(d), d, SWEEP, &st), 0);
+    CU_ASSERT(o.n_cards == 1 && o.cards == 8);
+    char *e[] = {"x", "--cards", "8,16"};
+    refused(OC_OPT_CSV | OC_OPT_SWEEP, ARGC(e), e,
+            "--cards takes one number of GPUs here (a list or a range is for `ocsim sweep`)");
+    char *f[] = {"x", "--cards", "64-32"};
+    refused(SWEEP, ARGC(f), f, "--cards 64-32: the range ends below its start");
+    char *g[] = {"x", "--cards", "8", "--fragmentation", "1"};
+    refused(SWEEP, ARGC(g), g,
+            "--fragmentation: '1' is not a fraction in [0, 1) of the peak (0.10 is 10 %)");
+    char *h[] = {"x", "--cards", "8", "--reserve", "6G"};
+    refused(SWEEP, ARGC(h), h,
+            "--reserve: '6G': unknown unit 'G' (known: B, kB, MB, GB, TB, KiB, MiB, GiB, "
+            "TiB), or 'auto'");
+    char *i[] = {"x", "--cards", "8", "--robustness", "5"};
+    refused(OC_OPT_SWEEP, ARGC(i), i, "unknown or misplaced option '--robustness' for 'x' (see --help)");
+}
+
 static CU_TestInfo tests[] = {
+    {"plan flags (issue 12)", test_plan_flags},
     {"exec defaults", test_exec_defaults},
     {"exec flags", test_exec_flags},
     {"exec refusals", test_exec_refusals},

@@ -9,13 +9,17 @@
 #include "layout.h"
 #include "memory.h"
 #include "options.h"
+#include "reserve.h"
 
 static const char *const csv_cols[] = {
     "tp", "pp", "dp", "micro_batch", "num_micro_batches", "schedule", "vchunks",
     "peak_mem_bytes", "peak_mem_stage", "device_mem_bytes", "fits", "reason",
     "global_batch", "layout",
+    "reserve_bytes",
 };
 #define NCOLS ((int)(sizeof csv_cols / sizeof csv_cols[0]))
+
+#define GROUPS (OC_OPT_CSV | OC_OPT_SWEEP | OC_OPT_RESERVE)
 
 static void help(void)
 {
@@ -24,15 +28,16 @@ static void help(void)
          "                     [--csv FILE] [...]\n\n"
          "Lists every TP x PP x DP layout of N cards, for each micro-batch size and\n"
          "schedule asked for, with the closed-form peak memory per GPU (the worst\n"
-         "pipeline stage), whether it fits the device, and the rule a rejected one\n"
-         "breaks. Exit code 0 when at least one layout fits, 1 when none does.\n");
-    oc_opts_print_help(stdout, OC_OPT_CSV | OC_OPT_SWEEP);
+         "pipeline stage), whether it fits the device with the reserve (--reserve),\n"
+         "and the rule a rejected one breaks. Exit code 0 when at least one layout fits, 1 when none does.\n");
+    oc_opts_print_help(stdout, GROUPS);
 }
 
 /* The verdict of one candidate: memory when valid, and why it is out. */
 struct verdict {
     double peak_bytes;
     int64_t peak_stage;
+    double reserve_bytes;
     int fits;
     char reason[OC_MSG_MAX];
 };
@@ -46,14 +51,17 @@ static void judge(const struct oc_opts *o, const struct oc_candidate *c,
         return;
     }
     v->peak_bytes = oc_memory_peak(&o->model, &c->layout, &v->peak_stage);
-    v->fits = v->peak_bytes <= o->topo.device.memory_bytes;
+    struct oc_reserve r;
+    oc_reserve_layout(&o->model, &c->layout, &o->topo, v->peak_bytes, &r);
+    v->reserve_bytes = r.total_bytes;
+    v->fits = oc_reserve_fits(&o->topo, v->peak_bytes, r.total_bytes);
     if (!v->fits) {
-        char need[32], have[32];
+        char need[32], res[32], have[32];
         snprintf(v->reason, sizeof v->reason,
-                 "out of memory: stage %lld needs %s per GPU, the %s has %s",
+                 "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
                  (long long)v->peak_stage,
                  oc_fmt_si(need, sizeof need, v->peak_bytes, "B"),
-                 o->topo.device.name,
+                 oc_fmt_si(res, sizeof res, v->reserve_bytes, "B"), o->topo.device.name,
                  oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
     }
 }
@@ -63,7 +71,7 @@ int oc_cmd_layouts(int argc, char **argv)
     struct oc_opts o;
     struct oc_status st = {{0}};
     oc_opts_default(&o);
-    if (oc_opts_parse(&o, argc, argv, OC_OPT_CSV | OC_OPT_SWEEP, &st) != 0) {
+    if (oc_opts_parse(&o, argc, argv, GROUPS, &st) != 0) {
         fprintf(stderr, "ocsim layouts: %s\n", st.msg);
         return 2;
     }
@@ -154,12 +162,18 @@ int oc_cmd_layouts(int argc, char **argv)
             oc_layout_format(l, label, sizeof label);
             oc_csv_field_i64(&csv, l->global_batch);
             oc_csv_field_str(&csv, label);
+            if (c->valid)
+                oc_csv_field_f64(&csv, v.reserve_bytes);
+            else
+                oc_csv_field_str(&csv, "");
             oc_csv_end_row(&csv);
         }
     }
-    printf("# %lld candidates: %lld valid, %lld fit in %s of device memory\n",
+    printf("# %lld candidates: %lld valid, %lld fit in %s of device memory with the "
+           "reserve (%s)\n",
            (long long)n, (long long)nvalid, (long long)nfit,
-           oc_fmt_si(mem, sizeof mem, o.topo.device.memory_bytes, "B"));
+           oc_fmt_si(mem, sizeof mem, o.topo.device.memory_bytes, "B"),
+           o.topo.reserve.mode == OC_RESERVE_AUTO ? "--reserve auto" : "--reserve fixed");
     free(cands);
     if (csv.f && oc_csv_close(&csv, &st) != 0) {
         fprintf(stderr, "ocsim layouts: %s\n", st.msg);

@@ -18,7 +18,7 @@
 #include "sim_opts.h"
 #include "timeline_json.h"
 
-#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM)
+#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM | OC_OPT_RESERVE)
 
 static void help(void)
 {
@@ -52,9 +52,12 @@ static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt)
     printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
     printf("  TFLOP/s per GPU  %.1f   MFU %.1f%%\n", mt->tflops_per_gpu, 100 * mt->mfu);
     oc_metrics_print_time_split(stdout, mt);
-    printf("  peak memory      %s on stage %lld, device %s: %s\n",
+    printf("  peak memory      %s on stage %lld + reserve %s, device %s, margin %s: %s\n",
            oc_fmt_si(b[7], 32, mt->peak_mem_bytes, "B"), (long long)mt->peak_mem_stage,
+           oc_fmt_si(b[2], 32, mt->reserve_bytes, "B"),
            oc_fmt_si(b[0], 32, mt->device_mem_bytes, "B"),
+           oc_fmt_si(b[3], 32, mt->device_mem_bytes - mt->peak_mem_bytes - mt->reserve_bytes,
+                     "B"),
            mt->fits ? "fits" : "DOES NOT FIT");
     oc_metrics_print_stages(stdout, mt);
 }

@@ -33,15 +33,18 @@
 #include "metrics_csv.h"
 #include "options.h"
 #include "paths.h"
+#include "reserve.h"
 #include "plots.h"
+#include "report_confidence.h"
 #include "report_md.h"
 #include "sim_opts.h"
 #include "sweep.h"
 #include "sweep_journal.h"
 #include "sweep_mpi.h"
+#include "sweep_scaling.h"
 #include "sweep_stop.h"
 
-#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM)
+#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN)
 
 static void help(void)
 {
@@ -127,9 +130,11 @@ static void item_simulated(struct item *it, const struct oc_metrics *mt)
     it->state = IT_SIMULATED;
     if (!mt->fits) {
         char need[32], have[32];
+        char res[32];
         snprintf(it->reason, sizeof it->reason,
-                 "out of memory in the replay: %s per GPU, the device has %s",
+                 "out of memory in the replay: %s per GPU + %s reserve, the device has %s",
                  oc_fmt_si(need, sizeof need, mt->peak_mem_bytes, "B"),
+                 oc_fmt_si(res, sizeof res, mt->reserve_bytes, "B"),
                  oc_fmt_si(have, sizeof have, mt->device_mem_bytes, "B"));
     }
 }
@@ -209,18 +214,22 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
-/* Why a legal layout is not simulated: its closed-form peak exceeds the
- * device. Fills it->reason and returns 1; 0 when it fits. */
+/* Why a legal layout is not simulated: its closed-form peak and the
+ * reserve (core/reserve.h) exceed the device. Fills it->reason and returns
+ * 1; 0 when it fits. */
 static int closed_form_oom(struct item *it, const struct oc_opts *o)
 {
     int64_t stage;
     it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
-    if (it->cf_peak_bytes <= o->topo.device.memory_bytes)
+    struct oc_reserve rs;
+    oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
+    if (oc_reserve_fits(&o->topo, it->cf_peak_bytes, rs.total_bytes))
         return 0;
-    char need[32], have[32];
+    char need[32], res[32], have[32];
     snprintf(it->reason, sizeof it->reason,
-             "out of memory: stage %lld needs %s per GPU, the %s has %s", (long long)stage,
-             oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"), o->topo.device.name,
+             "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
+             (long long)stage, oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"),
+             oc_fmt_si(res, sizeof res, rs.total_bytes, "B"), o->topo.device.name,
              oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
     return 1;
 }
@@ -301,6 +310,9 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o, int64
                     l->attention == OC_ATTN_FLASH ? "flash" : "classic",
                     oc_order_name(l->order), l->allow_cross_node_tp,
                     oc_precision_name(l->precision));
+    oc_sweep_id_add(id, "reserve", "%s %.17g %.17g",
+                    o->topo.reserve.mode == OC_RESERVE_AUTO ? "auto" : "fixed",
+                    o->topo.reserve.bytes, o->topo.reserve.fragmentation);
     oc_sweep_id_add(id, "simulation", "fidelity=%s collective=%s coarse=%d", o->fidelity,
                     o->collective, o->coarse);
     k = 0;
@@ -443,11 +455,26 @@ static void print_chosen(const struct results *x, const struct oc_topology *topo
     printf("\nchosen: %s\n%s\n", name, plain);
 }
 
+/* The confidence of the choice (core/perturb.h): the best fitting layouts
+ * (res is in rank order, the fitting ones first) under o->robustness
+ * perturbed cost models. 0 and nothing filled when --robustness 0 or no
+ * layout fits. */
+static int confidence(const struct oc_opts *o, const struct results *x,
+                      struct oc_perturb_result *c)
+{
+    if (o->robustness <= 0 || x->nfit == 0)
+        return 0;
+    const struct oc_perturb_spread sp = OC_PERTURB_SPREAD_DEFAULT;
+    oc_perturb_run(x->res, x->nfit, o->robustness, o->exec.seed, &sp, c);
+    return 1;
+}
+
 /* The table and the chosen layout on stdout, then report.md and the
  * plots into `out` (NULL: none), marked when the sweep was interrupted by
  * `sig` (0: not). Returns 0, or 2 when the report could not be written. */
 static int report(const struct oc_opts *o, int argc, char **argv, const char *out,
-                  const struct results *x, double wall, int sig)
+                  const struct results *x, double wall, int sig,
+                  const struct oc_perturb_result *conf)
 {
     struct oc_status st = {{0}};
     char *cmdline = command_line(argc, argv);
@@ -459,6 +486,7 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
         .cards = o->cards, .global_batch = o->layout.global_batch,
         .seq_length = o->layout.seq_length, .method = method,
         .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
+        .confidence = conf,
     };
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     char note[160];
@@ -473,6 +501,10 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
     }
     oc_report_print_table(stdout, x->res, x->nres, (int)o->top);
     print_chosen(x, &o->topo);
+    char line[512];
+    oc_report_confidence_line(line, sizeof line, conf);
+    if (line[0])
+        printf("%s\n", line);
     int rc = 0;
     int prc = out ? oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st) : 0;
     if (prc < 0) {
@@ -632,14 +664,13 @@ int oc_cmd_sweep(int argc, char **argv)
     return oc_sweep_mpi_end(sweep(argc, argv));
 }
 
-static int sweep(int argc, char **argv)
+int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int argc,
+                 char **argv, const char *out, struct oc_sweep_outcome *oc)
 {
-    struct oc_opts o;
-    struct oc_replay_opts ro;
-    int rc = sweep_setup(&o, &ro, argc, argv);
-    if (rc != 0)
-        return rc == 1 ? 0 : rc;
-    const char *out = o.out_dir ? o.out_dir : "out/sweep";
+    struct oc_opts o = *op;
+    struct oc_replay_opts ro = *rop;
+    int rc;
+    memset(oc, 0, sizeof *oc);
     char path[4096];
     snprintf(path, sizeof path, "%s/sweep.csv", out);
     struct run r = {0};
@@ -681,13 +712,22 @@ static int sweep(int argc, char **argv)
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
     struct results x;
     results_gather(&x, &r);
+    oc->candidates = r.n;
+    oc->simulated = x.nres;
+    oc->fitting = x.nfit;
+    if (x.nfit > 0) {
+        oc->have_best = 1;
+        oc->best = x.res[0];
+    }
+    oc->have_confidence = confidence(&o, &x, &oc->confidence);
     if (sig)
         fprintf(stderr, "%socsim sweep: interrupted by %s: writing the report of the %lld "
                         "layouts simulated (further signals are ignored until it is "
                         "written)\n",
                 r.progress ? "\n" : "", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                 (long long)(x.nres + x.nfail));
-    rc = report(&o, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig);
+    rc = report(&o, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
+                oc->have_confidence ? &oc->confidence : NULL);
     summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     if (table_rc != 0)
@@ -700,4 +740,19 @@ static int sweep(int argc, char **argv)
     if (sig)
         return 130;
     return x.nfail > 0 || x.nfit == 0 ? 1 : 0;
+}
+
+static int sweep(int argc, char **argv)
+{
+    struct oc_opts o;
+    struct oc_replay_opts ro;
+    int rc = sweep_setup(&o, &ro, argc, argv);
+    if (rc != 0)
+        return rc == 1 ? 0 : rc;
+    if (o.n_cards > 1)
+        return oc_sweep_scaling(&o, &ro, argc, argv);
+    struct oc_sweep_outcome *oc = oc_xmalloc(sizeof *oc);
+    rc = oc_sweep_one(&o, &ro, argc, argv, o.out_dir ? o.out_dir : "out/sweep", oc);
+    free(oc);
+    return rc;
 }
