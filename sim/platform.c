@@ -76,9 +76,20 @@ int oc_sim_platform_check_topology(const struct oc_topology *t, int64_t cards,
 int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
                               int64_t cards, struct oc_status *st)
 {
-    OC_ASSERT(f && t);
+    return oc_sim_platform_write_xml_twins(f, t, cards, NULL, 0, st);
+}
+
+int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
+                                    int64_t cards, const int64_t *twins,
+                                    int64_t ntwins, struct oc_status *st)
+{
+    OC_ASSERT(f && t && (twins || ntwins == 0));
     if (oc_sim_platform_check_topology(t, cards, st) != 0)
         return -1;
+    for (int64_t i = 0; i < ntwins; i++)
+        if (twins[i] < 0 || twins[i] >= cards)
+            return oc_fail(st, "platform: twin of GPU %" PRId64 " outside 0..%" PRId64,
+                           twins[i], cards - 1);
     const int64_t g = t->gpus_per_node;
     const int64_t nodes = oc_topology_nodes(t, cards);
     const int64_t k = t->nics_per_node;
@@ -109,6 +120,15 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
     for (int64_t i = 0; i < cards; i++)
         fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
                 OC_SIM_HOST_SPEED_FLOPS);
+    /* Twins (platform.h): hosts only their GPU sends to. */
+    for (int64_t j = 0; j < ntwins; j++) {
+        if (NODE_GPUS(twins[j] / g) > 1)
+            fprintf(f, "  <host id=\"gpu%" PRId64 "~nv\" speed=\"" NUM "f\"/>\n", twins[j],
+                    OC_SIM_HOST_SPEED_FLOPS);
+        if (nodes > 1)
+            fprintf(f, "  <host id=\"gpu%" PRId64 "~net\" speed=\"" NUM "f\"/>\n", twins[j],
+                    OC_SIM_HOST_SPEED_FLOPS);
+    }
     for (int64_t n = 0; n < nodes; n++)
         if (NODE_GPUS(n) > 1)
             fprintf(f, "  <router id=\"sw%" PRId64 "\"/>\n", n);
@@ -159,6 +179,24 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
                        "<link_ctn id=\"nic%" PRId64 ".%" PRId64 "\" direction=\"UP\"/>"
                        "<link_ctn id=\"up%" PRId64 "\"%s/></route>\n",
                     i, n, i % k, n, up_dir);
+    }
+    /* A twin's one route: out through its GPU's links and back in through
+     * them (platform.h); not symmetrical, the twin never sends. */
+    for (int64_t j = 0; j < ntwins; j++) {
+        const int64_t i = twins[j], n = i / g;
+        if (NODE_GPUS(n) > 1)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~nv\" "
+                       "symmetrical=\"NO\"><link_ctn id=\"nvl%" PRId64 "\" direction=\"UP\"/>"
+                       "<link_ctn id=\"nvl%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, i, i, i);
+        if (nodes > 1)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~net\" "
+                       "symmetrical=\"NO\"><link_ctn id=\"nic%" PRId64 ".%" PRId64
+                       "\" direction=\"UP\"/><link_ctn id=\"up%" PRId64 "\"%s/>"
+                       "<link_ctn id=\"up%" PRId64 "\"%s/><link_ctn id=\"nic%" PRId64
+                       ".%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, i, n, i % k, n, over ? " direction=\"UP\"" : "", n,
+                    over ? " direction=\"DOWN\"" : "", n, i % k);
     }
     fprintf(f, "</zone>\n</platform>\n");
 #undef NODE_GPUS
@@ -237,9 +275,49 @@ static void abort_cleanup(int sig)
     raise(sig);
 }
 
+/* The route figures of a generated platform (platform.h): one pair of
+ * GPUs in a node, one pair of nodes. */
+static void route_figures(struct oc_sim_platform *p)
+{
+    const int64_t g = p->gpus_per_node;
+    if (g > 1 && p->cards > 1) {
+        p->has_intra = 1;
+        p->intra_lat_s = sg_host_get_route_latency(p->hosts[0], p->hosts[1]);
+        p->intra_bw_Bps = sg_host_get_route_bandwidth(p->hosts[0], p->hosts[1]);
+    }
+    if (p->cards > g) {
+        p->has_inter = 1;
+        p->inter_lat_s = sg_host_get_route_latency(p->hosts[0], p->hosts[g]);
+        p->inter_bw_Bps = sg_host_get_route_bandwidth(p->hosts[0], p->hosts[g]);
+    }
+}
+
+static void map_twins(struct oc_sim_platform *p, const int64_t *twins, int64_t ntwins)
+{
+    if (ntwins == 0)
+        return;
+    p->twin_nv = oc_xcalloc((size_t)p->cards, sizeof *p->twin_nv);
+    p->twin_net = oc_xcalloc((size_t)p->cards, sizeof *p->twin_net);
+    for (int64_t j = 0; j < ntwins; j++) {
+        char name[48];
+        snprintf(name, sizeof name, "gpu%" PRId64 "~nv", twins[j]);
+        p->twin_nv[twins[j]] = sg_host_by_name(name);
+        snprintf(name, sizeof name, "gpu%" PRId64 "~net", twins[j]);
+        p->twin_net[twins[j]] = sg_host_by_name(name);
+    }
+}
+
 int oc_sim_platform_build(struct oc_sim_platform *p,
                           const struct oc_topology *t, int64_t cards,
                           struct oc_status *st)
+{
+    return oc_sim_platform_build_twins(p, t, cards, NULL, 0, st);
+}
+
+int oc_sim_platform_build_twins(struct oc_sim_platform *p,
+                                const struct oc_topology *t, int64_t cards,
+                                const int64_t *twins, int64_t ntwins,
+                                struct oc_status *st)
 {
     OC_ASSERT(p && t && !p->hosts);
     if (oc_sim_platform_check_topology(t, cards, st) != 0)
@@ -259,7 +337,7 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
         rmdir(dir);
         return r;
     }
-    int rc = oc_sim_platform_write_xml(f, t, cards, st);
+    int rc = oc_sim_platform_write_xml_twins(f, t, cards, twins, ntwins, st);
     /* A private file SimGrid reads at once, not an output (outfile.h): its
      * writes are checked (ferror is sticky), then it is removed. */
     const int bad = ferror(f);
@@ -283,7 +361,11 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
         return -1;
     p->gpus_per_node = t->gpus_per_node;
     p->generated = 1;
-    return map_hosts(p, "generated platform", cards, st);
+    if (map_hosts(p, "generated platform", cards, st) != 0)
+        return -1;
+    map_twins(p, twins, ntwins);
+    route_figures(p);
+    return 0;
 }
 
 int oc_sim_platform_load_file(struct oc_sim_platform *p, const char *path,
@@ -311,6 +393,8 @@ void oc_sim_platform_free(struct oc_sim_platform *p)
     if (!p)
         return;
     free(p->hosts);
-    p->hosts = NULL;
+    free(p->twin_nv);
+    free(p->twin_net);
+    p->hosts = p->twin_nv = p->twin_net = NULL;
     p->cards = 0;
 }

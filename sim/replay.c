@@ -44,7 +44,9 @@ enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o)
 {
     if (!o)
         return OC_SIM_FAST;
-    return o->fidelity == OC_SIM_FULL || o->platform_file ? OC_SIM_FULL : OC_SIM_FAST;
+    if (o->fidelity == OC_SIM_FULL || o->platform_file)
+        return OC_SIM_FULL;
+    return o->fidelity == OC_SIM_SYM ? OC_SIM_SYM : OC_SIM_FAST;
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -67,6 +69,8 @@ static void replay_timeline(struct replay *R, struct oc_timeline *tl)
         if (R->sim_of[r] < 0) {
             struct oc_coord c = oc_layout_coord(R->l, r);
             c.tp = 0;
+            if (R->sym)
+                c.dp = 0; /* replica 0 stands for every replica */
             tl->proxy[r] = oc_layout_rank(R->l, c);
         }
     for (int64_t i = 0; i < R->nsim; i++) {
@@ -136,7 +140,8 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
  * equal flows through one NIC each got the whole NIC); the full update
  * shares them as max-min says. */
 static int engine_start(const struct oc_topology *t, int64_t cards,
-                        const struct oc_replay_opts *o, struct oc_status *st)
+                        const struct oc_replay_opts *o, const int64_t *twins,
+                        int64_t ntwins, struct oc_status *st)
 {
     if (o->n_cfg < 0 || (o->n_cfg > 0 && !o->cfg))
         return oc_fail(st, "replay: %" PRId64 " cfg strings but no array", o->n_cfg);
@@ -152,6 +157,8 @@ static int engine_start(const struct oc_topology *t, int64_t cards,
         cfg[ncfg++] = o->cfg[i];
     struct oc_sim_engine_opts eo = {.topo = t, .cards = cards,
                                     .platform_file = o->platform_file,
+                                    .twins = o->platform_file ? NULL : twins,
+                                    .ntwins = o->platform_file ? 0 : ntwins,
                                     .cfg = cfg, .n_cfg = ncfg, .log = o->log};
     int rc = oc_sim_engine_init(&eo, st);
     free(cfg);
@@ -174,7 +181,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
         memset(tl, 0, sizeof *tl);
     if (tl && !sched_out)
         return oc_fail(st, "replay: a timeline needs sched_out (the schedule it indexes)");
-    if (o->fidelity != OC_SIM_FAST && o->fidelity != OC_SIM_FULL)
+    if (o->fidelity != OC_SIM_FAST && o->fidelity != OC_SIM_FULL && o->fidelity != OC_SIM_SYM)
         return oc_fail(st, "replay: unknown fidelity %d", (int)o->fidelity);
     if (o->algo < 0 || o->algo >= OC_SIM_ALGO_COUNT)
         return oc_fail(st, "replay: unknown collective algorithm %d", (int)o->algo);
@@ -189,7 +196,8 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     memset(&R, 0, sizeof R);
     R.m = m;
     R.l = l;
-    R.fast = oc_replay_fidelity_used(o) == OC_SIM_FAST;
+    R.fast = oc_replay_fidelity_used(o) != OC_SIM_FULL;
+    R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM;
     R.world = world;
     R.gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
     /* The layout's collective algorithm, where it names one, else the
@@ -205,7 +213,11 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
 
     /* The engine first: a bad platform file or --cfg fails before the
      * schedule is built. */
-    if (engine_start(t, world, o, st) != 0)
+    int64_t ntwins = 0;
+    int64_t *twins = R.sym_asked ? oc_rp_sym_twins(l, &ntwins) : NULL;
+    const int started = engine_start(t, world, o, twins, ntwins, st);
+    free(twins);
+    if (started != 0)
         return -1;
     R.plat = oc_sim_engine_platform();
     OC_ASSERT(R.plat && R.plat->cards == world);
@@ -241,7 +253,7 @@ static int check_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 {
     (void)out;
     const struct check_job *j = arg;
-    return engine_start(j->t, j->cards, j->o, st);
+    return engine_start(j->t, j->cards, j->o, NULL, 0, st);
 }
 
 int oc_replay_check_forked(const struct oc_topology *t, int64_t cards,

@@ -131,7 +131,7 @@
 #include "timeline.h"
 #include "topology.h"
 
-enum oc_sim_fidelity { OC_SIM_FAST, OC_SIM_FULL };
+enum oc_sim_fidelity { OC_SIM_FAST, OC_SIM_FULL, OC_SIM_SYM };
 
 struct oc_replay_opts {
     enum oc_sim_fidelity fidelity; /* default FAST (0) */
@@ -145,7 +145,9 @@ struct oc_replay_opts {
 };
 
 /* The fidelity that runs for these options: FULL when asked, or when a
- * platform file is given (FAST needs the generated platform). NULL: FAST. */
+ * platform file is given (FAST and SYM need the generated platform).
+ * NULL: FAST. SYM may still fall back to FAST when the layout is not
+ * symmetric (see above; oc_replay_run's sym_used says). */
 enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o);
 
 /* In the current process (SimGrid: once per process): build the schedule

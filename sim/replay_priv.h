@@ -40,6 +40,7 @@ struct rgroup {
     struct oc_sim_group g;
     int64_t *k; /* (N) fast mode only, else NULL */
     struct oc_coll_tx tx;
+    struct oc_coll_loop *loop_nv, *loop_net; /* symmetric mode (replay_sym.c) */
 };
 
 struct rrank;
@@ -81,6 +82,10 @@ struct replay {
     const struct oc_schedule *s;
     int fast;
     int all_ranks; /* fast mode, but every rank simulated (no scaling) */
+    int sym_asked; /* OC_SIM_SYM asked */
+    int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */
+    char sym_why[160]; /* why it fell back to fast, when asked */
+    int64_t *ksym; /* (world) sym: same-stage ranks on the rank's NIC */
     int64_t world, gpn; /* ranks, GPUs per node */
     struct oc_sim_coll_opts copts;
     const struct oc_sim_platform *plat;
@@ -106,6 +111,20 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
                   const struct oc_replay_opts *o, int64_t *buf, int64_t cap,
                   struct oc_status *st);
 void oc_rp_free(struct replay *R);
+
+/* replay_sym.c: the symmetric mode */
+/* The GPUs that get twins (replica dp 0's TP-rank-0 ranks); *n their count. */
+int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n);
+/* After fast mode's factors: does the symmetric mode hold (sets R->sym,
+ * R->ksym, or R->sym_why)? */
+void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t, int64_t *buf,
+                    int64_t cap);
+/* A group with members that are not simulated: its loops and their
+ * receivers (me: the simulated member). */
+void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me);
+/* At the end of a rank's actor: its groups' receivers leave. */
+void oc_rp_sym_stop(struct rrank *rk);
+void oc_rp_sym_free(struct rgroup *G);
 
 /* replay_rank.c: the actor of one simulated rank (arg: its struct rrank) */
 void oc_rp_rank_main(void *arg);

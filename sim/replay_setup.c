@@ -57,6 +57,21 @@ static int group_build(struct replay *R, struct rgroup *G, const char *name,
             G->k[i] = R->knic[members[i]];
     }
     oc_coll_tx_init(&G->tx, &G->g, G->k, &R->copts);
+    /* Symmetric mode: a group reaching other replicas has one simulated
+     * member, whose ring steps go to loops (replay_sym.c). */
+    if (R->sym && !(G >= R->tpshape && G < R->tpshape + R->gpn)) { /* not fast TP sleeps */
+        int64_t me = -1, ghosts = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (R->sim_of[members[i]] < 0)
+                ghosts++;
+            else
+                me = i;
+        }
+        if (ghosts > 0) {
+            OC_ASSERT(me >= 0 && ghosts == n - 1);
+            oc_rp_sym_loops(R, G, me);
+        }
+    }
     return 0;
 }
 
@@ -227,6 +242,7 @@ void oc_rp_free(struct replay *R)
             if (sets[k][i].ready)
                 oc_sim_group_free(&sets[k][i].g);
             free(sets[k][i].k);
+            oc_rp_sym_free(&sets[k][i]);
         }
         free(sets[k]);
     }
@@ -241,6 +257,7 @@ void oc_rp_free(struct replay *R)
     free(R->rk);
     free(R->sim_of);
     free(R->knic);
+    free(R->ksym);
     free(R->bucket_ptrs);
     free(R->m_done);
 }
@@ -271,12 +288,13 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
     if (!R->fast || R->all_ranks)
         for (int64_t r = 0; r < world; r++)
             R->knic[r] = 1;
+    oc_rp_sym_plan(R, t, buf, cap); /* symmetric mode, when asked and exact */
 
     R->rk = oc_xcalloc((size_t)world, sizeof *R->rk);
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
         R->sim_of[r] = -1;
-        if (R->fast && !R->all_ranks && c.tp != 0)
+        if (R->fast && !R->all_ranks && (c.tp != 0 || (R->sym && c.dp != 0)))
             continue;
         struct rrank *rk = &R->rk[R->nsim];
         R->sim_of[r] = R->nsim++;

@@ -1,0 +1,272 @@
+/* replay_sym.c: the symmetric mode of the replay (OC_SIM_SYM, replay.h):
+ * fast mode restricted to one data-parallel replica. On the generated
+ * platform of a uniform cluster every DP replica of a layout runs the
+ * same op lists at the same times, so replica dp 0 stands for all of
+ * them: only its TP-rank-0 ranks are actors (p of them, p*c with context
+ * parallelism), and what the other replicas did on links replica 0 uses is
+ * charged to replica 0's flows:
+ *   - a PP message across nodes carries ksym times its bytes, ksym the
+ *     ranks of its stage on the sender's NIC (the larger of both ends), as
+ *     fast mode's k counts the TP group's; a NIC then carries the load of
+ *     all the lockstepped flows of that stage (max-min sharing of m equal
+ *     flows on a link = one flow of m times the bytes);
+ *   - a collective of a group with members in other replicas (the DP
+ *     groups, ZeRO's reduce-scatter and all-gather, the async buckets)
+ *     runs the algorithm fast mode would pick, but each ring step of the
+ *     simulated member is one message to its twin host (platform.h),
+ *     through its own outgoing and incoming links: by symmetry its
+ *     successor's incoming links carry what its own do, and its
+ *     predecessor's outgoing links what its own do, so the one message
+ *     puts on every link the real load and takes as long as the real
+ *     step. Across nodes it carries ksym times the bytes (the hierarchical
+ *     ring's rings across nodes of all the node's members at once).
+ * The cost then grows with the pipeline's op lists, not with DP.
+ *
+ * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
+ * reason goes to the ocsim_replay debug log and R->sym_why):
+ *   - fast mode's scaling holds (fast mode itself simulates every rank
+ *     otherwise: a TP group across nodes, GPUs that do not split evenly
+ *     over the NICs);
+ *   - every rank has its replica-0 image's ksym and the same kind of
+ *     pipeline hops (inside a node or across) as its image;
+ *   - on every NIC that replica 0 uses, every rank is of a stage whose
+ *     replica-0 rank uses that NIC (so the scaled flows stand for all of
+ *     its traffic), and when uplinks are shared (switch_levels > 1 with
+ *     oversubscription) the same on every node replica 0 uses;
+ *   - every collective of such a group is a flat ring with all members in
+ *     one node or one per node, or a hierarchical ring with the same count
+ *     on every node (oc_coll_sym_ok); a tree, whose members are not alike,
+ *     or a broadcast falls back to fast mode.
+ * What differs from fast mode then: the ring's chunks of floor(S(c+1)/N)
+ * - floor(Sc/N) bytes differ by a byte between positions; replica 0's
+ * sizes stand for all (1e-10 s per step on 12.5 GB/s).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "replay_priv.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
+
+#include "sim_log.h"
+
+XBT_LOG_EXTERNAL_DEFAULT_CATEGORY(ocsim_replay); /* replay.c's */
+
+/* Replica 0's image of rank r: TP rank 0, DP rank 0. */
+static int64_t image_of(const struct oc_layout *l, int64_t r)
+{
+    struct oc_coord c = oc_layout_coord(l, r);
+    c.tp = 0;
+    c.dp = 0;
+    return oc_layout_rank(l, c);
+}
+
+int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
+{
+    const int64_t world = oc_layout_world(l);
+    int64_t *v = oc_xmalloc((size_t)(world > 0 ? world : 1) * sizeof *v);
+    *n = 0;
+    for (int64_t r = 0; r < world; r++) {
+        const struct oc_coord c = oc_layout_coord(l, r);
+        if (c.tp == 0 && c.dp == 0)
+            v[(*n)++] = r;
+    }
+    return v;
+}
+
+/* Every collective of replica 0's ranks on a group reaching other
+ * replicas: can the loops run it (oc_coll_sym_ok)? 1, or 0 with why. */
+static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
+{
+    const struct oc_layout *l = R->l;
+    for (int64_t r = 0; r < R->world; r++) {
+        if (image_of(l, r) != r || oc_layout_coord(l, r).tp != 0)
+            continue;
+        const struct oc_rank_ops *ro = &R->s->ranks[r];
+        for (int64_t i = 0; i < ro->n; i++) {
+            const struct oc_op *op = &ro->ops[i];
+            if (op->kind != OC_OP_COLLECTIVE || op->group == OC_GROUP_TP)
+                continue;
+            const int64_t n = oc_schedule_group(l, r, (enum oc_group)op->group, buf, cap);
+            OC_ASSERT(n <= cap);
+            int cross = 0;
+            for (int64_t j = 0; j < n; j++)
+                cross |= image_of(l, buf[j]) != buf[j];
+            if (!cross)
+                continue;
+            if (op->coll == OC_COLL_BROADCAST) {
+                snprintf(R->sym_why, sizeof R->sym_why, "a broadcast across replicas");
+                return 0;
+            }
+            struct oc_sim_group g;
+            struct oc_status st = {{0}};
+            if (oc_sim_group_init(&g, "symcheck", buf, n, R->plat, &st) != 0) {
+                snprintf(R->sym_why, sizeof R->sym_why, "%.150s", st.msg);
+                return 0;
+            }
+            const struct oc_coll_algo *a = oc_coll_pick(
+                &g, (enum oc_coll_kind)op->coll, R->copts.algo, (double)llround(op->bytes),
+                &R->copts);
+            const int ok = oc_coll_sym_ok(&g, a);
+            if (!ok)
+                snprintf(R->sym_why, sizeof R->sym_why,
+                         "the %s of %s on a group of %" PRId64 " on %" PRId64
+                         " nodes is not alike for every member",
+                         a->name, oc_coll_name((enum oc_coll_kind)op->coll), g.size, g.nodes);
+            oc_sim_group_free(&g);
+            if (!ok)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* ksym of every rank, and the placement checks of the file comment. */
+static int placement_ok(struct replay *R, const struct oc_topology *t)
+{
+    const struct oc_layout *l = R->l;
+    const int64_t world = R->world, gpn = R->gpn, p = l->pp;
+    const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
+    const int64_t nodes = (world + gpn - 1) / gpn;
+    const int shared_up = t->switch_levels > 1 && t->oversubscription > 1;
+    int64_t *cnt = oc_xcalloc((size_t)(nodes * K * p), sizeof *cnt);
+    unsigned char *rep_nic = oc_xcalloc((size_t)(nodes * K), 1);
+    unsigned char *rep_node = oc_xcalloc((size_t)nodes, 1);
+#define NIC_OF(r) (((r) / gpn) * K + (r) % K)
+    for (int64_t r = 0; r < world; r++)
+        cnt[NIC_OF(r) * p + oc_layout_coord(l, r).pp]++;
+    for (int64_t r = 0; r < world; r++) {
+        R->ksym[r] = cnt[NIC_OF(r) * p + oc_layout_coord(l, r).pp];
+        if (image_of(l, r) == r) {
+            rep_nic[NIC_OF(r)] = 1;
+            rep_node[r / gpn] = 1;
+        }
+    }
+    int ok = 1;
+    for (int64_t r = 0; ok && r < world; r++) {
+        const int64_t img = image_of(l, r);
+        const struct oc_coord c = oc_layout_coord(l, r);
+        if (R->ksym[r] != R->ksym[img]) {
+            snprintf(R->sym_why, sizeof R->sym_why,
+                     "rank %" PRId64 " shares its NIC with %" PRId64 " ranks of its stage, "
+                     "its replica-0 image %" PRId64 " with %" PRId64,
+                     r, R->ksym[r], img, R->ksym[img]);
+            ok = 0;
+        }
+        /* its pipeline hops: the next stage (and the wrap of interleaving) */
+        for (int64_t dir = 0; ok && dir < 2; dir++) {
+            struct oc_coord q = c;
+            q.pp = c.pp + (dir ? -1 : 1);
+            if (q.pp < 0 || q.pp >= p) {
+                if (l->vchunks < 2 || p < 2)
+                    continue;
+                q.pp = (q.pp + p) % p;
+            }
+            const int64_t peer = oc_layout_rank(l, q), pimg = image_of(l, peer);
+            if ((r / gpn == peer / gpn) != (img / gpn == pimg / gpn)) {
+                snprintf(R->sym_why, sizeof R->sym_why,
+                         "the pipeline hop %" PRId64 " -> %" PRId64 " and its replica-0 "
+                         "image differ in crossing nodes", r, peer);
+                ok = 0;
+            }
+        }
+        /* a rank on a NIC (node, with shared uplinks) that replica 0 uses
+         * is stood for by its image there */
+        const int on_rep = rep_nic[NIC_OF(r)] || (shared_up && rep_node[r / gpn]);
+        if (ok && on_rep && NIC_OF(img) != NIC_OF(r)) {
+            snprintf(R->sym_why, sizeof R->sym_why,
+                     "rank %" PRId64 " uses a NIC (or uplink) of replica 0 but its image "
+                     "%" PRId64 " another one", r, img);
+            ok = 0;
+        }
+    }
+#undef NIC_OF
+    free(cnt);
+    free(rep_nic);
+    free(rep_node);
+    return ok;
+}
+
+void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t, int64_t *buf, int64_t cap)
+{
+    R->sym = 0;
+    R->sym_why[0] = '\0';
+    if (!R->sym_asked)
+        return;
+    R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
+    if (R->all_ranks)
+        snprintf(R->sym_why, sizeof R->sym_why,
+                 "fast mode simulates every rank here (a TP group across nodes, or NICs "
+                 "not shared evenly)");
+    else if (!R->plat->twin_nv && !R->plat->twin_net)
+        snprintf(R->sym_why, sizeof R->sym_why, "the platform has no twins");
+    else if (placement_ok(R, t) && coll_ok(R, buf, cap))
+        R->sym = 1;
+    if (!R->sym)
+        XBT_DEBUG("symmetric mode falls back to fast mode: %s", R->sym_why);
+    else
+        XBT_DEBUG("symmetric mode: replica 0 stands for all %" PRId64, R->l->dp);
+}
+
+static struct oc_coll_loop *loop_new(struct replay *R, const struct oc_sim_group *g,
+                                     int64_t rank, int net)
+{
+    sg_host_t twin = net ? R->plat->twin_net[rank] : R->plat->twin_nv[rank];
+    OC_ASSERT(twin);
+    struct oc_coll_loop *L = oc_xcalloc(1, sizeof *L);
+    char name[160];
+    snprintf(name, sizeof name, "%s:loop%s%" PRId64, g->name, net ? "net" : "nv", rank);
+    L->mb = sg_mailbox_by_name(name);
+    L->go = sg_sem_init(0);
+    L->scale = net ? R->ksym[rank] : 1;
+    oc_sim_actor_create(net ? "twin-net" : "twin-nv", twin, oc_coll_loop_main, L);
+    return L;
+}
+
+void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me)
+{
+    const struct oc_sim_group *g = &G->g;
+    const int64_t rank = g->ranks[me];
+    if (g->size < 2)
+        return;
+    if (oc_coll_node_count(g, g->node[me]) > 1)
+        G->loop_nv = loop_new(R, g, rank, 0);
+    if (g->nodes > 1)
+        G->loop_net = loop_new(R, g, rank, 1);
+    G->tx.loop_nv = G->loop_nv;
+    G->tx.loop_net = G->loop_net;
+    G->tx.loop_me = me;
+}
+
+static void group_stop(struct rgroup *G)
+{
+    if (!G)
+        return;
+    oc_coll_loop_stop(G->loop_nv);
+    oc_coll_loop_stop(G->loop_net);
+}
+
+void oc_rp_sym_stop(struct rrank *rk)
+{
+    group_stop(rk->dp);
+    group_stop(rk->emb);
+    for (int64_t c = 0; rk->bucket && c < rk->R->l->vchunks; c++)
+        group_stop(rk->bucket[c]);
+}
+
+void oc_rp_sym_free(struct rgroup *G)
+{
+    struct oc_coll_loop *L[2] = {G->loop_nv, G->loop_net};
+    for (int i = 0; i < 2; i++)
+        if (L[i]) {
+            sg_sem_destroy(L[i]->go);
+            free(L[i]);
+        }
+    G->loop_nv = G->loop_net = NULL;
+}
