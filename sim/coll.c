@@ -120,11 +120,16 @@ int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
 /* How many real flows a message from member i to member j stands for: 1
  * inside a node (every GPU has its own NVLink link) or without factors,
  * else the larger factor of the two ends (replay.h). */
+static int64_t scale_of(const struct oc_coll_tx *tx, const int64_t *k, int64_t i, int64_t j)
+{
+    if (!k || tx->g->node[i] == tx->g->node[j])
+        return 1;
+    return k[i] > k[j] ? k[i] : k[j];
+}
+
 static int64_t hop_scale(const struct oc_coll_tx *tx, int64_t i, int64_t j)
 {
-    if (!tx->scale || tx->g->node[i] == tx->g->node[j])
-        return 1;
-    return tx->scale[i] > tx->scale[j] ? tx->scale[i] : tx->scale[j];
+    return scale_of(tx, tx->scale, i, j);
 }
 
 void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
@@ -164,7 +169,8 @@ struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_
     int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
                      g->ranks[to]);
     OC_ASSERT(w > 0 && (size_t)w < sizeof name);
-    struct oc_coll_hop h = {sg_mailbox_by_name(name), hop_scale(tx, from, to), 0, 0};
+    struct oc_coll_hop h = {sg_mailbox_by_name(name), hop_scale(tx, from, to), 0, 0, 0};
+    h.flow = tx->flow_scale ? scale_of(tx, tx->flow_scale, from, to) : h.scale;
     /* the route is looked up only where a reduction needs it; on a
      * generated platform by its class (platform.h), without a route search */
     const struct oc_sim_platform *p = oc_sim_engine_platform();
@@ -198,7 +204,7 @@ double oc_coll_reduce(const struct oc_coll_tx *tx, int64_t bytes, int64_t reads,
 
 sg_comm_t oc_coll_put(const struct oc_coll_hop *h, int64_t bytes)
 {
-    return sg_mailbox_put_async(h->mb, &coll_token, bytes * h->scale);
+    return sg_mailbox_put_async(h->mb, &coll_token, bytes * (h->flow > 0 ? h->flow : h->scale));
 }
 
 void oc_coll_get(const struct oc_coll_hop *h)

@@ -69,6 +69,11 @@ void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes);
 struct oc_coll_tx {
     const struct oc_sim_group *g;
     const int64_t *scale; /* (N) member i's NIC-sharing factor, or NULL */
+    /* (N) symmetric fidelity: the factors the messages' bytes are scaled
+     * by (the lockstepped flows of every replica on the NIC), where they
+     * differ from scale (which still times the reductions' hiding and
+     * decides the coarse rings, as in fast fidelity); NULL: scale */
+    const int64_t *flow_scale;
     const struct oc_sim_coll_opts *o; /* coarse, chunking */
     /* coarse rings allowed on: the flat ring, rings inside nodes, rings
      * across nodes (opts.coarse and equal hops) */
@@ -97,6 +102,7 @@ struct oc_coll_hop {
     sg_mailbox_t mb;
     int64_t scale;
     double lat_s, bw_Bps;
+    int64_t flow; /* what the bytes sent are scaled by (0: scale) */
 };
 
 struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,

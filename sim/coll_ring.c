@@ -24,7 +24,7 @@ static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, int64_t pos, int
                                    int64_t self, int64_t next, int64_t prev, int coarse,
                                    double lat_s)
 {
-    struct oc_coll_ring r = {tx,     n,     pos, {NULL, 1, 0, 0}, {NULL, 1, 0, 0},
+    struct oc_coll_ring r = {tx,     n,     pos, {NULL, 1, 0, 0, 1}, {NULL, 1, 0, 0, 1},
                              coarse, lat_s, NULL};
     /* Symmetric fidelity: the ring's steps go to the loop of the hop's
      * kind (coll.h); oc_coll_sym_ok made sure a ring has one kind. */
@@ -144,7 +144,7 @@ static void chain_broadcast(const struct oc_coll_tx *tx, int64_t me, int64_t roo
     const int64_t N = tx->g->size;
     const int64_t q = (me - root + N) % N;
     const int64_t next = (me + 1) % N, prev = (me + N - 1) % N;
-    struct oc_coll_hop in = {NULL, 1, 0, 0}, out = {NULL, 1, 0, 0};
+    struct oc_coll_hop in = {NULL, 1, 0, 0, 1}, out = {NULL, 1, 0, 0, 1};
     if (q > 0)
         in = oc_coll_hop(tx, prev, me);
     if (q < N - 1)

@@ -39,6 +39,7 @@ struct rgroup {
     int ready;
     struct oc_sim_group g;
     int64_t *k; /* (N) fast mode only, else NULL */
+    int64_t *kflow; /* (N) symmetric mode: the members' ksym, else NULL */
     struct oc_coll_tx tx;
     struct oc_coll_loop *loop_nv, *loop_net; /* symmetric mode (replay_sym.c) */
 };

@@ -70,6 +70,13 @@ static int group_build(struct replay *R, struct rgroup *G, const char *name,
         if (ghosts > 0) {
             OC_ASSERT(me >= 0 && ghosts == n - 1);
             oc_rp_sym_loops(R, G, me);
+        } else {
+            /* a group inside replica 0 (the embedding's): its messages
+             * across nodes stand for every replica's (replay_sym.c) */
+            G->kflow = oc_xmalloc((size_t)n * sizeof *G->kflow);
+            for (int64_t i = 0; i < n; i++)
+                G->kflow[i] = R->ksym[members[i]];
+            G->tx.flow_scale = G->kflow;
         }
     }
     return 0;
@@ -242,6 +249,7 @@ void oc_rp_free(struct replay *R)
             if (sets[k][i].ready)
                 oc_sim_group_free(&sets[k][i].g);
             free(sets[k][i].k);
+            free(sets[k][i].kflow);
             oc_rp_sym_free(&sets[k][i]);
         }
         free(sets[k]);

@@ -23,7 +23,7 @@
  * The cost then grows with the pipeline's op lists, not with DP.
  *
  * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
- * reason goes to the ocsim_replay debug log and R->sym_why):
+ * reason goes to the debug log of category ocsim_sym and R->sym_why):
  *   - fast mode's scaling holds (fast mode itself simulates every rank
  *     otherwise: a TP group across nodes, GPUs that do not split evenly
  *     over the NICs);
@@ -56,7 +56,8 @@
 
 #include "sim_log.h"
 
-XBT_LOG_EXTERNAL_DEFAULT_CATEGORY(ocsim_replay); /* replay.c's */
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_sym, ocsim,
+                                "ocsim: the replay's symmetric mode (which ran, and why)");
 
 /* Replica 0's image of rank r: TP rank 0, DP rank 0. */
 static int64_t image_of(const struct oc_layout *l, int64_t r)
