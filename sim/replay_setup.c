@@ -293,10 +293,14 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
         nic_factors(R, t, buf, cap);
         R->all_ranks = !scaling_exact(R, t);
     }
+    /* symmetric mode, when asked and exact: its own checks of the NICs
+     * replace fast mode's (replay_sym.c) */
+    oc_rp_sym_plan(R, t, buf, cap);
+    if (R->sym)
+        R->all_ranks = 0;
     if (!R->fast || R->all_ranks)
         for (int64_t r = 0; r < world; r++)
             R->knic[r] = 1;
-    oc_rp_sym_plan(R, t, buf, cap); /* symmetric mode, when asked and exact */
 
     R->rk = oc_xcalloc((size_t)world, sizeof *R->rk);
     for (int64_t r = 0; r < world; r++) {

@@ -24,9 +24,12 @@
  *
  * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
  * reason goes to the debug log of category ocsim_sym and R->sym_why):
- *   - fast mode's scaling holds (fast mode itself simulates every rank
- *     otherwise: a TP group across nodes, GPUs that do not split evenly
- *     over the NICs);
+ *   - every TP group is inside one node (fast mode's TP sleeps; fast
+ *     mode itself then simulates every rank). Where fast mode simulates
+ *     every rank only because its check of the NICs is stricter (it asks
+ *     every NIC, not only those replica 0 uses, to match: eight NICs per
+ *     node, TP 8), the symmetric mode's own checks below hold instead and
+ *     it stands for that every-rank run;
  *   - every rank has its replica-0 image's ksym and the same kind of
  *     pipeline hops (inside a node or across) as its image;
  *   - on every NIC that replica 0 uses, every rank is of a stage whose
@@ -194,6 +197,22 @@ static int placement_ok(struct replay *R, const struct oc_topology *t)
     return ok;
 }
 
+/* Every TP group inside one node (fast mode's TP sleeps are exact only
+ * there)? */
+static int tp_in_nodes(const struct replay *R, int64_t *buf, int64_t cap)
+{
+    for (int64_t r = 0; r < R->world; r++) {
+        if (oc_layout_coord(R->l, r).tp != 0)
+            continue;
+        const int64_t n = oc_schedule_group(R->l, r, OC_GROUP_TP, buf, cap);
+        OC_ASSERT(n <= cap);
+        for (int64_t i = 0; i < n; i++)
+            if (buf[i] / R->gpn != r / R->gpn)
+                return 0;
+    }
+    return 1;
+}
+
 void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t, int64_t *buf, int64_t cap)
 {
     R->sym = 0;
@@ -201,10 +220,9 @@ void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t, int64_t *buf,
     if (!R->sym_asked)
         return;
     R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
-    if (R->all_ranks)
+    if (!tp_in_nodes(R, buf, cap))
         snprintf(R->sym_why, sizeof R->sym_why,
-                 "fast mode simulates every rank here (a TP group across nodes, or NICs "
-                 "not shared evenly)");
+                 "a TP group across nodes (fast mode simulates every rank)");
     else if (!R->plat->twin_nv && !R->plat->twin_net)
         snprintf(R->sym_why, sizeof R->sym_why, "the platform has no twins");
     else if (placement_ok(R, t) && coll_ok(R, buf, cap))
