@@ -73,6 +73,10 @@ int oc_sim_platform_check_topology(const struct oc_topology *t, int64_t cards,
     return 0;
 }
 
+static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
+                     const int64_t *twins, int64_t ntwins, int reduced,
+                     struct oc_status *st);
+
 int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
                               int64_t cards, struct oc_status *st)
 {
@@ -82,6 +86,33 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
 int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
                                     int64_t cards, const int64_t *twins,
                                     int64_t ntwins, struct oc_status *st)
+{
+    return write_xml(f, t, cards, twins, ntwins, 0, st);
+}
+
+/* The nodes a reduced platform keeps (platform.h): those of the twins'
+ * GPUs, and one more when that makes a single node of several. */
+static unsigned char *kept_nodes(int64_t nodes, int64_t g, const int64_t *twins,
+                                 int64_t ntwins)
+{
+    unsigned char *keep = oc_xcalloc((size_t)nodes, 1);
+    int64_t kept = 0;
+    for (int64_t j = 0; j < ntwins; j++)
+        if (!keep[twins[j] / g]) {
+            keep[twins[j] / g] = 1;
+            kept++;
+        }
+    for (int64_t n = 0; kept < 2 && n < nodes; n++)
+        if (!keep[n]) {
+            keep[n] = 1;
+            kept++;
+        }
+    return keep;
+}
+
+static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
+                     const int64_t *twins, int64_t ntwins, int reduced,
+                     struct oc_status *st)
 {
     OC_ASSERT(f && t && (twins || ntwins == 0));
     if (oc_sim_platform_check_topology(t, cards, st) != 0)
@@ -95,6 +126,8 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
     const int64_t k = t->nics_per_node;
     /* A node has a switch when it holds two GPUs or more. */
 #define NODE_GPUS(n) ((n) == nodes - 1 ? cards - (n) * g : g)
+    unsigned char *keep = reduced ? kept_nodes(nodes, g, twins, ntwins) : NULL;
+#define KEPT(n) (!keep || keep[n])
 
     fprintf(f, "<?xml version='1.0'?>\n"
                "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -118,8 +151,9 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
      * would need every pair). */
     fprintf(f, "<zone id=\"ocsim\" routing=\"DijkstraCache\">\n");
     for (int64_t i = 0; i < cards; i++)
-        fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
-                OC_SIM_HOST_SPEED_FLOPS);
+        if (KEPT(i / g))
+            fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
+                    OC_SIM_HOST_SPEED_FLOPS);
     /* Twins (platform.h): hosts only their GPU sends to. */
     for (int64_t j = 0; j < ntwins; j++) {
         if (NODE_GPUS(twins[j] / g) > 1)
@@ -130,7 +164,7 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
                     OC_SIM_HOST_SPEED_FLOPS);
     }
     for (int64_t n = 0; n < nodes; n++)
-        if (NODE_GPUS(n) > 1)
+        if (NODE_GPUS(n) > 1 && KEPT(n))
             fprintf(f, "  <router id=\"sw%" PRId64 "\"/>\n", n);
     if (nodes > 1)
         fprintf(f, "  <router id=\"fabric\"/>\n");
@@ -138,7 +172,7 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
     /* Intra-node: half the GPU-to-GPU latency on each GPU's own link, so a
      * route (two links) has exactly intra_latency_s. */
     for (int64_t i = 0; i < cards; i++)
-        if (NODE_GPUS(i / g) > 1)
+        if (NODE_GPUS(i / g) > 1 && KEPT(i / g))
             fprintf(f, "  <link id=\"nvl%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
                        "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                     i, t->intra_bandwidth_Bps, t->intra_latency_s / 2);
@@ -150,6 +184,8 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
     const double up_lat_s =
         (double)(2 * t->switch_levels - 1) * t->inter_latency_s / 2;
     for (int64_t n = 0; nodes > 1 && n < nodes; n++) {
+        if (!KEPT(n))
+            continue;
         for (int64_t j = 0; j < k; j++)
             fprintf(f, "  <link id=\"nic%" PRId64 ".%" PRId64 "\" bandwidth=\"" NUM
                        "Bps\" latency=\"" NUM "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
@@ -169,6 +205,8 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
     const char *up_dir = over ? " direction=\"UP\"" : "";
     for (int64_t i = 0; i < cards; i++) {
         const int64_t n = i / g;
+        if (!KEPT(n))
+            continue;
         if (NODE_GPUS(n) > 1)
             fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"sw%" PRId64
                        "\" symmetrical=\"YES\"><link_ctn id=\"nvl%" PRId64
@@ -200,6 +238,8 @@ int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
     }
     fprintf(f, "</zone>\n</platform>\n");
 #undef NODE_GPUS
+#undef KEPT
+    free(keep);
     if (ferror(f))
         return oc_fail(st, "writing the platform XML failed: %s", strerror(errno));
     return 0;
@@ -248,7 +288,7 @@ static int map_hosts(struct oc_sim_platform *p, const char *what, int64_t cards,
         char name[32];
         snprintf(name, sizeof name, "gpu%" PRId64, i);
         p->hosts[i] = sg_host_by_name(name);
-        if (!p->hosts[i]) {
+        if (!p->hosts[i] && !p->reduced) {
             int r = oc_fail(st, "%s: no host \"%s\": a platform for %" PRId64
                                 " cards must name its hosts gpu0..gpu%" PRId64
                                 " (it has %zu hosts)",
@@ -280,15 +320,26 @@ static void abort_cleanup(int sig)
 static void route_figures(struct oc_sim_platform *p)
 {
     const int64_t g = p->gpus_per_node;
-    if (g > 1 && p->cards > 1) {
-        p->has_intra = 1;
-        p->intra_lat_s = sg_host_get_route_latency(p->hosts[0], p->hosts[1]);
-        p->intra_bw_Bps = sg_host_get_route_bandwidth(p->hosts[0], p->hosts[1]);
+    int64_t a = -1, b = -1, c = -1; /* a and b in one node, c in another */
+    for (int64_t i = 0; i < p->cards; i++) {
+        if (!p->hosts[i])
+            continue;
+        if (a < 0)
+            a = i;
+        else if (b < 0 && i / g == a / g)
+            b = i;
+        else if (c < 0 && i / g != a / g)
+            c = i;
     }
-    if (p->cards > g) {
+    if (a >= 0 && b >= 0) {
+        p->has_intra = 1;
+        p->intra_lat_s = sg_host_get_route_latency(p->hosts[a], p->hosts[b]);
+        p->intra_bw_Bps = sg_host_get_route_bandwidth(p->hosts[a], p->hosts[b]);
+    }
+    if (a >= 0 && c >= 0) {
         p->has_inter = 1;
-        p->inter_lat_s = sg_host_get_route_latency(p->hosts[0], p->hosts[g]);
-        p->inter_bw_Bps = sg_host_get_route_bandwidth(p->hosts[0], p->hosts[g]);
+        p->inter_lat_s = sg_host_get_route_latency(p->hosts[a], p->hosts[c]);
+        p->inter_bw_Bps = sg_host_get_route_bandwidth(p->hosts[a], p->hosts[c]);
     }
 }
 
@@ -311,12 +362,12 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
                           const struct oc_topology *t, int64_t cards,
                           struct oc_status *st)
 {
-    return oc_sim_platform_build_twins(p, t, cards, NULL, 0, st);
+    return oc_sim_platform_build_twins(p, t, cards, NULL, 0, 0, st);
 }
 
 int oc_sim_platform_build_twins(struct oc_sim_platform *p,
                                 const struct oc_topology *t, int64_t cards,
-                                const int64_t *twins, int64_t ntwins,
+                                const int64_t *twins, int64_t ntwins, int reduced,
                                 struct oc_status *st)
 {
     OC_ASSERT(p && t && !p->hosts);
@@ -337,7 +388,7 @@ int oc_sim_platform_build_twins(struct oc_sim_platform *p,
         rmdir(dir);
         return r;
     }
-    int rc = oc_sim_platform_write_xml_twins(f, t, cards, twins, ntwins, st);
+    int rc = write_xml(f, t, cards, twins, ntwins, reduced && ntwins > 0, st);
     /* A private file SimGrid reads at once, not an output (outfile.h): its
      * writes are checked (ferror is sticky), then it is removed. */
     const int bad = ferror(f);
@@ -361,6 +412,7 @@ int oc_sim_platform_build_twins(struct oc_sim_platform *p,
         return -1;
     p->gpus_per_node = t->gpus_per_node;
     p->generated = 1;
+    p->reduced = reduced && ntwins > 0;
     if (map_hosts(p, "generated platform", cards, st) != 0)
         return -1;
     map_twins(p, twins, ntwins);

@@ -107,7 +107,9 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     const int64_t cap = (tp > d ? tp : d) + 2;
     int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
     oc_rp_ranks(R, t, buf, cap);
-    int rc = oc_rp_prepare(R, t, o, buf, cap, st);
+    int rc = oc_rp_sym_recheck(R, buf, cap, st);
+    if (rc == 0)
+        rc = oc_rp_prepare(R, t, o, buf, cap, st);
     free(buf);
     if (rc != 0)
         return -1;
@@ -141,7 +143,7 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
  * shares them as max-min says. */
 static int engine_start(const struct oc_topology *t, int64_t cards,
                         const struct oc_replay_opts *o, const int64_t *twins,
-                        int64_t ntwins, struct oc_status *st)
+                        int64_t ntwins, int reduced, struct oc_status *st)
 {
     if (o->n_cfg < 0 || (o->n_cfg > 0 && !o->cfg))
         return oc_fail(st, "replay: %" PRId64 " cfg strings but no array", o->n_cfg);
@@ -159,6 +161,7 @@ static int engine_start(const struct oc_topology *t, int64_t cards,
                                     .platform_file = o->platform_file,
                                     .twins = o->platform_file ? NULL : twins,
                                     .ntwins = o->platform_file ? 0 : ntwins,
+                                    .reduced = reduced,
                                     .cfg = cfg, .n_cfg = ncfg, .log = o->log};
     int rc = oc_sim_engine_init(&eo, st);
     free(cfg);
@@ -211,23 +214,39 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     /* the reductions run at the device's memory bandwidth (collective.h) */
     R.copts.reduce_Bps = oc_cost_mem_Bps(t);
 
-    /* The engine first: a bad platform file or --cfg fails before the
-     * schedule is built. */
+    struct oc_schedule local;
+    struct oc_schedule *s = sched_out ? sched_out : &local;
+    memset(&local, 0, sizeof local);
+    const struct oc_schedule_opts so = {R.fast ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
+    /* The symmetric mode decides before the engine starts whether it holds
+     * (it runs on a reduced platform, replay_sym.c). Else the engine
+     * first: a bad platform file or --cfg fails before the schedule is
+     * built. */
     int64_t ntwins = 0;
-    int64_t *twins = R.sym_asked ? oc_rp_sym_twins(l, &ntwins) : NULL;
-    const int started = engine_start(t, world, o, twins, ntwins, st);
+    int64_t *twins = NULL;
+    if (R.sym_asked) {
+        if (oc_schedule_build(s, m, l, &so, st) != 0) {
+            oc_schedule_free(s);
+            return -1;
+        }
+        R.s = s;
+        oc_rp_sym_plan(&R, t);
+        if (R.sym)
+            twins = oc_rp_sym_twins(l, &ntwins);
+    }
+    const int started = engine_start(t, world, o, twins, ntwins, R.sym, st);
     free(twins);
-    if (started != 0)
+    if (started != 0) {
+        oc_rp_free(&R);
+        oc_schedule_free(s);
         return -1;
+    }
     R.plat = oc_sim_engine_platform();
     OC_ASSERT(R.plat && R.plat->cards == world);
     if (o->platform_file)
         R.gpn = R.plat->gpus_per_node;
 
-    struct oc_schedule local;
-    struct oc_schedule *s = sched_out ? sched_out : &local;
-    const struct oc_schedule_opts so = {R.fast ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
-    if (oc_schedule_build(s, m, l, &so, st) != 0) {
+    if (!R.s && oc_schedule_build(s, m, l, &so, st) != 0) {
         oc_schedule_free(s);
         return -1;
     }
@@ -253,7 +272,7 @@ static int check_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 {
     (void)out;
     const struct check_job *j = arg;
-    return engine_start(j->t, j->cards, j->o, NULL, 0, st);
+    return engine_start(j->t, j->cards, j->o, NULL, 0, 0, st);
 }
 
 int oc_replay_check_forked(const struct oc_topology *t, int64_t cards,

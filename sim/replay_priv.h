@@ -116,10 +116,12 @@ void oc_rp_free(struct replay *R);
 /* replay_sym.c: the symmetric mode */
 /* The GPUs that get twins (replica dp 0's TP-rank-0 ranks); *n their count. */
 int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n);
-/* After fast mode's factors: does the symmetric mode hold (sets R->sym,
- * R->ksym, or R->sym_why)? */
-void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t, int64_t *buf,
-                    int64_t cap);
+/* Before the engine starts, on R->s: does the symmetric mode hold (sets
+ * R->sym and R->ksym, or R->sym_why)? */
+void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t);
+/* After the engine started: the algorithms picked on the real route
+ * figures can run on loops too (0), or -1 and st. */
+int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_status *st);
 /* A group with members that are not simulated: its loops and their
  * receivers (me: the simulated member). */
 void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me);

@@ -293,9 +293,8 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
         nic_factors(R, t, buf, cap);
         R->all_ranks = !scaling_exact(R, t);
     }
-    /* symmetric mode, when asked and exact: its own checks of the NICs
-     * replace fast mode's (replay_sym.c) */
-    oc_rp_sym_plan(R, t, buf, cap);
+    /* symmetric mode (decided before the engine, replay_sym.c): its own
+     * checks of the NICs replace fast mode's */
     if (R->sym)
         R->all_ranks = 0;
     if (!R->fast || R->all_ranks)

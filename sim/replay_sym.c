@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/semaphore.h>
 
@@ -213,24 +214,67 @@ static int tp_in_nodes(const struct replay *R, int64_t *buf, int64_t cap)
     return 1;
 }
 
-void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t, int64_t *buf, int64_t cap)
+/* The generated platform's route figures by class (platform.h), from the
+ * topology, as SimGrid sums and takes the minimum along the route; hosts
+ * all NULL: enough for oc_sim_group_init on a generated platform. */
+static void paper_platform(struct oc_sim_platform *P, const struct oc_topology *t,
+                           int64_t cards)
+{
+    memset(P, 0, sizeof *P);
+    const int64_t g = t->gpus_per_node;
+    P->cards = cards;
+    P->gpus_per_node = g;
+    P->generated = 1;
+    P->hosts = oc_xcalloc((size_t)cards, sizeof *P->hosts);
+    P->has_intra = g > 1 && cards > 1;
+    P->intra_lat_s = t->intra_latency_s / 2 + t->intra_latency_s / 2;
+    P->intra_bw_Bps = t->intra_bandwidth_Bps;
+    P->has_inter = cards > g;
+    if (P->has_inter) {
+        const int over = t->switch_levels > 1 && t->oversubscription > 1;
+        const double up_lat = (double)(2 * t->switch_levels - 1) * t->inter_latency_s / 2;
+        const double up_bw = (double)t->nics_per_node * t->nic_bandwidth_Bps /
+                             (over ? t->oversubscription : 1);
+        P->inter_lat_s = t->nic_latency_s / 2 + up_lat + up_lat + t->nic_latency_s / 2;
+        P->inter_bw_Bps = fmin(t->nic_bandwidth_Bps, up_bw);
+    }
+}
+
+void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
 {
     R->sym = 0;
     R->sym_why[0] = '\0';
     if (!R->sym_asked)
         return;
+    const int64_t cap = (R->l->tp > R->l->dp ? R->l->tp : R->l->dp) + 2;
+    int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
+    struct oc_sim_platform paper;
+    paper_platform(&paper, t, R->world);
+    const struct oc_sim_platform *real = R->plat;
+    R->plat = &paper;
     R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
     if (!tp_in_nodes(R, buf, cap))
         snprintf(R->sym_why, sizeof R->sym_why,
                  "a TP group across nodes (fast mode simulates every rank)");
-    else if (!R->plat->twin_nv && !R->plat->twin_net)
-        snprintf(R->sym_why, sizeof R->sym_why, "the platform has no twins");
     else if (placement_ok(R, t) && coll_ok(R, buf, cap))
         R->sym = 1;
-    if (!R->sym)
+    R->plat = real;
+    free(paper.hosts);
+    free(buf);
+}
+
+int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_status *st)
+{
+    /* logged here: the log settings apply once the engine started */
+    if (R->sym_asked && !R->sym)
         XBT_DEBUG("symmetric mode falls back to fast mode: %s", R->sym_why);
-    else
-        XBT_DEBUG("symmetric mode: replica 0 stands for all %" PRId64, R->l->dp);
+    else if (R->sym)
+        XBT_DEBUG("symmetric mode: replica 0 stands for all %" PRId64 " replicas, on %zu "
+                  "hosts", R->l->dp, sg_host_count());
+    if (!R->sym || coll_ok(R, buf, cap))
+        return 0;
+    return oc_fail(st, "symmetric mode: on the loaded platform %s (run --fidelity fast)",
+                   R->sym_why);
 }
 
 static struct oc_coll_loop *loop_new(struct replay *R, const struct oc_sim_group *g,
