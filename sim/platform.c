@@ -110,6 +110,43 @@ static unsigned char *kept_nodes(int64_t nodes, int64_t g, const int64_t *twins,
     return keep;
 }
 
+/* The twins (platform.h): their hosts (routes 0), only their GPU sends
+ * to, or their one route each (routes 1): out through the GPU's links and
+ * back in through them; not symmetrical, the twin never sends. */
+static void write_twins(FILE *f, const struct oc_topology *t, int64_t cards,
+                        const int64_t *twins, int64_t ntwins, int routes)
+{
+    const int64_t g = t->gpus_per_node, k = t->nics_per_node;
+    const int64_t nodes = oc_topology_nodes(t, cards);
+    const int over = t->switch_levels > 1 && t->oversubscription > 1;
+    for (int64_t j = 0; j < ntwins; j++) {
+        const int64_t i = twins[j], n = i / g;
+        const int nv = (n == nodes - 1 ? cards - n * g : g) > 1;
+        if (!routes) {
+            if (nv)
+                fprintf(f, "  <host id=\"gpu%" PRId64 "~nv\" speed=\"" NUM "f\"/>\n", i,
+                        OC_SIM_HOST_SPEED_FLOPS);
+            if (nodes > 1)
+                fprintf(f, "  <host id=\"gpu%" PRId64 "~net\" speed=\"" NUM "f\"/>\n", i,
+                        OC_SIM_HOST_SPEED_FLOPS);
+            continue;
+        }
+        if (nv)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~nv\" "
+                       "symmetrical=\"NO\"><link_ctn id=\"nvl%" PRId64 "\" direction=\"UP\"/>"
+                       "<link_ctn id=\"nvl%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, i, i, i);
+        if (nodes > 1)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~net\" "
+                       "symmetrical=\"NO\"><link_ctn id=\"nic%" PRId64 ".%" PRId64
+                       "\" direction=\"UP\"/><link_ctn id=\"up%" PRId64 "\"%s/>"
+                       "<link_ctn id=\"up%" PRId64 "\"%s/><link_ctn id=\"nic%" PRId64
+                       ".%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, i, n, i % k, n, over ? " direction=\"UP\"" : "", n,
+                    over ? " direction=\"DOWN\"" : "", n, i % k);
+    }
+}
+
 static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
                      const int64_t *twins, int64_t ntwins, int reduced,
                      struct oc_status *st)
@@ -154,15 +191,7 @@ static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
         if (KEPT(i / g))
             fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
                     OC_SIM_HOST_SPEED_FLOPS);
-    /* Twins (platform.h): hosts only their GPU sends to. */
-    for (int64_t j = 0; j < ntwins; j++) {
-        if (NODE_GPUS(twins[j] / g) > 1)
-            fprintf(f, "  <host id=\"gpu%" PRId64 "~nv\" speed=\"" NUM "f\"/>\n", twins[j],
-                    OC_SIM_HOST_SPEED_FLOPS);
-        if (nodes > 1)
-            fprintf(f, "  <host id=\"gpu%" PRId64 "~net\" speed=\"" NUM "f\"/>\n", twins[j],
-                    OC_SIM_HOST_SPEED_FLOPS);
-    }
+    write_twins(f, t, cards, twins, ntwins, 0);
     for (int64_t n = 0; n < nodes; n++)
         if (NODE_GPUS(n) > 1 && KEPT(n))
             fprintf(f, "  <router id=\"sw%" PRId64 "\"/>\n", n);
@@ -218,24 +247,7 @@ static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
                        "<link_ctn id=\"up%" PRId64 "\"%s/></route>\n",
                     i, n, i % k, n, up_dir);
     }
-    /* A twin's one route: out through its GPU's links and back in through
-     * them (platform.h); not symmetrical, the twin never sends. */
-    for (int64_t j = 0; j < ntwins; j++) {
-        const int64_t i = twins[j], n = i / g;
-        if (NODE_GPUS(n) > 1)
-            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~nv\" "
-                       "symmetrical=\"NO\"><link_ctn id=\"nvl%" PRId64 "\" direction=\"UP\"/>"
-                       "<link_ctn id=\"nvl%" PRId64 "\" direction=\"DOWN\"/></route>\n",
-                    i, i, i, i);
-        if (nodes > 1)
-            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~net\" "
-                       "symmetrical=\"NO\"><link_ctn id=\"nic%" PRId64 ".%" PRId64
-                       "\" direction=\"UP\"/><link_ctn id=\"up%" PRId64 "\"%s/>"
-                       "<link_ctn id=\"up%" PRId64 "\"%s/><link_ctn id=\"nic%" PRId64
-                       ".%" PRId64 "\" direction=\"DOWN\"/></route>\n",
-                    i, i, n, i % k, n, over ? " direction=\"UP\"" : "", n,
-                    over ? " direction=\"DOWN\"" : "", n, i % k);
-    }
+    write_twins(f, t, cards, twins, ntwins, 1);
     fprintf(f, "</zone>\n</platform>\n");
 #undef NODE_GPUS
 #undef KEPT

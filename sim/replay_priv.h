@@ -8,6 +8,8 @@
  *   replay_setup.c  the simulated ranks, their groups and NIC-sharing
  *                   factors, op costs and send / job lists
  *   replay_rank.c   the actor of one rank: its ops replayed in order
+ *   replay_sym.c    the symmetric mode: whether it holds, its NIC factors
+ *                   ksym, the loops of the groups reaching other replicas
  *
  * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
  * members of a TP group that share the sender's NIC (fast mode scaling).
