@@ -89,6 +89,8 @@ struct replay {
     int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */
     char sym_why[160]; /* why it fell back to fast, when asked */
     int64_t *ksym; /* (world) sym: same-stage ranks on the rank's NIC */
+    struct oc_coll_loop **loops; /* sym: every loop made, and its rank */
+    int64_t *loop_owner, nloops, cap_loops;
     int64_t world, gpn; /* ranks, GPUs per node */
     struct oc_sim_coll_opts copts;
     const struct oc_sim_platform *plat;
@@ -127,9 +129,9 @@ int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_sta
 /* A group with members that are not simulated: its loops and their
  * receivers (me: the simulated member). */
 void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me);
-/* At the end of a rank's actor: its groups' receivers leave. */
+/* At the end of a rank's actor: the receivers of its loops leave. */
 void oc_rp_sym_stop(struct rrank *rk);
-void oc_rp_sym_free(struct rgroup *G);
+void oc_rp_sym_free(struct replay *R);
 
 /* replay_rank.c: the actor of one simulated rank (arg: its struct rrank) */
 void oc_rp_rank_main(void *arg);

@@ -250,7 +250,6 @@ void oc_rp_free(struct replay *R)
                 oc_sim_group_free(&sets[k][i].g);
             free(sets[k][i].k);
             free(sets[k][i].kflow);
-            oc_rp_sym_free(&sets[k][i]);
         }
         free(sets[k]);
     }
@@ -266,6 +265,7 @@ void oc_rp_free(struct replay *R)
     free(R->sim_of);
     free(R->knic);
     free(R->ksym);
+    oc_rp_sym_free(R);
     free(R->bucket_ptrs);
     free(R->m_done);
 }

@@ -288,6 +288,14 @@ static struct oc_coll_loop *loop_new(struct replay *R, const struct oc_sim_group
     L->mb = sg_mailbox_by_name(name);
     L->go = sg_sem_init(0);
     L->scale = net ? R->ksym[rank] : 1;
+    if (R->nloops == R->cap_loops) {
+        R->cap_loops = R->cap_loops ? 2 * R->cap_loops : 16;
+        R->loops = oc_xrealloc(R->loops, (size_t)R->cap_loops * sizeof *R->loops);
+        R->loop_owner =
+            oc_xrealloc(R->loop_owner, (size_t)R->cap_loops * sizeof *R->loop_owner);
+    }
+    R->loops[R->nloops] = L;
+    R->loop_owner[R->nloops++] = rank;
     oc_sim_actor_create(net ? "twin-net" : "twin-nv", twin, oc_coll_loop_main, L);
     return L;
 }
@@ -307,29 +315,23 @@ void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me)
     G->tx.loop_me = me;
 }
 
-static void group_stop(struct rgroup *G)
-{
-    if (!G)
-        return;
-    oc_coll_loop_stop(G->loop_nv);
-    oc_coll_loop_stop(G->loop_net);
-}
-
 void oc_rp_sym_stop(struct rrank *rk)
 {
-    group_stop(rk->dp);
-    group_stop(rk->emb);
-    for (int64_t c = 0; rk->bucket && c < rk->R->l->vchunks; c++)
-        group_stop(rk->bucket[c]);
+    const struct replay *R = rk->R;
+    for (int64_t i = 0; i < R->nloops; i++)
+        if (R->loop_owner[i] == rk->rank)
+            oc_coll_loop_stop(R->loops[i]);
 }
 
-void oc_rp_sym_free(struct rgroup *G)
+void oc_rp_sym_free(struct replay *R)
 {
-    struct oc_coll_loop *L[2] = {G->loop_nv, G->loop_net};
-    for (int i = 0; i < 2; i++)
-        if (L[i]) {
-            sg_sem_destroy(L[i]->go);
-            free(L[i]);
-        }
-    G->loop_nv = G->loop_net = NULL;
+    for (int64_t i = 0; i < R->nloops; i++) {
+        sg_sem_destroy(R->loops[i]->go);
+        free(R->loops[i]);
+    }
+    free(R->loops);
+    free(R->loop_owner);
+    R->loops = NULL;
+    R->loop_owner = NULL;
+    R->nloops = R->cap_loops = 0;
 }
