@@ -86,50 +86,66 @@ int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
 }
 
 /* Every collective of replica 0's ranks on a group reaching other
- * replicas: can the loops run it (oc_coll_sym_ok)? 1, or 0 with why. */
+ * replicas: can the loops run it (oc_coll_sym_ok)? 1, or 0 with why. Each
+ * rank's groups are built once (by enum oc_group) and each op picks on
+ * them. */
+#define SYM_GROUPS 16
 static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
 {
     const struct oc_layout *l = R->l;
-    for (int64_t r = 0; r < R->world; r++) {
+    int ok = 1;
+    for (int64_t r = 0; ok && r < R->world; r++) {
         if (image_of(l, r) != r || oc_layout_coord(l, r).tp != 0)
             continue;
+        struct oc_sim_group g[SYM_GROUPS];
+        signed char state[SYM_GROUPS] = {0}; /* 0 unseen, 1 inside replica 0, 2 built */
         const struct oc_rank_ops *ro = &R->s->ranks[r];
-        for (int64_t i = 0; i < ro->n; i++) {
+        for (int64_t i = 0; ok && i < ro->n; i++) {
             const struct oc_op *op = &ro->ops[i];
             if (op->kind != OC_OP_COLLECTIVE || op->group == OC_GROUP_TP)
                 continue;
-            const int64_t n = oc_schedule_group(l, r, (enum oc_group)op->group, buf, cap);
-            OC_ASSERT(n <= cap);
-            int cross = 0;
-            for (int64_t j = 0; j < n; j++)
-                cross |= image_of(l, buf[j]) != buf[j];
-            if (!cross)
+            OC_ASSERT(op->group < SYM_GROUPS);
+            if (state[op->group] == 0) {
+                const int64_t n = oc_schedule_group(l, r, (enum oc_group)op->group, buf, cap);
+                OC_ASSERT(n <= cap);
+                int cross = 0;
+                for (int64_t j = 0; j < n; j++)
+                    cross |= image_of(l, buf[j]) != buf[j];
+                state[op->group] = 1;
+                struct oc_status st = {{0}};
+                if (cross && oc_sim_group_init(&g[op->group], "symcheck", buf, n, R->plat,
+                                               &st) != 0) {
+                    snprintf(R->sym_why, sizeof R->sym_why, "%.150s", st.msg);
+                    ok = 0;
+                    break;
+                }
+                if (cross)
+                    state[op->group] = 2;
+            }
+            if (state[op->group] != 2)
                 continue;
+            const struct oc_sim_group *G = &g[op->group];
             if (op->coll == OC_COLL_BROADCAST) {
                 snprintf(R->sym_why, sizeof R->sym_why, "a broadcast across replicas");
-                return 0;
-            }
-            struct oc_sim_group g;
-            struct oc_status st = {{0}};
-            if (oc_sim_group_init(&g, "symcheck", buf, n, R->plat, &st) != 0) {
-                snprintf(R->sym_why, sizeof R->sym_why, "%.150s", st.msg);
-                return 0;
+                ok = 0;
+                break;
             }
             const struct oc_coll_algo *a = oc_coll_pick(
-                &g, (enum oc_coll_kind)op->coll, R->copts.algo, (double)llround(op->bytes),
+                G, (enum oc_coll_kind)op->coll, R->copts.algo, (double)llround(op->bytes),
                 &R->copts);
-            const int ok = oc_coll_sym_ok(&g, a);
-            if (!ok)
+            if (!oc_coll_sym_ok(G, a)) {
                 snprintf(R->sym_why, sizeof R->sym_why,
                          "the %s of %s on a group of %" PRId64 " on %" PRId64
                          " nodes is not alike for every member",
-                         a->name, oc_coll_name((enum oc_coll_kind)op->coll), g.size, g.nodes);
-            oc_sim_group_free(&g);
-            if (!ok)
-                return 0;
+                         a->name, oc_coll_name((enum oc_coll_kind)op->coll), G->size, G->nodes);
+                ok = 0;
+            }
         }
+        for (int k = 0; k < SYM_GROUPS; k++)
+            if (state[k] == 2)
+                oc_sim_group_free(&g[k]);
     }
-    return 1;
+    return ok;
 }
 
 /* ksym of every rank, and the placement checks of the file comment. */
