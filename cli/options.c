@@ -493,8 +493,8 @@ static int checked_flag(struct oc_opts *o, int c, const char *name, const char *
         return 0;
     case O_FIDELITY:
         o->fidelity = val;
-        if (strcmp(val, "fast") && strcmp(val, "full"))
-            return oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full)",
+        if (strcmp(val, "fast") && strcmp(val, "full") && strcmp(val, "sym"))
+            return oc_fail(st, "--fidelity: unknown mode '%s' (known: fast, full, sym)",
                            oc_quote(q, sizeof q, val));
         return 0;
     case O_COLLECTIVE:

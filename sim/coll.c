@@ -14,7 +14,9 @@
 #include <simgrid/comm.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
 
+#include "engine.h"
 #include "sim_log.h"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
@@ -118,17 +120,23 @@ int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
 /* How many real flows a message from member i to member j stands for: 1
  * inside a node (every GPU has its own NVLink link) or without factors,
  * else the larger factor of the two ends (replay.h). */
+static int64_t scale_of(const struct oc_coll_tx *tx, const int64_t *k, int64_t i, int64_t j)
+{
+    if (!k || tx->g->node[i] == tx->g->node[j])
+        return 1;
+    return k[i] > k[j] ? k[i] : k[j];
+}
+
 static int64_t hop_scale(const struct oc_coll_tx *tx, int64_t i, int64_t j)
 {
-    if (!tx->scale || tx->g->node[i] == tx->g->node[j])
-        return 1;
-    return tx->scale[i] > tx->scale[j] ? tx->scale[i] : tx->scale[j];
+    return scale_of(tx, tx->scale, i, j);
 }
 
 void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
                      const int64_t *scale, const struct oc_sim_coll_opts *o)
 {
     OC_ASSERT(tx && g);
+    memset(tx, 0, sizeof *tx);
     tx->g = g;
     tx->scale = scale;
     tx->o = o ? o : &default_opts;
@@ -161,11 +169,20 @@ struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_
     int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
                      g->ranks[to]);
     OC_ASSERT(w > 0 && (size_t)w < sizeof name);
-    struct oc_coll_hop h = {sg_mailbox_by_name(name), hop_scale(tx, from, to), 0, 0};
-    /* the route is looked up only where a reduction needs it */
+    struct oc_coll_hop h = {sg_mailbox_by_name(name), hop_scale(tx, from, to), 0, 0, 0};
+    h.flow = tx->flow_scale ? scale_of(tx, tx->flow_scale, from, to) : h.scale;
+    /* the route is looked up only where a reduction needs it; on a
+     * generated platform by its class (platform.h), without a route search */
+    const struct oc_sim_platform *p = oc_sim_engine_platform();
+    const int same = g->node[from] == g->node[to];
     if (tx->o->reduce_Bps > 0 && from != to) {
-        h.lat_s = sg_host_get_route_latency(g->hosts[from], g->hosts[to]);
-        h.bw_Bps = sg_host_get_route_bandwidth(g->hosts[from], g->hosts[to]);
+        if (p && p->generated && (same ? p->has_intra : p->has_inter)) {
+            h.lat_s = same ? p->intra_lat_s : p->inter_lat_s;
+            h.bw_Bps = same ? p->intra_bw_Bps : p->inter_bw_Bps;
+        } else {
+            h.lat_s = sg_host_get_route_latency(g->hosts[from], g->hosts[to]);
+            h.bw_Bps = sg_host_get_route_bandwidth(g->hosts[from], g->hosts[to]);
+        }
     }
     return h;
 }
@@ -187,7 +204,7 @@ double oc_coll_reduce(const struct oc_coll_tx *tx, int64_t bytes, int64_t reads,
 
 sg_comm_t oc_coll_put(const struct oc_coll_hop *h, int64_t bytes)
 {
-    return sg_mailbox_put_async(h->mb, &coll_token, bytes * h->scale);
+    return sg_mailbox_put_async(h->mb, &coll_token, bytes * (h->flow > 0 ? h->flow : h->scale));
 }
 
 void oc_coll_get(const struct oc_coll_hop *h)
@@ -198,6 +215,46 @@ void oc_coll_get(const struct oc_coll_hop *h)
 sg_comm_t oc_coll_get_async(const struct oc_coll_hop *h)
 {
     return sg_mailbox_get_async(h->mb, &coll_sink);
+}
+
+/* ---- symmetric fidelity's loops ---------------------------------------- */
+
+void oc_coll_loop_main(void *arg)
+{
+    struct oc_coll_loop *L = arg;
+    for (;;) {
+        sg_sem_acquire(L->go);
+        if (L->stop)
+            break;
+        sg_mailbox_get(L->mb);
+    }
+}
+
+void oc_coll_loop_stop(struct oc_coll_loop *L)
+{
+    if (!L || L->stop)
+        return;
+    L->stop = 1;
+    sg_sem_release(L->go);
+}
+
+/* One ring step on a loop: the receiver is woken at this simulated time,
+ * so the message flows at once. */
+void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
+{
+    sg_sem_release(L->go);
+    sg_comm_wait(sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale));
+}
+
+int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a)
+{
+    if (g->size < 2)
+        return 1;
+    if (a == &oc_coll_ring)
+        return g->nodes == 1 || g->per_node == 1;
+    if (a == &oc_coll_hier)
+        return g->per_node >= 1;
+    return 0;
 }
 
 void oc_coll_comms_push(struct oc_coll_comms *cs, sg_comm_t c)

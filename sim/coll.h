@@ -46,15 +46,50 @@
 #include "schedule.h"
 #include "status.h"
 
+struct oc_coll_algo;
+
+/* Symmetric fidelity (replay.h): one ring step of the one simulated
+ * member as ONE message to its twin host (platform.h), through its own
+ * outgoing and incoming links, `scale` times the bytes. A receiver actor
+ * on the twin (oc_coll_loop_main) takes each message; `go` wakes it. */
+struct oc_coll_loop {
+    sg_mailbox_t mb;
+    sg_sem_t go;
+    int64_t scale;
+    int stop;
+};
+/* The twin's receiver (arg: its struct oc_coll_loop), an actor. */
+void oc_coll_loop_main(void *arg);
+/* From the simulated member's actor: the receiver leaves. */
+void oc_coll_loop_stop(struct oc_coll_loop *L);
+/* One ring step of `bytes` (times the loop's scale) on the loop; blocks. */
+void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes);
+
 /* How the messages of one group's collectives are sent. */
 struct oc_coll_tx {
     const struct oc_sim_group *g;
     const int64_t *scale; /* (N) member i's NIC-sharing factor, or NULL */
+    /* (N) symmetric fidelity: the factors the messages' bytes are scaled
+     * by (the lockstepped flows of every replica on the NIC), where they
+     * differ from scale (which still times the reductions' hiding and
+     * decides the coarse rings, as in fast fidelity); NULL: scale */
+    const int64_t *flow_scale;
     const struct oc_sim_coll_opts *o; /* coarse, chunking */
     /* coarse rings allowed on: the flat ring, rings inside nodes, rings
      * across nodes (opts.coarse and equal hops) */
     int coarse_ring, coarse_intra, coarse_inter;
+    /* Symmetric fidelity: member loop_me's ring steps inside a node and
+     * across nodes go to these loops (NULL: real messages). Only the ring
+     * and the hierarchical ring run on them (oc_coll_sym_ok). */
+    struct oc_coll_loop *loop_nv, *loop_net;
+    int64_t loop_me;
 };
+
+/* Can the symmetric fidelity run algorithm a on g (every member of each
+ * ring phase in the same situation: a flat ring all inside one node or
+ * with one member per node, or the hierarchical ring with the same count
+ * on every node)? */
+int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a);
 
 /* o must outlive tx; scale (when not NULL) holds g->size factors >= 1. */
 void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
@@ -67,6 +102,7 @@ struct oc_coll_hop {
     sg_mailbox_t mb;
     int64_t scale;
     double lat_s, bw_Bps;
+    int64_t flow; /* what the bytes sent are scaled by (0: scale) */
 };
 
 struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,
@@ -122,6 +158,7 @@ struct oc_coll_ring {
     struct oc_coll_hop next, prev; /* to the next member, from the previous */
     int coarse;   /* merge the steps (asked, and the hops equal) */
     double lat_s; /* hop latency, slept for the merged steps */
+    struct oc_coll_loop *loop; /* symmetric fidelity: the step's loop */
 };
 
 /* The flat ring of the group, the ring inside me's node, the ring across

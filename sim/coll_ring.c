@@ -24,7 +24,15 @@ static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, int64_t pos, int
                                    int64_t self, int64_t next, int64_t prev, int coarse,
                                    double lat_s)
 {
-    struct oc_coll_ring r = {tx, n, pos, {NULL, 1, 0, 0}, {NULL, 1, 0, 0}, coarse, lat_s};
+    struct oc_coll_ring r = {tx,     n,     pos, {NULL, 1, 0, 0, 1}, {NULL, 1, 0, 0, 1},
+                             coarse, lat_s, NULL};
+    /* Symmetric fidelity: the ring's steps go to the loop of the hop's
+     * kind (coll.h); oc_coll_sym_ok made sure a ring has one kind. */
+    if (tx->loop_nv || tx->loop_net) {
+        OC_ASSERT(self == tx->loop_me);
+        r.loop = tx->g->node[self] == tx->g->node[next] ? tx->loop_nv : tx->loop_net;
+        OC_ASSERT(n < 2 || r.loop);
+    }
     if (n > 1) {
         r.next = oc_coll_hop(tx, self, next);
         r.prev = oc_coll_hop(tx, prev, self);
@@ -65,6 +73,14 @@ struct oc_coll_ring oc_coll_ring_inter(const struct oc_coll_tx *tx, int64_t me)
  * all are done. */
 static void exchange(const struct oc_coll_ring *r, int64_t bytes, int64_t reduce_bytes)
 {
+    if (r->loop) {
+        /* Symmetric fidelity: the predecessor's message arrives when this
+         * member's own does (every member in the same situation). */
+        oc_coll_loop_send(r->loop, bytes);
+        if (reduce_bytes >= 0)
+            oc_coll_reduce(r->tx, reduce_bytes, 2, oc_coll_hop_s(&r->prev, reduce_bytes), 1);
+        return;
+    }
     sg_comm_t c = oc_coll_put(&r->next, bytes);
     oc_coll_get(&r->prev);
     if (reduce_bytes >= 0)
@@ -128,7 +144,7 @@ static void chain_broadcast(const struct oc_coll_tx *tx, int64_t me, int64_t roo
     const int64_t N = tx->g->size;
     const int64_t q = (me - root + N) % N;
     const int64_t next = (me + 1) % N, prev = (me + N - 1) % N;
-    struct oc_coll_hop in = {NULL, 1, 0, 0}, out = {NULL, 1, 0, 0};
+    struct oc_coll_hop in = {NULL, 1, 0, 0, 1}, out = {NULL, 1, 0, 0, 1};
     if (q > 0)
         in = oc_coll_hop(tx, prev, me);
     if (q < N - 1)

@@ -54,10 +54,22 @@ int oc_sim_algo_from_name(const char *s, enum oc_sim_algo *a, struct oc_status *
 
 /* ---- groups ------------------------------------------------------------ */
 
-static void hops_add(struct oc_sim_hops *h, sg_host_t a, sg_host_t b)
+/* Route figures between GPUs a and b: on a generated platform the ones
+ * measured at load for their class (platform.h: every pair inside a node
+ * alike, every pair of nodes alike), which spares a route search from
+ * every member's host; else SimGrid's. */
+static void hops_add(struct oc_sim_hops *h, const struct oc_sim_platform *p, int64_t a,
+                     int64_t b)
 {
-    const double lat = sg_host_get_route_latency(a, b);
-    const double bw = sg_host_get_route_bandwidth(a, b);
+    double lat, bw;
+    const int same = a / p->gpus_per_node == b / p->gpus_per_node;
+    if (p->generated && (same ? p->has_intra : p->has_inter)) {
+        lat = same ? p->intra_lat_s : p->inter_lat_s;
+        bw = same ? p->intra_bw_Bps : p->inter_bw_Bps;
+    } else {
+        lat = sg_host_get_route_latency(p->hosts[a], p->hosts[b]);
+        bw = sg_host_get_route_bandwidth(p->hosts[a], p->hosts[b]);
+    }
     if (h->count == 0) {
         h->lat_s = lat;
         h->bw_Bps = bw;
@@ -137,24 +149,25 @@ int oc_sim_group_init(struct oc_sim_group *g, const char *name,
             g->per_node = 0;
 
     /* Route figures of each algorithm's hops. */
+    const int64_t *R = g->ranks;
     for (int64_t i = 0; n > 1 && i < n; i++)
-        hops_add(&g->ring, g->hosts[i], g->hosts[(i + 1) % n]);
+        hops_add(&g->ring, p, R[i], R[(i + 1) % n]);
     for (int64_t k = 0; k < g->nodes; k++) {
         const int64_t c = oc_coll_node_count(g, k);
         for (int64_t j = 0; c > 1 && j < c; j++)
-            hops_add(&g->intra, g->hosts[oc_coll_node_member(g, k, j)],
-                     g->hosts[oc_coll_node_member(g, k, (j + 1) % c)]);
+            hops_add(&g->intra, p, R[oc_coll_node_member(g, k, j)],
+                     R[oc_coll_node_member(g, k, (j + 1) % c)]);
     }
     if (g->per_node > 0 && g->nodes > 1)
         for (int64_t j = 0; j < g->per_node; j++)
             for (int64_t k = 0; k < g->nodes; k++)
-                hops_add(&g->inter, g->hosts[oc_coll_node_member(g, k, j)],
-                         g->hosts[oc_coll_node_member(g, (k + 1) % g->nodes, j)]);
+                hops_add(&g->inter, p, R[oc_coll_node_member(g, k, j)],
+                         R[oc_coll_node_member(g, (k + 1) % g->nodes, j)]);
     for (int64_t k = 1; k < g->nodes; k++) {
-        sg_host_t child = g->hosts[oc_coll_node_member(g, k, 0)];
-        sg_host_t parent = g->hosts[oc_coll_node_member(g, (k - 1) / 2, 0)];
-        hops_add(&g->tree, child, parent);
-        hops_add(&g->tree, parent, child);
+        const int64_t child = R[oc_coll_node_member(g, k, 0)];
+        const int64_t parent = R[oc_coll_node_member(g, (k - 1) / 2, 0)];
+        hops_add(&g->tree, p, child, parent);
+        hops_add(&g->tree, p, parent, child);
     }
     return 0;
 }

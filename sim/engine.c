@@ -208,7 +208,8 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
     int rc = o->platform_file
                  ? oc_sim_platform_load_file(&eng.plat, o->platform_file, o->cards,
                                              o->topo ? o->topo->gpus_per_node : 1, st)
-                 : oc_sim_platform_build(&eng.plat, o->topo, o->cards, st);
+                 : oc_sim_platform_build_twins(&eng.plat, o->topo, o->cards, o->twins,
+                                               o->ntwins, o->reduced, st);
     if (rc == 0)
         XBT_DEBUG("platform loaded: %" PRId64 " cards, %" PRId64 " per node, %zu hosts",
                   eng.plat.cards, eng.plat.gpus_per_node, sg_host_count());

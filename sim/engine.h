@@ -71,6 +71,10 @@ struct oc_sim_engine_opts {
     const struct oc_topology *topo;
     int64_t cards;
     const char *platform_file;
+    /* Generated platform only: GPUs that get twins (platform.h), or NULL. */
+    const int64_t *twins;
+    int64_t ntwins;
+    int reduced; /* only the twins' nodes (platform.h) */
     /* SimGrid configuration, each "key:value" or "--cfg=key:value". */
     const char *const *cfg;
     int64_t n_cfg;

@@ -73,17 +73,98 @@ int oc_sim_platform_check_topology(const struct oc_topology *t, int64_t cards,
     return 0;
 }
 
+static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
+                     const int64_t *twins, int64_t ntwins, int reduced,
+                     struct oc_status *st);
+
 int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
                               int64_t cards, struct oc_status *st)
 {
-    OC_ASSERT(f && t);
+    return oc_sim_platform_write_xml_twins(f, t, cards, NULL, 0, st);
+}
+
+int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
+                                    int64_t cards, const int64_t *twins,
+                                    int64_t ntwins, struct oc_status *st)
+{
+    return write_xml(f, t, cards, twins, ntwins, 0, st);
+}
+
+/* The nodes a reduced platform keeps (platform.h): those of the twins'
+ * GPUs, and one more when that makes a single node of several. */
+static unsigned char *kept_nodes(int64_t nodes, int64_t g, const int64_t *twins,
+                                 int64_t ntwins)
+{
+    unsigned char *keep = oc_xcalloc((size_t)nodes, 1);
+    int64_t kept = 0;
+    for (int64_t j = 0; j < ntwins; j++)
+        if (!keep[twins[j] / g]) {
+            keep[twins[j] / g] = 1;
+            kept++;
+        }
+    for (int64_t n = 0; kept < 2 && n < nodes; n++)
+        if (!keep[n]) {
+            keep[n] = 1;
+            kept++;
+        }
+    return keep;
+}
+
+/* The twins (platform.h): their hosts (routes 0), only their GPU sends
+ * to, or their one route each (routes 1): out through the GPU's links and
+ * back in through them; not symmetrical, the twin never sends. */
+static void write_twins(FILE *f, const struct oc_topology *t, int64_t cards,
+                        const int64_t *twins, int64_t ntwins, int routes)
+{
+    const int64_t g = t->gpus_per_node, k = t->nics_per_node;
+    const int64_t nodes = oc_topology_nodes(t, cards);
+    const int over = t->switch_levels > 1 && t->oversubscription > 1;
+    for (int64_t j = 0; j < ntwins; j++) {
+        const int64_t i = twins[j], n = i / g;
+        const int nv = (n == nodes - 1 ? cards - n * g : g) > 1;
+        if (!routes) {
+            if (nv)
+                fprintf(f, "  <host id=\"gpu%" PRId64 "~nv\" speed=\"" NUM "f\"/>\n", i,
+                        OC_SIM_HOST_SPEED_FLOPS);
+            if (nodes > 1)
+                fprintf(f, "  <host id=\"gpu%" PRId64 "~net\" speed=\"" NUM "f\"/>\n", i,
+                        OC_SIM_HOST_SPEED_FLOPS);
+            continue;
+        }
+        if (nv)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~nv\" "
+                       "symmetrical=\"NO\"><link_ctn id=\"nvl%" PRId64 "\" direction=\"UP\"/>"
+                       "<link_ctn id=\"nvl%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, i, i, i);
+        if (nodes > 1)
+            fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"gpu%" PRId64 "~net\" "
+                       "symmetrical=\"NO\"><link_ctn id=\"nic%" PRId64 ".%" PRId64
+                       "\" direction=\"UP\"/><link_ctn id=\"up%" PRId64 "\"%s/>"
+                       "<link_ctn id=\"up%" PRId64 "\"%s/><link_ctn id=\"nic%" PRId64
+                       ".%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, i, n, i % k, n, over ? " direction=\"UP\"" : "", n,
+                    over ? " direction=\"DOWN\"" : "", n, i % k);
+    }
+}
+
+static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
+                     const int64_t *twins, int64_t ntwins, int reduced,
+                     struct oc_status *st)
+{
+    OC_ASSERT(f && t && (twins || ntwins == 0));
     if (oc_sim_platform_check_topology(t, cards, st) != 0)
         return -1;
+    for (int64_t i = 0; i < ntwins; i++)
+        if (twins[i] < 0 || twins[i] >= cards)
+            return oc_fail(st, "platform: twin of GPU %" PRId64 " outside 0..%" PRId64,
+                           twins[i], cards - 1);
     const int64_t g = t->gpus_per_node;
     const int64_t nodes = oc_topology_nodes(t, cards);
     const int64_t k = t->nics_per_node;
     /* A node has a switch when it holds two GPUs or more. */
 #define NODE_GPUS(n) ((n) == nodes - 1 ? cards - (n) * g : g)
+    unsigned char *keep = reduced ? kept_nodes(nodes, g, twins, ntwins) : NULL;
+#define KEPT(n) (!keep || keep[n])
 
     fprintf(f, "<?xml version='1.0'?>\n"
                "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
@@ -107,10 +188,12 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
      * would need every pair). */
     fprintf(f, "<zone id=\"ocsim\" routing=\"DijkstraCache\">\n");
     for (int64_t i = 0; i < cards; i++)
-        fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
-                OC_SIM_HOST_SPEED_FLOPS);
+        if (KEPT(i / g))
+            fprintf(f, "  <host id=\"gpu%" PRId64 "\" speed=\"" NUM "f\"/>\n", i,
+                    OC_SIM_HOST_SPEED_FLOPS);
+    write_twins(f, t, cards, twins, ntwins, 0);
     for (int64_t n = 0; n < nodes; n++)
-        if (NODE_GPUS(n) > 1)
+        if (NODE_GPUS(n) > 1 && KEPT(n))
             fprintf(f, "  <router id=\"sw%" PRId64 "\"/>\n", n);
     if (nodes > 1)
         fprintf(f, "  <router id=\"fabric\"/>\n");
@@ -118,7 +201,7 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
     /* Intra-node: half the GPU-to-GPU latency on each GPU's own link, so a
      * route (two links) has exactly intra_latency_s. */
     for (int64_t i = 0; i < cards; i++)
-        if (NODE_GPUS(i / g) > 1)
+        if (NODE_GPUS(i / g) > 1 && KEPT(i / g))
             fprintf(f, "  <link id=\"nvl%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
                        "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
                     i, t->intra_bandwidth_Bps, t->intra_latency_s / 2);
@@ -130,6 +213,8 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
     const double up_lat_s =
         (double)(2 * t->switch_levels - 1) * t->inter_latency_s / 2;
     for (int64_t n = 0; nodes > 1 && n < nodes; n++) {
+        if (!KEPT(n))
+            continue;
         for (int64_t j = 0; j < k; j++)
             fprintf(f, "  <link id=\"nic%" PRId64 ".%" PRId64 "\" bandwidth=\"" NUM
                        "Bps\" latency=\"" NUM "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
@@ -149,6 +234,8 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
     const char *up_dir = over ? " direction=\"UP\"" : "";
     for (int64_t i = 0; i < cards; i++) {
         const int64_t n = i / g;
+        if (!KEPT(n))
+            continue;
         if (NODE_GPUS(n) > 1)
             fprintf(f, "  <route src=\"gpu%" PRId64 "\" dst=\"sw%" PRId64
                        "\" symmetrical=\"YES\"><link_ctn id=\"nvl%" PRId64
@@ -160,8 +247,11 @@ int oc_sim_platform_write_xml(FILE *f, const struct oc_topology *t,
                        "<link_ctn id=\"up%" PRId64 "\"%s/></route>\n",
                     i, n, i % k, n, up_dir);
     }
+    write_twins(f, t, cards, twins, ntwins, 1);
     fprintf(f, "</zone>\n</platform>\n");
 #undef NODE_GPUS
+#undef KEPT
+    free(keep);
     if (ferror(f))
         return oc_fail(st, "writing the platform XML failed: %s", strerror(errno));
     return 0;
@@ -210,7 +300,7 @@ static int map_hosts(struct oc_sim_platform *p, const char *what, int64_t cards,
         char name[32];
         snprintf(name, sizeof name, "gpu%" PRId64, i);
         p->hosts[i] = sg_host_by_name(name);
-        if (!p->hosts[i]) {
+        if (!p->hosts[i] && !p->reduced) {
             int r = oc_fail(st, "%s: no host \"%s\": a platform for %" PRId64
                                 " cards must name its hosts gpu0..gpu%" PRId64
                                 " (it has %zu hosts)",
@@ -237,9 +327,60 @@ static void abort_cleanup(int sig)
     raise(sig);
 }
 
+/* The route figures of a generated platform (platform.h): one pair of
+ * GPUs in a node, one pair of nodes. */
+static void route_figures(struct oc_sim_platform *p)
+{
+    const int64_t g = p->gpus_per_node;
+    int64_t a = -1, b = -1, c = -1; /* a and b in one node, c in another */
+    for (int64_t i = 0; i < p->cards; i++) {
+        if (!p->hosts[i])
+            continue;
+        if (a < 0)
+            a = i;
+        else if (b < 0 && i / g == a / g)
+            b = i;
+        else if (c < 0 && i / g != a / g)
+            c = i;
+    }
+    if (a >= 0 && b >= 0) {
+        p->has_intra = 1;
+        p->intra_lat_s = sg_host_get_route_latency(p->hosts[a], p->hosts[b]);
+        p->intra_bw_Bps = sg_host_get_route_bandwidth(p->hosts[a], p->hosts[b]);
+    }
+    if (a >= 0 && c >= 0) {
+        p->has_inter = 1;
+        p->inter_lat_s = sg_host_get_route_latency(p->hosts[a], p->hosts[c]);
+        p->inter_bw_Bps = sg_host_get_route_bandwidth(p->hosts[a], p->hosts[c]);
+    }
+}
+
+static void map_twins(struct oc_sim_platform *p, const int64_t *twins, int64_t ntwins)
+{
+    if (ntwins == 0)
+        return;
+    p->twin_nv = oc_xcalloc((size_t)p->cards, sizeof *p->twin_nv);
+    p->twin_net = oc_xcalloc((size_t)p->cards, sizeof *p->twin_net);
+    for (int64_t j = 0; j < ntwins; j++) {
+        char name[48];
+        snprintf(name, sizeof name, "gpu%" PRId64 "~nv", twins[j]);
+        p->twin_nv[twins[j]] = sg_host_by_name(name);
+        snprintf(name, sizeof name, "gpu%" PRId64 "~net", twins[j]);
+        p->twin_net[twins[j]] = sg_host_by_name(name);
+    }
+}
+
 int oc_sim_platform_build(struct oc_sim_platform *p,
                           const struct oc_topology *t, int64_t cards,
                           struct oc_status *st)
+{
+    return oc_sim_platform_build_twins(p, t, cards, NULL, 0, 0, st);
+}
+
+int oc_sim_platform_build_twins(struct oc_sim_platform *p,
+                                const struct oc_topology *t, int64_t cards,
+                                const int64_t *twins, int64_t ntwins, int reduced,
+                                struct oc_status *st)
 {
     OC_ASSERT(p && t && !p->hosts);
     if (oc_sim_platform_check_topology(t, cards, st) != 0)
@@ -259,7 +400,7 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
         rmdir(dir);
         return r;
     }
-    int rc = oc_sim_platform_write_xml(f, t, cards, st);
+    int rc = write_xml(f, t, cards, twins, ntwins, reduced && ntwins > 0, st);
     /* A private file SimGrid reads at once, not an output (outfile.h): its
      * writes are checked (ferror is sticky), then it is removed. */
     const int bad = ferror(f);
@@ -283,7 +424,12 @@ int oc_sim_platform_build(struct oc_sim_platform *p,
         return -1;
     p->gpus_per_node = t->gpus_per_node;
     p->generated = 1;
-    return map_hosts(p, "generated platform", cards, st);
+    p->reduced = reduced && ntwins > 0;
+    if (map_hosts(p, "generated platform", cards, st) != 0)
+        return -1;
+    map_twins(p, twins, ntwins);
+    route_figures(p);
+    return 0;
 }
 
 int oc_sim_platform_load_file(struct oc_sim_platform *p, const char *path,
@@ -311,6 +457,8 @@ void oc_sim_platform_free(struct oc_sim_platform *p)
     if (!p)
         return;
     free(p->hosts);
-    p->hosts = NULL;
+    free(p->twin_nv);
+    free(p->twin_net);
+    p->hosts = p->twin_nv = p->twin_net = NULL;
     p->cards = 0;
 }

@@ -53,6 +53,27 @@
  * would) or sg_actor_sleep_for(t) (never shared). The host speed is a unit
  * conversion, not a model of the GPU.
  *
+ * Twins (for the symmetric fidelity, replay.h): GPU i may get two extra
+ * hosts that only it sends to, each reached by one route that leaves
+ * through GPU i's own links and comes back through them:
+ *   gpu<i>~nv   nvl<i>_UP, nvl<i>_DOWN              (a node of 2+ GPUs)
+ *   gpu<i>~net  nic<n>.<i%k>_UP, up<n>, up<n>, nic<n>.<i%k>_DOWN
+ *               (2+ nodes; up<n> in its UP then DOWN direction when
+ *               SPLITDUPLEX)
+ * with the latency of a route to another GPU of the node, or of another
+ * node. One message to a twin loads GPU i's outgoing and incoming links
+ * as a message to its ring successor and one from its ring predecessor
+ * would, when every member of the ring is in the same situation.
+ *
+ * Reduced (for the symmetric fidelity): only the nodes of the twins'
+ * GPUs are written (and one more when those are all on one node, so that
+ * the route figures between nodes exist), each whole, with the fabric
+ * between them; hosts of the other GPUs are NULL. Every kept route is the
+ * one of the full platform, and the file grows with the kept nodes, not
+ * with the cards: SimGrid's Dijkstra zone checks each new edge against
+ * the fabric's list of edges, which made loading 16384 cards cost
+ * O(cards^2) (seconds).
+ *
  * A user's platform file must name its hosts gpu0..gpu<cards-1>; there is no
  * fallback to "the first hosts" (sg_host_list order is not the user's
  * order), so a file without them is refused with one line.
@@ -76,7 +97,16 @@ struct oc_sim_platform {
     int64_t cards;         /* GPUs simulated */
     int64_t gpus_per_node; /* node of GPU i = i / gpus_per_node */
     int generated;         /* 1: built from a topology, 0: a user's file */
+    int reduced;           /* only some nodes built: hosts[i] NULL for the others */
     sg_host_t *hosts;      /* (cards) host of GPU i, "gpu<i>" */
+    /* Generated platforms only (else NULL): the twins of the GPUs asked
+     * for (see "Twins" above), NULL for the others. */
+    sg_host_t *twin_nv, *twin_net; /* (cards) */
+    /* Generated platforms: every route between two GPUs of one node has
+     * the same figures, and so has every route between two nodes
+     * (routes above); measured once at load (has_* 0: no such pair). */
+    int has_intra, has_inter;
+    double intra_lat_s, intra_bw_Bps, inter_lat_s, inter_bw_Bps;
 };
 
 /* Check that the topology can become a platform for `cards` GPUs (positive
@@ -104,6 +134,16 @@ int oc_sim_platform_check_file(const char *path, struct oc_status *st);
 int oc_sim_platform_build(struct oc_sim_platform *p,
                           const struct oc_topology *t, int64_t cards,
                           struct oc_status *st);
+/* The same with twins for the GPUs twins[0..ntwins) (see "Twins");
+ * reduced: only the nodes of those GPUs (and one more where they are all
+ * on one node), see "Reduced". */
+int oc_sim_platform_build_twins(struct oc_sim_platform *p,
+                                const struct oc_topology *t, int64_t cards,
+                                const int64_t *twins, int64_t ntwins, int reduced,
+                                struct oc_status *st);
+int oc_sim_platform_write_xml_twins(FILE *f, const struct oc_topology *t,
+                                    int64_t cards, const int64_t *twins,
+                                    int64_t ntwins, struct oc_status *st);
 
 /* Load a user's platform file and map GPU i to host "gpu<i>" for
  * i < cards; gpus_per_node only says which GPUs share a node (for the

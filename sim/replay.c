@@ -44,7 +44,9 @@ enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o)
 {
     if (!o)
         return OC_SIM_FAST;
-    return o->fidelity == OC_SIM_FULL || o->platform_file ? OC_SIM_FULL : OC_SIM_FAST;
+    if (o->fidelity == OC_SIM_FULL || o->platform_file)
+        return OC_SIM_FULL;
+    return o->fidelity == OC_SIM_SYM ? OC_SIM_SYM : OC_SIM_FAST;
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -67,6 +69,8 @@ static void replay_timeline(struct replay *R, struct oc_timeline *tl)
         if (R->sim_of[r] < 0) {
             struct oc_coord c = oc_layout_coord(R->l, r);
             c.tp = 0;
+            if (R->sym)
+                c.dp = 0; /* replica 0 stands for every replica */
             tl->proxy[r] = oc_layout_rank(R->l, c);
         }
     for (int64_t i = 0; i < R->nsim; i++) {
@@ -103,7 +107,9 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     const int64_t cap = (tp > d ? tp : d) + 2;
     int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
     oc_rp_ranks(R, t, buf, cap);
-    int rc = oc_rp_prepare(R, t, o, buf, cap, st);
+    int rc = oc_rp_sym_recheck(R, buf, cap, st);
+    if (rc == 0)
+        rc = oc_rp_prepare(R, t, o, buf, cap, st);
     free(buf);
     if (rc != 0)
         return -1;
@@ -136,7 +142,8 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
  * equal flows through one NIC each got the whole NIC); the full update
  * shares them as max-min says. */
 static int engine_start(const struct oc_topology *t, int64_t cards,
-                        const struct oc_replay_opts *o, struct oc_status *st)
+                        const struct oc_replay_opts *o, const int64_t *twins,
+                        int64_t ntwins, int reduced, struct oc_status *st)
 {
     if (o->n_cfg < 0 || (o->n_cfg > 0 && !o->cfg))
         return oc_fail(st, "replay: %" PRId64 " cfg strings but no array", o->n_cfg);
@@ -152,6 +159,9 @@ static int engine_start(const struct oc_topology *t, int64_t cards,
         cfg[ncfg++] = o->cfg[i];
     struct oc_sim_engine_opts eo = {.topo = t, .cards = cards,
                                     .platform_file = o->platform_file,
+                                    .twins = o->platform_file ? NULL : twins,
+                                    .ntwins = o->platform_file ? 0 : ntwins,
+                                    .reduced = reduced,
                                     .cfg = cfg, .n_cfg = ncfg, .log = o->log};
     int rc = oc_sim_engine_init(&eo, st);
     free(cfg);
@@ -174,7 +184,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
         memset(tl, 0, sizeof *tl);
     if (tl && !sched_out)
         return oc_fail(st, "replay: a timeline needs sched_out (the schedule it indexes)");
-    if (o->fidelity != OC_SIM_FAST && o->fidelity != OC_SIM_FULL)
+    if (o->fidelity != OC_SIM_FAST && o->fidelity != OC_SIM_FULL && o->fidelity != OC_SIM_SYM)
         return oc_fail(st, "replay: unknown fidelity %d", (int)o->fidelity);
     if (o->algo < 0 || o->algo >= OC_SIM_ALGO_COUNT)
         return oc_fail(st, "replay: unknown collective algorithm %d", (int)o->algo);
@@ -189,7 +199,8 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     memset(&R, 0, sizeof R);
     R.m = m;
     R.l = l;
-    R.fast = oc_replay_fidelity_used(o) == OC_SIM_FAST;
+    R.fast = oc_replay_fidelity_used(o) != OC_SIM_FULL;
+    R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM;
     R.world = world;
     R.gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
     /* The layout's collective algorithm, where it names one, else the
@@ -203,19 +214,39 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     /* the reductions run at the device's memory bandwidth (collective.h) */
     R.copts.reduce_Bps = oc_cost_mem_Bps(t);
 
-    /* The engine first: a bad platform file or --cfg fails before the
-     * schedule is built. */
-    if (engine_start(t, world, o, st) != 0)
+    struct oc_schedule local;
+    struct oc_schedule *s = sched_out ? sched_out : &local;
+    memset(&local, 0, sizeof local);
+    const struct oc_schedule_opts so = {R.fast ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
+    /* The symmetric mode decides before the engine starts whether it holds
+     * (it runs on a reduced platform, replay_sym.c). Else the engine
+     * first: a bad platform file or --cfg fails before the schedule is
+     * built. */
+    int64_t ntwins = 0;
+    int64_t *twins = NULL;
+    if (R.sym_asked) {
+        if (oc_schedule_build(s, m, l, &so, st) != 0) {
+            oc_schedule_free(s);
+            return -1;
+        }
+        R.s = s;
+        oc_rp_sym_plan(&R, t);
+        if (R.sym)
+            twins = oc_rp_sym_twins(l, &ntwins);
+    }
+    const int started = engine_start(t, world, o, twins, ntwins, R.sym, st);
+    free(twins);
+    if (started != 0) {
+        oc_rp_free(&R);
+        oc_schedule_free(s);
         return -1;
+    }
     R.plat = oc_sim_engine_platform();
     OC_ASSERT(R.plat && R.plat->cards == world);
     if (o->platform_file)
         R.gpn = R.plat->gpus_per_node;
 
-    struct oc_schedule local;
-    struct oc_schedule *s = sched_out ? sched_out : &local;
-    const struct oc_schedule_opts so = {R.fast ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
-    if (oc_schedule_build(s, m, l, &so, st) != 0) {
+    if (!R.s && oc_schedule_build(s, m, l, &so, st) != 0) {
         oc_schedule_free(s);
         return -1;
     }
@@ -241,7 +272,11 @@ static int check_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 {
     (void)out;
     const struct check_job *j = arg;
-    return engine_start(j->t, j->cards, j->o, st);
+    /* A generated platform is built reduced to two nodes (platform.h):
+     * what SimGrid judges here (the cfg, the topology's numbers) is the
+     * same, and 16384 cards would take seconds to load in full. */
+    const int64_t first = 0;
+    return engine_start(j->t, j->cards, j->o, &first, 1, 1, st);
 }
 
 int oc_replay_check_forked(const struct oc_topology *t, int64_t cards,

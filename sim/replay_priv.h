@@ -8,6 +8,8 @@
  *   replay_setup.c  the simulated ranks, their groups and NIC-sharing
  *                   factors, op costs and send / job lists
  *   replay_rank.c   the actor of one rank: its ops replayed in order
+ *   replay_sym.c    the symmetric mode: whether it holds, its NIC factors
+ *                   ksym, the loops of the groups reaching other replicas
  *
  * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
  * members of a TP group that share the sender's NIC (fast mode scaling).
@@ -41,7 +43,9 @@ struct rgroup {
     int ready;
     struct oc_sim_group g;
     int64_t *k; /* (N) fast mode only, else NULL */
+    int64_t *kflow; /* (N) symmetric mode: the members' ksym, else NULL */
     struct oc_coll_tx tx;
+    struct oc_coll_loop *loop_nv, *loop_net; /* symmetric mode (replay_sym.c) */
 };
 
 struct rrank;
@@ -89,6 +93,12 @@ struct replay {
     const struct oc_schedule *s;
     int fast;
     int all_ranks; /* fast mode, but every rank simulated (no scaling) */
+    int sym_asked; /* OC_SIM_SYM asked */
+    int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */
+    char sym_why[160]; /* why it fell back to fast, when asked */
+    int64_t *ksym; /* (world) sym: same-stage ranks on the rank's NIC */
+    struct oc_coll_loop **loops; /* sym: every loop made, and its rank */
+    int64_t *loop_owner, nloops, cap_loops;
     int64_t world, gpn; /* ranks, GPUs per node */
     struct oc_sim_coll_opts copts;
     const struct oc_sim_platform *plat;
@@ -114,6 +124,22 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
                   const struct oc_replay_opts *o, int64_t *buf, int64_t cap,
                   struct oc_status *st);
 void oc_rp_free(struct replay *R);
+
+/* replay_sym.c: the symmetric mode */
+/* The GPUs that get twins (replica dp 0's TP-rank-0 ranks); *n their count. */
+int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n);
+/* Before the engine starts, on R->s: does the symmetric mode hold (sets
+ * R->sym and R->ksym, or R->sym_why)? */
+void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t);
+/* After the engine started: the algorithms picked on the real route
+ * figures can run on loops too (0), or -1 and st. */
+int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_status *st);
+/* A group with members that are not simulated: its loops and their
+ * receivers (me: the simulated member). */
+void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me);
+/* At the end of a rank's actor: the receivers of its loops leave. */
+void oc_rp_sym_stop(struct rrank *rk);
+void oc_rp_sym_free(struct replay *R);
 
 /* replay_rank.c: the actor of one simulated rank (arg: its struct rrank) */
 void oc_rp_rank_main(void *arg);

@@ -107,7 +107,10 @@ static int64_t pp_scale(const struct replay *R, int64_t a, int64_t b)
 {
     if (!R->fast || a / R->gpn == b / R->gpn)
         return 1;
-    return R->knic[a] > R->knic[b] ? R->knic[a] : R->knic[b];
+    /* symmetric mode: every lockstepped flow of the stage on the NIC
+     * (replay_sym.c) */
+    const int64_t *k = R->sym ? R->ksym : R->knic;
+    return k[a] > k[b] ? k[a] : k[b];
 }
 
 /* Release the sends whose receiver already has the message (the receiver
@@ -250,6 +253,8 @@ void oc_rp_rank_main(void *arg)
      * the optimizer; this only keeps a list without one from leaving
      * activities behind. */
     wait_outstanding(rk);
+    if (R->sym)
+        oc_rp_sym_stop(rk);
     for (int s = 0; s < 2; s++)
         if (rk->zmx[s]) {
             sg_mutex_destroy(rk->zmx[s]);

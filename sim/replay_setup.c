@@ -57,6 +57,28 @@ static int group_build(struct replay *R, struct rgroup *G, const char *name,
             G->k[i] = R->knic[members[i]];
     }
     oc_coll_tx_init(&G->tx, &G->g, G->k, &R->copts);
+    /* Symmetric mode: a group reaching other replicas has one simulated
+     * member, whose ring steps go to loops (replay_sym.c). */
+    if (R->sym && !(G >= R->tpshape && G < R->tpshape + R->gpn)) { /* not fast TP sleeps */
+        int64_t me = -1, ghosts = 0;
+        for (int64_t i = 0; i < n; i++) {
+            if (R->sim_of[members[i]] < 0)
+                ghosts++;
+            else
+                me = i;
+        }
+        if (ghosts > 0) {
+            OC_ASSERT(me >= 0 && ghosts == n - 1);
+            oc_rp_sym_loops(R, G, me);
+        } else {
+            /* a group inside replica 0 (the embedding's): its messages
+             * across nodes stand for every replica's (replay_sym.c) */
+            G->kflow = oc_xmalloc((size_t)n * sizeof *G->kflow);
+            for (int64_t i = 0; i < n; i++)
+                G->kflow[i] = R->ksym[members[i]];
+            G->tx.flow_scale = G->kflow;
+        }
+    }
     return 0;
 }
 
@@ -237,6 +259,7 @@ void oc_rp_free(struct replay *R)
             if (sets[k][i].ready)
                 oc_sim_group_free(&sets[k][i].g);
             free(sets[k][i].k);
+            free(sets[k][i].kflow);
         }
         free(sets[k]);
     }
@@ -251,6 +274,8 @@ void oc_rp_free(struct replay *R)
     free(R->rk);
     free(R->sim_of);
     free(R->knic);
+    free(R->ksym);
+    oc_rp_sym_free(R);
     free(R->bucket_ptrs);
     free(R->m_done);
 }
@@ -279,6 +304,10 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
         nic_factors(R, t, buf, cap);
         R->all_ranks = !scaling_exact(R, t);
     }
+    /* symmetric mode (decided before the engine, replay_sym.c): its own
+     * checks of the NICs replace fast mode's */
+    if (R->sym)
+        R->all_ranks = 0;
     if (!R->fast || R->all_ranks)
         for (int64_t r = 0; r < world; r++)
             R->knic[r] = 1;
@@ -287,7 +316,7 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
         R->sim_of[r] = -1;
-        if (R->fast && !R->all_ranks && c.tp != 0)
+        if (R->fast && !R->all_ranks && (c.tp != 0 || (R->sym && c.dp != 0)))
             continue;
         struct rrank *rk = &R->rk[R->nsim];
         R->sim_of[r] = R->nsim++;

@@ -1,6 +1,7 @@
 /* test_sim_platform.c: the SimGrid platform that sim/platform.c writes
  * for a topology: routes and their latency and bandwidth worked out by
- * hand, the size of the XML at 1024 and 2048 cards, a topology name that
+ * hand, the twins and the reduced platform of the symmetric fidelity, the
+ * size of the XML at 1024 and 2048 cards, a topology name that
  * would break an XML comment, and the topology checks. Platforms are loaded
  * in a child through oc_sim_fork_run (SimGrid allows one engine per
  * process); the test platform and the jobs are in sim_fixtures.h.
@@ -105,6 +106,79 @@ static void test_platform_routes(void)
     oc_sim_buf_free(&buf);
 }
 
+/* The symmetric fidelity's platform (platform.h, "Twins" and "Reduced"):
+ * 3 nodes of the topology above, twins of GPU 5 (node 1, NIC 5 % 2 = 1),
+ * reduced: nodes 1 and the one more (0) only. */
+struct twin_result {
+    double lat_net_s, bw_net_Bps, lat_nv_s, bw_nv_Bps;
+    double cls_inter_lat_s, cls_inter_bw_Bps, cls_intra_lat_s, cls_intra_bw_Bps;
+    int names_net, names_nv, node2_absent, twins_of_others;
+    int64_t hosts;
+};
+
+static int twins_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    const struct job *j = arg;
+    const int64_t twins[] = {5};
+    struct oc_sim_engine_opts eo = {.topo = j->topo, .cards = j->cards, .twins = twins,
+                                    .ntwins = 1, .reduced = 1};
+    if (oc_sim_engine_init(&eo, st) != 0)
+        return -1;
+    const struct oc_sim_platform *p = oc_sim_engine_platform();
+    struct twin_result r;
+    memset(&r, 0, sizeof r);
+    r.lat_net_s = sg_host_get_route_latency(p->hosts[5], p->twin_net[5]);
+    r.bw_net_Bps = sg_host_get_route_bandwidth(p->hosts[5], p->twin_net[5]);
+    r.lat_nv_s = sg_host_get_route_latency(p->hosts[5], p->twin_nv[5]);
+    r.bw_nv_Bps = sg_host_get_route_bandwidth(p->hosts[5], p->twin_nv[5]);
+    r.cls_inter_lat_s = p->inter_lat_s;
+    r.cls_inter_bw_Bps = p->inter_bw_Bps;
+    r.cls_intra_lat_s = p->intra_lat_s;
+    r.cls_intra_bw_Bps = p->intra_bw_Bps;
+    static const char *const net[] = {"nic1.1_UP", "up1_UP", "up1_DOWN", "nic1.1_DOWN"};
+    static const char *const nv[] = {"nvl5_UP", "nvl5_DOWN"};
+    r.names_net = route_is("gpu5", "gpu5~net", net, 4);
+    r.names_nv = route_is("gpu5", "gpu5~nv", nv, 2);
+    r.node2_absent = !p->hosts[8] && !p->hosts[11] && p->hosts[0] && p->hosts[7];
+    r.twins_of_others = p->twin_net[4] != NULL || p->twin_nv[0] != NULL;
+    r.hosts = (int64_t)sg_host_count();
+    oc_sim_buf_append(out, &r, sizeof r);
+    return 0;
+}
+
+/* Each twin route has the figures of a route to another GPU of the node
+ * (2e-6 s, 100e9) or of another node (6e-6 s, 12.5e9, as in
+ * test_platform_routes), through GPU 5's own links; the class figures are
+ * those; 8 GPUs and 2 twins are built. */
+static void test_platform_twins(void)
+{
+    struct oc_topology t = topo(4, 2, 2, 4);
+    struct job j = {.topo = &t, .cards = 12};
+    struct oc_sim_buf buf = {0};
+    struct oc_status st = {{0}};
+    int rc = oc_sim_fork_run(twins_child, &j, NULL, &buf, &st);
+    if (rc != 0)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    struct twin_result r;
+    CU_ASSERT_EQUAL_FATAL(buf.len, sizeof r);
+    memcpy(&r, buf.data, sizeof r);
+    OC_ASSERT_REL(r.lat_net_s, 6e-6, 1e-12);
+    OC_ASSERT_REL(r.bw_net_Bps, 12.5e9, 1e-12);
+    OC_ASSERT_REL(r.lat_nv_s, 2e-6, 1e-12);
+    OC_ASSERT_REL(r.bw_nv_Bps, 100e9, 1e-12);
+    OC_ASSERT_REL(r.cls_inter_lat_s, 6e-6, 1e-12);
+    OC_ASSERT_REL(r.cls_inter_bw_Bps, 12.5e9, 1e-12);
+    OC_ASSERT_REL(r.cls_intra_lat_s, 2e-6, 1e-12);
+    OC_ASSERT_REL(r.cls_intra_bw_Bps, 100e9, 1e-12);
+    CU_ASSERT_EQUAL(r.names_net, 1);
+    CU_ASSERT_EQUAL(r.names_nv, 1);
+    CU_ASSERT_EQUAL(r.node2_absent, 1);
+    CU_ASSERT_EQUAL(r.twins_of_others, 0);
+    CU_ASSERT_EQUAL(r.hosts, 10);
+    oc_sim_buf_free(&buf);
+}
+
 static long xml_bytes(const struct oc_topology *t, int64_t cards)
 {
     char *mem = NULL;
@@ -191,6 +265,7 @@ static void test_topology_checks(void)
 
 static CU_TestInfo tests[] = {
     {"platform routes", test_platform_routes},
+    {"platform twins, reduced", test_platform_twins},
     {"platform 1024 cards", test_platform_large},
     {"platform odd topology name", test_platform_odd_name},
     {"topology checks", test_topology_checks},

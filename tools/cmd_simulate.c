@@ -24,7 +24,7 @@ static void help(void)
 {
     puts("usage: ocsim simulate --cards N --layout tp8-pp8-dp1 [--model M] [--topology T]\n"
          "                      [--global-batch B] [--seq S] [--out DIR]\n"
-         "                      [--fidelity fast|full] [--collective ALGO] [...]\n\n"
+         "                      [--fidelity fast|full|sym] [--collective ALGO] [...]\n\n"
          "Simulates one training step of one layout and prints step time, tokens/s,\n"
          "model TFLOP/s per GPU and MFU, the bubble fraction per stage, TP / PP / DP\n"
          "communication (total and exposed) and peak memory per stage. Writes\n"

@@ -50,7 +50,7 @@ static void help(void)
 {
     puts("usage: ocsim sweep --cards N [--model M] [--topology T] [--global-batch B]\n"
          "                   [--seq S] [--micro-batches 1,2,4] [--schedule LIST]\n"
-         "                   [--out DIR] [--jobs J] [--fidelity fast|full] [...]\n\n"
+         "                   [--out DIR] [--jobs J] [--fidelity sym|fast|full] [...]\n\n"
          "Enumerates every TP x PP x DP layout of N cards for each micro-batch size\n"
          "and schedule, rejects the illegal ones and those whose closed-form memory\n"
          "does not fit the device (listed with the reason, not simulated), simulates\n"
@@ -560,6 +560,10 @@ static int sweep_setup(struct oc_opts *o, struct oc_replay_opts *ro, int argc, c
 {
     struct oc_status st = {{0}};
     oc_opts_default(o);
+    /* A sweep simulates one DP replica where every replica behaves alike
+     * (sim/replay_sym.c; equal to fast fidelity, tests/sym_fast.sh), fast
+     * fidelity elsewhere. */
+    o->fidelity = "sym";
     if (oc_opts_parse(o, argc, argv, GROUPS, &st) != 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         return 2;

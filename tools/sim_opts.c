@@ -11,7 +11,9 @@ int oc_opts_replay(const struct oc_opts *o, struct oc_replay_opts *ro,
                    struct oc_status *st)
 {
     memset(ro, 0, sizeof *ro);
-    ro->fidelity = strcmp(o->fidelity, "full") == 0 ? OC_SIM_FULL : OC_SIM_FAST;
+    ro->fidelity = strcmp(o->fidelity, "full") == 0  ? OC_SIM_FULL
+                   : strcmp(o->fidelity, "sym") == 0 ? OC_SIM_SYM
+                                                     : OC_SIM_FAST;
     if (oc_sim_algo_from_name(o->collective, &ro->algo, st) != 0)
         return -1;
     ro->coarse = o->coarse;

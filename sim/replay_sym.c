@@ -1,0 +1,353 @@
+/* replay_sym.c: the symmetric mode of the replay (OC_SIM_SYM, replay.h):
+ * fast mode restricted to one data-parallel replica. On the generated
+ * platform of a uniform cluster every DP replica of a layout runs the
+ * same op lists at the same times, so replica dp 0 stands for all of
+ * them: only its TP-rank-0 ranks are actors (p of them, p*c with context
+ * parallelism), and what the other replicas did on links replica 0 uses is
+ * charged to replica 0's flows:
+ *   - a PP message across nodes carries ksym times its bytes, ksym the
+ *     ranks of its stage on the sender's NIC (the larger of both ends), as
+ *     fast mode's k counts the TP group's; a NIC then carries the load of
+ *     all the lockstepped flows of that stage (max-min sharing of m equal
+ *     flows on a link = one flow of m times the bytes);
+ *   - a collective of a group with members in other replicas (the DP
+ *     groups, ZeRO's reduce-scatter and all-gather, the async buckets)
+ *     runs the algorithm fast mode would pick, but each ring step of the
+ *     simulated member is one message to its twin host (platform.h),
+ *     through its own outgoing and incoming links: by symmetry its
+ *     successor's incoming links carry what its own do, and its
+ *     predecessor's outgoing links what its own do, so the one message
+ *     puts on every link the real load and takes as long as the real
+ *     step. Across nodes it carries ksym times the bytes (the hierarchical
+ *     ring's rings across nodes of all the node's members at once).
+ * The cost then grows with the pipeline's op lists, not with DP.
+ *
+ * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
+ * reason goes to the debug log of category ocsim_sym and R->sym_why):
+ *   - every TP group is inside one node (fast mode's TP sleeps; fast
+ *     mode itself then simulates every rank). Where fast mode simulates
+ *     every rank only because its check of the NICs is stricter (it asks
+ *     every NIC, not only those replica 0 uses, to match: eight NICs per
+ *     node, TP 8), the symmetric mode's own checks below hold instead and
+ *     it stands for that every-rank run;
+ *   - every rank has its replica-0 image's ksym and the same kind of
+ *     pipeline hops (inside a node or across) as its image;
+ *   - on every NIC that replica 0 uses, every rank is of a stage whose
+ *     replica-0 rank uses that NIC (so the scaled flows stand for all of
+ *     its traffic), and when uplinks are shared (switch_levels > 1 with
+ *     oversubscription) the same on every node replica 0 uses;
+ *   - every collective of such a group is a flat ring with all members in
+ *     one node or one per node, or a hierarchical ring with the same count
+ *     on every node (oc_coll_sym_ok); a tree, whose members are not alike,
+ *     or a broadcast falls back to fast mode.
+ * What differs from fast mode then: the ring's chunks of floor(S(c+1)/N)
+ * - floor(Sc/N) bytes differ by a byte between positions; replica 0's
+ * sizes stand for all (1e-10 s per step on 12.5 GB/s).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "replay_priv.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
+
+#include "sim_log.h"
+
+XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_sym, ocsim,
+                                "ocsim: the replay's symmetric mode (which ran, and why)");
+
+/* Replica 0's image of rank r: TP rank 0, DP rank 0. */
+static int64_t image_of(const struct oc_layout *l, int64_t r)
+{
+    struct oc_coord c = oc_layout_coord(l, r);
+    c.tp = 0;
+    c.dp = 0;
+    return oc_layout_rank(l, c);
+}
+
+int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
+{
+    const int64_t world = oc_layout_world(l);
+    int64_t *v = oc_xmalloc((size_t)(world > 0 ? world : 1) * sizeof *v);
+    *n = 0;
+    for (int64_t r = 0; r < world; r++) {
+        const struct oc_coord c = oc_layout_coord(l, r);
+        if (c.tp == 0 && c.dp == 0)
+            v[(*n)++] = r;
+    }
+    return v;
+}
+
+/* Every collective of replica 0's ranks on a group reaching other
+ * replicas: can the loops run it (oc_coll_sym_ok)? 1, or 0 with why. Each
+ * rank's groups are built once (by enum oc_group) and each op picks on
+ * them. */
+#define SYM_GROUPS 16
+static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
+{
+    const struct oc_layout *l = R->l;
+    int ok = 1;
+    for (int64_t r = 0; ok && r < R->world; r++) {
+        if (image_of(l, r) != r || oc_layout_coord(l, r).tp != 0)
+            continue;
+        struct oc_sim_group g[SYM_GROUPS];
+        signed char state[SYM_GROUPS] = {0}; /* 0 unseen, 1 inside replica 0, 2 built */
+        const struct oc_rank_ops *ro = &R->s->ranks[r];
+        for (int64_t i = 0; ok && i < ro->n; i++) {
+            const struct oc_op *op = &ro->ops[i];
+            if (op->kind != OC_OP_COLLECTIVE || op->group == OC_GROUP_TP)
+                continue;
+            OC_ASSERT(op->group < SYM_GROUPS);
+            if (state[op->group] == 0) {
+                const int64_t n = oc_schedule_group(l, r, (enum oc_group)op->group, buf, cap);
+                OC_ASSERT(n <= cap);
+                int cross = 0;
+                for (int64_t j = 0; j < n; j++)
+                    cross |= image_of(l, buf[j]) != buf[j];
+                state[op->group] = 1;
+                struct oc_status st = {{0}};
+                if (cross && oc_sim_group_init(&g[op->group], "symcheck", buf, n, R->plat,
+                                               &st) != 0) {
+                    snprintf(R->sym_why, sizeof R->sym_why, "%.150s", st.msg);
+                    ok = 0;
+                    break;
+                }
+                if (cross)
+                    state[op->group] = 2;
+            }
+            if (state[op->group] != 2)
+                continue;
+            const struct oc_sim_group *G = &g[op->group];
+            if (op->coll == OC_COLL_BROADCAST) {
+                snprintf(R->sym_why, sizeof R->sym_why, "a broadcast across replicas");
+                ok = 0;
+                break;
+            }
+            const struct oc_coll_algo *a = oc_coll_pick(
+                G, (enum oc_coll_kind)op->coll, R->copts.algo, (double)llround(op->bytes),
+                &R->copts);
+            if (!oc_coll_sym_ok(G, a)) {
+                snprintf(R->sym_why, sizeof R->sym_why,
+                         "the %s of %s on a group of %" PRId64 " on %" PRId64
+                         " nodes is not alike for every member",
+                         a->name, oc_coll_name((enum oc_coll_kind)op->coll), G->size, G->nodes);
+                ok = 0;
+            }
+        }
+        for (int k = 0; k < SYM_GROUPS; k++)
+            if (state[k] == 2)
+                oc_sim_group_free(&g[k]);
+    }
+    return ok;
+}
+
+/* ksym of every rank, and the placement checks of the file comment. */
+static int placement_ok(struct replay *R, const struct oc_topology *t)
+{
+    const struct oc_layout *l = R->l;
+    const int64_t world = R->world, gpn = R->gpn, p = l->pp;
+    const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
+    const int64_t nodes = (world + gpn - 1) / gpn;
+    const int shared_up = t->switch_levels > 1 && t->oversubscription > 1;
+    int64_t *cnt = oc_xcalloc((size_t)(nodes * K * p), sizeof *cnt);
+    unsigned char *rep_nic = oc_xcalloc((size_t)(nodes * K), 1);
+    unsigned char *rep_node = oc_xcalloc((size_t)nodes, 1);
+#define NIC_OF(r) (((r) / gpn) * K + (r) % K)
+    for (int64_t r = 0; r < world; r++)
+        cnt[NIC_OF(r) * p + oc_layout_coord(l, r).pp]++;
+    for (int64_t r = 0; r < world; r++) {
+        R->ksym[r] = cnt[NIC_OF(r) * p + oc_layout_coord(l, r).pp];
+        if (image_of(l, r) == r) {
+            rep_nic[NIC_OF(r)] = 1;
+            rep_node[r / gpn] = 1;
+        }
+    }
+    int ok = 1;
+    for (int64_t r = 0; ok && r < world; r++) {
+        const int64_t img = image_of(l, r);
+        const struct oc_coord c = oc_layout_coord(l, r);
+        if (R->ksym[r] != R->ksym[img]) {
+            snprintf(R->sym_why, sizeof R->sym_why,
+                     "rank %" PRId64 " shares its NIC with %" PRId64 " ranks of its stage, "
+                     "its replica-0 image %" PRId64 " with %" PRId64,
+                     r, R->ksym[r], img, R->ksym[img]);
+            ok = 0;
+        }
+        /* its pipeline hops: the next stage (and the wrap of interleaving) */
+        for (int64_t dir = 0; ok && dir < 2; dir++) {
+            struct oc_coord q = c;
+            q.pp = c.pp + (dir ? -1 : 1);
+            if (q.pp < 0 || q.pp >= p) {
+                if (l->vchunks < 2 || p < 2)
+                    continue;
+                q.pp = (q.pp + p) % p;
+            }
+            const int64_t peer = oc_layout_rank(l, q), pimg = image_of(l, peer);
+            if ((r / gpn == peer / gpn) != (img / gpn == pimg / gpn)) {
+                snprintf(R->sym_why, sizeof R->sym_why,
+                         "the pipeline hop %" PRId64 " -> %" PRId64 " and its replica-0 "
+                         "image differ in crossing nodes", r, peer);
+                ok = 0;
+            }
+        }
+        /* a rank on a NIC (node, with shared uplinks) that replica 0 uses
+         * is stood for by its image there */
+        const int on_rep = rep_nic[NIC_OF(r)] || (shared_up && rep_node[r / gpn]);
+        if (ok && on_rep && NIC_OF(img) != NIC_OF(r)) {
+            snprintf(R->sym_why, sizeof R->sym_why,
+                     "rank %" PRId64 " uses a NIC (or uplink) of replica 0 but its image "
+                     "%" PRId64 " another one", r, img);
+            ok = 0;
+        }
+    }
+#undef NIC_OF
+    free(cnt);
+    free(rep_nic);
+    free(rep_node);
+    return ok;
+}
+
+/* Every TP group inside one node (fast mode's TP sleeps are exact only
+ * there)? */
+static int tp_in_nodes(const struct replay *R, int64_t *buf, int64_t cap)
+{
+    for (int64_t r = 0; r < R->world; r++) {
+        if (oc_layout_coord(R->l, r).tp != 0)
+            continue;
+        const int64_t n = oc_schedule_group(R->l, r, OC_GROUP_TP, buf, cap);
+        OC_ASSERT(n <= cap);
+        for (int64_t i = 0; i < n; i++)
+            if (buf[i] / R->gpn != r / R->gpn)
+                return 0;
+    }
+    return 1;
+}
+
+/* The generated platform's route figures by class (platform.h), from the
+ * topology, as SimGrid sums and takes the minimum along the route; hosts
+ * all NULL: enough for oc_sim_group_init on a generated platform. */
+static void paper_platform(struct oc_sim_platform *P, const struct oc_topology *t,
+                           int64_t cards)
+{
+    memset(P, 0, sizeof *P);
+    const int64_t g = t->gpus_per_node;
+    P->cards = cards;
+    P->gpus_per_node = g;
+    P->generated = 1;
+    P->hosts = oc_xcalloc((size_t)cards, sizeof *P->hosts);
+    P->has_intra = g > 1 && cards > 1;
+    P->intra_lat_s = t->intra_latency_s / 2 + t->intra_latency_s / 2;
+    P->intra_bw_Bps = t->intra_bandwidth_Bps;
+    P->has_inter = cards > g;
+    if (P->has_inter) {
+        const int over = t->switch_levels > 1 && t->oversubscription > 1;
+        const double up_lat = (double)(2 * t->switch_levels - 1) * t->inter_latency_s / 2;
+        const double up_bw = (double)t->nics_per_node * t->nic_bandwidth_Bps /
+                             (over ? t->oversubscription : 1);
+        P->inter_lat_s = t->nic_latency_s / 2 + up_lat + up_lat + t->nic_latency_s / 2;
+        P->inter_bw_Bps = fmin(t->nic_bandwidth_Bps, up_bw);
+    }
+}
+
+void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
+{
+    R->sym = 0;
+    R->sym_why[0] = '\0';
+    if (!R->sym_asked)
+        return;
+    const int64_t cap = (R->l->tp > R->l->dp ? R->l->tp : R->l->dp) + 2;
+    int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
+    struct oc_sim_platform paper;
+    paper_platform(&paper, t, R->world);
+    const struct oc_sim_platform *real = R->plat;
+    R->plat = &paper;
+    R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
+    if (!tp_in_nodes(R, buf, cap))
+        snprintf(R->sym_why, sizeof R->sym_why,
+                 "a TP group across nodes (fast mode simulates every rank)");
+    else if (placement_ok(R, t) && coll_ok(R, buf, cap))
+        R->sym = 1;
+    R->plat = real;
+    free(paper.hosts);
+    free(buf);
+}
+
+int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_status *st)
+{
+    /* logged here: the log settings apply once the engine started */
+    if (R->sym_asked && !R->sym)
+        XBT_DEBUG("symmetric mode falls back to fast mode: %s", R->sym_why);
+    else if (R->sym)
+        XBT_DEBUG("symmetric mode: replica 0 stands for all %" PRId64 " replicas, on %zu "
+                  "hosts", R->l->dp, sg_host_count());
+    if (!R->sym || coll_ok(R, buf, cap))
+        return 0;
+    return oc_fail(st, "symmetric mode: on the loaded platform %s (run --fidelity fast)",
+                   R->sym_why);
+}
+
+static struct oc_coll_loop *loop_new(struct replay *R, const struct oc_sim_group *g,
+                                     int64_t rank, int net)
+{
+    sg_host_t twin = net ? R->plat->twin_net[rank] : R->plat->twin_nv[rank];
+    OC_ASSERT(twin);
+    struct oc_coll_loop *L = oc_xcalloc(1, sizeof *L);
+    char name[160];
+    snprintf(name, sizeof name, "%s:loop%s%" PRId64, g->name, net ? "net" : "nv", rank);
+    L->mb = sg_mailbox_by_name(name);
+    L->go = sg_sem_init(0);
+    L->scale = net ? R->ksym[rank] : 1;
+    if (R->nloops == R->cap_loops) {
+        R->cap_loops = R->cap_loops ? 2 * R->cap_loops : 16;
+        R->loops = oc_xrealloc(R->loops, (size_t)R->cap_loops * sizeof *R->loops);
+        R->loop_owner =
+            oc_xrealloc(R->loop_owner, (size_t)R->cap_loops * sizeof *R->loop_owner);
+    }
+    R->loops[R->nloops] = L;
+    R->loop_owner[R->nloops++] = rank;
+    oc_sim_actor_create(net ? "twin-net" : "twin-nv", twin, oc_coll_loop_main, L);
+    return L;
+}
+
+void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me)
+{
+    const struct oc_sim_group *g = &G->g;
+    const int64_t rank = g->ranks[me];
+    if (g->size < 2)
+        return;
+    if (oc_coll_node_count(g, g->node[me]) > 1)
+        G->loop_nv = loop_new(R, g, rank, 0);
+    if (g->nodes > 1)
+        G->loop_net = loop_new(R, g, rank, 1);
+    G->tx.loop_nv = G->loop_nv;
+    G->tx.loop_net = G->loop_net;
+    G->tx.loop_me = me;
+}
+
+void oc_rp_sym_stop(struct rrank *rk)
+{
+    const struct replay *R = rk->R;
+    for (int64_t i = 0; i < R->nloops; i++)
+        if (R->loop_owner[i] == rk->rank)
+            oc_coll_loop_stop(R->loops[i]);
+}
+
+void oc_rp_sym_free(struct replay *R)
+{
+    for (int64_t i = 0; i < R->nloops; i++) {
+        sg_sem_destroy(R->loops[i]->go);
+        free(R->loops[i]);
+    }
+    free(R->loops);
+    free(R->loop_owner);
+    R->loops = NULL;
+    R->loop_owner = NULL;
+    R->nloops = R->cap_loops = 0;
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# sym_fast.sh: the symmetric fidelity (--fidelity sym, sim/replay_sym.c)
+# against fast fidelity, on layouts small enough for both: one DP replica
+# simulated, the others' traffic charged to its links, must give fast
+# mode's figures. Held, per layout, for the columns of simulate.csv
+# step_time_s, tokens_per_s, tflops_per_gpu, mfu, bubble_fraction,
+# compute_s, tp_comm_s, pp_comm_s, dp_comm_s, exposed_comm_s: relative
+# difference at most 1e-6 (the ring's chunks differ by a byte between
+# positions, replica 0's sizes stand for all: about 1e-10 s per step;
+# the csv prints 9 digits).
+# Each case also says which mode must run ("sym": the symmetric mode held,
+# from the ocsim_sym debug line; "fallback": it fell back to fast mode, a
+# tree or a flat ring across nodes with several members per node, or fast
+# mode simulating every rank), so that a sym that always fell back could
+# not pass.
+# Cases: tp/pp/dp shapes, both rank orders, overlap on and off, ZeRO-1 on
+# and off, interleaved, ring / hier / tree / auto, three topologies (one
+# NIC per node; eight NICs, where fast mode simulates every rank; one NIC
+# with oversubscribed uplinks), a replica that straddles nodes, ZeRO-2
+# and ZeRO-3's per-layer streams, an uneven split with rfull<k>.
+# usage: sym_fast.sh path/to/ocsim
+set -u
+ocsim=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+n=0
+
+# expect | cards | model | topology | layout | extra flags
+cases=(
+  "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4|"
+  "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4-noovl-zero0|"
+  "sym|64|llama2-13b|h100-100g|tp2-pp2-dp16-coll=hier|"
+  "fallback|64|llama2-13b|h100-100g|tp2-pp2-dp16-coll=ring|"
+  "fallback|64|llama2-13b|h100-100g|tp8-pp2-dp4-coll=tree|"
+  "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-v2-order=tp-pp-dp|"
+  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp8-noovl-coll=hier|"
+  "sym|64|llama2-13b|h100-100g|tp2-pp2-dp16-order=tp-pp-dp|"
+  "sym|64|llama2-13b|eth25g|tp8-pp2-dp4|"
+  "sym|64|llama2-13b|eth25g|tp4-pp4-dp4-v2-order=tp-pp-dp|"
+  "sym|64|gpt3-1.3b|h100-100g|tp1-pp4-dp16-order=tp-pp-dp|"
+  "sym|48|gpt3-1.3b|h100-100g|tp4-pp3-dp4|--global-batch 48"
+  "sym|64|gpt3-1.3b|dgx-a100|tp8-pp2-dp4-coll=ring|--coarse"
+  "sym|64|llama2-13b|dgx-a100|tp2-pp2-dp16-coll=hier|"
+  "fallback|48|gpt3-1.3b|h100-100g|tp2-pp3-dp8-order=tp-pp-dp|--global-batch 48"
+  "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-zero3|"
+  "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-zero3-noovl|"
+  "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4-zero2|"
+  "sym|64|llama2-13b|h100-100g|tp4-pp4-dp4-first8-last8-rfull2|"
+)
+
+for c in "${cases[@]}"; do
+  IFS='|' read -r expect cards model topo layout extra <<<"$c"
+  n=$((n + 1))
+  for f in fast sym; do
+    # shellcheck disable=SC2086
+    if ! "$ocsim" simulate --cards "$cards" --model "$model" --topology "$topo" \
+        --layout "$layout" $extra --fidelity $f --out "$tmp/$n.$f" \
+        --log ocsim_sym.thres:debug >"$tmp/$n.$f.out" 2>&1; then
+      echo "FAIL $layout ($f): simulate failed"; sed 's/^/  /' "$tmp/$n.$f.out" | tail -3
+      fail=1; continue 2
+    fi
+  done
+  ran=fallback
+  grep -q "symmetric mode: replica 0 stands for" "$tmp/$n.sym.out" && ran=sym
+  if [ "$ran" != "$expect" ]; then
+    echo "FAIL $layout on $topo: expected $expect, ran $ran"
+    grep "symmetric mode" "$tmp/$n.sym.out" | sed 's/^.*DEBUG\] /  /'
+    fail=1
+  fi
+  if ! awk -F, -v lay="$layout" '
+      NR == FNR && FNR == 2 { for (i = 9; i <= 18; i++) a[i] = $i; next }
+      FNR == 2 {
+        for (i = 9; i <= 18; i++) {
+          d = a[i] - $i; if (d < 0) d = -d
+          m = a[i] < 0 ? -a[i] : a[i]
+          if (d > 1e-6 * m + 1e-12) { printf "FAIL %s: column %d fast %s sym %s\n", lay, i, a[i], $i; bad = 1 }
+        }
+      }
+      END { exit bad }' "$tmp/$n.fast/simulate.csv" "$tmp/$n.sym/simulate.csv"; then
+    fail=1
+  else
+    echo "ok   $layout on $topo ($ran): step $(sed -n 2p "$tmp/$n.sym/simulate.csv" | cut -d, -f9) s"
+  fi
+done
+[ "$fail" = 0 ] && echo "sym_fast: $n layouts, sym equals fast"
+exit "$fail"
