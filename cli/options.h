@@ -97,6 +97,12 @@ struct oc_opts {
     int64_t vchunks[OC_MAX_LIST];
     int n_schedules;
     int resume;               /* --resume: continue the sweep in --out */
+    int no_prune;             /* --no-prune: simulate every candidate that fits */
+    /* The layout knobs a flag set (OC_LAYOUT_NAMED_* bits: --tp, --recompute,
+     * --sequence-parallel, --zero-stage, --rank-order, --collective,
+     * --schedule, --micro-batches, ...): a sweep keeps them fixed and
+     * searches the others (core/search.h). */
+    unsigned fixed;
     /* OC_OPT_SIM */
     const char *fidelity;     /* "fast" | "full" */
     const char *collective;   /* "auto" | "ring" | "tree" | "hier" */
