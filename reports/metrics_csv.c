@@ -41,7 +41,9 @@ static void sweep_tail(struct oc_csv *c, const struct oc_layout *l, double bound
 
 int oc_metrics_csv_open_sweep(struct oc_csv *c, const char *path, struct oc_status *st)
 {
-    const char *cols[64];
+    /* static: the table keeps the names to write the header again
+     * (oc_csv_restart) */
+    static const char *cols[64];
     int n = 0;
     for (int i = 0; i < oc_metrics_csv_ncols; i++)
         cols[n++] = oc_metrics_csv_cols[i];

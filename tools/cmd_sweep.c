@@ -160,6 +160,23 @@ static int more(void *ctx, int64_t next)
     return 1;
 }
 
+/* A sweep that ran through: every candidate whose bound exceeds the final
+ * --top-th best is reported pruned, the ones not handed out and those
+ * simulated before the N-th best had come down to its final value (which
+ * depends on the order results came back in), so that the output does
+ * not depend on timing. What stays simulated is exactly the candidates at
+ * or below the final N-th best: every one of them was handed out, since
+ * the hand-out stopped only above a N-th best at least the final one. */
+static void prune_final(struct run *r)
+{
+    for (int64_t i = 0; i < r->n; i++) {
+        struct item *it = &r->items[i];
+        if ((it->state == IT_PENDING || it->state == IT_SIMULATED || it->state == IT_FAILED) &&
+            it->bound_s >= 0 && oc_prune_stops(&r->prune, it))
+            oc_prune_mark(&r->prune, it);
+    }
+}
+
 /* Rank: simulated and fitting first by tokens/s (ties: less memory, then
  * the layout string, so the order is deterministic); then simulated but out
  * of memory; then failed; then rejected before simulation; then those an
@@ -590,10 +607,8 @@ int oc_cmd_sweep(int argc, char **argv)
     struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro, .on_done = on_done,
                                .more = more, .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
     int src = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
-    /* ran through: what was not handed out was pruned by its bound */
-    for (int64_t k = r.handed; src == 0 && k < nsim; k++)
-        if (r.items[r.sim_index[k]].state == IT_PENDING)
-            oc_prune_mark(&r.prune, &r.items[r.sim_index[k]]);
+    if (src == 0 && r.prune_on)
+        prune_final(&r);
     const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
     oc_sweep_stop_ignore();
     double wall = now_s() - r.t0;
