@@ -41,6 +41,7 @@ enum {
                                --netbw, --ranks-per-node, --max-msg,
                                --no-weights, --no-mpi, --save, --save-every,
                                --save-keep, --load */
+    OC_OPT_FIX = 1 << 6,    /* --tp, --pp, --dp fixing them in a sweep */
 };
 
 #define OC_MAX_LIST 16

@@ -54,6 +54,7 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "  --schedule LIST         schedules to try: gpipe, 1f1b, interleaved[:v],\n"
               "                          all (default 1f1b and interleaved at every\n"
               "                          depth the layers allow)\n"
+              "  --tp N, --pp N, --dp N   fix those (the others follow from --cards)\n"
               "  Every layout knob above (recompute, SP, ZeRO stage, overlap, rank order,\n"
               "  --collective, cp, ...) is searched unless its flag is given, which\n"
               "  fixes it.\n"

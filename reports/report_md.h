@@ -55,6 +55,12 @@ struct oc_report_ctx {
      * sweep ran to its end. */
     const char *interrupted_by;
     int64_t pending;
+    /* The knob space searched (core/search.h: "tp 1-8, ...; recompute
+     * none|..."), the candidates pruned by their lower bound (not
+     * simulated, not in the tables) and the no-op variants skipped; NULL
+     * and 0: left out. */
+    const char *search_ranges;
+    int64_t pruned, noop;
 };
 
 /* Writes the plots (oc_plot_sweep) and report.md into out_dir (created if

@@ -41,7 +41,7 @@
 #include "sweep_stop.h"
 #include "sweep_plan.h"
 
-#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM)
+#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_FIX)
 
 static void help(void)
 {
@@ -424,8 +424,8 @@ static void print_chosen(const struct results *x, const struct oc_topology *topo
 /* The table and the chosen layout on stdout, then report.md and the
  * plots into `out` (NULL: none), marked when the sweep was interrupted by
  * `sig` (0: not). Returns 0, or 2 when the report could not be written. */
-static int report(const struct oc_opts *o, int argc, char **argv, const char *out,
-                  const struct results *x, double wall, int sig)
+static int report(const struct oc_opts *o, const struct run *r, int argc, char **argv,
+                  const char *out, const struct results *x, double wall, int sig)
 {
     struct oc_status st = {{0}};
     char *cmdline = command_line(argc, argv);
@@ -437,6 +437,7 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
         .cards = o->cards, .global_batch = o->layout.global_batch,
         .seq_length = o->layout.seq_length, .method = method,
         .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
+        .search_ranges = r->plan.ranges, .pruned = x->npruned, .noop = r->plan.counts.noop,
     };
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     char note[160];
@@ -636,7 +637,7 @@ int oc_cmd_sweep(int argc, char **argv)
                         "written)\n",
                 r.progress ? "\n" : "", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                 (long long)(x.nres + x.nfail));
-    rc = report(&o, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig);
+    rc = report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig);
     summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     if (table_rc != 0)
