@@ -136,6 +136,54 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
     }
 }
 
+/* Whether stages i and j of one (tp, cp, dp) replica sit in different
+ * nodes: 1 yes, 0 no, -1 it depends on the replica (not charged). */
+static int stages_cross(const struct oc_layout *l, int64_t gpn, int64_t i, int64_t j)
+{
+    const int64_t U = l->tp * l->cp;
+    const int64_t S = l->order == OC_ORDER_TP_DP_PP ? U * l->dp : U; /* stage stride */
+    if (S % gpn == 0)
+        return 1;
+    if (gpn % S != 0)
+        return -1;
+    const int64_t q = gpn / S; /* stages per node */
+    if (l->order == OC_ORDER_TP_PP_DP && l->pp % q != 0)
+        return -1;
+    return i / q != j / q;
+}
+
+/* The pipeline messages that leave a node, over the cluster's NICs: every
+ * (micro-batch, global chunk boundary) sends an activation forward and a
+ * gradient back from each of the t*cp*d ranks of the sending stage, of
+ * core/schedule.c's size (b*s*h elements, / t under SP). All of it crosses
+ * some node's NICs within the step, whatever the schedule: the step is at
+ * least those bytes over the aggregate NIC bandwidth (max-min sharing
+ * cannot beat the links' capacity). Boundaries whose crossing depends on
+ * the replica are not charged. */
+static double p2p_nic_bound_s(const struct oc_layout *l, const struct oc_model *m,
+                              const struct oc_topology *t)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t world = oc_layout_world(l);
+    if (l->pp < 2 || l->cp > 1 || world <= gpn || t->nics_per_node < 1 ||
+        !(t->nic_bandwidth_Bps > 0))
+        return 0;
+    const int64_t v = oc_place_chunks_per_stage(l);
+    int64_t crossing = 0;
+    for (int64_t g = 0; g + 1 < l->pp * v; g++) {
+        const int c = stages_cross(l, gpn, g % l->pp, (g + 1) % l->pp);
+        crossing += c == 1;
+    }
+    const double msg = oc_layout_act_bytes(l) * (double)l->micro_batch *
+                       (double)l->seq_length * (double)m->hidden_size /
+                       (l->sequence_parallel && l->tp > 1 ? (double)l->tp : 1.0);
+    const double bytes = (double)crossing * 2.0 * (double)oc_layout_num_micro_batches(l) *
+                         (double)(l->tp * l->dp) * msg;
+    const double nodes = (double)((world + gpn - 1) / gpn);
+    return OC_BOUND_COMM_SAFETY * bytes /
+           (nodes * (double)t->nics_per_node * t->nic_bandwidth_Bps);
+}
+
 void oc_bound_step(const struct oc_model *m, const struct oc_layout *l,
                    const struct oc_topology *t, struct oc_bound *out)
 {
@@ -172,4 +220,8 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
         fill += st.f0;
         drain += st.b0;
     }
+    /* the NICs' throughput bounds the step whatever overlaps */
+    out->p2p_nic_s = p2p_nic_bound_s(l, m, t);
+    if (out->p2p_nic_s > out->step_s)
+        out->step_s = out->p2p_nic_s;
 }

@@ -34,6 +34,10 @@
  *     a node; across nodes (G-1)/G * S over the node's NICs shared by the
  *     stage's DP groups that leave the node at once; reduce-scatter and
  *     all-gather half that.
+ * and, as a second bound (the step is the larger): the pipeline messages
+ * that must leave a node (every micro-batch's activation and gradient
+ * across each stage boundary between nodes, from every rank of the
+ * sending stage) over the cluster's aggregate NIC bandwidth.
  * Communication terms are scaled by OC_BOUND_COMM_SAFETY (0.9), a margin
  * for the simulator's flows that beat the textbook hop (none are known).
  * Not charged (the bound stays lower): pipeline messages, latency, the
@@ -57,6 +61,8 @@ struct oc_bound {
     double pipeline_s;  /* fill + drain on the critical stage */
     double tail_s;      /* DP, all-gather, optimizer after the last backward */
     int64_t stage;      /* the stage that gives step_s */
+    double p2p_nic_s;   /* pipeline messages leaving nodes over all NICs;
+                           step_s is at least this */
 };
 
 /* The layout must have passed oc_layout_validate. */
