@@ -1,5 +1,7 @@
-/* cmd_sweep.c: `ocsim sweep` enumerates every layout of N cards, simulates
- * the ones that are legal and fit in memory, in parallel, and ranks them.
+/* cmd_sweep.c: `ocsim sweep` searches the knob space of N cards
+ * (core/search.h), simulates the candidates that are legal and fit in
+ * memory in increasing order of their lower bound until the bound exceeds
+ * the --top-th best (tools/sweep_plan.h), in parallel, and ranks them.
  * Rows of sweep.csv are written to its temporary as layouts finish, and
  * each simulated layout's metrics go to sweep.journal
  * (reports/sweep_journal.h), which --resume continues from; at the end the
@@ -48,12 +50,18 @@ static void help(void)
     puts("usage: ocsim sweep --cards N [--model M] [--topology T] [--global-batch B]\n"
          "                   [--seq S] [--micro-batches 1,2,4] [--schedule LIST]\n"
          "                   [--out DIR] [--jobs J] [--fidelity fast|full] [...]\n\n"
-         "Enumerates every TP x PP x DP layout of N cards for each micro-batch size\n"
-         "and schedule, rejects the illegal ones and those whose closed-form memory\n"
-         "does not fit the device (listed with the reason, not simulated), simulates\n"
-         "the rest with SimGrid on all cores, and ranks them by tokens/s. Writes\n"
-         "DIR/sweep.csv (one row per layout), DIR/report.md, and the plots with\n"
-         "their gnuplot scripts and data (default DIR: out/sweep).\n\n"
+         "Searches every layout of N cards over every knob not fixed by a flag\n"
+         "(core/search.h: TP x CP x PP x DP, micro-batch, schedule and interleaving\n"
+         "depth, recompute, SP, ZeRO stage, overlap, rank order, collective\n"
+         "algorithm), skipping knob values that change nothing (no-op variants),\n"
+         "rejects the illegal ones and those whose closed-form memory does not fit\n"
+         "(listed with the reason), and simulates the rest with SimGrid on all\n"
+         "cores in increasing order of a closed-form lower bound of the step,\n"
+         "stopping once the bound exceeds the --top-th best (pruned rows carry\n"
+         "their bound; --no-prune simulates all). Ranks by tokens/s. Writes\n"
+         "DIR/sweep.csv (one row per candidate, with its layout label and bound),\n"
+         "DIR/report.md, and the plots with their gnuplot scripts and data\n"
+         "(default DIR: out/sweep).\n\n"
          "Ctrl-C (SIGINT) or SIGTERM stops the simulations, writes the report of\n"
          "the layouts finished, marked as interrupted, and exits 130; the same\n"
          "command with --resume then simulates only what DIR/sweep.journal lacks\n"
