@@ -19,7 +19,7 @@ enum {
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
-    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS,
+    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -35,17 +35,18 @@ static const struct flag flags[] = {
     {{"csv", required_argument, 0, O_CSV}, OC_OPT_CSV},
     {{"out", required_argument, 0, O_OUT}, OC_OPT_OUT},
     {{"layout", required_argument, 0, O_LAYOUT}, OC_OPT_LAYOUT},
-    {{"tp", required_argument, 0, O_TP}, OC_OPT_LAYOUT},
-    {{"tensor-model-parallel-size", required_argument, 0, O_TP}, OC_OPT_LAYOUT},
-    {{"pp", required_argument, 0, O_PP}, OC_OPT_LAYOUT},
-    {{"pipeline-model-parallel-size", required_argument, 0, O_PP}, OC_OPT_LAYOUT},
-    {{"dp", required_argument, 0, O_DP}, OC_OPT_LAYOUT},
+    {{"tp", required_argument, 0, O_TP}, OC_OPT_LAYOUT | OC_OPT_FIX},
+    {{"tensor-model-parallel-size", required_argument, 0, O_TP}, OC_OPT_LAYOUT | OC_OPT_FIX},
+    {{"pp", required_argument, 0, O_PP}, OC_OPT_LAYOUT | OC_OPT_FIX},
+    {{"pipeline-model-parallel-size", required_argument, 0, O_PP}, OC_OPT_LAYOUT | OC_OPT_FIX},
+    {{"dp", required_argument, 0, O_DP}, OC_OPT_LAYOUT | OC_OPT_FIX},
     {{"micro-batch", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batch-size", required_argument, 0, O_MB}, OC_OPT_LAYOUT},
     {{"micro-batches", required_argument, 0, O_MBS}, OC_OPT_SWEEP},
     {{"resume", no_argument, 0, O_RESUME}, OC_OPT_SWEEP},
     {{"batch-tolerance", required_argument, 0, O_BATCH_TOL}, OC_OPT_SWEEP},
     {{"even-stages", no_argument, 0, O_EVEN_STAGES}, OC_OPT_SWEEP},
+    {{"no-prune", no_argument, 0, O_NOPRUNE}, OC_OPT_SWEEP},
     {{"global-batch", required_argument, 0, O_GB}, 0},
     {{"global-batch-size", required_argument, 0, O_GB}, 0},
     {{"seq", required_argument, 0, O_SEQ}, 0},
@@ -60,6 +61,10 @@ static const struct flag flags[] = {
     {{"shard-optimizer", no_argument, 0, O_ZERO}, 0},
     {{"use-distributed-optimizer", no_argument, 0, O_ZERO}, 0},
     {{"no-shard-optimizer", no_argument, 0, O_NOZERO}, 0},
+    {{"zero-stage", required_argument, 0, O_ZERO_STAGE}, 0},
+    {{"recompute-num-layers", required_argument, 0, O_RECOMPUTE_LAYERS}, 0},
+    {{"context-parallel-size", required_argument, 0, O_CP}, 0},
+    {{"cp", required_argument, 0, O_CP}, 0},
     {{"overlap-grad-reduce", no_argument, 0, O_OVERLAP}, 0},
     {{"no-overlap-grad-reduce", no_argument, 0, O_NOOVERLAP}, 0},
     {{"attention", required_argument, 0, O_ATTN}, 0},
@@ -426,6 +431,7 @@ struct given {
 struct pending {
     const char *layout_str, *sched;
     int64_t tp, pp, dp, mb, v;
+    int recompute_layers; /* --recompute-num-layers given */
     struct given given[O_END - O_CARDS];
 };
 
@@ -544,6 +550,18 @@ static int checked_flag(struct oc_opts *o, int c, const char *name, const char *
 }
 
 /* One flag of getopt_long (c, its long name, its value) into o or p. */
+/* --zero-stage N: 0 to 3 (Rajbhandari et al. 2020; DeepSpeed's
+ * zero_optimization.stage). */
+static int nonneg_zero_stage(const char *val, int64_t *z, struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    if (!val || strlen(val) != 1 || val[0] < '0' || val[0] > '3')
+        return oc_fail(st, "--zero-stage: '%s' is not one of 0, 1, 2, 3",
+                       oc_quote(q, sizeof q, val ? val : ""));
+    *z = val[0] - '0';
+    return 0;
+}
+
 static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *name,
                     const char *val, struct oc_status *st)
 {
@@ -578,6 +596,19 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_SP: o->layout.sequence_parallel = 1; return 0;
     case O_NOSP: o->layout.sequence_parallel = 0; return 0;
     case O_ZERO: o->layout.zero = 1; return 0;
+    case O_ZERO_STAGE: {
+        int64_t z = 0;
+        if (nonneg_zero_stage(val, &z, st) != 0)
+            return -1;
+        o->layout.zero = (int)z;
+        return 0;
+    }
+    case O_RECOMPUTE_LAYERS:
+        if (positive(name, val, &o->layout.recompute_layers, st) != 0)
+            return -1;
+        p->recompute_layers = 1;
+        return 0;
+    case O_CP: return positive(name, val, &o->layout.cp, st);
     case O_NOZERO: o->layout.zero = 0; return 0;
     case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
     case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
@@ -589,6 +620,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_RESUME: o->resume = 1; return 0;
     case O_BATCH_TOL: return tolerance_value(val, &o->batch_tolerance, st);
     case O_EVEN_STAGES: o->even_stages = 1; return 0;
+    case O_NOPRUNE: o->no_prune = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;
     case O_JOBS: return positive(name, val, &o->jobs, st);
@@ -607,7 +639,8 @@ static int flag_slot(int c)
 {
     switch (c) {
     case O_NOSP: return O_SP;
-    case O_NOZERO: return O_ZERO;
+    case O_NOZERO:
+    case O_ZERO_STAGE: return O_ZERO;
     case O_NOOVERLAP: return O_OVERLAP;
     case O_FP16:
     case O_FP32: return O_BF16;
@@ -661,7 +694,7 @@ static const struct given *knob_flag(const struct pending *p, unsigned bit)
         {OC_LAYOUT_NAMED_SP, O_SP},           {OC_LAYOUT_NAMED_RECOMPUTE, O_RECOMPUTE},
         {OC_LAYOUT_NAMED_ZERO, O_ZERO},       {OC_LAYOUT_NAMED_ATTENTION, O_ATTN},
         {OC_LAYOUT_NAMED_ORDER, O_ORDER},     {OC_LAYOUT_NAMED_PRECISION, O_BF16},
-        {OC_LAYOUT_NAMED_OVERLAP, O_OVERLAP},
+        {OC_LAYOUT_NAMED_OVERLAP, O_OVERLAP}, {OC_LAYOUT_NAMED_CP, O_CP},
     };
     const struct given *v = &p->given[O_VCHUNKS - O_CARDS];
     const struct given *sched = &p->given[O_SCHEDULE - O_CARDS];
@@ -674,8 +707,8 @@ static const struct given *knob_flag(const struct pending *p, unsigned bit)
             const struct given *g = &p->given[knobs[i].code - O_CARDS];
             return g->name ? g : NULL;
         }
-    /* cp, the overlap, first/last and coll: only a layout string names
-     * them so far */
+    /* first/last and coll: only a layout string names them (--collective
+     * is the simulation's algorithm where the layout says auto) */
     return NULL;
 }
 
@@ -727,6 +760,26 @@ static int apply_layout_string(struct oc_opts *o, const struct pending *p,
     }
     o->layout = l;
     return 0;
+}
+
+/* o->fixed: the knobs a flag set (a sweep searches the others). */
+static void set_fixed(struct oc_opts *o, const struct pending *p)
+{
+    o->fixed = 0;
+    for (int i = 0; i < OC_LAYOUT_NAMED_BITS; i++)
+        if (knob_flag(p, 1u << i))
+            o->fixed |= 1u << i;
+    if (p->given[O_MBS - O_CARDS].name)
+        o->fixed |= OC_LAYOUT_NAMED_MB;
+    /* --collective: the algorithm of every layout (the layout's coll
+     * stays auto, which runs it) */
+    if (p->given[O_COLLECTIVE - O_CARDS].name)
+        o->fixed |= OC_LAYOUT_NAMED_COLL;
+    if (p->recompute_layers) {
+        o->fixed |= OC_LAYOUT_NAMED_RECOMPUTE;
+        if (!p->given[O_RECOMPUTE - O_CARDS].name)
+            o->layout.recompute = OC_RECOMPUTE_FULL;
+    }
 }
 
 /* The held layout flags, once every flag was read. */
@@ -801,6 +854,7 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
         return 0;
     if (apply_pending(o, &p, groups, st) != 0)
         return -1;
+    set_fixed(o, &p);
     if (o->cards == 0)
         return oc_fail(st, "--cards N is required (the number of GPUs)");
     if (o->n_cards > 1 && !(groups & OC_OPT_PLAN))

@@ -44,6 +44,7 @@ enum {
                                --save-keep, --load */
     OC_OPT_RESERVE = 1 << 6, /* --reserve, --fragmentation (core/reserve.h) */
     OC_OPT_PLAN = 1 << 7,    /* sweep: --cards LIST, --robustness R, --seed */
+    OC_OPT_FIX = 1 << 8,    /* --tp, --pp, --dp fixing them in a sweep */
 };
 
 #define OC_MAX_LIST 16
@@ -119,6 +120,12 @@ struct oc_opts {
                                  P/100 of it (core/batch.h); 0: exactly it */
     int even_stages;          /* --even-stages: only even pipeline splits
                                  (core/stage_split.h) */
+    int no_prune;             /* --no-prune: simulate every candidate that fits */
+    /* The layout knobs a flag set (OC_LAYOUT_NAMED_* bits: --tp, --recompute,
+     * --sequence-parallel, --zero-stage, --rank-order, --collective,
+     * --schedule, --micro-batches, ...): a sweep keeps them fixed and
+     * searches the others (core/search.h). */
+    unsigned fixed;
     /* OC_OPT_SIM */
     const char *fidelity;     /* "fast" | "full" */
     const char *collective;   /* "auto" | "ring" | "tree" | "hier" */

@@ -40,8 +40,29 @@ static void tail(struct oc_csv *c, const struct oc_layout *l)
     oc_csv_field_str(c, label);
 }
 
-void oc_metrics_csv_row(struct oc_csv *c, const struct oc_metrics *mt,
-                        const char *reason)
+/* sweep.csv's column after the shared ones: the candidate's closed-form
+ * lower bound (core/bound.h), empty where none was computed */
+static void sweep_tail(struct oc_csv *c, double bound_s)
+{
+    if (bound_s >= 0)
+        oc_csv_field_f64(c, bound_s);
+    else
+        oc_csv_field_str(c, "");
+}
+
+int oc_metrics_csv_open_sweep(struct oc_csv *c, const char *path, struct oc_status *st)
+{
+    /* static: the table keeps the names to write the header again
+     * (oc_csv_restart) */
+    static const char *cols[64];
+    int n = 0;
+    for (int i = 0; i < oc_metrics_csv_ncols; i++)
+        cols[n++] = oc_metrics_csv_cols[i];
+    cols[n++] = "bound_s";
+    return oc_csv_open(c, path, cols, n, st);
+}
+
+static void row_fields(struct oc_csv *c, const struct oc_metrics *mt, const char *reason)
 {
     knobs(c, &mt->layout, mt->num_micro_batches);
     const double v[] = {mt->step_time_s, mt->tokens_per_s, mt->tflops_per_gpu,
@@ -54,12 +75,26 @@ void oc_metrics_csv_row(struct oc_csv *c, const struct oc_metrics *mt,
     oc_csv_field_i64(c, mt->fits);
     oc_csv_field_str(c, reason ? reason : "");
     tail(c, &mt->layout);
+}
+
+void oc_metrics_csv_row(struct oc_csv *c, const struct oc_metrics *mt,
+                        const char *reason)
+{
+    row_fields(c, mt, reason);
     oc_csv_end_row(c);
 }
 
-void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
-                                 double peak_mem_bytes, double device_mem_bytes,
-                                 const char *reason)
+void oc_sweep_csv_row(struct oc_csv *c, const struct oc_metrics *mt, const char *reason,
+                      double bound_s)
+{
+    row_fields(c, mt, reason);
+    sweep_tail(c, bound_s);
+    oc_csv_end_row(c);
+}
+
+static void rejected_fields(struct oc_csv *c, const struct oc_layout *l,
+                            double peak_mem_bytes, double device_mem_bytes,
+                            const char *reason)
 {
     int64_t m = oc_layout_num_micro_batches(l);
     knobs(c, l, l->global_batch % (l->dp * l->micro_batch) ? 0 : m);
@@ -73,5 +108,21 @@ void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
     oc_csv_field_i64(c, 0);
     oc_csv_field_str(c, reason);
     tail(c, l);
+}
+
+void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
+                                 double peak_mem_bytes, double device_mem_bytes,
+                                 const char *reason)
+{
+    rejected_fields(c, l, peak_mem_bytes, device_mem_bytes, reason);
+    oc_csv_end_row(c);
+}
+
+void oc_sweep_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
+                               double peak_mem_bytes, double device_mem_bytes,
+                               const char *reason, double bound_s)
+{
+    rejected_fields(c, l, peak_mem_bytes, device_mem_bytes, reason);
+    sweep_tail(c, bound_s);
     oc_csv_end_row(c);
 }

@@ -25,4 +25,15 @@ void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
                                  double peak_mem_bytes, double device_mem_bytes,
                                  const char *reason);
 
+/* sweep.csv: the columns above, then "layout" (oc_layout_format's label,
+ * every knob: pastes into `ocsim simulate --layout`) and "bound_s" (the
+ * closed-form lower bound of the step, core/bound.h; empty when not
+ * computed: illegal, out of memory). */
+int oc_metrics_csv_open_sweep(struct oc_csv *c, const char *path, struct oc_status *st);
+void oc_sweep_csv_row(struct oc_csv *c, const struct oc_metrics *mt, const char *reason,
+                      double bound_s);
+void oc_sweep_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
+                               double peak_mem_bytes, double device_mem_bytes,
+                               const char *reason, double bound_s);
+
 #endif

@@ -438,17 +438,26 @@ static void md_setup(FILE *f, const struct oc_report_ctx *c, int64_t n, int64_t 
     if (failed == 0 && c->pending == 0)
         fprintf(f, "| Layouts | %lld candidates: %lld simulated (%lld fit in memory), %lld "
                    "rejected before simulation",
-                (long long)(n + nrej), (long long)n, (long long)nfit, (long long)nrej);
+                (long long)(n + nrej + c->pruned), (long long)n, (long long)nfit, (long long)nrej);
     else
         fprintf(f, "| Layouts | %lld candidates: %lld simulated (%lld fit in memory), %lld "
                    "failed in simulation, %lld rejected before simulation",
-                (long long)(n + nrej + c->pending), (long long)n, (long long)nfit,
+                (long long)(n + nrej + c->pending + c->pruned), (long long)n, (long long)nfit,
                 (long long)failed, (long long)(nrej - failed));
     if (c->pending > 0)
         fprintf(f, ", %lld not simulated (interrupted)", (long long)c->pending);
+    if (c->pruned > 0)
+        fprintf(f, ", %lld pruned by their closed-form lower bound (more than the "
+                   "%d-th best step; sweep.csv lists them with the bound)",
+                (long long)c->pruned, c->top_n >= 1 ? c->top_n : 20);
     if (c->wall_s > 0)
         fprintf(f, "; sweep took %s", si(a, sizeof a, c->wall_s, "s"));
-    fputs(" |\n\n", f);
+    fputs(" |\n", f);
+    if (c->search_ranges)
+        fprintf(f, "| Knobs searched | %s; %lld no-op variants skipped (knob values that "
+                   "cannot change the run) |\n",
+                c->search_ranges, (long long)c->noop);
+    fputs("\n", f);
 }
 
 static void md_table(FILE *f, const struct oc_metrics *mt, int64_t n, const int64_t *order,

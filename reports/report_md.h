@@ -61,6 +61,12 @@ struct oc_report_ctx {
     /* The confidence of the choice (core/perturb.h; report_confidence.h);
      * NULL: not evaluated (--robustness 0), no section. */
     const struct oc_perturb_result *confidence;
+    /* The knob space searched (core/search.h: "tp 1-8, ...; recompute
+     * none|..."), the candidates pruned by their lower bound (not
+     * simulated, not in the tables) and the no-op variants skipped; NULL
+     * and 0: left out. */
+    const char *search_ranges;
+    int64_t pruned, noop;
 };
 
 /* Writes the plots (oc_plot_sweep) and report.md into out_dir (created if

@@ -84,9 +84,12 @@ grep -q 'ocsim_replay.*rank 1 op' "$tmp/err" && bad "fast fidelity traced rank 1
 [ -s "$tmp/err" ] && bad "simulate without --log wrote to stderr: $(head -c 300 "$tmp/err")" || ok
 
 # sweep: the ranked table, sweep.csv with one row per candidate, the report
-# and the plots.
-expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep" --jobs 2
-head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout$' \
+# and the plots. Every knob but tp, pp, dp, the micro-batch and the schedule
+# fixed (the space of the sweep before issue 12; tests/sweep_prune.sh
+# holds the full space), with pruning by bound on.
+old_space=(--recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 --schedule 1f1b,interleaved:2)
+expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep" --jobs 2
+head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout,bound_s$' \
   && ok || bad "sweep.csv header: $(head -1 "$tmp/sweep/sweep.csv")"
 # 8 = 2^3: C(5,2) = 10 (tp, pp, dp) triples x 3 micro-batch sizes x 2 schedules.
 rows=$(tail -n +2 "$tmp/sweep/sweep.csv" | wc -l)
@@ -100,7 +103,7 @@ done
 grep -q '## Chosen layout' "$tmp/sweep/report.md" && ok || bad "report.md has no chosen layout"
 grep -q '^chosen: ' "$tmp/out" && ok || bad "sweep printed no chosen layout"
 # Deterministic: the same sweep again gives the same sweep.csv, byte for byte.
-"$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 --out "$tmp/sweep2" --jobs 2 >/dev/null 2>&1
+"$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep2" --jobs 2 >/dev/null 2>&1
 cmp -s "$tmp/sweep/sweep.csv" "$tmp/sweep2/sweep.csv" && ok || bad "two identical sweeps wrote different sweep.csv"
 
 summary cli

@@ -39,7 +39,9 @@ step() { # step NAME CMD...: run, keep the output, stop the test on failure
 step calibrate "${mpi[@]}" -np 2 "$exe" --calibrate "${shape[@]}" --layout tp1-pp2-dp1 \
   --out "$tmp/cal"
 topo=$tmp/cal/topology-calibrated.json
-step sweep "$ocsim" sweep --cards 8 "${shape[@]}" --topology "$topo" --fp32 --out "$tmp/sweep"
+# the knobs the cpu executor runs fixed (the sweep's space before issue 12)
+step sweep "$ocsim" sweep --cards 8 "${shape[@]}" --topology "$topo" --fp32 --out "$tmp/sweep" \
+  --recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 --schedule 1f1b,interleaved:2
 layout=$(awk '/^chosen:/ {print $2}' "$tmp/sweep.log")
 if [ -z "$layout" ]; then
   echo "FAIL: the sweep printed no 'chosen:' line"

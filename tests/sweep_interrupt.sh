@@ -18,7 +18,10 @@ ocsim=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/harness.sh"
-args=(sweep --cards 8 --model tiny --global-batch 16 --seq 128 --jobs 2)
+# the space before issue 12 (every knob but tp, pp, dp, mb and the schedule
+# fixed) and --no-prune: 39 simulations to interrupt
+args=(sweep --cards 8 --model tiny --global-batch 16 --seq 128 --jobs 2
+      --recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 --schedule 1f1b,interleaved:2 --no-prune)
 
 # The reference: the same sweep run through.
 "$ocsim" "${args[@]}" --out "$tmp/ref" >"$tmp/ref.out" 2>&1
@@ -114,7 +117,7 @@ expect 2 "int/sweep.journal belongs to another sweep: its cards differs \('8' th
   "$ocsim" sweep --cards 16 --model tiny --global-batch 16 --seq 128 --out "$tmp/int" --resume
 [ ! -s "$tmp/out" ] && ok || bad "refused resume wrote to stdout"
 expect 2 "its knobs differs \('zero1=1' there, 'zero1=0' here\)" \
-  "$ocsim" "${args[@]}" --no-shard-optimizer --out "$tmp/int" --resume
+  "$ocsim" "${args[@]/--use-distributed-optimizer/--no-shard-optimizer}" --out "$tmp/int" --resume
 expect 2 "its model differs \('tiny' there, 'llama-tiny' here\)" \
   "$ocsim" sweep --cards 8 --model llama-tiny --global-batch 16 --seq 128 --out "$tmp/int" --resume
 cmp -s "$tmp/before.csv" "$tmp/int/sweep.csv" && ok || bad "a refused resume changed sweep.csv"

@@ -1,5 +1,7 @@
-/* cmd_sweep.c: `ocsim sweep` enumerates every layout of N cards, simulates
- * the ones that are legal and fit in memory, in parallel, and ranks them.
+/* cmd_sweep.c: `ocsim sweep` searches the knob space of N cards
+ * (core/search.h), simulates the candidates that are legal and fit in
+ * memory in increasing order of their lower bound until the bound exceeds
+ * the --top-th best (tools/sweep_plan.h), in parallel, and ranks them.
  * Rows of sweep.csv are written to its temporary as layouts finish, and
  * each simulated layout's metrics go to sweep.journal
  * (reports/sweep_journal.h), which --resume continues from; at the end the
@@ -43,20 +45,27 @@
 #include "sweep_mpi.h"
 #include "sweep_scaling.h"
 #include "sweep_stop.h"
+#include "sweep_plan.h"
 
-#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN)
+#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX)
 
 static void help(void)
 {
     puts("usage: ocsim sweep --cards N [--model M] [--topology T] [--global-batch B]\n"
          "                   [--seq S] [--micro-batches 1,2,4] [--schedule LIST]\n"
          "                   [--out DIR] [--jobs J] [--fidelity sym|fast|full] [...]\n\n"
-         "Enumerates every TP x PP x DP layout of N cards for each micro-batch size\n"
-         "and schedule, rejects the illegal ones and those whose closed-form memory\n"
-         "does not fit the device (listed with the reason, not simulated), simulates\n"
-         "the rest with SimGrid on all cores, and ranks them by tokens/s. Writes\n"
-         "DIR/sweep.csv (one row per layout), DIR/report.md, and the plots with\n"
-         "their gnuplot scripts and data (default DIR: out/sweep).\n\n"
+         "Searches every layout of N cards over every knob not fixed by a flag\n"
+         "(core/search.h: TP x CP x PP x DP, micro-batch, schedule and interleaving\n"
+         "depth, recompute, SP, ZeRO stage, overlap, rank order, collective\n"
+         "algorithm), skipping knob values that change nothing (no-op variants),\n"
+         "rejects the illegal ones and those whose closed-form memory does not fit\n"
+         "(listed with the reason), and simulates the rest with SimGrid on all\n"
+         "cores in increasing order of a closed-form lower bound of the step,\n"
+         "stopping once the bound exceeds the --top-th best (pruned rows carry\n"
+         "their bound; --no-prune simulates all). Ranks by tokens/s. Writes\n"
+         "DIR/sweep.csv (one row per candidate, with its layout label and bound),\n"
+         "DIR/report.md, and the plots with their gnuplot scripts and data\n"
+         "(default DIR: out/sweep).\n\n"
          "Ctrl-C (SIGINT) or SIGTERM stops the simulations, writes the report of\n"
          "the layouts finished, marked as interrupted, and exits 130; the same\n"
          "command with --resume then simulates only what DIR/sweep.journal lacks\n"
@@ -65,23 +74,13 @@ static void help(void)
     oc_opts_print_help(stdout, GROUPS);
 }
 
-/* A candidate's state: rejected before simulation (illegal, or out of
- * memory by the closed form), waiting for its simulation, simulated (mt),
- * or failed in simulation (reason). */
-enum item_state { IT_ILLEGAL, IT_OOM, IT_PENDING, IT_SIMULATED, IT_FAILED };
-
-struct item {
-    struct oc_layout layout;
-    int64_t cand;        /* index in the enumeration (the journal's key) */
-    enum item_state state;
-    double cf_peak_bytes;/* closed-form peak, -1 when the layout is illegal */
-    char reason[OC_MSG_MAX];
-    struct oc_metrics *mt; /* simulated, pending or failed: allocated */
-};
-
 struct run {
-    struct item *items;
+    struct oc_plan plan;
+    struct item *items;  /* plan.items */
     int64_t n;           /* items */
+    struct oc_prune prune;
+    int prune_on;        /* not --no-prune */
+    int64_t handed;      /* simulations handed out */
     int64_t *sim_index;  /* sweep index -> item index */
     int64_t total, done;
     struct oc_csv csv;
@@ -116,23 +115,24 @@ static void progress(const struct run *r)
 static void row(struct oc_csv *c, const struct item *it, double device_mem_bytes)
 {
     if (it->state == IT_SIMULATED)
-        oc_metrics_csv_row(c, it->mt, it->mt->fits ? "" : it->reason);
+        oc_sweep_csv_row(c, it->mt, it->mt->fits ? "" : oc_item_reason_of(it), it->bound_s);
     else
-        oc_metrics_csv_row_rejected(c, &it->layout, it->cf_peak_bytes,
-                                    device_mem_bytes, it->reason);
+        oc_sweep_csv_row_rejected(c, &it->layout, it->cf_peak_bytes, device_mem_bytes,
+                                  oc_item_reason_of(it), it->bound_s);
 }
 
 /* A simulated layout's result into its item (and the reason of one that
  * does not fit in the replay's memory). */
 static void item_simulated(struct item *it, const struct oc_metrics *mt)
 {
+    if (!it->mt)
+        it->mt = oc_xmalloc(sizeof *it->mt);
     *it->mt = *mt;
     it->state = IT_SIMULATED;
     if (!mt->fits) {
         char need[32], have[32];
         char res[32];
-        snprintf(it->reason, sizeof it->reason,
-                 "out of memory in the replay: %s per GPU + %s reserve, the device has %s",
+        oc_item_reason(it, "out of memory in the replay: %s per GPU + %s reserve, the device has %s",
                  oc_fmt_si(need, sizeof need, mt->peak_mem_bytes, "B"),
                  oc_fmt_si(res, sizeof res, mt->reserve_bytes, "B"),
                  oc_fmt_si(have, sizeof have, mt->device_mem_bytes, "B"));
@@ -146,6 +146,7 @@ static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
     struct item *it = &r->items[r->sim_index[index]];
     if (mt) {
         item_simulated(it, mt);
+        oc_prune_add(&r->prune, mt);
         struct oc_status st = {{0}};
         if (!r->journal_failed &&
             oc_sweep_journal_append(&r->journal, it->cand, mt, &st) != 0) {
@@ -155,11 +156,39 @@ static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
         }
     } else {
         it->state = IT_FAILED;
-        snprintf(it->reason, sizeof it->reason, "simulation failed: %s", err);
+        oc_item_reason(it, "simulation failed: %s", err);
     }
     row(&r->csv, it, r->device_mem_bytes);
     r->done++;
     progress(r);
+}
+
+/* Before simulation `next` (in increasing order of bound) is handed out:
+ * 0 once its bound exceeds the --top-th best found (sweep_plan.h). */
+static int more(void *ctx, int64_t next)
+{
+    struct run *r = ctx;
+    if (r->prune_on && oc_prune_stops(&r->prune, &r->items[r->sim_index[next]]))
+        return 0;
+    r->handed = next + 1;
+    return 1;
+}
+
+/* A sweep that ran through: every candidate whose bound exceeds the final
+ * --top-th best is reported pruned, the ones not handed out and those
+ * simulated before the N-th best had come down to its final value (which
+ * depends on the order results came back in), so that the output does
+ * not depend on timing. What stays simulated is exactly the candidates at
+ * or below the final N-th best: every one of them was handed out, since
+ * the hand-out stopped only above a N-th best at least the final one. */
+static void prune_final(struct run *r)
+{
+    for (int64_t i = 0; i < r->n; i++) {
+        struct item *it = &r->items[i];
+        if ((it->state == IT_PENDING || it->state == IT_SIMULATED || it->state == IT_FAILED) &&
+            it->bound_s >= 0 && oc_prune_stops(&r->prune, it))
+            oc_prune_mark(&r->prune, it);
+    }
 }
 
 /* Rank: simulated and fitting first by tokens/s (ties: less memory, then
@@ -173,9 +202,10 @@ static int rank_class(const struct item *it)
     case IT_FAILED: return 2;
     case IT_ILLEGAL:
     case IT_OOM: return 3;
+    case IT_PRUNED: return 4;
     case IT_PENDING: break;
     }
-    return 4;
+    return 5;
 }
 
 static int cmp_items(const void *pa, const void *pb)
@@ -190,7 +220,9 @@ static int cmp_items(const void *pa, const void *pb)
         if (a->mt->peak_mem_bytes != b->mt->peak_mem_bytes)
             return a->mt->peak_mem_bytes < b->mt->peak_mem_bytes ? -1 : 1;
     }
-    char sa[128], sb[128];
+    if (ca == 4 && a->bound_s != b->bound_s) /* pruned: by bound */
+        return a->bound_s < b->bound_s ? -1 : 1;
+    char sa[192], sb[192];
     oc_layout_format(&a->layout, sa, sizeof sa);
     oc_layout_format(&b->layout, sb, sizeof sb);
     return strcmp(sa, sb);
@@ -214,73 +246,11 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
-/* Why a legal layout is not simulated: its closed-form peak and the
- * reserve (core/reserve.h) exceed the device. Fills it->reason and returns
- * 1; 0 when it fits. */
-static int closed_form_oom(struct item *it, const struct oc_opts *o)
-{
-    int64_t stage;
-    it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
-    struct oc_reserve rs;
-    oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
-    if (oc_reserve_fits(&o->topo, it->cf_peak_bytes, rs.total_bytes))
-        return 0;
-    char need[32], res[32], have[32];
-    snprintf(it->reason, sizeof it->reason,
-             "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
-             (long long)stage, oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"),
-             oc_fmt_si(res, sizeof res, rs.total_bytes, "B"), o->topo.device.name,
-             oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
-    return 1;
-}
-
-/* Every candidate layout as an item of r: illegal (its reason), out of
- * memory by the closed form (its reason and peak) or to simulate
- * (IT_PENDING). The candidates' layouts hashed with their validity go to
- * *layouts_hash (the sweep's identity). */
-static void plan(struct run *r, const struct oc_opts *o, uint64_t *layouts_hash)
-{
-    struct oc_enum_opts eo = {
-        .cards = o->cards, .base = o->layout,
-        .micro_batches = o->micro_batches, .n_micro_batches = o->n_micro_batches,
-        .schedules = o->schedules, .vchunks = o->vchunks, .n_schedules = o->n_schedules,
-        .even_stages = o->even_stages, .batch_tolerance = o->batch_tolerance,
-    };
-    struct oc_candidate *cands = NULL;
-    int64_t n = oc_layout_enumerate(&eo, &o->model, &o->topo, &cands);
-    r->n = n;
-    r->items = oc_xcalloc((size_t)(n ? n : 1), sizeof *r->items);
-    r->sim_index = oc_xcalloc((size_t)(n ? n : 1), sizeof *r->sim_index);
-    struct oc_layout *lay = oc_xcalloc((size_t)(n ? n : 1), sizeof *lay);
-    unsigned char *valid = oc_xcalloc((size_t)(n ? n : 1), 1);
-    for (int64_t i = 0; i < n; i++) {
-        struct item *it = &r->items[i];
-        it->layout = lay[i] = cands[i].layout;
-        valid[i] = cands[i].valid != 0;
-        it->cand = i;
-        it->cf_peak_bytes = -1;
-        it->mt = NULL;
-        it->state = IT_ILLEGAL;
-        if (!cands[i].valid) {
-            snprintf(it->reason, sizeof it->reason, "%s", cands[i].reason);
-        } else if (closed_form_oom(it, o)) {
-            it->state = IT_OOM;
-        } else {
-            it->state = IT_PENDING;
-            it->mt = oc_xcalloc(1, sizeof *it->mt);
-        }
-    }
-    *layouts_hash = oc_hash_layouts(lay, valid, n);
-    free(valid);
-    free(lay);
-    free(cands);
-}
-
 /* What makes two sweeps the same sweep, for --resume: every input of the
  * simulations (the layouts line covers the candidates with every knob; the
  * lines before it name the usual differences). Not --jobs, --top or --log. */
-static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o, int64_t n,
-                          uint64_t layouts_hash, struct oc_status *st)
+static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o,
+                          const struct oc_plan *pl, struct oc_status *st)
 {
     const struct oc_layout *l = &o->layout;
     memset(id, 0, sizeof *id);
@@ -328,8 +298,9 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o, int64
     } else {
         oc_sweep_id_add(id, "platform", "generated");
     }
-    oc_sweep_id_add(id, "layouts", "%lld %016llx", (long long)n,
-                    (unsigned long long)layouts_hash);
+    oc_sweep_id_add(id, "search", "fixed=%x %s", o->fixed, pl->ranges);
+    oc_sweep_id_add(id, "layouts", "%lld %016llx", (long long)pl->n,
+                    (unsigned long long)pl->layouts_hash);
     return 0;
 }
 
@@ -338,17 +309,19 @@ static void on_journal(void *ctx, int64_t cand, const struct oc_metrics *mt)
 {
     struct run *r = ctx;
     struct item *it = &r->items[cand];
-    if (it->state == IT_PENDING)
+    if (it->state == IT_PENDING) {
         item_simulated(it, mt);
+        oc_prune_add(&r->prune, mt);
+    }
 }
 
 /* Creates DIR/sweep.journal, or with --resume reads it back into the
  * items. Returns the layouts taken from it, or -1 with st->msg. */
 static int64_t journal_open(struct run *r, const struct oc_opts *o, const char *out,
-                            uint64_t layouts_hash, struct oc_status *st)
+                            struct oc_status *st)
 {
     struct oc_sweep_id id;
-    if (sweep_identity(&id, o, r->n, layouts_hash, st) != 0)
+    if (sweep_identity(&id, o, &r->plan, st) != 0)
         return -1;
     char path[4200];
     snprintf(path, sizeof path, "%s/sweep.journal", out);
@@ -369,7 +342,7 @@ static int64_t journal_open(struct run *r, const struct oc_opts *o, const char *
  * rejected ones and those the journal gave back. */
 static int csv_start(struct run *r, const char *path, struct oc_status *st)
 {
-    if (oc_metrics_csv_open(&r->csv, path, st) != 0)
+    if (oc_metrics_csv_open_sweep(&r->csv, path, st) != 0)
         return -1;
     for (int64_t i = 0; i < r->n; i++)
         if (r->items[i].state != IT_PENDING)
@@ -399,18 +372,28 @@ static int write_ranked(struct run *r, struct oc_status *st)
 struct results {
     struct oc_metrics *res;
     struct oc_rejected_layout *rej;
-    int64_t nres, nfit, nfail, ninvalid, noom, nrej, npending;
+    int64_t nres, nfit, nfail, ninvalid, noom, nrej, npending, npruned;
 };
 
 static void results_gather(struct results *x, const struct run *r)
 {
     memset(x, 0, sizeof *x);
-    x->res = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *x->res);
-    x->rej = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *x->rej);
+    int64_t nsim = 0, nrej = 0;
+    for (int64_t i = 0; i < r->n; i++) {
+        const enum item_state s = r->items[i].state;
+        nsim += s == IT_SIMULATED;
+        nrej += s == IT_ILLEGAL || s == IT_OOM || s == IT_FAILED;
+    }
+    x->res = oc_xcalloc((size_t)(nsim ? nsim : 1), sizeof *x->res);
+    x->rej = oc_xcalloc((size_t)(nrej ? nrej : 1), sizeof *x->rej);
     for (int64_t i = 0; i < r->n; i++) {
         const struct item *it = &r->items[i];
         if (it->state == IT_PENDING) {
             x->npending++;
+            continue;
+        }
+        if (it->state == IT_PRUNED) {
+            x->npruned++;
             continue;
         }
         if (it->state == IT_SIMULATED) {
@@ -427,7 +410,7 @@ static void results_gather(struct results *x, const struct run *r)
         x->noom += it->state == IT_OOM;
         j->peak_mem_bytes = it->cf_peak_bytes;
         j->device_mem_bytes = r->device_mem_bytes;
-        snprintf(j->reason, sizeof j->reason, "%s", it->reason);
+        snprintf(j->reason, sizeof j->reason, "%s", oc_item_reason_of(it));
     }
 }
 
@@ -472,8 +455,8 @@ static int confidence(const struct oc_opts *o, const struct results *x,
 /* The table and the chosen layout on stdout, then report.md and the
  * plots into `out` (NULL: none), marked when the sweep was interrupted by
  * `sig` (0: not). Returns 0, or 2 when the report could not be written. */
-static int report(const struct oc_opts *o, int argc, char **argv, const char *out,
-                  const struct results *x, double wall, int sig,
+static int report(const struct oc_opts *o, const struct run *r, int argc, char **argv,
+                  const char *out, const struct results *x, double wall, int sig,
                   const struct oc_perturb_result *conf)
 {
     struct oc_status st = {{0}};
@@ -487,6 +470,7 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
         .seq_length = o->layout.seq_length, .method = method,
         .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
         .confidence = conf,
+        .search_ranges = r->plan.ranges, .pruned = x->npruned, .noop = r->plan.counts.noop,
     };
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     char note[160];
@@ -524,10 +508,12 @@ static int report(const struct oc_opts *o, int argc, char **argv, const char *ou
 static void summary(const struct results *x, const struct run *r, double wall, int sig,
                     const char *out, const char *path)
 {
-    printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld out of memory, "
-           "%lld illegal, %lld failed\n",
-           (long long)r->n, (long long)x->nres, wall, (long long)x->nfit, (long long)x->noom,
-           (long long)x->ninvalid, (long long)x->nfail);
+    printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld pruned by bound, "
+           "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants skipped\n",
+           (long long)r->n, (long long)x->nres, wall, (long long)x->nfit,
+           (long long)x->npruned, (long long)x->noom, (long long)x->ninvalid,
+           (long long)x->nfail, (long long)r->plan.counts.noop);
+    printf("searched: %s\n", r->plan.ranges);
     if (sig)
         printf("interrupted by %s: %lld of %lld layouts simulated; the same command with "
                "--resume finishes the sweep\n",
@@ -544,10 +530,10 @@ static void summary(const struct results *x, const struct run *r, double wall, i
 
 static void run_free(struct run *r)
 {
-    for (int64_t i = 0; i < r->n; i++)
-        free(r->items[i].mt);
-    free(r->items);
+    oc_plan_free(&r->plan);
+    r->items = NULL;
     free(r->sim_index);
+    oc_prune_free(&r->prune);
 }
 
 /* ---- the command ------------------------------------------------------- */
@@ -598,23 +584,32 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         return 2;
     }
-    uint64_t layouts_hash;
-    plan(r, o, &layouts_hash);
-    int64_t reused = journal_open(r, o, out, layouts_hash, &st);
+    struct oc_search_space space;
+    oc_sweep_space(o, &space);
+    oc_plan_build(&r->plan, o, &space);
+    r->items = r->plan.items;
+    r->n = r->plan.n;
+    r->sim_index = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *r->sim_index);
+    oc_prune_init(&r->prune, o->top);
+    r->prune_on = !o->no_prune;
+    int64_t reused = journal_open(r, o, out, &st);
     if (reused < 0 || csv_start(r, path, &st) != 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         return 2;
     }
-    *to_sim = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof **to_sim);
-    *nsim = 0;
-    int64_t planned = 0;
-    for (int64_t i = 0; i < r->n; i++) {
-        planned += r->items[i].mt != NULL;
-        if (r->items[i].state != IT_PENDING)
-            continue;
-        r->sim_index[*nsim] = i;
-        (*to_sim)[(*nsim)++] = r->items[i].layout;
+    /* what is left, in increasing order of bound (sweep_plan.h) */
+    int64_t npend = 0;
+    int64_t *order = oc_plan_order(&r->plan, &npend);
+    *to_sim = oc_xcalloc((size_t)(npend ? npend : 1), sizeof **to_sim);
+    *nsim = npend;
+    for (int64_t k = 0; k < npend; k++) {
+        r->sim_index[k] = order[k];
+        (*to_sim)[k] = r->items[order[k]].layout;
     }
+    free(order);
+    int64_t planned = 0;
+    for (int64_t i = 0; i < r->n; i++)
+        planned += r->items[i].state == IT_PENDING || r->items[i].state == IT_SIMULATED;
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
                     "(%s fidelity), writing %s\n",
             o->model.name, (long long)o->cards, o->topo.device.name, (long long)r->n,
@@ -693,8 +688,10 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
     r.progress = isatty(2);
     r.t0 = now_s();
     struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro, .on_done = on_done,
-                               .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
+                               .more = more, .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
     int src = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
+    if (src == 0 && r.prune_on)
+        prune_final(&r);
     const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
     oc_sweep_stop_ignore();
     double wall = now_s() - r.t0;
@@ -730,7 +727,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
                         "written)\n",
                 r.progress ? "\n" : "", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                 (long long)(x.nres + x.nfail));
-    rc = report(&o, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
+    rc = report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
                 oc->have_confidence ? &oc->confidence : NULL);
     summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);

@@ -59,7 +59,10 @@ keep() {
   done
 }
 
-"$ocsim" sweep --cards 64 --out "$tmp/sweep64" >"$tmp/sweep64.stdout" 2>&1
+# the sweep's space before issue 12 (every knob but tp, pp, dp, mb and the
+# schedule fixed), every candidate simulated
+"$ocsim" sweep --cards 64 --out "$tmp/sweep64" --recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 \
+  --schedule 1f1b,interleaved:2 --no-prune >"$tmp/sweep64.stdout" 2>&1
 keep sweep64 sweep.csv report.md
 cp "$tmp/sweep64.stdout" "$tmp/sweep64/stdout"
 keep sweep64 stdout

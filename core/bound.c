@@ -1,0 +1,227 @@
+/* bound.c: the closed-form lower bound of a layout's simulated step time
+ * (see bound.h for what it charges and why each term is a lower bound). */
+#include "bound.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "cost.h"
+#include "memory.h"
+#include "placement.h"
+#include "schedule.h"
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static double dmax(double a, double b) { return a > b ? a : b; }
+
+double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
+                             int64_t n, int64_t per_node, int64_t groups_per_node)
+{
+    if (n < 2 || bytes <= 0)
+        return 0;
+    if (per_node < 1)
+        per_node = 1;
+    if (groups_per_node < 1)
+        groups_per_node = 1;
+    /* Patarasuk and Yuan 2009: an all-reduce sends and receives at least
+     * 2(N-1)/N * S per member over its link; we charge half of it, and
+     * half again for a reduce-scatter or an all-gather (which move
+     * (N-1)/N * S). */
+    const double half = kind == 0 ? 1.0 : 0.5;
+    const int64_t nodes = (n + per_node - 1) / per_node;
+    double s;
+    if (nodes <= 1) {
+        s = half * (double)(n - 1) / (double)n * bytes / oc_topology_intra_Bps(t);
+    } else {
+        /* The node as one member whose reduction inside is free: G members
+         * on the node's NICs, shared by the groups leaving it at once. */
+        const double node_Bps = (double)t->nics_per_node * t->nic_bandwidth_Bps /
+                                (double)groups_per_node;
+        s = half * (double)(nodes - 1) / (double)nodes * bytes / node_Bps;
+    }
+    return OC_BOUND_COMM_SAFETY * s;
+}
+
+/* The geometry of the DP groups of a layout: members of one group per node
+ * (at most), and how many groups of one stage leave a node at once (at
+ * least). Rank numbering (layout.h): TP fastest, then CP, then DP and PP
+ * or PP and DP; the members of a DP group are `stride` ranks apart. */
+static void dp_geometry(const struct oc_layout *l, const struct oc_topology *t,
+                        int64_t *per_node, int64_t *groups)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t tc = l->tp * (l->cp > 0 ? l->cp : 1);
+    const int64_t stride = l->order == OC_ORDER_TP_DP_PP ? tc : tc * l->pp;
+    *per_node = imin(l->dp, (gpn + stride - 1) / stride);
+    /* A TP (x CP) group aligned inside a node runs in lockstep: its tc
+     * members reduce over tc distinct DP groups at the same moment. */
+    *groups = (gpn % tc == 0 || tc % gpn == 0) ? imin(tc, gpn) : 1;
+}
+
+/* Per-stage terms of the bound: one forward and one backward of chunk 0
+ * (the fill and drain each stage adds to the later ones), the stage's
+ * compute over the step, and its tail after the last backward. */
+struct stage_terms {
+    double f0, b0, work, tail;
+};
+
+static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_topology *t, const struct oc_cost *c,
+                        int64_t stage, struct stage_terms *st)
+{
+    const int64_t nmb = oc_layout_num_micro_batches(l);
+    const int64_t v = oc_place_chunks_per_stage(l);
+    const double cpf = l->cp > 1 ? 1.0 / (double)l->cp : 1.0;
+    const int cp_off = l->cp > 1; /* not modelled yet: compute only */
+    /* TP: two all-reduce equivalents per layer in each direction, at the
+     * ring's bandwidth term on the fastest hop (bound.h). */
+    double tp_ar = 0;
+    if (l->tp > 1 && !cp_off) {
+        const double S = oc_layout_act_bytes(l) * (double)l->micro_batch *
+                         (double)l->seq_length * (double)m->hidden_size;
+        tp_ar = OC_BOUND_COMM_SAFETY * 2.0 * (double)(l->tp - 1) / (double)l->tp * S /
+                oc_topology_intra_Bps(t);
+    }
+    const double lf = c->part_s[OC_PART_ATTN][OC_PHASE_FWD] + c->part_s[OC_PART_MLP][OC_PHASE_FWD];
+    const double lb = c->part_s[OC_PART_ATTN][OC_PHASE_BWD] + c->part_s[OC_PART_MLP][OC_PHASE_BWD];
+    const double lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+                      c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
+    memset(st, 0, sizeof *st);
+    double per_mb = 0;
+    for (int64_t ch = 0; ch < v; ch++) {
+        const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+        int64_t nrec = n;
+        if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
+            nrec = imin(l->recompute_layers, n);
+        double f = (double)n * (lf * cpf + 2 * tp_ar);
+        double b = (double)n * (lb * cpf + 2 * tp_ar) + (double)nrec * lr * cpf;
+        if (l->recompute == OC_RECOMPUTE_FULL)
+            b += (double)nrec * 2 * tp_ar;
+        if (oc_place_holds_embed(l, stage, ch)) {
+            f += c->part_s[OC_PART_EMBED][OC_PHASE_FWD] * cpf;
+            b += c->part_s[OC_PART_EMBED][OC_PHASE_BWD] * cpf;
+        }
+        if (oc_place_holds_head(l, stage, ch)) {
+            f += c->part_s[OC_PART_HEAD][OC_PHASE_FWD] * cpf;
+            b += c->part_s[OC_PART_HEAD][OC_PHASE_BWD] * cpf;
+        }
+        if (ch == 0) {
+            st->f0 = f;
+            st->b0 = b;
+        }
+        per_mb += f + b;
+    }
+    st->work = (double)nmb * per_mb;
+
+    /* The tail: DP reduction not overlapped, the weight all-gather of the
+     * distributed optimizer, AdamW over the rank's (shard of) parameters. */
+    const int64_t params = oc_mem_stage_params(m, l, stage);
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    const double opt_params = l->zero >= 1 ? (double)params / (double)l->dp : (double)params;
+    st->tail = opt_params * c->optimizer_s_per_param;
+    if (l->dp > 1 && !cp_off) {
+        int64_t per_node, groups;
+        dp_geometry(l, t, &per_node, &groups);
+        const int kind = l->zero >= 1 ? 1 : 0;
+        double reduced = (double)params;
+        if (l->overlap_grad_reduce || l->zero >= 2) {
+            /* only the chunk-0 bucket surely starts after the last backward */
+            const int64_t n0 = oc_place_chunk_layers(l, m, stage, 0).count;
+            reduced = (double)n0 * (double)oc_model_layer_params_tp(m, l->tp);
+        }
+        st->tail += oc_bound_group_coll_s(t, kind, pb.grad * reduced, l->dp, per_node,
+                                          groups);
+        if (l->zero == 1)
+            st->tail += oc_bound_group_coll_s(t, 1, pb.weight * (double)params, l->dp,
+                                              per_node, groups);
+    }
+}
+
+/* Whether stages i and j of one (tp, cp, dp) replica sit in different
+ * nodes: 1 yes, 0 no, -1 it depends on the replica (not charged). */
+static int stages_cross(const struct oc_layout *l, int64_t gpn, int64_t i, int64_t j)
+{
+    const int64_t U = l->tp * l->cp;
+    const int64_t S = l->order == OC_ORDER_TP_DP_PP ? U * l->dp : U; /* stage stride */
+    if (S % gpn == 0)
+        return 1;
+    if (gpn % S != 0)
+        return -1;
+    const int64_t q = gpn / S; /* stages per node */
+    if (l->order == OC_ORDER_TP_PP_DP && l->pp % q != 0)
+        return -1;
+    return i / q != j / q;
+}
+
+/* The pipeline messages that leave a node, over the cluster's NICs: every
+ * (micro-batch, global chunk boundary) sends an activation forward and a
+ * gradient back from each of the t*cp*d ranks of the sending stage, of
+ * core/schedule.c's size (b*s*h elements, / t under SP). All of it crosses
+ * some node's NICs within the step, whatever the schedule: the step is at
+ * least those bytes over the aggregate NIC bandwidth (max-min sharing
+ * cannot beat the links' capacity). Boundaries whose crossing depends on
+ * the replica are not charged. */
+static double p2p_nic_bound_s(const struct oc_layout *l, const struct oc_model *m,
+                              const struct oc_topology *t)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t world = oc_layout_world(l);
+    if (l->pp < 2 || l->cp > 1 || world <= gpn || t->nics_per_node < 1 ||
+        !(t->nic_bandwidth_Bps > 0))
+        return 0;
+    const int64_t v = oc_place_chunks_per_stage(l);
+    int64_t crossing = 0;
+    for (int64_t g = 0; g + 1 < l->pp * v; g++) {
+        const int c = stages_cross(l, gpn, g % l->pp, (g + 1) % l->pp);
+        crossing += c == 1;
+    }
+    const double msg = oc_layout_act_bytes(l) * (double)l->micro_batch *
+                       (double)l->seq_length * (double)m->hidden_size /
+                       (l->sequence_parallel && l->tp > 1 ? (double)l->tp : 1.0);
+    const double bytes = (double)crossing * 2.0 * (double)oc_layout_num_micro_batches(l) *
+                         (double)(l->tp * l->dp) * msg;
+    const double nodes = (double)((world + gpn - 1) / gpn);
+    return OC_BOUND_COMM_SAFETY * bytes /
+           (nodes * (double)t->nics_per_node * t->nic_bandwidth_Bps);
+}
+
+void oc_bound_step(const struct oc_model *m, const struct oc_layout *l,
+                   const struct oc_topology *t, struct oc_bound *out)
+{
+    struct oc_cost c;
+    oc_cost_init(&c, m, l, t);
+    oc_bound_step_cost(m, l, t, &c, out);
+}
+
+void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_topology *t, const struct oc_cost *cost,
+                        struct oc_bound *out)
+{
+    memset(out, 0, sizeof *out);
+    const struct oc_cost c = *cost;
+    const int64_t p = l->pp;
+    struct stage_terms st0;
+    double fill = 0, drain = 0;
+    for (int64_t i = 0; i < p; i++) {
+        struct stage_terms st;
+        stage_terms(m, l, t, &c, i, &st);
+        if (i == 0)
+            st0 = st;
+        /* after stage i's last backward: stages i-1..0 each run the
+         * backward of that unit, then stage 0 its tail; stage i its own */
+        const double after = dmax(drain + st0.tail, st.tail);
+        const double total = fill + st.work + after;
+        if (total > out->step_s) {
+            out->step_s = total;
+            out->compute_s = st.work;
+            out->pipeline_s = fill + drain;
+            out->tail_s = after - drain;
+            out->stage = i;
+        }
+        fill += st.f0;
+        drain += st.b0;
+    }
+    /* the NICs' throughput bounds the step whatever overlaps */
+    out->p2p_nic_s = p2p_nic_bound_s(l, m, t);
+    if (out->p2p_nic_s > out->step_s)
+        out->step_s = out->p2p_nic_s;
+}

@@ -1,0 +1,87 @@
+/* bound.h: a closed-form LOWER bound of the step time the simulator gives a
+ * layout (`ocsim sweep` simulates candidates in increasing order of it and
+ * stops once the next bound exceeds the N-th best simulated step: a bound
+ * that exceeded the simulation would prune a layout that belongs in the
+ * table, so every term below is one the simulator cannot avoid, at a
+ * bandwidth it cannot beat; tests/test_bound.c holds bound <= simulated
+ * step on many layouts).
+ *
+ *   struct oc_bound b;
+ *   oc_bound_step(&model, &layout, &topo, &b);   // b.step_s <= simulated
+ *
+ * What it charges (core/schedule.c's ops, timed as the simulator times
+ * them):
+ *   - compute: every (micro-batch, chunk) forward and backward of each
+ *     stage (recompute included) from core/cost.c's table, the table the
+ *     replay charges (oc_cost_op_s), so exact;
+ *   - TP collectives on the critical path (blocking ops of the rank): per
+ *     layer and micro-batch two all-reduce equivalents in the forward, two
+ *     in the backward, two more in a full recompute (an SP all-gather plus
+ *     reduce-scatter moves what one all-reduce moves), each at the ring's
+ *     bandwidth term 2(t-1)/t * S/B on the fastest hop (no latency, no
+ *     reduction): below the fast mode's sleep and below full mode's rings;
+ *   - the pipeline's fill and drain: stage i cannot start before micro-batch
+ *     0's chunk-0 forward crossed stages 0..i-1, and after its last backward
+ *     (micro-batch m-1, chunk 0) stages i-1..0 still run theirs (Narayanan
+ *     et al. 2021, section 2.2: the bubble in these terms);
+ *   - after the last backward of each stage: the DP reduction that nothing
+ *     overlaps (all of the stage's gradients without --overlap-grad-reduce,
+ *     the chunk-0 bucket with it: it starts after the last backward), the
+ *     distributed optimizer's weight all-gather, and the AdamW step;
+ *     a DP collective of S bytes over N ranks on G nodes at half the
+ *     bandwidth lower bound of Patarasuk and Yuan 2009 (all-reduce
+ *     2(N-1)/N * S/B) on the hops it must cross: (N-1)/N * S/B_intra inside
+ *     a node; across nodes (G-1)/G * S over the node's NICs shared by the
+ *     stage's DP groups that leave the node at once; reduce-scatter and
+ *     all-gather half that.
+ * and, as a second bound (the step is the larger): the pipeline messages
+ * that must leave a node (every micro-batch's activation and gradient
+ * across each stage boundary between nodes, from every rank of the
+ * sending stage) over the cluster's aggregate NIC bandwidth.
+ * Communication terms are scaled by OC_BOUND_COMM_SAFETY (0.9), a margin
+ * for the simulator's flows that beat the textbook hop (none are known).
+ * Not charged (the bound stays lower): pipeline messages, latency, the
+ * tied-embedding all-reduce, contention beyond the above. Knobs that are
+ * not modelled yet are bounded by what is certain: context parallelism by
+ * compute over cp only, ZeRO-2/3 by the zero-1 terms without the weight
+ * all-gather, partial recompute (rfull<k>) without its recompute.
+ */
+#ifndef OC_BOUND_H
+#define OC_BOUND_H
+
+#include "layout.h"
+#include "model.h"
+#include "topology.h"
+
+#define OC_BOUND_COMM_SAFETY 0.9
+
+struct oc_bound {
+    double step_s;      /* the lower bound */
+    double compute_s;   /* busiest stage's compute (with its TP terms) */
+    double pipeline_s;  /* fill + drain on the critical stage */
+    double tail_s;      /* DP, all-gather, optimizer after the last backward */
+    int64_t stage;      /* the stage that gives step_s */
+    double p2p_nic_s;   /* pipeline messages leaving nodes over all NICs;
+                           step_s is at least this */
+};
+
+/* The layout must have passed oc_layout_validate. */
+void oc_bound_step(const struct oc_model *m, const struct oc_layout *l,
+                   const struct oc_topology *t, struct oc_bound *out);
+
+/* The same with the cost table of l built by the caller (oc_cost_init for
+ * a layout with l's tp, cp, micro-batch, sequence, SP, recompute, attention
+ * and precision: a sweep builds it once for the layouts that share them). */
+struct oc_cost;
+void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_topology *t, const struct oc_cost *c,
+                        struct oc_bound *out);
+
+/* The bound of a DP-like collective (kind: 0 all-reduce, 1 reduce-scatter
+ * or all-gather) of `bytes` over the `n` ranks of a group with `per_node`
+ * members in each node, `groups_per_node` such groups leaving each node
+ * at once (exposed for the tests). */
+double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
+                             int64_t n, int64_t per_node, int64_t groups_per_node);
+
+#endif

@@ -1,0 +1,384 @@
+/* search.c: the knob space of `ocsim sweep` (see search.h). */
+#include "search.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "placement.h"
+#include "stage_split.h"
+#include "batch.h"
+#include "status.h"
+
+#define MAXV 64     /* knob values of one dimension */
+#define MAXSPLIT 16 /* stage splits of one layout */
+
+void oc_search_space_default(struct oc_search_space *s, int64_t cards,
+                             const struct oc_layout *base)
+{
+    memset(s, 0, sizeof *s);
+    s->cards = cards;
+    s->base = *base;
+    s->micro_batches[0] = 1;
+    s->micro_batches[1] = 2;
+    s->micro_batches[2] = 4;
+    s->n_micro_batches = 3;
+    s->max_cp = 16;
+}
+
+struct emit {
+    struct oc_candidate *v;
+    int64_t n, cap;
+    struct oc_search_counts c;
+    const struct oc_search_space *s;
+    const struct oc_model *m;
+    const struct oc_topology *t;
+};
+
+static int fixed(const struct oc_search_space *s, unsigned bit)
+{
+    return (s->fixed & bit) != 0;
+}
+
+static void push(struct emit *e, const struct oc_layout *l, const char *why)
+{
+    if (e->n == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 256;
+        e->v = oc_xrealloc(e->v, (size_t)e->cap * sizeof *e->v);
+    }
+    struct oc_candidate *c = &e->v[e->n++];
+    c->layout = *l;
+    struct oc_status st = {{0}};
+    if (why) {
+        c->valid = 0;
+        snprintf(c->reason, sizeof c->reason, "%s", why);
+    } else {
+        c->valid = oc_layout_validate(l, e->m, e->t, e->s->cards, &st) == 0;
+        snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+    }
+    e->c.illegal += !c->valid;
+}
+
+/* The recompute choices of layout l: (mode, k) pairs. k of a quarter, a
+ * half and three quarters of the smallest chunk's layers, distinct, in
+ * [1, layers - 1] (k = all layers is plain full recompute). Returns the
+ * count; *full gets what a searched recompute would have without the
+ * canonical skips (for the no-op count: the same here). */
+static int recompute_options(const struct emit *e, const struct oc_layout *l,
+                             enum oc_recompute mode[], int64_t k[])
+{
+    const struct oc_search_space *s = e->s;
+    if (fixed(s, OC_LAYOUT_NAMED_RECOMPUTE)) {
+        mode[0] = s->base.recompute;
+        k[0] = s->base.recompute_layers;
+        return 1;
+    }
+    int n = 0;
+    const enum oc_recompute modes[] = {OC_RECOMPUTE_NONE, OC_RECOMPUTE_SELECTIVE,
+                                       OC_RECOMPUTE_FULL};
+    for (int i = 0; i < 3; i++)
+        mode[n] = modes[i], k[n++] = 0;
+    int64_t lpc = e->m->num_hidden_layers;
+    const int64_t v = oc_place_chunks_per_stage(l);
+    for (int64_t st = 0; st < l->pp; st++)
+        for (int64_t c = 0; c < v; c++) {
+            int64_t x = oc_place_chunk_layers(l, e->m, st, c).count;
+            if (x < lpc)
+                lpc = x;
+        }
+    const int64_t ks[] = {lpc / 4, lpc / 2, (3 * lpc) / 4};
+    for (int i = 0; i < 3; i++) {
+        if (ks[i] < 1 || ks[i] >= lpc || (n > 3 && k[n - 1] == ks[i]))
+            continue;
+        mode[n] = OC_RECOMPUTE_FULL, k[n++] = ks[i];
+    }
+    return n;
+}
+
+/* Whether some collective group of l has two or more ranks: TP, CP, DP, or
+ * the tied embedding's between two stages. */
+static int has_group(const struct oc_layout *l, const struct oc_model *m)
+{
+    return l->tp > 1 || l->cp > 1 || l->dp > 1 ||
+           (l->pp > 1 && oc_place_tied_allreduce(l, m, 0));
+}
+
+/* Every candidate of one structural layout (tp, cp, pp, dp, micro-batch,
+ * schedule set): the remaining knobs, canonical, then the stage splits. */
+/* The stage splits of candidate l (stage_split.h, with the topology's
+ * costs and memory), or the even one alone under even_stages. */
+static int splits(const struct emit *e, const struct oc_layout *l, int64_t f[], int64_t la[])
+{
+    if (e->s->even_stages) {
+        f[0] = la[0] = 0;
+        return 1;
+    }
+    return oc_stage_split_options_on(e->m, l, e->t, f, la, MAXSPLIT);
+}
+
+static void expand_knobs(struct emit *e, const struct oc_layout *b0)
+{
+    const struct oc_search_space *s = e->s;
+    const struct oc_topology *t = e->t;
+    const struct oc_layout *B = &s->base;
+    const int64_t world = b0->tp * b0->cp * b0->pp * b0->dp;
+    const int one_node = world <= t->gpus_per_node;
+    enum oc_recompute rmode[8];
+    int64_t rk[8];
+    const int nr = recompute_options(e, b0, rmode, rk);
+
+    int sp[2], nsp = 0, zero[4], nz = 0, ovl[2], no = 0, nor = 0, ncoll = 0;
+    enum oc_rank_order order[2];
+    enum oc_coll_choice coll[4];
+    if (fixed(s, OC_LAYOUT_NAMED_SP) || b0->tp == 1)
+        sp[nsp++] = B->sequence_parallel;
+    else
+        sp[nsp++] = 1, sp[nsp++] = 0;
+    if (fixed(s, OC_LAYOUT_NAMED_ZERO) || b0->dp == 1)
+        zero[nz++] = B->zero;
+    else
+        for (int z = 0; z < 4; z++)
+            zero[nz++] = z;
+    if (fixed(s, OC_LAYOUT_NAMED_OVERLAP) || b0->dp == 1)
+        ovl[no++] = B->overlap_grad_reduce;
+    else
+        ovl[no++] = 1, ovl[no++] = 0;
+    if (fixed(s, OC_LAYOUT_NAMED_ORDER) || b0->pp == 1 || b0->dp == 1 || one_node)
+        order[nor++] = B->order;
+    else
+        order[nor++] = OC_ORDER_TP_DP_PP, order[nor++] = OC_ORDER_TP_PP_DP;
+    if (fixed(s, OC_LAYOUT_NAMED_COLL) || !has_group(b0, e->m)) {
+        coll[ncoll++] = B->coll;
+    } else {
+        const int tp_only = b0->dp == 1 && b0->cp == 1 &&
+                            !(b0->pp > 1 && oc_place_tied_allreduce(b0, e->m, 0)) &&
+                            b0->tp <= t->gpus_per_node;
+        coll[ncoll++] = OC_COLL_CHOICE_AUTO;
+        if (!tp_only)
+            coll[ncoll++] = OC_COLL_CHOICE_RING;
+        if (!one_node)
+            coll[ncoll++] = OC_COLL_CHOICE_HIER;
+        coll[ncoll++] = OC_COLL_CHOICE_TREE;
+    }
+    /* the no-op variants: the full product less the one generated */
+    int64_t full = (int64_t)nr;
+    full *= fixed(s, OC_LAYOUT_NAMED_SP) ? 1 : 2;
+    full *= fixed(s, OC_LAYOUT_NAMED_ZERO) ? 1 : 4;
+    full *= fixed(s, OC_LAYOUT_NAMED_OVERLAP) ? 1 : 2;
+    full *= fixed(s, OC_LAYOUT_NAMED_ORDER) ? 1 : 2;
+    full *= fixed(s, OC_LAYOUT_NAMED_COLL) ? 1 : 4;
+    e->c.noop += full - (int64_t)nr * nsp * nz * no * nor * ncoll;
+
+    for (int ir = 0; ir < nr; ir++)
+        for (int isp = 0; isp < nsp; isp++)
+            for (int iz = 0; iz < nz; iz++)
+                for (int io = 0; io < no; io++)
+                    for (int iord = 0; iord < nor; iord++)
+                        for (int ic = 0; ic < ncoll; ic++) {
+                            struct oc_layout l = *b0;
+                            l.recompute = rmode[ir];
+                            l.recompute_layers = rk[ir];
+                            l.sequence_parallel = sp[isp];
+                            l.zero = zero[iz];
+                            l.overlap_grad_reduce = ovl[io];
+                            l.order = order[iord];
+                            l.coll = coll[ic];
+                            int64_t f[MAXSPLIT], la[MAXSPLIT];
+                            int ns = splits(e, &l, f, la);
+                            if (ns == 0) {
+                                push(e, &l, NULL); /* validate says why */
+                                continue;
+                            }
+                            for (int k = 0; k < ns; k++) {
+                                l.first_stage_layers = f[k];
+                                l.last_stage_layers = la[k];
+                                push(e, &l, NULL);
+                            }
+                        }
+}
+
+/* The schedules of a structural layout: the fixed list, or 1f1b and
+ * interleaved with every v >= 2 such that the layers divide p*v. p = 1
+ * makes interleaving a no-op. */
+static int schedule_options(struct emit *e, int64_t pp, enum oc_schedule_kind k[],
+                            int64_t v[])
+{
+    const struct oc_search_space *s = e->s;
+    if (fixed(s, OC_LAYOUT_NAMED_SCHEDULE) || fixed(s, OC_LAYOUT_NAMED_V)) {
+        int n = 0;
+        for (int i = 0; i < s->n_schedules && n < MAXV; i++)
+            k[n] = s->schedules[i], v[n++] = s->vchunks[i];
+        return n;
+    }
+    int n = 0;
+    k[n] = OC_SCHED_1F1B, v[n++] = 1;
+    const int64_t L = e->m->num_hidden_layers;
+    for (int64_t d = 2; d <= L && n < MAXV; d++) {
+        if (L % d != 0)
+            continue;
+        if (pp == 1 || L % (pp * d) != 0) {
+            e->c.noop += pp == 1;
+            continue;
+        }
+        k[n] = OC_SCHED_INTERLEAVED, v[n++] = d;
+    }
+    return n;
+}
+
+/* The structural part of one candidate, with every other knob at its
+ * most permissive value: refused, it stands for all its variants. */
+static int structural_ok(struct emit *e, const struct oc_layout *l, char *why, size_t n)
+{
+    struct oc_layout p = *l;
+    p.zero = 0;
+    p.recompute = OC_RECOMPUTE_NONE;
+    p.recompute_layers = 0;
+    p.sequence_parallel = 0;
+    p.overlap_grad_reduce = 0;
+    p.coll = OC_COLL_CHOICE_AUTO;
+    int64_t f[MAXSPLIT], la[MAXSPLIT];
+    if (oc_stage_split_options(e->m, &p, f, la, MAXSPLIT) > 0)
+        p.first_stage_layers = f[0], p.last_stage_layers = la[0];
+    struct oc_status st = {{0}};
+    if (oc_layout_validate(&p, e->m, e->t, e->s->cards, &st) == 0)
+        return 1;
+    snprintf(why, n, "%s", st.msg);
+    return 0;
+}
+
+static void structural(struct emit *e, int64_t tp, int64_t cp, int64_t pp, int64_t dp)
+{
+    const struct oc_search_space *s = e->s;
+    enum oc_schedule_kind sk[MAXV];
+    int64_t sv[MAXV];
+    const int nsched = schedule_options(e, pp, sk, sv);
+    for (int i = 0; i < s->n_micro_batches; i++)
+        for (int j = 0; j < nsched; j++) {
+            struct oc_layout l = s->base;
+            l.tp = tp, l.cp = cp, l.pp = pp, l.dp = dp;
+            l.micro_batch = s->micro_batches[i];
+            l.schedule = sk[j];
+            l.vchunks = sv[j];
+            if (s->batch_tolerance > 0) {
+                int64_t g = oc_batch_nearest(&l, s->base.global_batch, s->batch_tolerance);
+                if (g > 0)
+                    l.global_batch = g;
+            }
+            char why[OC_MSG_MAX];
+            if (!structural_ok(e, &l, why, sizeof why))
+                push(e, &l, why);
+            else
+                expand_knobs(e, &l);
+        }
+}
+
+int64_t oc_search_enumerate(const struct oc_search_space *s, const struct oc_model *m,
+                            const struct oc_topology *t, struct oc_candidate **out,
+                            struct oc_search_counts *counts)
+{
+    struct emit e = {.s = s, .m = m, .t = t};
+    const int64_t N = s->cards;
+    for (int64_t tp = 1; tp <= N; tp++) {
+        if (N % tp || (fixed(s, OC_LAYOUT_NAMED_TP) && tp != s->base.tp))
+            continue;
+        for (int64_t cp = 1; cp <= N / tp; cp++) {
+            if ((N / tp) % cp || (fixed(s, OC_LAYOUT_NAMED_CP) ? cp != s->base.cp
+                                                               : cp > s->max_cp))
+                continue;
+            for (int64_t pp = 1; pp <= N / tp / cp; pp++) {
+                if ((N / tp / cp) % pp || (fixed(s, OC_LAYOUT_NAMED_PP) && pp != s->base.pp))
+                    continue;
+                const int64_t dp = N / tp / cp / pp;
+                if (fixed(s, OC_LAYOUT_NAMED_DP) && dp != s->base.dp)
+                    continue;
+                structural(&e, tp, cp, pp, dp);
+            }
+        }
+    }
+    e.c.candidates = e.n;
+    if (counts)
+        *counts = e.c;
+    *out = e.v ? e.v : oc_xmalloc(sizeof *e.v);
+    return e.n;
+}
+
+/* ---- the ranges, for the summary and report.md ------------------------- */
+
+/* "lo-hi" of one integer field over the candidates, with "(fixed)" when
+ * the knob was. */
+static size_t range_i64(char *buf, size_t len, const char *name, const struct oc_candidate *c,
+                        int64_t n, size_t off, int is_fixed)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t x;
+        memcpy(&x, (const char *)&c[i].layout + off, sizeof x);
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    if (n == 0)
+        return (size_t)snprintf(buf, len, "%s -", name);
+    if (lo == hi)
+        return (size_t)snprintf(buf, len, "%s %lld%s", name, (long long)lo,
+                                is_fixed ? " (fixed)" : "");
+    return (size_t)snprintf(buf, len, "%s %lld-%lld", name, (long long)lo, (long long)hi);
+}
+
+void oc_search_describe(const struct oc_search_space *s, const struct oc_candidate *c,
+                        int64_t n, char *buf, size_t len)
+{
+    size_t k = 0;
+#define ADD(...) (k += k < len ? (size_t)snprintf(buf + k, len - k, __VA_ARGS__) : 0)
+#define RANGE(nm, field, bit)                                                         \
+    do {                                                                              \
+        if (k < len)                                                                  \
+            k += range_i64(buf + k, len - k, nm, c, n, offsetof(struct oc_layout, field), \
+                           fixed(s, bit));                                             \
+        ADD(", ");                                                                    \
+    } while (0)
+    RANGE("tp", tp, OC_LAYOUT_NAMED_TP);
+    RANGE("cp", cp, OC_LAYOUT_NAMED_CP);
+    RANGE("pp", pp, OC_LAYOUT_NAMED_PP);
+    RANGE("dp", dp, OC_LAYOUT_NAMED_DP);
+    ADD("mb ");
+    for (int i = 0; i < s->n_micro_batches; i++)
+        ADD("%s%lld", i ? "|" : "", (long long)s->micro_batches[i]);
+    ADD(", ");
+    if (fixed(s, OC_LAYOUT_NAMED_SCHEDULE) || fixed(s, OC_LAYOUT_NAMED_V)) {
+        ADD("schedule ");
+        for (int i = 0; i < s->n_schedules; i++)
+            ADD("%s%s%s", i ? "|" : "", oc_schedule_name(s->schedules[i]),
+                s->schedules[i] == OC_SCHED_INTERLEAVED ? "" : "");
+        ADD(" (fixed)");
+    } else {
+        RANGE("schedule 1f1b|interleaved v", vchunks, 0);
+        k -= k >= 2 ? 2 : 0;
+        buf[k] = '\0';
+    }
+    ADD("; recompute %s", fixed(s, OC_LAYOUT_NAMED_RECOMPUTE)
+                              ? oc_recompute_name(s->base.recompute)
+                              : "none|selective|full|full of k layers");
+    ADD(fixed(s, OC_LAYOUT_NAMED_RECOMPUTE) ? " (fixed)" : "");
+    ADD("; sp %s", fixed(s, OC_LAYOUT_NAMED_SP)
+                       ? (s->base.sequence_parallel ? "on (fixed)" : "off (fixed)")
+                       : "on|off");
+    if (fixed(s, OC_LAYOUT_NAMED_ZERO))
+        ADD("; zero %d (fixed)", s->base.zero);
+    else
+        ADD("; zero 0|1|2|3");
+    ADD("; overlap %s", fixed(s, OC_LAYOUT_NAMED_OVERLAP)
+                            ? (s->base.overlap_grad_reduce ? "on (fixed)" : "off (fixed)")
+                            : "on|off");
+    if (fixed(s, OC_LAYOUT_NAMED_ORDER))
+        ADD("; order %s (fixed)", oc_order_name(s->base.order));
+    else
+        ADD("; order tp-dp-pp|tp-pp-dp");
+    if (fixed(s, OC_LAYOUT_NAMED_COLL))
+        ADD("; coll %s (fixed)", oc_coll_choice_name(s->base.coll));
+    else
+        ADD("; coll auto|ring|hier|tree");
+#undef RANGE
+#undef ADD
+    if (k >= len && len > 0)
+        buf[len - 1] = '\0';
+}

@@ -1,0 +1,101 @@
+/* search.h: the knob space `ocsim sweep` searches: every layout of N cards
+ * with every knob a Megatron-LM user sets, except those fixed on the
+ * command line, one candidate per distinct run.
+ *
+ *   struct oc_search_space s;
+ *   oc_search_space_default(&s, 64, &base);   // every knob searched
+ *   s.fixed |= OC_LAYOUT_NAMED_SP;            // keep base.sequence_parallel
+ *   struct oc_search_counts n;
+ *   struct oc_candidate *c;
+ *   int64_t k = oc_search_enumerate(&s, &model, &topo, &c, &n);
+ *   ... c[0..k) with .valid and .reason (oc_layout_validate's) ...
+ *   free(c);
+ *
+ * The dimensions, outermost first (the candidates' order, deterministic):
+ *   tp x cp x pp x dp = cards (every factorisation);
+ *   micro-batch size (the list given, --micro-batches);
+ *   schedule: 1f1b, and interleaved 1F1B with every depth v >= 2 that
+ *     divides the layers per stage (Megatron-LM
+ *     --num-layers-per-virtual-pipeline-stage), or the --schedule list;
+ *     GPipe only when listed (its bubble is 1F1B's and its activations m
+ *     micro-batches instead of p: never better in this model);
+ *   recompute: none, selective, full, and full of the first k layers of
+ *     each chunk (Megatron-LM --recompute-method block
+ *     --recompute-num-layers k) for k of a quarter, a half and three
+ *     quarters of the chunk's layers;
+ *   sequence parallelism on, off; ZeRO stage 0..3; gradient-reduce
+ *     overlap on, off; rank order tp-dp-pp, tp-pp-dp; collective algorithm
+ *     auto, ring, hier, tree;
+ *   the stage splits of oc_stage_split_options_on (the even one alone under
+ *   even_stages).
+ * A knob whose OC_LAYOUT_NAMED_* bit is in `fixed` keeps base's value.
+ *
+ * Canonical: a knob value that cannot change the run of a layout is not a
+ * candidate of its own but counted as a no-op variant (the layout keeps
+ * base's value of that knob, or oc_layout_default's when base's is not
+ * among those searched):
+ *   SP without TP (t = 1); ZeRO stage and overlap without DP (d = 1);
+ *   rank order with p = 1 or d = 1, or inside one node (every GPU of the
+ *   generated node has the same links); interleaving with p = 1; the
+ *   collective algorithm of a layout with no collective group of two or
+ *   more ranks (only auto), hier inside one node (one level: the ring), ring
+ *   where the only groups are TP groups inside a node (auto runs the ring
+ *   there, sim/replay.h).
+ * A (tp, cp, pp, dp, micro-batch, schedule) that oc_layout_validate refuses
+ * with every other knob at its most permissive value is one illegal
+ * candidate, not one per knob combination.
+ */
+#ifndef OC_SEARCH_H
+#define OC_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "model.h"
+#include "topology.h"
+
+#define OC_SEARCH_MAX_MB 16
+#define OC_SEARCH_MAX_SCHED 16
+
+struct oc_search_space {
+    int64_t cards;
+    struct oc_layout base;  /* batch, sequence, precision, attention and
+                               the values of the fixed knobs */
+    unsigned fixed;         /* OC_LAYOUT_NAMED_* bits kept at base's value */
+    int64_t micro_batches[OC_SEARCH_MAX_MB];
+    int n_micro_batches;
+    /* the schedules when OC_LAYOUT_NAMED_SCHEDULE is fixed (v for each) */
+    enum oc_schedule_kind schedules[OC_SEARCH_MAX_SCHED];
+    int64_t vchunks[OC_SEARCH_MAX_SCHED];
+    int n_schedules;
+    int64_t max_cp;         /* the largest context-parallel size searched */
+    double batch_tolerance; /* > 0: each layout's nearest global batch
+                               within it (core/batch.h); 0: base's */
+    int even_stages;        /* only the even split (--even-stages) */
+};
+
+struct oc_search_counts {
+    int64_t candidates;  /* what oc_search_enumerate returned */
+    int64_t illegal;     /* of them, refused by oc_layout_validate */
+    int64_t noop;        /* knob variants skipped as no-ops */
+};
+
+/* Every knob searched, micro-batches 1, 2, 4, cp up to 16. */
+void oc_search_space_default(struct oc_search_space *s, int64_t cards,
+                             const struct oc_layout *base);
+
+/* Fills *out (malloc'd, caller frees) with every candidate of s in the
+ * order above, each validated; *counts (may be NULL) gets the counts.
+ * Returns the number of candidates. */
+int64_t oc_search_enumerate(const struct oc_search_space *s, const struct oc_model *m,
+                            const struct oc_topology *t, struct oc_candidate **out,
+                            struct oc_search_counts *counts);
+
+/* The knob ranges searched, one line ("tp 1-8, pp 1-16, ...; recompute
+ * none|sel|full|rfull<k>; sp on|off; ..." with "fixed" for the fixed
+ * ones), for the summary and report.md. */
+void oc_search_describe(const struct oc_search_space *s, const struct oc_candidate *c,
+                        int64_t n, char *buf, size_t len);
+
+#endif

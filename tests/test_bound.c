@@ -1,0 +1,153 @@
+/* test_bound.c: the closed-form lower bound of a layout's step time
+ * (core/bound.h): its collective term worked by hand, its monotony in the
+ * knobs it sees, and the property the sweep's pruning rests on: bound <=
+ * the simulated step, on many layouts of the search (simulated here through
+ * sim/sweep.h, one SimGrid child per layout, fast fidelity). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound.h"
+#include "search.h"
+#include "sweep.h"
+#include "test_util.h"
+
+static struct oc_topology node8(void)
+{
+    struct oc_topology t = {0};
+    t.gpus_per_node = 8;
+    t.intra_bandwidth_Bps = 100e9;
+    t.nics_per_node = 4;
+    t.nic_bandwidth_Bps = 25e9;
+    return t;
+}
+
+/* By hand, S = 1 GB (bound.h: half of Patarasuk and Yuan's 2(N-1)/N S/B,
+ * times the 0.9 margin):
+ *   8 ranks in one node, all-reduce: 0.9 * 7/8 * 1e9 / 100e9 = 7.875 ms;
+ *   reduce-scatter: half, 3.9375 ms;
+ *   16 ranks, 1 per node (16 nodes), 8 groups leaving each node over 4 NICs
+ *   of 25 GB/s: 0.9 * 15/16 * 1e9 / (100e9 / 8) = 67.5 ms. */
+static void test_group_coll_by_hand(void)
+{
+    struct oc_topology t = node8();
+    OC_ASSERT_REL(oc_bound_group_coll_s(&t, 0, 1e9, 8, 8, 1), 7.875e-3, 1e-12);
+    OC_ASSERT_REL(oc_bound_group_coll_s(&t, 1, 1e9, 8, 8, 1), 3.9375e-3, 1e-12);
+    OC_ASSERT_REL(oc_bound_group_coll_s(&t, 0, 1e9, 16, 1, 8), 67.5e-3, 1e-12);
+    CU_ASSERT_EQUAL(oc_bound_group_coll_s(&t, 0, 1e9, 1, 1, 1), 0);
+}
+
+static int load(struct oc_model *m, struct oc_topology *t, const char *model)
+{
+    struct oc_status st = {{0}};
+    if (oc_model_load(model, m, &st) != 0 || oc_topology_load("h100-100g", t, &st) != 0) {
+        fprintf(stderr, "%s\n", st.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The knobs the bound sees: no overlap or a slower collective never lowers
+ * it, and the DP tail grows without overlap. */
+static void test_knobs_seen(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load(&m, &t, "gpt3-1.3b") == 0);
+    struct oc_layout l;
+    oc_layout_default(&l);
+    l.tp = 2, l.pp = 2, l.dp = 4, l.global_batch = 64, l.seq_length = 2048;
+    l.schedule = OC_SCHED_INTERLEAVED, l.vchunks = 2;
+    struct oc_bound on, off;
+    l.overlap_grad_reduce = 1;
+    oc_bound_step(&m, &l, &t, &on);
+    l.overlap_grad_reduce = 0;
+    oc_bound_step(&m, &l, &t, &off);
+    CU_ASSERT_TRUE(off.step_s > on.step_s);
+    CU_ASSERT_TRUE(off.tail_s > on.tail_s);
+    CU_ASSERT_TRUE(on.compute_s > 0 && on.pipeline_s > 0);
+}
+
+/* ---- bound <= simulated ------------------------------------------------ */
+
+struct got {
+    double *step;
+    int64_t n, failed;
+};
+
+static void done(void *ctx, int64_t i, const struct oc_metrics *mt, const char *err)
+{
+    struct got *g = ctx;
+    (void)err;
+    if (mt)
+        g->step[i] = mt->step_time_s;
+    else
+        g->failed++;
+    g->n++;
+}
+
+/* Every `stride`-th valid candidate of the search on `cards` cards of
+ * h100-100g, simulated; each must be at or above its bound. */
+static void bound_below_sim(const char *model, int64_t cards, int64_t batch, int64_t seq,
+                            int64_t stride)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load(&m, &t, model) == 0);
+    struct oc_layout b;
+    oc_layout_default(&b);
+    b.global_batch = batch;
+    b.seq_length = seq;
+    struct oc_search_space s;
+    oc_search_space_default(&s, cards, &b);
+    struct oc_candidate *c = NULL;
+    int64_t n = oc_search_enumerate(&s, &m, &t, &c, NULL);
+    struct oc_layout *lay = calloc((size_t)n + 1, sizeof *lay);
+    int64_t k = 0, v = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (c[i].valid && v++ % stride == 0)
+            lay[k++] = c[i].layout;
+    struct got g = {calloc((size_t)k + 1, sizeof(double)), 0, 0};
+    struct oc_sweep_opts so = {.jobs = 2, .on_done = done, .ctx = &g};
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL(oc_sweep_run(lay, k, &m, &t, &so, &st), 0);
+    CU_ASSERT_EQUAL(g.failed, 0);
+    int64_t bad = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < k; i++) {
+        struct oc_bound bd;
+        oc_bound_step(&m, &lay[i], &t, &bd);
+        const double r = bd.step_s / g.step[i];
+        worst = r > worst ? r : worst;
+        if (!(bd.step_s <= g.step[i])) {
+            char name[192];
+            oc_layout_format(&lay[i], name, sizeof name);
+            fprintf(stderr, "%s: bound %.9g s > simulated %.9g s\n", name, bd.step_s,
+                    g.step[i]);
+            bad++;
+        }
+    }
+    fprintf(stderr, "%s on %lld: %lld layouts, bound/simulated at most %.3f\n", model,
+            (long long)cards, (long long)k, worst);
+    CU_ASSERT_TRUE(k >= 20);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(g.step);
+    free(lay);
+    free(c);
+}
+
+static void test_below_sim_tiny(void) { bound_below_sim("tiny", 8, 16, 128, 13); }
+static void test_below_sim_gpt(void) { bound_below_sim("gpt3-1.3b", 16, 32, 1024, 97); }
+
+static CU_TestInfo tests[] = {
+    {"group collective by hand", test_group_coll_by_hand},
+    {"knobs seen", test_knobs_seen},
+    {"bound <= simulated, tiny on 8", test_below_sim_tiny},
+    {"bound <= simulated, gpt3-1.3b on 16", test_below_sim_gpt},
+    CU_TEST_INFO_NULL,
+};
+static CU_SuiteInfo suites[] = {
+    {"bound", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+int main(void) { return oc_test_run(suites); }

@@ -1,0 +1,194 @@
+/* test_search.c: the knob space of `ocsim sweep` (core/search.h): its size
+ * worked by hand on a small case, the no-op variants it skips, fixed knobs,
+ * and that no two candidates denote one run (distinct labels). The model
+ * and topology are filled in code. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "search.h"
+#include "test_util.h"
+
+/* 8 layers, 4 heads, untied embeddings: small enough to count by hand. */
+static struct oc_model small(void)
+{
+    struct oc_model m = {0};
+    strcpy(m.name, "small");
+    m.arch = OC_ARCH_LLAMA;
+    m.hidden_size = 64;
+    m.num_attention_heads = 4;
+    m.num_key_value_heads = 4;
+    m.num_hidden_layers = 8;
+    m.intermediate_size = 256;
+    m.vocab_size = 512;
+    m.max_position_embeddings = 128;
+    m.gated_mlp = 1;
+    m.norm_params_per_h = 1;
+    m.tie_word_embeddings = 0;
+    return m;
+}
+
+static struct oc_topology node8(void)
+{
+    struct oc_topology t = {0};
+    t.gpus_per_node = 8;
+    t.device.memory_bytes = 80e9;
+    t.intra_bandwidth_Bps = 450e9;
+    t.nics_per_node = 8;
+    t.nic_bandwidth_Bps = 50e9;
+    return t;
+}
+
+static struct oc_search_space space(int64_t cards)
+{
+    struct oc_layout b;
+    oc_layout_default(&b);
+    b.global_batch = 16;
+    b.seq_length = 128;
+    struct oc_search_space s;
+    oc_search_space_default(&s, cards, &b);
+    s.micro_batches[0] = 1;
+    s.n_micro_batches = 1;
+    s.max_cp = 1;
+    return s;
+}
+
+static int labels_distinct(const struct oc_candidate *c, int64_t n)
+{
+    char (*lab)[192] = calloc((size_t)n + 1, sizeof *lab);
+    for (int64_t i = 0; i < n; i++)
+        oc_layout_format(&c[i].layout, lab[i], sizeof lab[i]);
+    qsort(lab, (size_t)n, sizeof *lab, (int (*)(const void *, const void *))strcmp);
+    int ok = 1;
+    for (int64_t i = 1; i < n; i++)
+        if (strcmp(lab[i - 1], lab[i]) == 0) {
+            fprintf(stderr, "twice: %s\n", lab[i]);
+            ok = 0;
+        }
+    free(lab);
+    return ok;
+}
+
+/* 2 cards in one node, micro-batch 1, cp 1. By hand:
+ *   (tp, pp, dp) = (1,1,2), (1,2,1), (2,1,1);
+ *   schedules: p = 1 only 1f1b (interleaved v = 2, 4, 8 are 3 no-ops each);
+ *     p = 2: 1f1b, v2, v4 (8 layers divide 2v);
+ *   recompute: none, sel, full + rfull k for k in {L/4, L/2, 3L/4} of the
+ *     smallest chunk, distinct, in [1, L-1]: chunk of 8 -> 6 options, of 4
+ *     -> 6 (k 1, 2, 3), of 2 -> 4 (k 1), of 1 -> 3;
+ *   (1,1,2): sp 1 (t = 1), zero 4, overlap 2, order 1 (p = 1), coll 3
+ *     (auto, ring, tree: one node, no hier) -> 6*4*2*3 = 144;
+ *   (2,1,1): sp 2, zero 1, overlap 1, order 1, coll 2 (only a TP group
+ *     in a node: auto runs the ring, so ring is a no-op) -> 6*2*2 = 24;
+ *   (1,2,1): no group of two ranks (untied): every knob one value ->
+ *     6 + 4 + 3 = 13.
+ *   Candidates 144 + 24 + 13 = 181. No-ops: the full product of each is
+ *   options * 2*4*2*2*4 = options * 128: (1,1,2) 768 - 144, (2,1,1)
+ *   768 - 24, (1,2,1) 13*128 - 13, plus 2*3 interleavings: 3025. */
+static void test_count_by_hand(void)
+{
+    struct oc_model m = small();
+    struct oc_topology t = node8();
+    struct oc_search_space s = space(2);
+    struct oc_candidate *c = NULL;
+    struct oc_search_counts n;
+    int64_t k = oc_search_enumerate(&s, &m, &t, &c, &n);
+    CU_ASSERT_EQUAL(k, 181);
+    CU_ASSERT_EQUAL(n.candidates, 181);
+    CU_ASSERT_EQUAL(n.noop, 3025);
+    CU_ASSERT_TRUE(labels_distinct(c, k));
+    /* canonical values: a no-op knob keeps the base's value */
+    int64_t by[3] = {0, 0, 0};
+    for (int64_t i = 0; i < k; i++) {
+        const struct oc_layout *l = &c[i].layout;
+        if (l->tp == 1)
+            CU_ASSERT_EQUAL(l->sequence_parallel, s.base.sequence_parallel);
+        if (l->dp == 1) {
+            CU_ASSERT_EQUAL(l->zero, s.base.zero);
+            CU_ASSERT_EQUAL(l->overlap_grad_reduce, s.base.overlap_grad_reduce);
+        }
+        CU_ASSERT_EQUAL(l->order, OC_ORDER_TP_DP_PP);
+        CU_ASSERT_NOT_EQUAL(l->coll, OC_COLL_CHOICE_HIER);
+        by[l->dp == 2 ? 0 : l->tp == 2 ? 1 : 2]++;
+    }
+    CU_ASSERT_EQUAL(by[0], 144);
+    CU_ASSERT_EQUAL(by[1], 24);
+    CU_ASSERT_EQUAL(by[2], 13);
+    free(c);
+}
+
+/* Every knob fixed and one schedule: the space is (tp, pp, dp) alone. */
+static void test_fixed(void)
+{
+    struct oc_model m = small();
+    struct oc_topology t = node8();
+    struct oc_search_space s = space(2);
+    s.fixed = OC_LAYOUT_NAMED_SP | OC_LAYOUT_NAMED_ZERO | OC_LAYOUT_NAMED_OVERLAP |
+              OC_LAYOUT_NAMED_ORDER | OC_LAYOUT_NAMED_COLL | OC_LAYOUT_NAMED_RECOMPUTE |
+              OC_LAYOUT_NAMED_SCHEDULE | OC_LAYOUT_NAMED_CP;
+    s.schedules[0] = OC_SCHED_1F1B;
+    s.vchunks[0] = 1;
+    s.n_schedules = 1;
+    s.base.sequence_parallel = 0;
+    s.base.recompute = OC_RECOMPUTE_FULL;
+    struct oc_candidate *c = NULL;
+    struct oc_search_counts n;
+    int64_t k = oc_search_enumerate(&s, &m, &t, &c, &n);
+    CU_ASSERT_EQUAL(k, 3);
+    CU_ASSERT_EQUAL(n.noop, 0);
+    for (int64_t i = 0; i < k; i++) {
+        CU_ASSERT_EQUAL(c[i].layout.sequence_parallel, 0);
+        CU_ASSERT_EQUAL(c[i].layout.recompute, OC_RECOMPUTE_FULL);
+        CU_ASSERT_EQUAL(c[i].layout.zero, 1);
+    }
+    /* a fixed tp keeps only its factorisations */
+    s.fixed |= OC_LAYOUT_NAMED_TP;
+    s.base.tp = 2;
+    free(c);
+    k = oc_search_enumerate(&s, &m, &t, &c, &n);
+    CU_ASSERT_EQUAL(k, 1);
+    CU_ASSERT_EQUAL(c[0].layout.tp, 2);
+    free(c);
+}
+
+/* Across nodes (16 cards of 8): rank order and hier become real choices
+ * for layouts with p > 1 and d > 1; still no two rows alike. */
+static void test_across_nodes(void)
+{
+    struct oc_model m = small();
+    struct oc_topology t = node8();
+    struct oc_search_space s = space(16);
+    s.base.global_batch = 64;
+    struct oc_candidate *c = NULL;
+    struct oc_search_counts n;
+    int64_t k = oc_search_enumerate(&s, &m, &t, &c, &n);
+    CU_ASSERT_TRUE(k > 0);
+    CU_ASSERT_TRUE(labels_distinct(c, k));
+    int hier = 0, pp_dp_order = 0;
+    for (int64_t i = 0; i < k; i++) {
+        const struct oc_layout *l = &c[i].layout;
+        hier += l->coll == OC_COLL_CHOICE_HIER;
+        if (l->order == OC_ORDER_TP_PP_DP) {
+            pp_dp_order++;
+            CU_ASSERT_TRUE(l->pp > 1 && l->dp > 1);
+        }
+    }
+    CU_ASSERT_TRUE(hier > 0);
+    CU_ASSERT_TRUE(pp_dp_order > 0);
+    char d[1024];
+    oc_search_describe(&s, c, k, d, sizeof d);
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "tp 1-16"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(d, "zero 0|1|2|3"));
+    free(c);
+}
+
+static CU_TestInfo tests[] = {
+    {"count by hand", test_count_by_hand},
+    {"fixed knobs", test_fixed},
+    {"across nodes", test_across_nodes},
+    CU_TEST_INFO_NULL,
+};
+static CU_SuiteInfo suites[] = {
+    {"search", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+int main(void) { return oc_test_run(suites); }

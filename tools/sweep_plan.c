@@ -1,0 +1,249 @@
+/* sweep_plan.c: see sweep_plan.h. */
+#include "sweep_plan.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bound.h"
+#include "cost.h"
+#include "format.h"
+#include "memory.h"
+#include "reserve.h"
+#include "sweep_journal.h"
+
+void oc_sweep_space(const struct oc_opts *o, struct oc_search_space *s)
+{
+    oc_search_space_default(s, o->cards, &o->layout);
+    s->fixed = o->fixed;
+    s->batch_tolerance = o->batch_tolerance;
+    s->even_stages = o->even_stages;
+    s->n_micro_batches = o->n_micro_batches < OC_SEARCH_MAX_MB ? o->n_micro_batches
+                                                               : OC_SEARCH_MAX_MB;
+    memcpy(s->micro_batches, o->micro_batches,
+           (size_t)s->n_micro_batches * sizeof s->micro_batches[0]);
+    if (o->fixed & OC_LAYOUT_NAMED_SCHEDULE) {
+        s->n_schedules = o->n_schedules;
+        memcpy(s->schedules, o->schedules, (size_t)o->n_schedules * sizeof o->schedules[0]);
+        memcpy(s->vchunks, o->vchunks, (size_t)o->n_schedules * sizeof o->vchunks[0]);
+    } else if (o->fixed & OC_LAYOUT_NAMED_V) {
+        /* --vchunks V alone: interleaved at that depth */
+        s->n_schedules = 1;
+        s->schedules[0] = o->layout.schedule;
+        s->vchunks[0] = o->layout.vchunks;
+    }
+}
+
+void oc_item_reason(struct item *it, const char *fmt, ...)
+{
+    char buf[OC_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    free(it->reason);
+    it->reason = oc_xmalloc(strlen(buf) + 1);
+    strcpy(it->reason, buf);
+}
+
+const char *oc_item_reason_of(const struct item *it)
+{
+    return it->reason ? it->reason : "";
+}
+
+/* The last closed-form results, reused by the next candidates that differ
+ * only in knobs they do not read (the search emits the collective
+ * algorithm, the rank order and the overlap innermost). */
+struct plan_cache {
+    struct oc_layout mem_key;   /* memory.c reads none of order, coll, overlap */
+    double peak;
+    int64_t stage;
+    int mem_ok;
+    struct oc_layout cost_key;  /* cost.c reads tp, cp, b, s, SP, recompute,
+                                   attention, precision */
+    struct oc_cost cost;
+    int cost_ok;
+};
+
+static struct oc_layout mem_key(const struct oc_layout *l)
+{
+    struct oc_layout k = *l;
+    k.order = OC_ORDER_TP_DP_PP;
+    k.coll = OC_COLL_CHOICE_AUTO;
+    k.overlap_grad_reduce = 0;
+    return k;
+}
+
+static struct oc_layout cost_key(const struct oc_layout *l)
+{
+    struct oc_layout k;
+    memset(&k, 0, sizeof k);
+    k.tp = l->tp, k.cp = l->cp, k.micro_batch = l->micro_batch;
+    k.seq_length = l->seq_length, k.sequence_parallel = l->sequence_parallel;
+    k.recompute = l->recompute, k.recompute_layers = l->recompute_layers;
+    k.attention = l->attention, k.precision = l->precision;
+    return k;
+}
+
+/* Why a legal layout is not simulated: its closed-form peak and the
+ * reserve (core/reserve.h) exceed the device. Fills it's reason and returns 1; 0 when it fits. */
+static int closed_form_oom(struct item *it, const struct oc_opts *o, struct plan_cache *pc)
+{
+    int64_t stage;
+    struct oc_layout k = mem_key(&it->layout);
+    if (pc->mem_ok && memcmp(&k, &pc->mem_key, sizeof k) == 0) {
+        it->cf_peak_bytes = pc->peak;
+        stage = pc->stage;
+    } else {
+        it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
+        pc->mem_key = k, pc->peak = it->cf_peak_bytes, pc->stage = stage, pc->mem_ok = 1;
+    }
+    struct oc_reserve rs;
+    oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
+    if (oc_reserve_fits(&o->topo, it->cf_peak_bytes, rs.total_bytes))
+        return 0;
+    char need[32], res[32], have[32];
+    oc_item_reason(it, "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
+                   (long long)stage, oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"),
+                   oc_fmt_si(res, sizeof res, rs.total_bytes, "B"), o->topo.device.name,
+                   oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
+    return 1;
+}
+
+void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
+                   const struct oc_search_space *s)
+{
+    memset(p, 0, sizeof *p);
+    struct oc_candidate *cands = NULL;
+    const int64_t n = oc_search_enumerate(s, &o->model, &o->topo, &cands, &p->counts);
+    oc_search_describe(s, cands, n, p->ranges, sizeof p->ranges);
+    p->n = n;
+    p->items = oc_xcalloc((size_t)(n ? n : 1), sizeof *p->items);
+    struct oc_layout *lay = oc_xcalloc((size_t)(n ? n : 1), sizeof *lay);
+    unsigned char *valid = oc_xcalloc((size_t)(n ? n : 1), 1);
+    struct plan_cache *pc = oc_xcalloc(1, sizeof *pc);
+    for (int64_t i = 0; i < n; i++) {
+        struct item *it = &p->items[i];
+        it->layout = lay[i] = cands[i].layout;
+        valid[i] = cands[i].valid != 0;
+        it->cand = i;
+        it->cf_peak_bytes = -1;
+        it->bound_s = -1;
+        it->state = IT_ILLEGAL;
+        if (!cands[i].valid) {
+            oc_item_reason(it, "%s", cands[i].reason);
+        } else if (closed_form_oom(it, o, pc)) {
+            it->state = IT_OOM;
+            p->noom++;
+        } else {
+            struct oc_layout ck = cost_key(&it->layout);
+            if (!pc->cost_ok || memcmp(&ck, &pc->cost_key, sizeof ck) != 0) {
+                oc_cost_init(&pc->cost, &o->model, &it->layout, &o->topo);
+                pc->cost_key = ck, pc->cost_ok = 1;
+            }
+            struct oc_bound b;
+            oc_bound_step_cost(&o->model, &it->layout, &o->topo, &pc->cost, &b);
+            it->bound_s = b.step_s;
+            it->state = IT_PENDING;
+        }
+    }
+    p->layouts_hash = oc_hash_layouts(lay, valid, n);
+    free(pc);
+    free(valid);
+    free(lay);
+    free(cands);
+}
+
+void oc_plan_free(struct oc_plan *p)
+{
+    for (int64_t i = 0; i < p->n; i++) {
+        free(p->items[i].mt);
+        free(p->items[i].reason);
+    }
+    free(p->items);
+    p->items = NULL;
+    p->n = 0;
+}
+
+/* Seconds per token: what the ranking compares (tokens/s), as a bound or
+ * a result. */
+static double per_token(const struct oc_layout *l, double step_s)
+{
+    return step_s / ((double)l->global_batch * (double)l->seq_length);
+}
+
+static const struct oc_plan *sort_plan;
+
+static int cmp_bound(const void *pa, const void *pb)
+{
+    const struct item *a = &sort_plan->items[*(const int64_t *)pa];
+    const struct item *b = &sort_plan->items[*(const int64_t *)pb];
+    double ka = per_token(&a->layout, a->bound_s), kb = per_token(&b->layout, b->bound_s);
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return a->cand < b->cand ? -1 : a->cand > b->cand;
+}
+
+int64_t *oc_plan_order(const struct oc_plan *p, int64_t *n)
+{
+    int64_t *v = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *v);
+    int64_t k = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->items[i].state == IT_PENDING)
+            v[k++] = i;
+    sort_plan = p;
+    qsort(v, (size_t)k, sizeof *v, cmp_bound);
+    sort_plan = NULL;
+    *n = k;
+    return v;
+}
+
+void oc_prune_init(struct oc_prune *pr, int64_t top)
+{
+    pr->top = top > 0 ? top : 1;
+    pr->best = oc_xcalloc((size_t)pr->top, sizeof *pr->best);
+    pr->best_step = oc_xcalloc((size_t)pr->top, sizeof *pr->best_step);
+    pr->n = 0;
+}
+
+void oc_prune_free(struct oc_prune *pr)
+{
+    free(pr->best);
+    free(pr->best_step);
+}
+
+void oc_prune_add(struct oc_prune *pr, const struct oc_metrics *mt)
+{
+    if (!mt->fits || !(mt->step_time_s > 0) || !isfinite(mt->step_time_s))
+        return;
+    const double k = per_token(&mt->layout, mt->step_time_s);
+    if (pr->n == pr->top && k >= pr->best[pr->n - 1])
+        return;
+    int64_t i = pr->n < pr->top ? pr->n++ : pr->n - 1;
+    while (i > 0 && pr->best[i - 1] > k) {
+        pr->best[i] = pr->best[i - 1];
+        pr->best_step[i] = pr->best_step[i - 1];
+        i--;
+    }
+    pr->best[i] = k;
+    pr->best_step[i] = mt->step_time_s;
+}
+
+int oc_prune_stops(const struct oc_prune *pr, const struct item *it)
+{
+    return pr->n == pr->top && per_token(&it->layout, it->bound_s) > pr->best[pr->n - 1];
+}
+
+void oc_prune_mark(const struct oc_prune *pr, struct item *it)
+{
+    it->state = IT_PRUNED;
+    const int64_t N = pr->top;
+    const char *sfx = N % 10 == 1 && N % 100 != 11   ? "st"
+                      : N % 10 == 2 && N % 100 != 12 ? "nd"
+                      : N % 10 == 3 && N % 100 != 13 ? "rd"
+                                                     : "th";
+    oc_item_reason(it, "pruned: bound %.6g s > %lld%s best %.6g s", it->bound_s,
+                   (long long)N, sfx, pr->n ? pr->best_step[pr->n - 1] : 0.0);
+}
