@@ -209,6 +209,16 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st);
 
+/* Long sequences: a rotary model may run beyond its
+ * max_position_embeddings (long-context training extends the positions
+ * with rope_scaling, Llama 3.1's "llama3" type for example), which
+ * oc_layout_validate allows; a learned position table may not. Writes a
+ * one-line warning into buf naming the config's rope_scaling (or "no
+ * rope_scaling in the config") and returns 1 when s exceeds the model's
+ * positions, else 0. The commands print it once on stderr. */
+int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
+                          char *buf, size_t n);
+
 /* t*c*p*d (c = cp), of a layout that passed oc_layout_check_world
  * (asserted). */
 int64_t oc_layout_world(const struct oc_layout *l);
