@@ -443,6 +443,11 @@ int64_t oc_layout_world(const struct oc_layout *l)
     return world;
 }
 
+int64_t oc_layout_local_seq(const struct oc_layout *l)
+{
+    return l->cp > 1 ? l->seq_length / l->cp : l->seq_length;
+}
+
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l)
 {
     int64_t per = l->dp * l->micro_batch;
@@ -471,6 +476,9 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     /* Knobs the layout can name and that are not modelled yet: refused
      * here, so that no command predicts or runs them silently as
      * something else. */
+    if (l->cp > OC_LAYOUT_MAX_CP)
+        return oc_fail(st, "cp%lld is more than the %d context-parallel ranks ocsim models",
+                       (long long)l->cp, (int)OC_LAYOUT_MAX_CP);
     if (l->zero >= 2)
         return oc_fail(st, "ZeRO stage %d is not modelled yet", l->zero);
     if (l->recompute_layers > 0)

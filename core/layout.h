@@ -134,6 +134,9 @@ struct oc_coord {
  * length), checked by oc_layout_validate: the products of the cost model
  * (rows x heads x sequence, GEMM tiles) stay inside int64. */
 #define OC_LAYOUT_MAX_TOKENS 1000000000LL
+/* The largest context-parallel size (the ring's ops of one attention part
+ * are built on the stack, schedule_cp.h); Llama 3 405B trained with 16. */
+#define OC_LAYOUT_MAX_CP 1024
 
 void oc_layout_default(struct oc_layout *l);
 
@@ -223,6 +226,9 @@ int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
  * (asserted). */
 int64_t oc_layout_world(const struct oc_layout *l);
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
+/* The tokens of one sequence a rank holds: s/cp (context parallelism
+ * splits the sequence; oc_layout_validate makes it divide). */
+int64_t oc_layout_local_seq(const struct oc_layout *l);
 int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
                                    const struct oc_model *m);    /* L/(p*v) */
 

@@ -30,6 +30,11 @@
  *   other blocks the same terms are summed from the block's tensors (GQA
  *   shrinks K and V, SwiGLU keeps gate, up and product, no dropout masks
  *   without dropout, a flash kernel keeps no s x s scores).
+ *   Context parallelism (cp c, schedule_cp.h): s*b becomes the rank's
+ *   (s/c)*b tokens and the s^2 terms its (s/c)*s block of scores (its
+ *   queries against all keys), so every term divides by c; the logits
+ *   too. The optimizer shards over d*c (Megatron-LM's data-parallel group
+ *   with CP).
  * - In flight at stage i (0-based): GPipe m micro-batches, 1F1B min(p-i, m)
  *   (Narayanan et al. 2021, section 2.2), interleaved
  *   min((p-i-1)*2 + (v-1)*p + 1, m*v) chunks of L/(p*v) layers (Megatron-LM's
