@@ -77,6 +77,17 @@ static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
             f->compute += inner;
         switch ((enum oc_op_kind)op->kind) {
         case OC_OP_RECV: {
+            if (op->p2p == OC_P2P_KV) {
+                /* A ring step's receive runs from its post (with the
+                 * step's send) to the block's arrival, alongside the
+                 * step's compute: the rank waits only for the rest. */
+                int64_t k = i - 1;
+                while (k >= 0 && ro->ops[k].kind == OC_OP_SEND)
+                    k--;
+                const double from = k >= 0 && E[k] > S[i] ? E[k] : S[i];
+                f->exposed += E[i] > from ? E[i] - from : 0;
+                break;
+            }
             double wait = 0;
             if (message(tl, partner, r, i, &sent, &posted, &arrived)) {
                 wait = (sent < E[i] ? sent : E[i]) - S[i];
