@@ -608,7 +608,8 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
 int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
                           char *buf, size_t n)
 {
-    if (l->seq_length <= m->max_position_embeddings)
+    /* a learned position table: oc_layout_validate refuses it instead */
+    if (l->seq_length <= m->max_position_embeddings || m->learned_pos_emb)
         return 0;
     const struct oc_rope_scaling *r = &m->rope_scaling;
     char how[160];

@@ -217,8 +217,9 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
  * with rope_scaling, Llama 3.1's "llama3" type for example), which
  * oc_layout_validate allows; a learned position table may not. Writes a
  * one-line warning into buf naming the config's rope_scaling (or "no
- * rope_scaling in the config") and returns 1 when s exceeds the model's
- * positions, else 0. The commands print it once on stderr. */
+ * rope_scaling in the config") and returns 1 when s exceeds a rotary
+ * model's positions, else 0 (a learned table is refused instead). The
+ * commands print it once on stderr (cli/options.c, oc_opts_load). */
 int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
                           char *buf, size_t n);
 
