@@ -134,8 +134,8 @@ struct oc_coord {
  * length), checked by oc_layout_validate: the products of the cost model
  * (rows x heads x sequence, GEMM tiles) stay inside int64. */
 #define OC_LAYOUT_MAX_TOKENS 1000000000LL
-/* The largest context-parallel size (the ring's ops of one attention part
- * are built on the stack, schedule_cp.h); Llama 3 405B trained with 16. */
+/* The largest context-parallel size ocsim takes (Llama 3 405B trained with
+ * 16; a ring of more than this many sequence shards is no plan). */
 #define OC_LAYOUT_MAX_CP 1024
 
 void oc_layout_default(struct oc_layout *l);

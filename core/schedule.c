@@ -235,11 +235,12 @@ static void put_cp_attention(const struct ctx *x, struct sink *k,
     c.flops = flops;
     const int64_t j =
         layer - oc_place_chunk_layers(x->l, x->model, stage, chunk).first;
-    struct oc_op ops[OC_CP_MAX_OPS(OC_LAYOUT_MAX_CP)];
-    OC_ASSERT(x->cp <= OC_LAYOUT_MAX_CP);
-    const int64_t n = oc_cp_attention_ops(k->ring, &c, x->cp_tag_base, x->v, x->lc, j, ops);
-    for (int64_t i = 0; i < n; i++)
-        put(k, &ops[i]);
+    for (int64_t step = 0; step < x->cp; step++) {
+        struct oc_op ops[3];
+        const int64_t n = oc_cp_step_ops(k->ring, &c, x->cp_tag_base, x->v, x->lc, j, step, ops);
+        for (int64_t i = 0; i < n; i++)
+            put(k, &ops[i]);
+    }
 }
 
 /* One attention or MLP part of one layer in forward, recompute or backward

@@ -2,7 +2,7 @@
  *
  * What it is: the neighbours, bytes, tags and op order of ring attention on
  * one CP rank. What it is not: where attention sits in a layer
- * (schedule.c calls oc_cp_attention_ops in place of the attention
+ * (schedule.c calls oc_cp_step_ops in place of the attention
  * compute) or what a step costs (cost.c, closed_form.c).
  */
 #include "schedule_cp.h"
@@ -45,40 +45,36 @@ int64_t oc_cp_tag(const struct oc_cp_ring *r, int64_t tag_base, int64_t mb,
     return tag_base + ((((mb * v + chunk) * lc + j) * 3 + phk) * oc_cp_steps(r) + step);
 }
 
-int64_t oc_cp_attention_ops(const struct oc_cp_ring *r, const struct oc_op *compute,
-                            int64_t tag_base, int64_t v, int64_t lc, int64_t j,
-                            struct oc_op *out)
+int64_t oc_cp_step_ops(const struct oc_cp_ring *r, const struct oc_op *compute,
+                       int64_t tag_base, int64_t v, int64_t lc, int64_t j, int64_t step,
+                       struct oc_op out[3])
 {
+    OC_ASSERT(step >= 0 && step < r->cp);
     const enum oc_phase ph = (enum oc_phase)compute->phase;
-    const int64_t steps = oc_cp_steps(r);
-    int64_t n = 0;
+    const int ring = step < oc_cp_steps(r);
     struct oc_op p2p = *compute;
     p2p.flops = p2p.hbm_bytes = 0;
     p2p.count = 1;
     p2p.p2p = OC_P2P_KV;
     p2p.bytes = oc_cp_step_bytes(r, ph);
-    for (int64_t step = 0; step < r->cp; step++) {
-        const int64_t tag = step < steps ? oc_cp_tag(r, tag_base, compute->mb, compute->chunk,
-                                                     v, lc, j, ph, step)
-                                         : -1;
-        if (step < steps) {
-            out[n] = p2p;
-            out[n].kind = OC_OP_SEND;
-            out[n].peer = r->next;
-            out[n].tag = tag;
-            n++;
-        }
-        out[n] = *compute;
-        out[n].flops = compute->flops / (double)r->cp;
-        out[n].count = (int32_t)r->cp;
+    p2p.tag = ring ? oc_cp_tag(r, tag_base, compute->mb, compute->chunk, v, lc, j, ph, step)
+                   : -1;
+    int64_t n = 0;
+    if (ring) {
+        out[n] = p2p;
+        out[n].kind = OC_OP_SEND;
+        out[n].peer = r->next;
         n++;
-        if (step < steps) {
-            out[n] = p2p;
-            out[n].kind = OC_OP_RECV;
-            out[n].peer = r->prev;
-            out[n].tag = tag;
-            n++;
-        }
+    }
+    out[n] = *compute;
+    out[n].flops = compute->flops / (double)r->cp;
+    out[n].count = (int32_t)r->cp;
+    n++;
+    if (ring) {
+        out[n] = p2p;
+        out[n].kind = OC_OP_RECV;
+        out[n].peer = r->prev;
+        n++;
     }
     return n;
 }

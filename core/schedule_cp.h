@@ -6,9 +6,11 @@
  *
  *   struct oc_cp_ring r;
  *   oc_cp_ring_init(&r, &model, &layout, rank);   // neighbours, bytes
- *   struct oc_op ops[OC_CP_MAX_OPS(c)];
- *   int64_t n = oc_cp_attention_ops(&r, &compute, OC_PHASE_FWD, mb, j, lc,
- *                                   m * v * 2, ops);
+ *   for (int64_t k = 0; k < r.cp; k++) {       // one attention part
+ *       struct oc_op ops[3];
+ *       int64_t n = oc_cp_step_ops(&r, &compute, 2 * m * v, v, lc, j, k, ops);
+ *       ...
+ *   }
  *
  * Sources: Liu et al. 2023, "Ring Attention with Blockwise Transformers";
  * Megatron-Core's context-parallel docs and TransformerEngine's
@@ -38,10 +40,6 @@
 #include "model.h"
 #include "schedule.h"
 
-/* Ops one attention part emits at most under CP: c compute slices and
- * c-1 SEND/RECV pairs. */
-#define OC_CP_MAX_OPS(c) (3 * (c))
-
 struct oc_cp_ring {
     int64_t cp;           /* c */
     int64_t prev, next;   /* the CP neighbours of the rank (ring order) */
@@ -69,13 +67,15 @@ int64_t oc_cp_tag(const struct oc_cp_ring *r, int64_t tag_base, int64_t mb,
                   int64_t chunk, int64_t v, int64_t lc, int64_t j,
                   enum oc_phase ph, int64_t step);
 
-/* The ops of one attention part on one CP rank, into out (at least
- * OC_CP_MAX_OPS(c) entries): for step 0..c-1, a SEND to next (step < c-1),
- * the compute slice (a copy of *compute with flops / c and count = c:
- * cost.h charges a COMPUTE op with count k > 1 as 1/k of its part), a
- * RECV from prev (step < c-1). Returns the count. */
-int64_t oc_cp_attention_ops(const struct oc_cp_ring *r, const struct oc_op *compute,
-                            int64_t tag_base, int64_t v, int64_t lc, int64_t j,
-                            struct oc_op *out);
+/* The ops of ring step `step` (0 <= step < c) of one attention part on one
+ * CP rank, into out: a SEND of the block it holds to next (step < c-1),
+ * the step's compute slice (a copy of *compute with flops / c and count =
+ * c: cost.h charges a COMPUTE op with count k > 1 as 1/k of its part),
+ * the RECV of the previous rank's block (step < c-1). Returns the count
+ * (3, or 1 for the last step); an attention part is steps 0..c-1 in
+ * order. */
+int64_t oc_cp_step_ops(const struct oc_cp_ring *r, const struct oc_op *compute,
+                       int64_t tag_base, int64_t v, int64_t lc, int64_t j, int64_t step,
+                       struct oc_op out[3]);
 
 #endif
