@@ -169,6 +169,26 @@ static void test_memory(void)
     OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 380928, 1e-12);
 }
 
+/* The cost model's GEMM FLOPs of a layer (scores against all s keys, the
+ * rest on s/c rows) are cp1's over c, and the schedule's FLOPs per op
+ * (oc_cost_sched_flops) the model's over t*c: 2*b*s*P_attn + 4*b*s^2*h
+ * for attention (model.c) with b = 1, s = 128, tp2, cp2. */
+static void test_cost(void)
+{
+    const struct oc_model m = tiny();
+    struct oc_layout l = lay("tp2-cp2-pp1-dp1-rsel", 1);
+    const double fwd2 = oc_cost_layer_flops(&m, &l, OC_PHASE_FWD);
+    const double sel2 = oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE);
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_FWD),
+                  oc_model_attn_fwd_flops(&m, 1, 128) / 4, 1e-12);
+    /* selective recompute: QK^T and softmax*V of 64 queries x 128 keys */
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_RECOMPUTE),
+                  4.0 * 64 * 128 * 64 / 2, 1e-12);
+    l.cp = 1;
+    OC_ASSERT_REL(fwd2, oc_cost_layer_flops(&m, &l, OC_PHASE_FWD) / 2, 1e-12);
+    OC_ASSERT_REL(sel2, oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE) / 2, 1e-12);
+}
+
 /* ---- the simulator against the closed form -------------------------------- */
 
 /* sim_fixtures.h's platform, 8 GPUs per node (one node), links inside it
@@ -276,6 +296,7 @@ static CU_TestInfo tests[] = {
     {"ring ops tp1-cp4-pp2", test_ring_cp4_pp2},
     {"CP ring and DP x CP gradient groups", test_groups},
     {"memory per rank by hand with cp2", test_memory},
+    {"FLOPs per rank divide by c", test_cost},
     {"sim ring = closed form, exposed part, slow link, fast", test_sim_slow_fast},
     {"sim ring = closed form, exposed part, slow link, full", test_sim_slow_full},
     {"sim ring = closed form, hidden behind attention, full", test_sim_hidden_full},
