@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -875,5 +876,10 @@ int oc_opts_load(struct oc_opts *o, struct oc_status *st)
     if (o->layout.seq_length == 0)
         o->layout.seq_length = o->model.max_position_embeddings;
     o->topo.reserve = o->reserve;
+    /* Beyond the model's positions: allowed for rotary models, said once
+     * (layout.h, oc_layout_seq_warning). */
+    char warn[OC_MSG_MAX];
+    if (oc_layout_seq_warning(&o->layout, &o->model, warn, sizeof warn))
+        fprintf(stderr, "ocsim: warning: %s\n", warn);
     return 0;
 }

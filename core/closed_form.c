@@ -16,6 +16,7 @@
 #include "memory.h"
 #include "placement.h"
 #include "schedule.h"
+#include "schedule_cp.h"
 #include "status.h"
 
 double oc_cf_bubble_fraction(int64_t p, int64_t m, int64_t v)
@@ -319,29 +320,39 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
 }
 
 /* Which of a rank's coordinates pick its group, for group_link. */
-enum cf_group { CF_TP, CF_PP, CF_DP };
+enum cf_group { CF_TP, CF_PP, CF_DP, CF_CP };
+
+static int64_t cf_cp(const struct oc_layout *l)
+{
+    return l->cp > 1 ? l->cp : 1;
+}
 
 static int64_t other_key(const struct oc_layout *l, struct oc_coord c,
                          enum cf_group g)
 {
-    /* The coordinates that stay fixed inside a group name the group. */
+    /* The coordinates that stay fixed inside a group name the group (the
+     * DP group holds the DP x CP ranks, schedule.h). */
+    const int64_t cp = cf_cp(l);
     switch (g) {
-    case CF_TP: return c.pp * l->dp + c.dp;
-    case CF_PP: return c.tp * l->dp + c.dp;
+    case CF_TP: return (c.pp * l->dp + c.dp) * cp + c.cp;
+    case CF_PP: return (c.tp * l->dp + c.dp) * cp + c.cp;
+    case CF_CP: return (c.tp * l->pp + c.pp) * l->dp + c.dp;
     case CF_DP:
     default: return c.tp * l->pp + c.pp;
     }
 }
 
-static struct oc_coord member(enum cf_group g, int64_t i)
+static struct oc_coord member(const struct oc_layout *l, enum cf_group g, int64_t i)
 {
     struct oc_coord c = {0, 0, 0, 0};
     if (g == CF_TP)
         c.tp = i;
     else if (g == CF_PP)
         c.pp = i;
+    else if (g == CF_CP)
+        c.cp = i;
     else
-        c.dp = i;
+        c.dp = i / cf_cp(l), c.cp = i % cf_cp(l);
     return c;
 }
 
@@ -356,11 +367,12 @@ static struct oc_coord member(enum cf_group g, int64_t i)
 static void group_link(const struct oc_layout *l, const struct oc_topology *t,
                        enum cf_group g, double *bw_Bps, double *lat_s)
 {
-    const int64_t n = g == CF_TP ? l->tp : g == CF_PP ? l->pp : l->dp;
-    const int64_t r0 = oc_layout_rank(l, member(g, 0));
+    const int64_t n = g == CF_TP ? l->tp : g == CF_PP ? l->pp : g == CF_CP ? cf_cp(l)
+                                                                   : l->dp * cf_cp(l);
+    const int64_t r0 = oc_layout_rank(l, member(l, g, 0));
     int one_node = 1;
     for (int64_t i = 1; i < n && one_node; i++)
-        one_node = oc_topology_same_node(t, r0, oc_layout_rank(l, member(g, i)));
+        one_node = oc_topology_same_node(t, r0, oc_layout_rank(l, member(l, g, i)));
     if (one_node) {
         *bw_Bps = oc_topology_intra_Bps(t);
         *lat_s = t->intra_latency_s;
@@ -498,11 +510,12 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
                                 const struct oc_topology *t, int64_t params,
                                 int64_t v, struct oc_cf_step *out)
 {
-    if (l->dp <= 1)
+    const int64_t dg = l->dp * cf_cp(l); /* the DP x CP gradient group */
+    if (dg <= 1)
         return 0;
     double bw, lat;
     group_link(l, t, CF_DP, &bw, &lat);
-    out->dp_comm_s = oc_cf_ring_allreduce_s(l->dp, oc_mem_param_bytes(l).grad * (double)params,
+    out->dp_comm_s = oc_cf_ring_allreduce_s(dg, oc_mem_param_bytes(l).grad * (double)params,
                                             bw, lat, oc_cost_mem_Bps(t));
     if (l->zero >= 2)
         return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v, out);
@@ -518,6 +531,50 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     return dp_exposed_s;
 }
 
+double oc_cf_cp_ring_s(int64_t cp, double bytes, double bw_Bps, double lat_s)
+{
+    OC_ASSERT(cp >= 1 && bw_Bps > 0);
+    return (double)(cp - 1) * (lat_s + bytes / bw_Bps);
+}
+
+double oc_cf_cp_ring_exposed_s(int64_t cp, double bytes, double bw_Bps, double lat_s,
+                               double attn_s)
+{
+    OC_ASSERT(cp >= 1 && bw_Bps > 0);
+    const double x = lat_s + bytes / bw_Bps, a = attn_s / (double)cp;
+    return x > a ? (double)(cp - 1) * (x - a) : 0.0;
+}
+
+/* The CP ring of one chunk's layers, one micro-batch: its transfers into
+ * *ring_s, and what of them the step waits for (returned). Forward and
+ * full recompute send K/V, backward K/V and dK/dV (schedule_cp.h). */
+static double cp_ring_chunk_s(const struct oc_model *m, const struct oc_layout *l,
+                              const struct oc_topology *t, const struct oc_cost *c,
+                              double lpc, double rfrac, double *ring_s)
+{
+    *ring_s = 0;
+    const int64_t cp = cf_cp(l);
+    if (cp <= 1)
+        return 0;
+    double bw, lat;
+    group_link(l, t, CF_CP, &bw, &lat);
+    struct oc_cp_ring r;
+    oc_cp_ring_init(&r, m, l, 0);
+    const enum oc_phase ph[3] = {OC_PHASE_FWD, OC_PHASE_BWD, OC_PHASE_RECOMPUTE};
+    double exposed = 0;
+    for (int k = 0; k < (l->recompute == OC_RECOMPUTE_FULL ? 3 : 2); k++) {
+        /* full recompute reruns the forward's attention, ring included */
+        const enum oc_phase run = ph[k] == OC_PHASE_RECOMPUTE ? OC_PHASE_FWD : ph[k];
+        const double bytes = oc_cp_step_bytes(&r, ph[k]);
+        /* rfull<k>: only the recomputed layers rerun the ring */
+        const double layers = ph[k] == OC_PHASE_RECOMPUTE ? rfrac * lpc : lpc;
+        *ring_s += layers * oc_cf_cp_ring_s(cp, bytes, bw, lat);
+        exposed += layers * oc_cf_cp_ring_exposed_s(cp, bytes, bw, lat,
+                                                    c->part_s[OC_PART_ATTN][run]);
+    }
+    return exposed;
+}
+
 void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                 const struct oc_topology *t, struct oc_cf_step *out)
 {
@@ -529,8 +586,8 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     /* layers of the largest chunk (every chunk's when even) */
     const double lpc = (double)oc_place_max_stage_layers(l, m) / (double)v;
     /* an s*b*h activation, e bytes per element (the run's precision) */
-    const double sbh = (double)l->seq_length * (double)l->micro_batch *
-                       (double)m->hidden_size;
+    const double sbh = (double)oc_layout_local_seq(l) * (double)l->micro_batch *
+                       (double)m->hidden_size; /* s/c tokens under CP */
     const double e = oc_layout_act_bytes(l);
 
     /* Compute per layer and per (largest) chunk from the cost model (no
@@ -581,6 +638,13 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
         pp_chunk_s = 2.0 * (lat + bytes / bw);
     }
 
+    /* CP: the ring of K/V blocks of every layer's attention, overlapped
+     * with its steps (cp_ring_exposed_s). */
+    double cp_chunk_s = 0;
+    const double cp_exposed_chunk_s = cp_ring_chunk_s(m, l, t, &c, lpc, rfrac, &cp_chunk_s);
+    /* per layer, as the pipeline adds it up stage by stage */
+    const double cp_exposed_layer_s = lpc > 0 ? cp_exposed_chunk_s / lpc : 0;
+
     /* The pipeline: m*v chunk units stretched by the bubble (see
      * pipeline_time_s). */
     const int64_t vb = oc_place_interleaved_chunks(l);
@@ -590,10 +654,12 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const double head_s = c.part_s[OC_PART_HEAD][OC_PHASE_FWD] +
                           c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
     const double pipeline_s =
-        pipeline_time_s(m, l, mb, v, vb, layer_fwd_s + layer_bwd_s + tp_layer_s,
+        pipeline_time_s(m, l, mb, v, vb,
+                        layer_fwd_s + layer_bwd_s + tp_layer_s + cp_exposed_layer_s,
                         pp_chunk_s, embed_s, head_s);
     out->tp_comm_s = (double)(mb * v) * tp_chunk_s;
     out->pp_comm_s = (double)(mb * v) * pp_chunk_s;
+    out->cp_comm_s = (double)(mb * v) * cp_chunk_s;
 
     /* DP: the gradients of the largest stage, which finishes last. */
     const int64_t params = largest_stage_params(m, l);
@@ -602,7 +668,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
      * rank updates (1/d of them when sharded). */
     out->optimizer_s = c.optimizer_s_per_param * (double)params /
-                       (l->zero ? (double)d : 1.0);
+                       (l->zero ? (double)(d * cf_cp(l)) : 1.0);
 
     out->step_s = pipeline_s + dp_exposed_s + out->optimizer_s;
     out->tokens_per_s =

@@ -197,7 +197,11 @@ struct oc_cf_step {
                                largest stage) */
     double pp_comm_s;       /* pipeline sends per step, one rank */
     double dp_comm_s;       /* DP gradient reduction per step (exposed part
-                               only in step_s when overlap_grad_reduce) */
+                               only in step_s when overlap_grad_reduce;
+                               over the DP x CP ranks) */
+    double cp_comm_s;       /* context-parallel ring transfers per step, one
+                               rank (oc_cf_cp_ring_s; only their exposed
+                               part in step_s) */
     double bubble_fraction; /* closed form */
     double step_s;
     double tokens_per_s;
@@ -206,5 +210,22 @@ struct oc_cf_step {
 };
 void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                 const struct oc_topology *t, struct oc_cf_step *out);
+
+/* Context parallelism (schedule_cp.h): the ring of one attention part runs
+ * c-1 steps, each a block of `bytes` to the next CP rank, l + S/B apiece
+ * on a free link (Liu et al. 2023):
+ *   ring   = (c-1) * (l + S/B)
+ * Each step's transfer overlaps one of the c slices of the attention's
+ * compute A (posted with the step's send, as TransformerEngine's P2P
+ * stream does), so the part waits
+ *   exposed = (c-1) * max(0, l + S/B - A/c)
+ * We model the overlap because Megatron-Core runs it (the K/V exchange is
+ * on a side stream) and because at long sequences the s^2 attention hides
+ * the s-linear exchange, which a serial charge would not show; the
+ * slices are equal because the 2c-chunk split balances the causal mask.
+ * oc_cf_step adds the exposed part to each chunk unit. */
+double oc_cf_cp_ring_s(int64_t cp, double bytes, double bw_Bps, double lat_s);
+double oc_cf_cp_ring_exposed_s(int64_t cp, double bytes, double bw_Bps, double lat_s,
+                               double attn_s);
 
 #endif

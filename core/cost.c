@@ -101,7 +101,8 @@ double oc_cost_membound_s(const struct oc_topology *t, double bytes)
 struct dims {
     double T, Tn;          /* rows of TP GEMMs; rows of replicated kernels */
     int64_t rows;          /* T as an integer, for GEMM shapes */
-    int64_t s, b, h, hd;
+    int64_t s, b, h, hd;   /* s: the rank's query rows, s/cp (layout.h) */
+    int64_t skv;           /* keys each query attends: all s (ring attention) */
     int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
     int dropout, gated, flash, rope, learned_pos;
     double e;              /* bytes per activation element (layout.h) */
@@ -112,7 +113,11 @@ static void dims_init(struct dims *d, const struct oc_model *m,
 {
     OC_ASSERT(l->tp >= 1);
     memset(d, 0, sizeof *d);
-    d->s = l->seq_length;
+    /* Context parallelism: a rank holds s/c tokens; its attention scores
+     * are those queries against all s keys, the c K/V blocks of the ring
+     * (schedule_cp.h). */
+    d->s = oc_layout_local_seq(l);
+    d->skv = l->seq_length;
     d->b = l->micro_batch;
     d->rows = d->s * d->b;
     d->T = (double)d->rows;
@@ -169,12 +174,12 @@ static struct oc_gemm wgrad(struct oc_gemm g)
  * (s x hd, inner s). */
 static struct oc_gemm scores_gemm(const struct dims *d)
 {
-    return (struct oc_gemm){.m = d->s, .n = d->s, .k = d->hd, .batch = d->a * d->b,
+    return (struct oc_gemm){.m = d->s, .n = d->skv, .k = d->hd, .batch = d->a * d->b,
                             .elem_bytes = d->e};
 }
 static struct oc_gemm values_gemm(const struct dims *d)
 {
-    return (struct oc_gemm){.m = d->s, .n = d->hd, .k = d->s, .batch = d->a * d->b,
+    return (struct oc_gemm){.m = d->s, .n = d->hd, .k = d->skv, .batch = d->a * d->b,
                             .elem_bytes = d->e};
 }
 
@@ -191,7 +196,9 @@ static void core_attention(struct acc *c, const struct oc_topology *t,
          * section 3.1.2): five GEMMs against the forward's two. */
         const double lse = 4.0 * (double)d->a * d->T;
         const double q = d->e * d->T * (double)(d->a * d->hd);
-        const double kv = d->e * d->T * (double)(d->k * d->hd);
+        /* K and V: all s keys pass through (the ring's c blocks). */
+        const double kv = d->e * d->T * (double)d->skv / (double)d->s *
+                          (double)(d->k * d->hd);
         double compute_s, io_bytes, flops;
         if (!backward) {
             compute_s = gemm_compute_s(t, sc) + gemm_compute_s(t, va);
@@ -219,7 +226,7 @@ static void core_attention(struct acc *c, const struct oc_topology *t,
      * Megatron-LM's FusedScaleMaskSoftmax); dropout reads, writes and
      * stores a 1-byte mask. Backward runs each kernel's gradient, charged
      * twice the bytes. */
-    const double ss = (double)(d->a * d->b) * (double)d->s * (double)d->s;
+    const double ss = (double)(d->a * d->b) * (double)d->s * (double)d->skv;
     double mem = 2.0 * d->e * ss + (d->dropout ? (2.0 * d->e + 1.0) * ss : 0.0);
     if (!backward) {
         add_gemm(c, t, sc);
@@ -360,8 +367,11 @@ double oc_cost_sched_flops(const struct oc_model *m, const struct oc_layout *l,
                            enum oc_part part, enum oc_phase phase)
 {
     OC_ASSERT(l->tp >= 1);
-    const double td = (double)l->tp, b = (double)l->micro_batch,
-                 s = (double)l->seq_length, h = (double)m->hidden_size;
+    const double td = (double)l->tp * (double)(l->cp > 1 ? l->cp : 1),
+                 b = (double)l->micro_batch, h = (double)m->hidden_size;
+    /* schedule.c: under context parallelism every part's FLOPs divide by
+     * c too, selective recompute's s/c queries against all s keys. */
+    const double s = (double)l->seq_length, sq = (double)oc_layout_local_seq(l);
     double fwd;
     /* schedule.c: the part's forward FLOPs (model.c) over t, backward
      * twice that (Narayanan et al. 2021, section 5.1), the embedding 0. */
@@ -392,7 +402,7 @@ double oc_cost_sched_flops(const struct oc_model *m, const struct oc_layout *l,
         if (l->recompute == OC_RECOMPUTE_FULL)
             return fwd;
         if (l->recompute == OC_RECOMPUTE_SELECTIVE && part == OC_PART_ATTN)
-            return 4.0 * b * s * s * h / td;
+            return 4.0 * b * sq * s * h / (double)l->tp;
         return 0;
     default:
         return 0;
@@ -484,8 +494,11 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
     switch (op->part) {
     case OC_PART_ATTN:
     case OC_PART_MLP:
+        /* count > 1: one of `count` slices of the part (a context-parallel
+         * ring step, schedule_cp.h). */
         return c->part_s[op->part][ph] *
-               (double)(op->layer_count > 1 ? op->layer_count : 1);
+               (double)(op->layer_count > 1 ? op->layer_count : 1) /
+               (double)(op->count > 1 ? op->count : 1);
     case OC_PART_EMBED:
     case OC_PART_HEAD:
         return c->part_s[op->part][ph];

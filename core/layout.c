@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,6 +447,11 @@ int64_t oc_layout_world(const struct oc_layout *l)
     return world;
 }
 
+int64_t oc_layout_local_seq(const struct oc_layout *l)
+{
+    return l->cp > 1 ? l->seq_length / l->cp : l->seq_length;
+}
+
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l)
 {
     int64_t per = l->dp * l->micro_batch;
@@ -474,9 +480,15 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     /* Knobs the layout can name and that are not modelled yet: refused
      * here, so that no command predicts or runs them silently as
      * something else. */
-    if (l->cp > 1)
-        return oc_fail(st, "context parallelism (cp%lld) is not modelled yet",
-                       (long long)l->cp);
+    if (l->cp > OC_LAYOUT_MAX_CP)
+        return oc_fail(st, "cp%lld is more than the %d context-parallel ranks ocsim models",
+                       (long long)l->cp, (int)OC_LAYOUT_MAX_CP);
+    /* ZeRO-2/3's per-unit streams (schedule_zero.c) shard over DP alone,
+     * Megatron-LM's gradient group with CP is DP x CP */
+    if (l->cp > 1 && l->zero >= 2)
+        return oc_fail(st, "ZeRO stage %d with context parallelism (cp%lld) is not "
+                           "modelled (its gradient group would be DP x CP)",
+                       l->zero, (long long)l->cp);
     return 0;
 }
 
@@ -510,9 +522,11 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (l->seq_length < 1)
         return oc_fail(st, "sequence length must be at least 1 (got %lld)",
                        (long long)l->seq_length);
-    if (l->seq_length > m->max_position_embeddings)
+    /* A learned position table has no row beyond max_position_embeddings;
+     * rotary positions extend (oc_layout_seq_warning says how). */
+    if (l->seq_length > m->max_position_embeddings && m->learned_pos_emb)
         return oc_fail(st, "sequence length %lld exceeds the model's "
-                           "max_position_embeddings %lld",
+                           "max_position_embeddings %lld (a learned position table)",
                        (long long)l->seq_length, (long long)m->max_position_embeddings);
     /* b*s are the rows of every GEMM; core/cost.c multiplies them (and s
      * by s, by the heads and by GEMM tiles) in int64. At most 1e9 tokens
@@ -531,10 +545,23 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (m->intermediate_size % l->tp != 0)
         return oc_fail(st, "intermediate_size %lld is not divisible by TP %lld",
                        (long long)m->intermediate_size, (long long)l->tp);
-    if (l->sequence_parallel && l->tp > 1 && l->seq_length % l->tp != 0)
+    /* Megatron-LM (arguments.py, and Megatron-Core's CP docs): the
+     * sequence splits into 2*cp chunks, each CP rank holding chunks i and
+     * 2*cp-1-i so that causal attention balances. */
+    if (l->cp > 1 && l->seq_length % (2 * l->cp) != 0)
+        return oc_fail(st, "context parallel needs the sequence length %lld "
+                           "divisible by 2*CP = %lld",
+                       (long long)l->seq_length, (long long)(2 * l->cp));
+    if (l->sequence_parallel && l->tp > 1 && (l->seq_length / l->cp) % l->tp != 0) {
+        if (l->cp > 1)
+            return oc_fail(st, "sequence parallel needs the sequence length per CP "
+                               "rank %lld/%lld = %lld divisible by TP %lld",
+                           (long long)l->seq_length, (long long)l->cp,
+                           (long long)(l->seq_length / l->cp), (long long)l->tp);
         return oc_fail(st, "sequence parallel needs the sequence length %lld "
                            "divisible by TP %lld",
                        (long long)l->seq_length, (long long)l->tp);
+    }
     if (l->schedule == OC_SCHED_INTERLEAVED) {
         if (l->vchunks < 2)
             return oc_fail(st, "the interleaved schedule needs v >= 2 model "
@@ -582,6 +609,28 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                            "(--allow-cross-node-tp to permit)",
                        (long long)l->tp, (long long)t->gpus_per_node);
     return 0;
+}
+
+int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
+                          char *buf, size_t n)
+{
+    /* a learned position table: oc_layout_validate refuses it instead */
+    if (l->seq_length <= m->max_position_embeddings || m->learned_pos_emb)
+        return 0;
+    const struct oc_rope_scaling *r = &m->rope_scaling;
+    char how[160];
+    if (r->type[0] && r->original_max_position_embeddings > 0)
+        snprintf(how, sizeof how, "rope_scaling %s factor %g (original %lld positions)",
+                 r->type, r->factor, (long long)r->original_max_position_embeddings);
+    else if (r->type[0])
+        snprintf(how, sizeof how, "rope_scaling %s factor %g", r->type, r->factor);
+    else
+        snprintf(how, sizeof how, "no rope_scaling in the config");
+    snprintf(buf, n, "sequence length %lld exceeds the model's "
+                     "max_position_embeddings %lld (%s); costs and memory are "
+                     "predicted as for any length",
+             (long long)l->seq_length, (long long)m->max_position_embeddings, how);
+    return 1;
 }
 
 /* Mixed-radix numbering: the fastest index first. */

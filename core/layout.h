@@ -134,6 +134,9 @@ struct oc_coord {
  * length), checked by oc_layout_validate: the products of the cost model
  * (rows x heads x sequence, GEMM tiles) stay inside int64. */
 #define OC_LAYOUT_MAX_TOKENS 1000000000LL
+/* The largest context-parallel size ocsim takes (Llama 3 405B trained with
+ * 16; a ring of more than this many sequence shards is no plan). */
+#define OC_LAYOUT_MAX_CP 1024
 
 void oc_layout_default(struct oc_layout *l);
 
@@ -209,10 +212,24 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st);
 
+/* Long sequences: a rotary model may run beyond its
+ * max_position_embeddings (long-context training extends the positions
+ * with rope_scaling, Llama 3.1's "llama3" type for example), which
+ * oc_layout_validate allows; a learned position table may not. Writes a
+ * one-line warning into buf naming the config's rope_scaling (or "no
+ * rope_scaling in the config") and returns 1 when s exceeds a rotary
+ * model's positions, else 0 (a learned table is refused instead). The
+ * commands print it once on stderr (cli/options.c, oc_opts_load). */
+int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
+                          char *buf, size_t n);
+
 /* t*c*p*d (c = cp), of a layout that passed oc_layout_check_world
  * (asserted). */
 int64_t oc_layout_world(const struct oc_layout *l);
 int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
+/* The tokens of one sequence a rank holds: s/cp (context parallelism
+ * splits the sequence; oc_layout_validate makes it divide). */
+int64_t oc_layout_local_seq(const struct oc_layout *l);
 int64_t oc_layout_layers_per_chunk(const struct oc_layout *l,
                                    const struct oc_model *m);    /* L/(p*v) */
 /* (of an even split; with first/last the layers of a stage and a chunk

@@ -37,7 +37,7 @@ static int64_t ceil_div(int64_t x, int64_t y)
  * s*b/t under sequence parallelism (Korthikanti section 4.2.2). */
 static double replicated_tokens(const struct oc_layout *l)
 {
-    double tokens = (double)l->seq_length * (double)l->micro_batch;
+    double tokens = (double)oc_layout_local_seq(l) * (double)l->micro_batch;
     return l->sequence_parallel ? tokens / (double)l->tp : tokens;
 }
 
@@ -45,9 +45,12 @@ double oc_mem_layer_activation_bytes(const struct oc_model *m,
                                      const struct oc_layout *l)
 {
     OC_ASSERT(l->tp >= 1 && l->seq_length >= 1 && l->micro_batch >= 1);
+    /* Context parallelism (schedule_cp.h): every tensor holds the rank's
+     * s/c tokens (sb below); the s x s terms are its s/c queries against
+     * all s keys (s below). */
     const double s = (double)l->seq_length, b = (double)l->micro_batch;
     const double h = (double)m->hidden_size;
-    const double sb = s * b;
+    const double sb = (double)oc_layout_local_seq(l) * b;
     const double sb_rep = replicated_tokens(l);
     const double e = oc_layout_act_bytes(l);
 
@@ -132,7 +135,7 @@ double oc_mem_logits_bytes(const struct oc_model *m, const struct oc_layout *l)
 {
     /* Korthikanti section 4.3: the vocab-parallel cross-entropy keeps fp32
      * softmax values of its V/t vocabulary shard, 4sbV/t. */
-    return FP32_BYTES * (double)l->seq_length * (double)l->micro_batch *
+    return FP32_BYTES * (double)oc_layout_local_seq(l) * (double)l->micro_batch *
            (double)m->vocab_size / (double)l->tp;
 }
 
@@ -366,9 +369,11 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
     out->weights_bytes = pb.weight * np;
     out->grads_bytes = pb.grad * np;
     out->optimizer_bytes = pb.optimizer * np;
-    /* ZeRO section 5: stage 1 shards the optimizer states over d, stage 2
-     * the gradients too, stage 3 the weights too. */
-    const double d = (double)l->dp;
+    /* ZeRO section 5: stage 1 shards the optimizer states, stage 2 the
+     * gradients too, stage 3 the weights too, over the data-parallel group
+     * (with CP Megatron-LM's DP x CP group: d*c ranks hold the same
+     * parameters; ZeRO-2/3 with CP is refused by oc_layout_validate). */
+    const double d = (double)l->dp * (double)(l->cp > 1 ? l->cp : 1);
     if (l->zero >= 1)
         out->optimizer_bytes /= d;
     if (l->zero >= 2)

@@ -44,6 +44,11 @@
  * - rfull<k> (Megatron-LM --recompute-method block --recompute-num-layers
  *   k): the first k layers of each chunk keep their input only (the full
  *   recompute line above), the others everything that no recompute keeps.
+ *   Context parallelism (cp c, schedule_cp.h): s*b becomes the rank's
+ *   (s/c)*b tokens and the s^2 terms its (s/c)*s block of scores (its
+ *   queries against all keys), so every term divides by c; the logits
+ *   too. The optimizer shards over d*c (Megatron-LM's data-parallel group
+ *   with CP).
  * - In flight at stage i (0-based): GPipe m micro-batches, 1F1B min(p-i, m)
  *   (Narayanan et al. 2021, section 2.2), interleaved
  *   min((p-i-1)*2 + (v-1)*p + 1, m*v) chunks of L/(p*v) layers (Megatron-LM's

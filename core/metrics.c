@@ -21,7 +21,7 @@ void oc_metrics_finish(struct oc_metrics *mt, const struct oc_model *m,
     const struct oc_layout *l = &mt->layout;
     double n = (double)mt->nstages;
     double bubble = 0;
-    mt->compute_s = mt->tp_comm_s = mt->pp_comm_s = mt->dp_comm_s = 0;
+    mt->compute_s = mt->tp_comm_s = mt->pp_comm_s = mt->dp_comm_s = mt->cp_comm_s = 0;
     mt->exposed_comm_s = 0;
     mt->peak_mem_bytes = 0;
     mt->peak_mem_stage = 0;
@@ -34,6 +34,7 @@ void oc_metrics_finish(struct oc_metrics *mt, const struct oc_model *m,
         mt->tp_comm_s += g->tp_comm_s;
         mt->pp_comm_s += g->pp_comm_s;
         mt->dp_comm_s += g->dp_comm_s;
+        mt->cp_comm_s += g->cp_comm_s;
         mt->exposed_comm_s += g->exposed_comm_s;
         if (g->peak_mem_bytes > mt->peak_mem_bytes) {
             mt->peak_mem_bytes = g->peak_mem_bytes;
@@ -44,6 +45,7 @@ void oc_metrics_finish(struct oc_metrics *mt, const struct oc_model *m,
     mt->tp_comm_s /= n;
     mt->pp_comm_s /= n;
     mt->dp_comm_s /= n;
+    mt->cp_comm_s /= n;
     mt->exposed_comm_s /= n;
     double step = mt->step_time_s;
     mt->bubble_fraction = step > 0 ? bubble / n / step : 0;

@@ -34,6 +34,7 @@ struct oc_stage_metrics {
     double compute_s;
     double bubble_s;
     double tp_comm_s, pp_comm_s, dp_comm_s;
+    double cp_comm_s; /* context-parallel ring transfers (schedule_cp.h) */
     double exposed_comm_s;
     double peak_mem_bytes;
 };
@@ -48,6 +49,7 @@ struct oc_metrics {
     double bubble_fraction; /* mean over stages */
     double compute_s;       /* means over ranks */
     double tp_comm_s, pp_comm_s, dp_comm_s;
+    double cp_comm_s; /* context-parallel ring transfers (schedule_cp.h) */
     double exposed_comm_s;
     double peak_mem_bytes;  /* max over ranks */
     int64_t peak_mem_stage;

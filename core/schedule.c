@@ -45,6 +45,7 @@
 #include "memory.h"
 #include "placement.h"
 #include "schedule_zero.h"
+#include "schedule_cp.h"
 
 /* ------------------------------------------------------------------ */
 /* Names                                                                */
@@ -80,6 +81,7 @@ static const char *const group_names[] = {
     [OC_GROUP_TP] = "tp",
     [OC_GROUP_DP] = "dp",
     [OC_GROUP_EMBED] = "embed",
+    [OC_GROUP_CP] = "cp",
 };
 static const char *const buf_names[] = {
     [OC_BUF_WEIGHTS] = "weights",         [OC_BUF_GRADS] = "grads",
@@ -93,50 +95,6 @@ const char *oc_part_name(enum oc_part p) { return NAME_OF(part_names, p); }
 const char *oc_coll_name(enum oc_coll_kind c) { return NAME_OF(coll_names, c); }
 const char *oc_group_name(enum oc_group g) { return NAME_OF(group_names, g); }
 const char *oc_buf_name(enum oc_buf b) { return NAME_OF(buf_names, b); }
-
-/* ------------------------------------------------------------------ */
-/* Groups                                                               */
-
-int64_t oc_schedule_group(const struct oc_layout *l, int64_t rank,
-                          enum oc_group g, int64_t *members, int64_t cap)
-{
-    struct oc_coord c = oc_layout_coord(l, rank);
-    int64_t n = 0;
-    switch (g) {
-    case OC_GROUP_TP:
-        for (int64_t i = 0; i < l->tp; i++, n++) {
-            struct oc_coord q = {i, c.pp, c.dp, c.cp};
-            if (n < cap)
-                members[n] = oc_layout_rank(l, q);
-        }
-        break;
-    case OC_GROUP_DP:
-        for (int64_t i = 0; i < l->dp; i++, n++) {
-            struct oc_coord q = {c.tp, c.pp, i, c.cp};
-            if (n < cap)
-                members[n] = oc_layout_rank(l, q);
-        }
-        break;
-    case OC_GROUP_EMBED: {
-        /* Megatron-LM's embedding group: embedding and head stage. */
-        int64_t stages[2];
-        int64_t k = oc_place_embed_group_stages(l, stages);
-        for (int64_t i = 0; i < k; i++, n++) {
-            struct oc_coord q = {c.tp, stages[i], c.dp, c.cp};
-            if (n < cap)
-                members[n] = oc_layout_rank(l, q);
-        }
-        break;
-    }
-    case OC_GROUP_NONE:
-    default:
-        if (cap > 0)
-            members[0] = rank;
-        n = 1;
-        break;
-    }
-    return n;
-}
 
 /* ------------------------------------------------------------------ */
 /* Building                                                             */
@@ -153,12 +111,15 @@ struct unit_sum {
 struct sink {
     struct oc_rank_ops *out;
     struct unit_sum *sum;
+    const struct oc_cp_ring *ring; /* cp > 1: the rank's CP ring */
 };
 
 struct ctx {
     const struct oc_model *model;
     const struct oc_layout *l;
-    int64_t t, p, d, v, m;
+    int64_t t, p, d, v, m, lc;
+    int64_t cp, dg;      /* CP size; the gradient group DP*CP */
+    int64_t cp_tag_base; /* CP ring tags lie above the pipeline's 2*m*v */
     enum oc_grain grain;
     int emit_memory;
     int sp; /* sequence parallel in effect (t > 1) */
@@ -269,6 +230,26 @@ static void put_mem(const struct ctx *x, struct sink *k, enum oc_op_kind kind,
     put(k, &o);
 }
 
+/* Context parallelism: the attention compute as c slices with the ring of
+ * K/V blocks between them (schedule_cp.h). */
+static void put_cp_attention(const struct ctx *x, struct sink *k,
+                             enum oc_phase ph, int64_t mb, int64_t stage,
+                             int64_t chunk, int64_t layer, double flops)
+{
+    struct oc_op c = op_new(OC_OP_COMPUTE, ph, OC_PART_ATTN, mb, stage, chunk);
+    c.layer_first = (int32_t)layer;
+    c.layer_count = 1;
+    c.flops = flops;
+    const int64_t j =
+        layer - oc_place_chunk_layers(x->l, x->model, stage, chunk).first;
+    for (int64_t step = 0; step < x->cp; step++) {
+        struct oc_op ops[3];
+        const int64_t n = oc_cp_step_ops(k->ring, &c, x->cp_tag_base, x->v, x->lc, j, step, ops);
+        for (int64_t i = 0; i < n; i++)
+            put(k, &ops[i]);
+    }
+}
+
 /* One attention or MLP part of one layer in forward, recompute or backward
  * with its Megatron-LM TP collectives (Shoeybi et al. 2019, figure 3;
  * Korthikanti et al. 2022, section 4.2.2 for sequence parallelism): without
@@ -282,7 +263,10 @@ static void put_layer_part(const struct ctx *x, struct sink *k,
 {
     if (x->sp)
         put_tp(x, k, OC_COLL_ALLGATHER, ph, part, mb, stage, chunk, layer);
-    put_compute(k, ph, part, mb, stage, chunk, layer, flops);
+    if (part == OC_PART_ATTN && k->ring)
+        put_cp_attention(x, k, ph, mb, stage, chunk, layer, flops);
+    else
+        put_compute(k, ph, part, mb, stage, chunk, layer, flops);
     if (x->sp)
         put_tp(x, k, OC_COLL_REDUCESCATTER, ph, part, mb, stage, chunk, layer);
     else if (x->t > 1)
@@ -591,13 +575,16 @@ static void put_unit_work(const struct ctx *x, struct sink *k,
 static void emit_rank(const struct ctx *x, const struct stage_info *si,
                       int64_t rank, struct oc_rank_ops *out)
 {
-    struct sink k = {out, NULL};
+    struct oc_cp_ring ring;
+    oc_cp_ring_init(&ring, x->model, x->l, rank);
+    struct sink k = {out, NULL, x->cp > 1 ? &ring : NULL};
     struct oc_coord me = oc_layout_coord(x->l, rank);
     int64_t stage = me.pp;
     int64_t params = oc_mem_stage_params(x->model, x->l, stage);
     double opt_params =
-        x->l->zero ? (double)params / (double)x->d : (double)params;
-    /* ZeRO-2 shards the gradients too, ZeRO-3 the weights (memory.h) */
+        x->l->zero ? (double)params / (double)x->dg : (double)params;
+    /* ZeRO-2 shards the gradients too, ZeRO-3 the weights (memory.h; with
+     * cp > 1 refused, so x->d is the whole gradient group there) */
     const double d = (double)x->d;
     const double grad_params = x->zc.on ? (double)params / d : (double)params;
     const double weight_params = x->zc.gather ? (double)params / d : (double)params;
@@ -612,7 +599,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
             -1, 0, x->pb.optimizer * opt_params);
 
     /* ZeRO-2/3 reduce per unit instead (schedule_zero.c) */
-    int dp_async = x->d > 1 && x->l->overlap_grad_reduce && !x->zc.on;
+    int dp_async = x->dg > 1 && x->l->overlap_grad_reduce && !x->zc.on;
     enum oc_coll_kind dp_coll =
         x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
 
@@ -643,7 +630,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
 
     /* Megatron-LM finalize_model_grads: DP gradient reduction, then the
      * tied embedding's all-reduce between first and last stage. */
-    if (x->d > 1 && !dp_async && !x->zc.on) {
+    if (x->dg > 1 && !dp_async && !x->zc.on) {
         struct oc_op o =
             op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, 0);
         o.coll = (uint8_t)dp_coll;
@@ -670,7 +657,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
                               -1, stage, 0);
     opt.hbm_bytes = 28.0 * opt_params;
     put(&k, &opt);
-    if (x->d > 1 && x->l->zero && !x->zc.gather) {
+    if (x->dg > 1 && x->l->zero && !x->zc.gather) {
         /* distributed optimizer (ZeRO-1 and 2): gather the updated compute
          * weights; ZeRO-3 gathers them unit by unit in the next step */
         struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
@@ -713,7 +700,7 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
     for (int64_t c = 0; c < x->v; c++) {
         int first = oc_place_holds_embed(x->l, stage, c);
         int last = oc_place_holds_head(x->l, stage, c);
-        struct sink k = {NULL, &si->sums[c * 2]};
+        struct sink k = {NULL, &si->sums[c * 2], NULL};
         fwd_parts(x, &k, 0, stage, c, first, last);
         k.sum = &si->sums[c * 2 + 1];
         bwd_parts(x, &k, 0, stage, c, first, last);
@@ -765,22 +752,33 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.d = l->dp;
     x.v = v;
     x.m = nm;
-    x.grain = o->grain;
+    /* the largest chunk's layers: the CP ring's tags are unique per
+     * (micro-batch, chunk, layer of the chunk) under uneven stages too */
+    x.lc = oc_place_max_stage_layers(l, m) / v;
+    /* The CP ring's steps sit inside each attention part: layer grain. */
+    x.grain = l->cp > 1 ? OC_GRAIN_LAYER : o->grain;
+    x.cp = l->cp > 1 ? l->cp : 1;
+    x.dg = x.d * x.cp;
+    x.cp_tag_base = 2 * nm * v;
     x.emit_memory = o->emit_memory;
     x.sp = l->sequence_parallel && l->tp > 1;
     x.recompute = l->recompute;
     x.logits_bytes = oc_mem_logits_bytes(m, l);
-    double sd = (double)l->seq_length, bd = (double)l->micro_batch;
+    /* A CP rank holds s/c tokens (schedule_cp.h); its attention scores
+     * are s/c queries against all s keys, so every part's FLOPs divide by
+     * c. */
+    double sd = (double)oc_layout_local_seq(l), bd = (double)l->micro_batch;
+    const double sfull = (double)l->seq_length, cd = (double)x.cp;
     double hd = (double)m->hidden_size, td = (double)l->tp;
     /* TP splits the GEMMs, the attention heads and the vocabulary evenly
      * (Shoeybi et al. 2019): per-rank FLOPs are the part's over t. */
-    x.attn_flops = oc_model_attn_fwd_flops(m, l->micro_batch, l->seq_length) / td;
-    x.mlp_flops = oc_model_mlp_fwd_flops(m, l->micro_batch, l->seq_length) / td;
-    x.head_flops = oc_model_head_fwd_flops(m, l->micro_batch, l->seq_length) / td;
+    x.attn_flops = oc_model_attn_fwd_flops(m, l->micro_batch, l->seq_length) / td / cd;
+    x.mlp_flops = oc_model_mlp_fwd_flops(m, l->micro_batch, l->seq_length) / td / cd;
+    x.head_flops = oc_model_head_fwd_flops(m, l->micro_batch, l->seq_length) / td / cd;
     x.embed_flops = 0.0;
     /* Selective recompute re-runs QK^T and softmax*V: 4*b*s^2*h
      * (Korthikanti et al. 2022, section 5). */
-    x.sel_flops = 4.0 * bd * sd * sd * hd / td;
+    x.sel_flops = 4.0 * bd * sd * sfull * hd / td;
     /* TP collectives move the s*b*h activation (Korthikanti et al. 2022,
      * section 4.2.2) at the run's element size; pipeline messages too, a 1/t
      * sequence shard under SP (Megatron-LM p2p tensor shape). */

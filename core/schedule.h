@@ -28,6 +28,11 @@
  *               repetitions of the same collective. Blocking, unless `async`
  *               (DP gradient buckets under overlap_grad_reduce), which the
  *               rank starts and goes on.
+ *               Under context parallelism (cp > 1) each attention part
+ *               also runs a ring of SEND/RECV (p2p OC_P2P_KV) between CP
+ *               neighbours, between c slices of its compute
+ *               (schedule_cp.h); a cp > 1 schedule is always built at
+ *               layer grain, because the ring's steps sit inside a layer.
  *   WAIT        completes every outstanding SEND and async COLLECTIVE; the
  *               last ones before the optimizer step.
  *   ALLOC/FREE  a named buffer of `bytes` (activations kept for backward,
@@ -96,8 +101,12 @@ enum oc_coll_kind {
 enum oc_group {
     OC_GROUP_NONE,
     OC_GROUP_TP,    /* ranks with the same (pp, dp) */
-    OC_GROUP_DP,    /* ranks with the same (tp, pp) */
-    OC_GROUP_EMBED, /* first and last stage, same (tp, dp): tied embedding */
+    OC_GROUP_DP,    /* ranks with the same (tp, pp): the DP x CP ranks,
+                       over which Megatron-LM reduces gradients
+                       (data-parallel group with CP) */
+    OC_GROUP_EMBED, /* first and last stage, same (tp, dp, cp): tied embedding */
+    OC_GROUP_CP,    /* ranks with the same (tp, pp, dp): the ring of
+                       context parallelism (schedule_cp.h) */
 };
 
 /* Named buffers for ALLOC/FREE and memory reports. */
@@ -111,8 +120,10 @@ enum oc_buf {
     OC_BUF_COUNT
 };
 
-/* Point-to-point direction: activations go forward, gradients backward. */
-enum oc_p2p_kind { OC_P2P_ACT, OC_P2P_GRAD };
+/* Point-to-point direction: activations go forward, gradients backward;
+ * OC_P2P_KV is a context-parallel ring step (K/V blocks, in backward with
+ * dK/dV) to the next CP rank (schedule_cp.h). */
+enum oc_p2p_kind { OC_P2P_ACT, OC_P2P_GRAD, OC_P2P_KV };
 
 struct oc_op {
     uint8_t kind;   /* enum oc_op_kind */
@@ -128,7 +139,9 @@ struct oc_op {
     int32_t chunk;  /* model chunk on this stage (0 unless interleaved) */
     int32_t layer_first; /* first global layer, -1 if none */
     int32_t layer_count; /* layers covered */
-    int32_t count;  /* COLLECTIVE: back-to-back repetitions (>= 1) */
+    int32_t count;  /* COLLECTIVE: back-to-back repetitions (>= 1);
+                       COMPUTE: the op is one of `count` equal slices of
+                       its part (a context-parallel ring step) */
     int64_t peer;   /* SEND/RECV: the other rank */
     int64_t tag;    /* SEND/RECV: unique per (sender, receiver) message */
     double flops;   /* COMPUTE: floating-point operations */

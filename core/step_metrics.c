@@ -6,7 +6,7 @@
 
 /* One recorded rank's figures (step_metrics.h's names). */
 struct rank_fig {
-    double end, compute, bubble, exposed, tp, pp, dp, peak_mem;
+    double end, compute, bubble, exposed, tp, pp, dp, cp, peak_mem;
 };
 
 static int is_async(const struct oc_op *op)
@@ -77,6 +77,17 @@ static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
             f->compute += inner;
         switch ((enum oc_op_kind)op->kind) {
         case OC_OP_RECV: {
+            if (op->p2p == OC_P2P_KV) {
+                /* A ring step's receive runs from its post (with the
+                 * step's send) to the block's arrival, alongside the
+                 * step's compute: the rank waits only for the rest. */
+                int64_t k = i - 1;
+                while (k >= 0 && ro->ops[k].kind == OC_OP_SEND)
+                    k--;
+                const double from = k >= 0 && E[k] > S[i] ? E[k] : S[i];
+                f->exposed += E[i] > from ? E[i] - from : 0;
+                break;
+            }
             double wait = 0;
             if (message(tl, partner, r, i, &sent, &posted, &arrived)) {
                 wait = (sent < E[i] ? sent : E[i]) - S[i];
@@ -108,7 +119,11 @@ static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
         const struct oc_op *op = &ro->ops[i];
         if (op->kind == OC_OP_SEND && message(tl, partner, r, i, &sent, &posted, &arrived)) {
             const double pp = arrived - (sent > posted ? sent : posted);
-            f->pp += pp > 0 ? pp : 0;
+            /* a context-parallel ring step is its own class */
+            if (op->p2p == OC_P2P_KV)
+                f->cp += pp > 0 ? pp : 0;
+            else
+                f->pp += pp > 0 ? pp : 0;
         } else if (is_async(op)) {
             if (op->group == OC_GROUP_TP)
                 f->tp += E[i] - S[i];
@@ -148,6 +163,7 @@ void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt)
         g->tp_comm_s += f[r].tp;
         g->pp_comm_s += f[r].pp;
         g->dp_comm_s += f[r].dp;
+        g->cp_comm_s += f[r].cp;
         g->exposed_comm_s += f[r].exposed;
         if (f[r].peak_mem > g->peak_mem_bytes)
             g->peak_mem_bytes = f[r].peak_mem;
@@ -161,6 +177,7 @@ void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt)
         g->tp_comm_s /= n;
         g->pp_comm_s /= n;
         g->dp_comm_s /= n;
+        g->cp_comm_s /= n;
         g->exposed_comm_s /= n;
     }
     free(count);

@@ -51,6 +51,12 @@
  *                ready to its arrival (the RECV's wait, by then counted
  *                as bubble, is not in it). Counted on the sender: a RECV
  *                adds no pp_comm.
+ *   cp_comm      the same over r's context-parallel ring SENDs (p2p
+ *                OC_P2P_KV, schedule_cp.h), which pp_comm leaves out. A
+ *                ring RECV's row runs from its post (with the step's SEND)
+ *                to the block's arrival, so it may overlap the step's
+ *                compute; it adds to exposed only its end beyond the end
+ *                of the op before it (not a SEND), and no bubble.
  *   peak_mem     tl->peak_mem_bytes[r] when measured, else the largest
  *                running sum (from 0, in list order) of r's ALLOC bytes
  *                minus FREE bytes.

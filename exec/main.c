@@ -487,6 +487,12 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
     struct oc_opts *o = &j->o;
     if (o->exec.netbw)
         return check_netbw(j, name, world, st);
+    /* The model's attention (exec/model) runs whole sequences: no ring of
+     * K/V blocks between CP ranks (core/schedule_cp.h). */
+    if (o->layout.cp > 1)
+        return oc_fail(st, "layout %s: context parallelism (cp%lld) is not run by "
+                           "ocsim-exec (no ring attention in the executor); "
+                           "ocsim simulate predicts it", j->lname, (long long)o->layout.cp);
     const int64_t need = oc_layout_world(&o->layout);
     if (L->mpi && need != world)
         return oc_fail(st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "

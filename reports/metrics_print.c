@@ -10,9 +10,12 @@ void oc_metrics_print_time_split(FILE *f, const struct oc_metrics *mt)
     fprintf(f, "  bubble           %.1f%% of the step (mean over stages)\n",
             100 * mt->bubble_fraction);
     fprintf(f, "  compute          %s per rank\n", oc_fmt_si(b[0], 32, mt->compute_s, "s"));
-    fprintf(f, "  communication    TP %s, PP %s, DP %s; exposed %s\n",
+    char cp[48] = "";
+    if (mt->layout.cp > 1) /* the context-parallel ring (schedule_cp.h) */
+        snprintf(cp, sizeof cp, ", CP %s", oc_fmt_si(b[0], 32, mt->cp_comm_s, "s"));
+    fprintf(f, "  communication    TP %s, PP %s, DP %s%s; exposed %s\n",
             oc_fmt_si(b[0], 32, mt->tp_comm_s, "s"), oc_fmt_si(b[1], 32, mt->pp_comm_s, "s"),
-            oc_fmt_si(b[2], 32, mt->dp_comm_s, "s"),
+            oc_fmt_si(b[2], 32, mt->dp_comm_s, "s"), cp,
             oc_fmt_si(b[3], 32, mt->exposed_comm_s, "s"));
 }
 

@@ -97,7 +97,8 @@ void oc_trace_op_name(const struct oc_op *op, char *buf, size_t n)
     case OC_OP_RECV: {
         int send = op->kind == OC_OP_SEND;
         snprintf(buf, n, "%s %s mb%d %s %lld", send ? "send" : "recv",
-                 op->p2p == OC_P2P_ACT ? "act" : "grad", (int)op->mb,
+                 op->p2p == OC_P2P_ACT ? "act" : op->p2p == OC_P2P_KV ? "kv" : "grad",
+                 (int)op->mb,
                  send ? "->" : "<-", (long long)op->peer);
         return;
     }

@@ -103,7 +103,8 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
                        const struct oc_replay_opts *o, struct oc_metrics *out,
                        struct oc_timeline *tl_out, struct oc_status *st)
 {
-    const int64_t tp = R->l->tp, d = R->l->dp;
+    /* the DP group holds d*c ranks under context parallelism */
+    const int64_t tp = R->l->tp, d = R->l->dp * (R->l->cp > 1 ? R->l->cp : 1);
     const int64_t cap = (tp > d ? tp : d) + 2;
     int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
     oc_rp_ranks(R, t, buf, cap);

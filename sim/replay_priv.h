@@ -62,6 +62,17 @@ struct ajob {
     struct oc_sim_async *h;
 };
 
+/* The context-parallel ring's receive, posted with the ring step's send
+ * (TransformerEngine posts both on its P2P stream before the step's
+ * attention, core/schedule_cp.h) and waited for at the RECV op; a rank has
+ * at most one in flight. */
+struct kvrecv {
+    struct rrank *rk;
+    const struct oc_op *op; /* the RECV */
+    double post_s, end_s;   /* posted; the block arrived */
+    struct oc_sim_async *h;
+};
+
 /* One simulated rank. */
 struct rrank {
     struct replay *R;
@@ -83,6 +94,7 @@ struct rrank {
     int64_t nsends;
     struct ajob *jobs; /* cap = async ops */
     int64_t njobs, jobs_cap, jobs_waited;
+    struct kvrecv kv; /* the ring's receive in flight (h != NULL) */
     double *tl_start, *tl_end; /* its timeline rows (core/step_metrics.h
                                   derives every figure from them) */
 };

@@ -97,7 +97,9 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
 {
     const struct oc_layout *l = R->l;
     const struct oc_coord c = rk->c;
-    const int64_t p = l->pp, d = l->dp, v = l->vchunks;
+    /* TP and embedding groups are per (dp, cp): index them by dp*c + cp */
+    const int64_t p = l->pp, c_n = l->cp > 1 ? l->cp : 1, d = l->dp * c_n, v = l->vchunks;
+    const int64_t dc = c.dp * c_n + c.cp;
     char name[96];
     for (int64_t i = 0; i < rk->ops->n; i++) {
         const struct oc_op *op = &rk->ops->ops[i];
@@ -121,8 +123,8 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
                 G = rk->tp = &R->tpshape[off];
                 snprintf(name, sizeof name, "tp~%" PRId64, off);
             } else {
-                G = rk->tp = &R->tpg[c.pp * d + c.dp];
-                snprintf(name, sizeof name, "tp.%" PRId64 ".%" PRId64, c.pp, c.dp);
+                G = rk->tp = &R->tpg[c.pp * d + dc];
+                snprintf(name, sizeof name, "tp.%" PRId64 ".%" PRId64, c.pp, dc);
             }
             break;
         case OC_GROUP_DP:
@@ -159,8 +161,8 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
         case OC_GROUP_EMBED:
             if (rk->emb)
                 continue;
-            G = rk->emb = &R->embg[c.tp * d + c.dp];
-            snprintf(name, sizeof name, "emb.%" PRId64 ".%" PRId64, c.tp, c.dp);
+            G = rk->emb = &R->embg[c.tp * d + dc];
+            snprintf(name, sizeof name, "emb.%" PRId64 ".%" PRId64, c.tp, dc);
             n = oc_schedule_group(l, rk->rank, OC_GROUP_EMBED, buf, cap);
             rk->emb_me = index_of(buf, n, rk->rank);
             break;
@@ -251,7 +253,8 @@ static double *op_costs(const struct replay *R, const struct rrank *rk,
 
 void oc_rp_free(struct replay *R)
 {
-    const int64_t p = R->l->pp, d = R->l->dp, t = R->l->tp, v = R->l->vchunks;
+    const int64_t p = R->l->pp, d = R->l->dp * (R->l->cp > 1 ? R->l->cp : 1), t = R->l->tp,
+                  v = R->l->vchunks;
     struct rgroup *sets[6] = {R->tpg, R->dpg, R->embg, R->bucketg, R->tpshape, R->zsg};
     const int64_t sizes[6] = {p * d, t * p, t * d, t * p * v, R->gpn, t * p * 2};
     for (int k = 0; k < 6; k++) {
@@ -289,8 +292,8 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
                  int64_t *buf, int64_t cap)
 {
     const struct oc_layout *l = R->l;
-    const int64_t world = R->world, p = l->pp, d = l->dp, tp = l->tp,
-                  v = l->vchunks;
+    const int64_t world = R->world, p = l->pp, d = l->dp * (l->cp > 1 ? l->cp : 1),
+                  tp = l->tp, v = l->vchunks;
     R->tpg = oc_xcalloc((size_t)(p * d), sizeof *R->tpg);
     R->dpg = oc_xcalloc((size_t)(tp * p), sizeof *R->dpg);
     R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);

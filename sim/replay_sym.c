@@ -269,7 +269,12 @@ void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
     const struct oc_sim_platform *real = R->plat;
     R->plat = &paper;
     R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
-    if (!tp_in_nodes(R, buf, cap))
+    if (R->l->cp > 1)
+        /* the gradient group is DP x CP: some of its members sit in the
+         * simulated replica, so its ring is not one member per replica */
+        snprintf(R->sym_why, sizeof R->sym_why,
+                 "context parallelism (the DP x CP gradient group spans the replica)");
+    else if (!tp_in_nodes(R, buf, cap))
         snprintf(R->sym_why, sizeof R->sym_why,
                  "a TP group across nodes (fast mode simulates every rank)");
     else if (placement_ok(R, t) && coll_ok(R, buf, cap))

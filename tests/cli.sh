@@ -106,4 +106,24 @@ grep -q '^chosen: ' "$tmp/out" && ok || bad "sweep printed no chosen layout"
 "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep2" --jobs 2 >/dev/null 2>&1
 cmp -s "$tmp/sweep/sweep.csv" "$tmp/sweep2/sweep.csv" && ok || bad "two identical sweeps wrote different sweep.csv"
 
+# Long sequences (issue 12): a rotary model beyond its max_position_embeddings
+# runs with one warning line naming the config's rope_scaling (or none); a
+# learned position table is still refused; cp<N> splits the sequence.
+# (`memory` exits 1 when the layout does not fit; 2 would be a refusal.)
+"$ocsim" memory --cards 8 --model llama2-70b --layout tp8-pp1-dp1 --global-batch 8 --seq 8192 \
+  >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 2 ] && grep -q '^stage' "$tmp/out" && ok || bad "llama2-70b at seq 8192 refused: $(cat "$tmp/err")"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q '^ocsim: warning: sequence length 8192 exceeds the model.s max_position_embeddings 4096 (no rope_scaling in the config)' "$tmp/err" \
+  && ok || bad "no one-line long-sequence warning: $(cat "$tmp/err")"
+"$ocsim" memory --cards 16 --model llama3.1-405b --layout tp8-cp2-pp1-dp1 --global-batch 1 --seq 262144 \
+  >"$tmp/out" 2>"$tmp/err"
+grep -q 'rope_scaling llama3 factor 8 (original 8192 positions)' "$tmp/err" && ok || bad "405B warning does not name rope_scaling: $(cat "$tmp/err")"
+"$ocsim" memory --cards 16 --model llama3.1-405b --layout tp8-cp2-pp1-dp1 --global-batch 1 --seq 131072 \
+  >"$tmp/out" 2>"$tmp/err"
+[ $? -ne 2 ] && [ ! -s "$tmp/err" ] && ok || bad "405B at 131072 tokens warned or was refused: $(cat "$tmp/err")"
+expect 2 'sequence length 256 exceeds the model.s max_position_embeddings 128 \(a learned position table\)' \
+  "$ocsim" memory --cards 1 --model tiny --layout tp1-pp1-dp1 --global-batch 1 --seq 256
+expect 2 'context parallel needs the sequence length 100 divisible by 2\*CP = 8' \
+  "$ocsim" memory --cards 4 --model llama-tiny --layout tp1-cp4-pp1-dp1 --global-batch 1 --seq 100
+
 summary cli

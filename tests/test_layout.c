@@ -300,8 +300,24 @@ static void test_validate_rules(void)
     expect_rule(l, 64, "20 micro-batches to be a multiple of PP 8");
     l.global_batch = 512, l.micro_batch = 4;
     CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &t, 64, &st), 0);
+    /* Beyond max_position_embeddings: allowed for rotary positions (issue
+     * 12, long-context training) with a warning, refused for a learned
+     * position table. */
     l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.seq_length = 8192;
-    expect_rule(l, 64, "sequence length 8192 exceeds the model's max_position_embeddings 4096");
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, &t, 64, &st), 0);
+    char warn[OC_MSG_MAX];
+    CU_ASSERT_EQUAL(oc_layout_seq_warning(&l, &m, warn, sizeof warn), 1);
+    CU_ASSERT_STRING_EQUAL(warn, "sequence length 8192 exceeds the model's "
+                                 "max_position_embeddings 4096 (no rope_scaling in the "
+                                 "config); costs and memory are predicted as for any length");
+    {
+        struct oc_model g = m;
+        g.learned_pos_emb = 1;
+        CU_ASSERT_EQUAL(oc_layout_validate(&l, &g, &t, 64, &st), -1);
+        CU_ASSERT_STRING_EQUAL(st.msg, "sequence length 8192 exceeds the model's "
+                                       "max_position_embeddings 4096 (a learned position table)");
+        CU_ASSERT_EQUAL(oc_layout_seq_warning(&l, &g, warn, sizeof warn), 0);
+    }
     l = base(), l.tp = 8, l.pp = 8, l.dp = 1, l.seq_length = 4092;
     expect_rule(l, 64, "sequence parallel needs the sequence length 4092 divisible by TP 8");
     l.sequence_parallel = 0;

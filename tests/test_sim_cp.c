@@ -1,0 +1,315 @@
+/* test_sim_cp.c: context parallelism (core/schedule_cp.h) from the
+ * schedule to the simulator: the ring's ops (SEND to the next CP rank,
+ * RECV from the previous one, c-1 steps per attention part, bytes by
+ * hand), the groups (CP ring, DP x CP gradient group), memory per rank by
+ * hand, and the simulator's ring transfers and their exposed part equal
+ * to closed_form.h's on a free network.
+ *
+ * Model: the shipped "llama-tiny" (h = 64, a = 4 heads of hd = 16, k = 2 KV
+ * heads, L = 8, f = 176 SwiGLU, V = 512, no dropout, rotary), sequence
+ * s = 128, micro-batch b = 1, bf16 (e = 2 bytes per element).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "closed_form.h"
+#include "cost.h"
+#include "memory.h"
+#include "replay.h"
+#include "schedule.h"
+#include "schedule_cp.h"
+#include "sim_fixtures.h"
+#include "test_util.h"
+
+static struct oc_model tiny(void)
+{
+    struct oc_model m;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("llama-tiny", &m, &st), 0);
+    return m;
+}
+
+static struct oc_layout lay(const char *s, int64_t global_batch)
+{
+    struct oc_layout l;
+    struct oc_status st = {{0}};
+    oc_layout_default(&l);
+    CU_ASSERT_EQUAL_FATAL(oc_layout_parse(&l, s, &st), 0);
+    l.global_batch = global_batch;
+    l.seq_length = 128;
+    return l;
+}
+
+static struct oc_schedule build(const struct oc_model *m, const struct oc_layout *l)
+{
+    struct oc_schedule s;
+    struct oc_status st = {{0}};
+    const struct oc_schedule_opts o = {OC_GRAIN_CHUNK, 1}; /* cp forces layer grain */
+    CU_ASSERT_EQUAL_FATAL(oc_layout_validate(l, m, NULL, oc_layout_world(l), &st), 0);
+    CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&s, m, l, &o, &st), 0);
+    return s;
+}
+
+/* ---- the schedule's ring ------------------------------------------------ */
+
+/* tp2-cp2-pp1-dp1 (4 ranks: rank = tp + 2*cp) and tp1-cp4-pp2-dp1 (8 ranks:
+ * rank = cp + 4*pp). A K/V block is 2 * b * (s/c) * (k/t) * hd * e bytes:
+ *   tp2 cp2: 2 * 1 * 64 * 1 * 16 * 2 = 4096
+ *   tp1 cp4: 2 * 1 * 32 * 2 * 16 * 2 = 4096
+ * forward and backward twice that (K/V and dK/dV). Every rank sends c-1
+ * blocks per attention part to (cp+1)%c and receives as many from
+ * (cp-1)%c, and each SEND has one RECV on its peer with its tag and bytes;
+ * the compute slices of a part add up to its FLOPs over c. */
+static void check_ring(const char *layout, double kv_bytes)
+{
+    const struct oc_model m = tiny();
+    const struct oc_layout l = lay(layout, 2);
+    struct oc_schedule s = build(&m, &l);
+    const int64_t c = l.cp, nm = s.num_micro_batches;
+    const int64_t layers = m.num_hidden_layers / l.pp; /* per stage, v = 1 */
+    for (int64_t r = 0; r < s.nranks; r++) {
+        const struct oc_coord me = oc_layout_coord(&l, r);
+        struct oc_coord q = me;
+        q.cp = (me.cp + 1) % c;
+        const int64_t next = oc_layout_rank(&l, q);
+        q.cp = (me.cp + c - 1) % c;
+        const int64_t prev = oc_layout_rank(&l, q);
+        int64_t sends = 0, recvs = 0;
+        double slice_flops[2] = {0, 0};
+        const struct oc_rank_ops *ro = &s.ranks[r];
+        for (int64_t i = 0; i < ro->n; i++) {
+            const struct oc_op *op = &ro->ops[i];
+            if (op->kind == OC_OP_COMPUTE && op->part == OC_PART_ATTN &&
+                op->phase != OC_PHASE_RECOMPUTE) {
+                CU_ASSERT_EQUAL(op->count, c);
+                slice_flops[op->phase == OC_PHASE_BWD] += op->flops;
+            }
+            if ((op->kind != OC_OP_SEND && op->kind != OC_OP_RECV) || op->p2p != OC_P2P_KV)
+                continue;
+            const double want = op->phase == OC_PHASE_BWD ? 2 * kv_bytes : kv_bytes;
+            CU_ASSERT_EQUAL(op->bytes, want);
+            if (op->kind == OC_OP_SEND) {
+                sends++;
+                CU_ASSERT_EQUAL(op->peer, next);
+                /* its RECV on the peer: same tag, from me, same bytes */
+                const struct oc_rank_ops *po = &s.ranks[op->peer];
+                int64_t found = 0;
+                for (int64_t j = 0; j < po->n; j++)
+                    found += po->ops[j].kind == OC_OP_RECV && po->ops[j].peer == r &&
+                             po->ops[j].tag == op->tag && po->ops[j].bytes == op->bytes;
+                CU_ASSERT_EQUAL(found, 1);
+            } else {
+                recvs++;
+                CU_ASSERT_EQUAL(op->peer, prev);
+            }
+        }
+        /* (c-1) steps per attention part, forward and backward (selective
+         * recompute reruns no ring), per layer and micro-batch */
+        CU_ASSERT_EQUAL(sends, 2 * (c - 1) * layers * nm);
+        CU_ASSERT_EQUAL(recvs, sends);
+        const double attn = oc_model_attn_fwd_flops(&m, 1, 128) / (double)l.tp / (double)c;
+        OC_ASSERT_REL(slice_flops[0], attn * (double)(layers * nm), 1e-12);
+        OC_ASSERT_REL(slice_flops[1], 2 * attn * (double)(layers * nm), 1e-12);
+    }
+    oc_schedule_free(&s);
+}
+
+static void test_ring_tp2_cp2(void) { check_ring("tp2-cp2-pp1-dp1", 4096); }
+static void test_ring_cp4_pp2(void) { check_ring("tp1-cp4-pp2-dp1", 4096); }
+
+/* tp2-cp2-pp1-dp2 (8 ranks, rank = tp + 2*(cp + 2*dp)): the CP ring of
+ * rank 1 is {1, 3}; its gradient group (DP x CP, Megatron-LM's
+ * data-parallel group with CP) is {1, 3, 5, 7}, and the DP reduction of
+ * every rank runs over 4 ranks. */
+static void test_groups(void)
+{
+    const struct oc_model m = tiny();
+    const struct oc_layout l = lay("tp2-cp2-pp1-dp2-noovl", 4);
+    int64_t g[8];
+    CU_ASSERT_EQUAL(oc_schedule_group(&l, 1, OC_GROUP_CP, g, 8), 2);
+    CU_ASSERT(g[0] == 1 && g[1] == 3);
+    CU_ASSERT_EQUAL(oc_schedule_group(&l, 1, OC_GROUP_DP, g, 8), 4);
+    CU_ASSERT(g[0] == 1 && g[1] == 3 && g[2] == 5 && g[3] == 7);
+    CU_ASSERT_EQUAL(oc_schedule_group(&l, 1, OC_GROUP_TP, g, 8), 2);
+    CU_ASSERT(g[0] == 0 && g[1] == 1);
+    struct oc_schedule s = build(&m, &l);
+    int64_t dp = 0;
+    for (int64_t i = 0; i < s.ranks[1].n; i++)
+        dp += s.ranks[1].ops[i].kind == OC_OP_COLLECTIVE &&
+              s.ranks[1].ops[i].group == OC_GROUP_DP;
+    CU_ASSERT(dp >= 1);
+    oc_schedule_free(&s);
+}
+
+/* ---- memory per rank by hand ---------------------------------------------- */
+
+/* One layer's activations (Korthikanti et al. 2022, section 4.1, summed
+ * from llama-tiny's tensors as memory.c does), classic attention, no
+ * recompute, tp1, cp2: a rank holds s/c = 64 tokens, e = 2:
+ *   QKV input 2*64*64 = 8192, Q 8192, K and V 2*64*32 = 4096 each,
+ *   softmax out e*a*s*(s/c) = 2*4*128*64 = 65536 (its 64 queries against
+ *   all 128 keys), output-projection input 8192, MLP input 8192, SwiGLU
+ *   gate, up and product 3*2*64*176 = 67584, the two norm inputs 16384:
+ *   190464 bytes, half of cp1's 380928 (every term divides by c). The
+ *   logits 4 * (s/c) * V = 4*64*512 = 131072. The distributed optimizer
+ *   shards over DP x CP: 12 bytes per parameter / 2. */
+static void test_memory(void)
+{
+    const struct oc_model m = tiny();
+    struct oc_layout l = lay("tp1-cp2-pp1-dp1-rnone-classic-nosp", 1);
+    OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 190464, 1e-12);
+    OC_ASSERT_REL(oc_mem_logits_bytes(&m, &l), 131072, 1e-12);
+    struct oc_mem_breakdown b;
+    oc_memory_stage(&m, &l, 0, &b);
+    OC_ASSERT_REL(b.optimizer_bytes, 12.0 * (double)b.params / 2, 1e-12);
+    l.cp = 1;
+    OC_ASSERT_REL(oc_mem_layer_activation_bytes(&m, &l), 380928, 1e-12);
+}
+
+/* The cost model's GEMM FLOPs of a layer (scores against all s keys, the
+ * rest on s/c rows) are cp1's over c, and the schedule's FLOPs per op
+ * (oc_cost_sched_flops) the model's over t*c: 2*b*s*P_attn + 4*b*s^2*h
+ * for attention (model.c) with b = 1, s = 128, tp2, cp2. */
+static void test_cost(void)
+{
+    const struct oc_model m = tiny();
+    struct oc_layout l = lay("tp2-cp2-pp1-dp1-rsel", 1);
+    const double fwd2 = oc_cost_layer_flops(&m, &l, OC_PHASE_FWD);
+    const double sel2 = oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE);
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_FWD),
+                  oc_model_attn_fwd_flops(&m, 1, 128) / 4, 1e-12);
+    /* selective recompute: QK^T and softmax*V of 64 queries x 128 keys */
+    OC_ASSERT_REL(oc_cost_sched_flops(&m, &l, OC_PART_ATTN, OC_PHASE_RECOMPUTE),
+                  4.0 * 64 * 128 * 64 / 2, 1e-12);
+    l.cp = 1;
+    OC_ASSERT_REL(fwd2, oc_cost_layer_flops(&m, &l, OC_PHASE_FWD) / 2, 1e-12);
+    OC_ASSERT_REL(sel2, oc_cost_layer_flops(&m, &l, OC_PHASE_RECOMPUTE) / 2, 1e-12);
+}
+
+/* ---- the simulator against the closed form -------------------------------- */
+
+/* sim_fixtures.h's platform, 8 GPUs per node (one node), links inside it
+ * of bw B/s and LI = 2e-6 s; a device slowed to 1e12 FLOP/s. */
+static struct oc_topology topo_cp(double bw)
+{
+    struct oc_topology t = topo(8, 8, 1, 1);
+    t.intra_bandwidth_Bps = bw;
+    strcpy(t.device.name, "slow-h100-like");
+    t.device.peak_flops_16bit = 1e12;
+    t.device.memory_bytes = 80e9;
+    t.device.hbm_bandwidth_Bps = 3.35e12;
+    t.device.sm_count = 132;
+    t.device.gemm_efficiency = 0.75;
+    return t;
+}
+
+/* tp1-cp4-pp1-dp1, m = 2 micro-batches, no gradient-reduce overlap, on
+ * one node: every ring step is one flow on a link of its own (a free
+ * network), l + S/B with S = 2*1*32*2*16*2 = 4096 bytes forward and
+ * 8192 backward (K/V and dK/dV). Per rank the ring moves
+ *   cp_comm = m * L * (c-1) * ((LI + 4096/B) + (LI + 8192/B))
+ * (oc_cf_cp_ring_s), and the step waits for
+ *   m * L * ((c-1) max(0, LI + 4096/B - A_f/c) + (c-1) max(0, LI + 8192/B - A_b/c))
+ * (oc_cf_cp_ring_exposed_s) beyond the gradient reduction: exposed minus
+ * dp_comm. The attention of a layer takes A_f = 185 us forward and A_b =
+ * 392 us backward on this device (cost.c), slices of 46 and 98 us: at
+ * B = 5e7 B/s the blocks (82 and 164 us, plus 2 us) outlast them, so part
+ * of the ring shows; at 1e12 B/s none does. */
+static void check_sim_cp(enum oc_sim_fidelity f, double bw)
+{
+    const struct oc_model m = tiny();
+    const struct oc_layout l = lay("tp1-cp4-pp1-dp1-noovl", 2);
+    const struct oc_topology t = topo_cp(bw);
+    struct oc_metrics *mt = calloc(1, sizeof *mt);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mt);
+    struct oc_replay_opts o;
+    memset(&o, 0, sizeof o);
+    o.fidelity = f;
+    o.uniform_stages = 1;
+    struct oc_status st = {{0}};
+    int rc = oc_replay_run_forked(&m, &t, &l, &o, mt, 60.0, &st);
+    if (rc != 0)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+
+    const double n = 2.0 * 8.0, steps = 3.0;
+    const double by_hand = n * steps * ((LI + 4096 / bw) + (LI + 8192 / bw));
+    struct oc_cf_step cf;
+    oc_cf_step(&m, &l, &t, &cf);
+    OC_ASSERT_REL(cf.cp_comm_s, by_hand, REL);
+    OC_ASSERT_REL(mt->cp_comm_s, by_hand, REL);
+
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    const double exposed =
+        n * (oc_cf_cp_ring_exposed_s(4, 4096, bw, LI, c.part_s[OC_PART_ATTN][OC_PHASE_FWD]) +
+             oc_cf_cp_ring_exposed_s(4, 8192, bw, LI, c.part_s[OC_PART_ATTN][OC_PHASE_BWD]));
+    if (bw < 1e10) {
+        CU_ASSERT(exposed > 0.1 * by_hand); /* the case exercises the exposed part */
+    } else {
+        CU_ASSERT_EQUAL(exposed, 0);
+    }
+    CU_ASSERT(mt->dp_comm_s > 0);
+    if (exposed > 0)
+        OC_ASSERT_REL(mt->exposed_comm_s - mt->dp_comm_s, exposed, REL);
+    CU_ASSERT(fabs(mt->exposed_comm_s - mt->dp_comm_s - exposed) < 1e-12);
+    CU_ASSERT_EQUAL(mt->pp_comm_s, 0);
+    free(mt);
+}
+
+static void test_sim_slow_fast(void) { check_sim_cp(OC_SIM_FAST, 5e7); }
+static void test_sim_slow_full(void) { check_sim_cp(OC_SIM_FULL, 5e7); }
+static void test_sim_hidden_full(void) { check_sim_cp(OC_SIM_FULL, 1e12); }
+
+/* ---- layout rules ----------------------------------------------------------- */
+
+static void test_rules(void)
+{
+    const struct oc_model m = tiny();
+    struct oc_status st = {{0}};
+    struct oc_layout l = lay("tp1-cp4-pp1-dp1", 1);
+    l.seq_length = 100; /* not a multiple of 2*cp = 8 */
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, NULL, 4, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "divisible by 2*CP = 8"));
+    /* rotary: beyond max_position_embeddings 128 is allowed, with a warning */
+    l.seq_length = 1024;
+    CU_ASSERT_EQUAL(oc_layout_validate(&l, &m, NULL, 4, &st), 0);
+    char w[OC_MSG_MAX];
+    CU_ASSERT_EQUAL(oc_layout_seq_warning(&l, &m, w, sizeof w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(w, "no rope_scaling in the config"));
+    l.seq_length = 128;
+    CU_ASSERT_EQUAL(oc_layout_seq_warning(&l, &m, w, sizeof w), 0);
+    /* Llama 3.1 405B's rope_scaling is named */
+    struct oc_model big;
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("llama3.1-405b", &big, &st), 0);
+    CU_ASSERT_EQUAL(big.max_position_embeddings, 131072);
+    l.seq_length = 262144;
+    CU_ASSERT_EQUAL(oc_layout_seq_warning(&l, &big, w, sizeof w), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(w, "rope_scaling llama3 factor 8"));
+}
+
+static CU_TestInfo tests[] = {
+    {"ring ops tp2-cp2: neighbours, tags, bytes by hand", test_ring_tp2_cp2},
+    {"ring ops tp1-cp4-pp2", test_ring_cp4_pp2},
+    {"CP ring and DP x CP gradient groups", test_groups},
+    {"memory per rank by hand with cp2", test_memory},
+    {"FLOPs per rank divide by c", test_cost},
+    {"sim ring = closed form, exposed part, slow link, fast", test_sim_slow_fast},
+    {"sim ring = closed form, exposed part, slow link, full", test_sim_slow_full},
+    {"sim ring = closed form, hidden behind attention, full", test_sim_hidden_full},
+    {"layout rules: 2*cp divides s; long sequences warn", test_rules},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"sim_cp", NULL, NULL, NULL, NULL, tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void)
+{
+    return oc_test_run(suites);
+}
