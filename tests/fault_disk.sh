@@ -213,8 +213,11 @@ case_() {
 }
 
 echo "sweep:"
+# the sweep's space before issue 12 (every knob but tp, pp, dp, mb and the
+# schedule fixed): a few simulations, each fill point runs it again
 case_ sweep '^$' "$ocsim" sweep --cards 4 --model tiny --global-batch 16 --seq 128 \
-  --jobs 2 --out OUT
+  --recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce \
+  --rank-order tp-dp-pp --collective auto --cp 1 --schedule 1f1b,interleaved:2 --jobs 2 --out OUT
 echo "simulate:"
 case_ simulate '^$' "$ocsim" simulate --cards 8 --model tiny --layout tp2-pp2-dp2 \
   --global-batch 16 --out OUT
