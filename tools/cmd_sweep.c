@@ -89,6 +89,7 @@ struct run {
     int progress;        /* stderr is a terminal */
     double t0;
     double device_mem_bytes;
+    double plan_s; /* oc_plan_build's wall time */
 };
 
 static double now_s(void)
@@ -586,7 +587,9 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     }
     struct oc_search_space space;
     oc_sweep_space(o, &space);
+    const double plan_t0 = now_s();
     oc_plan_build(&r->plan, o, &space);
+    r->plan_s = now_s() - plan_t0;
     r->items = r->plan.items;
     r->n = r->plan.n;
     r->sim_index = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *r->sim_index);
@@ -611,9 +614,9 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     for (int64_t i = 0; i < r->n; i++)
         planned += r->items[i].state == IT_PENDING || r->items[i].state == IT_SIMULATED;
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
-                    "(%s fidelity), writing %s\n",
+                    "(%s fidelity), writing %s; planned in %.2f s\n",
             o->model.name, (long long)o->cards, o->topo.device.name, (long long)r->n,
-            (long long)planned, o->fidelity, out);
+            (long long)planned, o->fidelity, out, r->plan_s);
     if (o->resume)
         fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
                         "%lld left\n",

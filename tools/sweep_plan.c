@@ -56,11 +56,13 @@ const char *oc_item_reason_of(const struct item *it)
 /* The last closed-form results, reused by the next candidates that differ
  * only in knobs they do not read (the search emits the collective
  * algorithm, the rank order and the overlap innermost). */
+#define MEM_WAYS 32 /* the stage splits of one knob set vary innermost */
 struct plan_cache {
-    struct oc_layout mem_key;   /* memory.c reads none of order, coll, overlap */
-    double peak;
-    int64_t stage;
-    int mem_ok;
+    /* memory.c reads none of order, coll, overlap (but under ZeRO-3) */
+    struct oc_layout mem_key[MEM_WAYS];
+    double peak[MEM_WAYS];
+    int64_t stage[MEM_WAYS];
+    int mem_n, mem_next;
     struct oc_layout cost_key;  /* cost.c reads tp, cp, b, s, SP, recompute,
                                    attention, precision */
     struct oc_cost cost;
@@ -72,7 +74,8 @@ static struct oc_layout mem_key(const struct oc_layout *l)
     struct oc_layout k = *l;
     k.order = OC_ORDER_TP_DP_PP;
     k.coll = OC_COLL_CHOICE_AUTO;
-    k.overlap_grad_reduce = 0;
+    if (k.zero != 3) /* memory.c reads the overlap under ZeRO-3 only */
+        k.overlap_grad_reduce = 0;
     return k;
 }
 
@@ -93,12 +96,19 @@ static int closed_form_oom(struct item *it, const struct oc_opts *o, struct plan
 {
     int64_t stage;
     struct oc_layout k = mem_key(&it->layout);
-    if (pc->mem_ok && memcmp(&k, &pc->mem_key, sizeof k) == 0) {
-        it->cf_peak_bytes = pc->peak;
-        stage = pc->stage;
+    int w = -1;
+    for (int i = 0; i < pc->mem_n && w < 0; i++)
+        if (memcmp(&k, &pc->mem_key[i], sizeof k) == 0)
+            w = i;
+    if (w >= 0) {
+        it->cf_peak_bytes = pc->peak[w];
+        stage = pc->stage[w];
     } else {
         it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
-        pc->mem_key = k, pc->peak = it->cf_peak_bytes, pc->stage = stage, pc->mem_ok = 1;
+        w = pc->mem_next;
+        pc->mem_next = (pc->mem_next + 1) % MEM_WAYS;
+        pc->mem_n += pc->mem_n < MEM_WAYS;
+        pc->mem_key[w] = k, pc->peak[w] = it->cf_peak_bytes, pc->stage[w] = stage;
     }
     struct oc_reserve rs;
     oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
