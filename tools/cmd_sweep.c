@@ -203,7 +203,8 @@ static int rank_class(const struct item *it)
     case IT_FAILED: return 2;
     case IT_ILLEGAL:
     case IT_OOM: return 3;
-    case IT_PRUNED: return 4;
+    case IT_PRUNED:
+    case IT_DOMINATED: return 4;
     case IT_PENDING: break;
     }
     return 5;
@@ -397,6 +398,8 @@ static void results_gather(struct results *x, const struct run *r)
             x->npruned++;
             continue;
         }
+        if (it->state == IT_DOMINATED)
+            continue; /* counted in r->plan.ndominated */
         if (it->state == IT_SIMULATED) {
             x->res[x->nres++] = *it->mt;
             x->nfit += it->mt->fits;
@@ -510,10 +513,12 @@ static void summary(const struct results *x, const struct run *r, double wall, i
                     const char *out, const char *path)
 {
     printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld pruned by bound, "
-           "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants skipped\n",
+           "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants, "
+           "%lld dominated skipped\n",
            (long long)r->n, (long long)x->nres, wall, (long long)x->nfit,
            (long long)x->npruned, (long long)x->noom, (long long)x->ninvalid,
-           (long long)x->nfail, (long long)r->plan.counts.noop);
+           (long long)x->nfail, (long long)r->plan.counts.noop,
+           (long long)r->plan.ndominated);
     printf("searched: %s\n", r->plan.ranges);
     if (sig)
         printf("interrupted by %s: %lld of %lld layouts simulated; the same command with "
