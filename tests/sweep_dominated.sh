@@ -4,7 +4,7 @@
 # (--no-prune); for each pair of rows equal in every knob but recompute
 # where the rules call one dominated (the other: no recompute; or both full
 # recompute and the other of fewer layers), the dominated row's step time
-# is no shorter. Also: the default sweep skips dominated variants, counts
+# is no shorter; and every row's bound_s is at most its step. Also: the default sweep skips dominated variants, counts
 # them in the summary, and its best step equals the --keep-dominated one's.
 # usage: sweep_dominated.sh path/to/ocsim
 set -u
@@ -55,6 +55,10 @@ check() {
     || { bad "$name: default sweep exit $?"; return; }
   local res
   res=$(pairs "$tmp/$name-k/sweep.csv") && ok || bad "$name: $res"
+  # every variant simulated (ZeRO-2/3 included): the bound holds (bound.h)
+  awk -F, 'NR > 1 && $9 != "" && $25 != "" && $25 + 0 > $9 + 0 { print $24 ": bound " $25 " > " $9; b++ }
+           END { exit b > 0 }' "$tmp/$name-k/sweep.csv" >"$tmp/$name.viol" && ok \
+    || bad "$name: bound above the simulated step: $(head -3 "$tmp/$name.viol")"
   grep -Eq ' 0 dominated skipped' "$tmp/$name-k.out" && ok || bad "$name: --keep-dominated skipped some"
   grep -Eq ' [1-9][0-9]* dominated skipped' "$tmp/$name-d.out" && ok \
     || bad "$name: no dominated variant skipped: $(grep 'layouts:' "$tmp/$name-d.out")"
