@@ -121,6 +121,8 @@ struct oc_opts {
     int even_stages;          /* --even-stages: only even pipeline splits
                                  (core/stage_split.h) */
     int no_prune;             /* --no-prune: simulate every candidate that fits */
+    int keep_dominated;       /* --keep-dominated: simulate dominated variants
+                                 too (tools/sweep_plan.h) */
     /* The layout knobs a flag set (OC_LAYOUT_NAMED_* bits: --tp, --recompute,
      * --sequence-parallel, --zero-stage, --rank-order, --collective,
      * --schedule, --micro-batches, ...): a sweep keeps them fixed and

@@ -61,6 +61,8 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "  --no-prune              simulate every candidate that fits (default: in\n"
               "                          increasing order of a closed-form lower bound,\n"
               "                          stopping once it exceeds the --top-th best)\n"
+              "  --keep-dominated        also simulate the variants a fitting one with\n"
+              "                          less recompute dominates (default: skipped)\n"
               "  --resume                continue the sweep in --out (interrupted, or\n"
               "                          to redo its report): the same flags, only the\n"
               "                          layouts its sweep.journal lacks are simulated\n"

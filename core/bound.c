@@ -57,6 +57,49 @@ static void dp_geometry(const struct oc_layout *l, const struct oc_topology *t,
     *groups = (gpn % tc == 0 || tc % gpn == 0) ? imin(tc, gpn) : 1;
 }
 
+/* ZeRO-2/3 (core/schedule_zero.h): the DP collectives of layer units
+ * every micro-batch, of the stage's layers (its extra unit not counted).
+ * *blocking_s gets those on the compute stream: without overlap every
+ * gather and reduce-scatter; with it, the first layer's gather of every
+ * (micro-batch, chunk, direction) under ZeRO-3. Returns the bound of all of
+ * them on the DP links, which they share (a throughput bound: the sum of
+ * each collective's bytes over the capacity it must cross). */
+static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
+                           const struct oc_topology *t, int64_t stage, double *blocking_s)
+{
+    *blocking_s = 0;
+    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
+        return 0;
+    int64_t per_node, groups;
+    dp_geometry(l, t, &per_node, &groups);
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    const int64_t nmb = oc_layout_num_micro_batches(l), v = oc_place_chunks_per_stage(l);
+    const double ag1 = oc_bound_group_coll_s(t, 1, pb.weight * P, l->dp, per_node, groups);
+    const double rs1 = oc_bound_group_coll_s(t, 1, pb.grad * P, l->dp, per_node, groups);
+    double all = 0;
+    for (int64_t ch = 0; ch < v; ch++) {
+        const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+        if (n < 1)
+            continue;
+        const double per_mb = (double)n * (rs1 + (l->zero == 3 ? 2 * ag1 : 0));
+        all += (double)nmb * per_mb;
+        if (!l->overlap_grad_reduce)
+            *blocking_s += (double)nmb * per_mb;
+        else if (l->zero == 3)
+            *blocking_s += (double)nmb * 2 * ag1;
+    }
+    return all;
+}
+
+static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *l,
+                              const struct oc_topology *t, int64_t stage)
+{
+    double b;
+    zero_units_s(m, l, t, stage, &b);
+    return b;
+}
+
 /* Per-stage terms of the bound: one forward and one backward of chunk 0
  * (the fill and drain each stage adds to the later ones), the stage's
  * compute over the step, and its tail after the last backward. */
@@ -110,7 +153,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         }
         per_mb += f + b;
     }
-    st->work = (double)nmb * per_mb;
+    st->work = (double)nmb * per_mb + zero_blocking_s(m, l, t, stage);
 
     /* The tail: DP reduction not overlapped, the weight all-gather of the
      * distributed optimizer, AdamW over the rank's (shard of) parameters. */
@@ -224,4 +267,12 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     out->p2p_nic_s = p2p_nic_bound_s(l, m, t);
     if (out->p2p_nic_s > out->step_s)
         out->step_s = out->p2p_nic_s;
+    /* so do the DP links under ZeRO-2/3: every stage's unit collectives */
+    for (int64_t i = 0; i < p; i++) {
+        double blocking;
+        const double z = zero_units_s(m, l, t, i, &blocking);
+        out->zero_link_s = dmax(out->zero_link_s, z);
+    }
+    if (out->zero_link_s > out->step_s)
+        out->step_s = out->zero_link_s;
 }

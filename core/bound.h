@@ -38,13 +38,18 @@
  * that must leave a node (every micro-batch's activation and gradient
  * across each stage boundary between nodes, from every rank of the
  * sending stage) over the cluster's aggregate NIC bandwidth.
+ * and, third, ZeRO-2/3 (core/schedule_zero.h): each layer unit's
+ * reduce-scatter (and ZeRO-3's two all-gathers) every micro-batch, their
+ * sum at the DP-collective bound above over the links they share; on the
+ * compute stream as well where they block (without overlap all of them,
+ * with it ZeRO-3's first-layer gather of each unit run).
  * Communication terms are scaled by OC_BOUND_COMM_SAFETY (0.9), a margin
  * for the simulator's flows that beat the textbook hop (none are known).
  * Not charged (the bound stays lower): pipeline messages, latency, the
  * tied-embedding all-reduce, contention beyond the above. Knobs that are
  * not modelled yet are bounded by what is certain: context parallelism by
- * compute over cp only, ZeRO-2/3 by the zero-1 terms without the weight
- * all-gather, partial recompute (rfull<k>) without its recompute.
+ * compute over cp only, ZeRO-2/3's tail by the zero-1 terms without the
+ * weight all-gather, partial recompute (rfull<k>) without its recompute.
  */
 #ifndef OC_BOUND_H
 #define OC_BOUND_H
@@ -63,6 +68,9 @@ struct oc_bound {
     int64_t stage;      /* the stage that gives step_s */
     double p2p_nic_s;   /* pipeline messages leaving nodes over all NICs;
                            step_s is at least this */
+    double zero_link_s; /* ZeRO-2/3's per-micro-batch unit collectives of
+                           the busiest stage on its DP links; step_s is
+                           at least this */
 };
 
 /* The layout must have passed oc_layout_validate. */

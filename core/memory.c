@@ -17,6 +17,8 @@
  */
 #include "memory.h"
 
+#include <stdlib.h>
+
 #include "placement.h"
 #include "schedule.h"
 #include "status.h"
@@ -290,13 +292,16 @@ struct walk {
     int64_t units, max_units;
 };
 
-static void walk_forward(struct walk *w, const struct oc_model *m,
-                         const struct oc_layout *l, int64_t stage,
-                         int64_t chunk, double logit_bytes)
+/* The chunks' activation bytes and logits, read once per replay (the walk
+ * visits m*v units; a chunk's figures do not depend on the micro-batch). */
+struct chunk_fig {
+    double act, logits;
+};
+
+static void walk_forward(struct walk *w, const struct chunk_fig *c)
 {
-    w->cur += oc_mem_chunk_activation_bytes(m, l, stage, chunk);
-    if (oc_place_holds_head(l, stage, chunk))
-        w->cur_logits += logit_bytes;
+    w->cur += c->act;
+    w->cur_logits += c->logits;
     w->units++;
     if (w->units > w->max_units)
         w->max_units = w->units;
@@ -306,13 +311,10 @@ static void walk_forward(struct walk *w, const struct oc_model *m,
     }
 }
 
-static void walk_backward(struct walk *w, const struct oc_model *m,
-                          const struct oc_layout *l, int64_t stage,
-                          int64_t chunk, double logit_bytes)
+static void walk_backward(struct walk *w, const struct chunk_fig *c)
 {
-    w->cur -= oc_mem_chunk_activation_bytes(m, l, stage, chunk);
-    if (oc_place_holds_head(l, stage, chunk))
-        w->cur_logits -= logit_bytes;
+    w->cur -= c->act;
+    w->cur_logits -= c->logits;
     w->units--;
 }
 
@@ -332,20 +334,27 @@ static double interleaved_peak(const struct oc_model *m,
     const double logit_bytes =
         oc_place_stage_has_head(l, stage) ? oc_mem_logits_bytes(m, l) : 0.0;
 
+    const int64_t v = oc_place_chunks_per_stage(l);
+    struct chunk_fig *c = oc_xcalloc((size_t)v, sizeof *c);
+    for (int64_t k = 0; k < v; k++) {
+        c[k].act = oc_mem_chunk_activation_bytes(m, l, stage, k);
+        c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
+    }
+    /* The steady phase repeats with period p*v: the chunk of forward
+     * warm+j and of backward j are periodic in j (oc_schedule_unit), and
+     * one period runs every chunk p times in each direction, so the
+     * in-flight counts after j and j + p*v are the same; the cool-down only
+     * frees. One period therefore sees every state the walk reaches. */
+    const int64_t steady = total - warm < l->pp * v ? total - warm : l->pp * v;
     struct walk w = {0};
     for (int64_t k = 0; k < warm; k++)
-        walk_forward(&w, m, l, stage, oc_schedule_unit(l, k, 0).chunk,
-                     logit_bytes);
-    for (int64_t j = 0; j < total - warm; j++) {
-        walk_forward(&w, m, l, stage, oc_schedule_unit(l, warm + j, 0).chunk,
-                     logit_bytes);
-        walk_backward(&w, m, l, stage, oc_schedule_unit(l, j, 1).chunk,
-                      logit_bytes);
+        walk_forward(&w, &c[oc_schedule_unit(l, k, 0).chunk]);
+    for (int64_t j = 0; j < steady; j++) {
+        walk_forward(&w, &c[oc_schedule_unit(l, warm + j, 0).chunk]);
+        walk_backward(&w, &c[oc_schedule_unit(l, j, 1).chunk]);
     }
-    for (int64_t j = total - warm; j < total; j++)
-        walk_backward(&w, m, l, stage, oc_schedule_unit(l, j, 1).chunk,
-                      logit_bytes);
-    OC_ASSERT(w.units == 0);
+    free(c);
+    OC_ASSERT(w.units == warm);
     /* The replay and the closed-form count must agree. */
     OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));
     *logits_at_peak = w.best_logits;

@@ -169,6 +169,8 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
     full *= fixed(s, OC_LAYOUT_NAMED_COLL) ? 1 : 4;
     e->c.noop += full - (int64_t)nr * nsp * nz * no * nor * ncoll;
 
+    int64_t f[MAXSPLIT], la[MAXSPLIT];
+    int ns = 0;
     for (int ir = 0; ir < nr; ir++)
         for (int isp = 0; isp < nsp; isp++)
             for (int iz = 0; iz < nz; iz++)
@@ -183,8 +185,12 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
                             l.overlap_grad_reduce = ovl[io];
                             l.order = order[iord];
                             l.coll = coll[ic];
-                            int64_t f[MAXSPLIT], la[MAXSPLIT];
-                            int ns = splits(e, &l, f, la);
+                            /* the splits read the memory (recompute, SP,
+                             * ZeRO, overlap under ZeRO-3) and the cost
+                             * table, not the rank order or the collective
+                             * algorithm: one call per (ir, isp, iz, io) */
+                            if (iord == 0 && ic == 0)
+                                ns = splits(e, &l, f, la);
                             if (ns == 0) {
                                 push(e, &l, NULL); /* validate says why */
                                 continue;

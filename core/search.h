@@ -41,6 +41,9 @@
  *   more ranks (only auto), hier inside one node (one level: the ring), ring
  *   where the only groups are TP groups inside a node (auto runs the ring
  *   there, sim/replay.h).
+ * Dominated variants (more recompute where less fits) are candidates
+ * here: which fit is known only to the sweep's plan (tools/sweep_plan.h),
+ * which skips them.
  * A (tp, cp, pp, dp, micro-batch, schedule) that oc_layout_validate refuses
  * with every other knob at its most permissive value is one illegal
  * candidate, not one per knob combination.

@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 export LC_ALL=C
 top=10
 
-# columns: 9 step_time_s, 21 fits, 22 reason, 23 layout, 24 bound_s
+# columns: 9 step_time_s, 21 fits, 22 reason, 23 global_batch, 24 layout, 25 bound_s
 check() {
   local name=$1
   shift
@@ -26,14 +26,14 @@ check() {
     || { bad "$name: pruned sweep exit $?: $(tail -3 "$tmp/$name-p.out")"; return; }
   "$ocsim" sweep "$@" --top $top --jobs 2 --no-prune --out "$tmp/$name-x" >"$tmp/$name-x.out" 2>&1 \
     || { bad "$name: exhaustive sweep exit $?: $(tail -3 "$tmp/$name-x.out")"; return; }
-  awk -F, -v n=$top 'NR > 1 && NR <= n + 1 && $21 == 1 { print $23 "," $9 }' \
+  awk -F, -v n=$top 'NR > 1 && NR <= n + 1 && $21 == 1 { print $24 "," $9 }' \
     "$tmp/$name-p/sweep.csv" >"$tmp/$name-p.top"
-  awk -F, -v n=$top 'NR > 1 && NR <= n + 1 && $21 == 1 { print $23 "," $9 }' \
+  awk -F, -v n=$top 'NR > 1 && NR <= n + 1 && $21 == 1 { print $24 "," $9 }' \
     "$tmp/$name-x/sweep.csv" >"$tmp/$name-x.top"
   [ "$(wc -l <"$tmp/$name-x.top")" -eq $top ] && ok || bad "$name: exhaustive top has $(wc -l <"$tmp/$name-x.top") rows"
   cmp -s "$tmp/$name-p.top" "$tmp/$name-x.top" && ok \
     || bad "$name: top $top differ: $(diff "$tmp/$name-p.top" "$tmp/$name-x.top" | head -4)"
-  awk -F, 'NR > 1 && $9 != "" && $24 != "" && $24 + 0 > $9 + 0 { print $23 ": bound " $24 " > " $9; b++ }
+  awk -F, 'NR > 1 && $9 != "" && $25 != "" && $25 + 0 > $9 + 0 { print $24 ": bound " $25 " > " $9; b++ }
            END { exit b > 0 }' "$tmp/$name-x/sweep.csv" >"$tmp/$name.viol" && ok \
     || bad "$name: bound above the simulated step: $(head -3 "$tmp/$name.viol")"
   local sim pruned

@@ -89,6 +89,7 @@ struct run {
     int progress;        /* stderr is a terminal */
     double t0;
     double device_mem_bytes;
+    double plan_s; /* oc_plan_build's wall time */
 };
 
 static double now_s(void)
@@ -202,7 +203,8 @@ static int rank_class(const struct item *it)
     case IT_FAILED: return 2;
     case IT_ILLEGAL:
     case IT_OOM: return 3;
-    case IT_PRUNED: return 4;
+    case IT_PRUNED:
+    case IT_DOMINATED: return 4;
     case IT_PENDING: break;
     }
     return 5;
@@ -396,6 +398,8 @@ static void results_gather(struct results *x, const struct run *r)
             x->npruned++;
             continue;
         }
+        if (it->state == IT_DOMINATED)
+            continue; /* counted in r->plan.ndominated */
         if (it->state == IT_SIMULATED) {
             x->res[x->nres++] = *it->mt;
             x->nfit += it->mt->fits;
@@ -509,10 +513,12 @@ static void summary(const struct results *x, const struct run *r, double wall, i
                     const char *out, const char *path)
 {
     printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld pruned by bound, "
-           "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants skipped\n",
+           "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants, "
+           "%lld dominated skipped\n",
            (long long)r->n, (long long)x->nres, wall, (long long)x->nfit,
            (long long)x->npruned, (long long)x->noom, (long long)x->ninvalid,
-           (long long)x->nfail, (long long)r->plan.counts.noop);
+           (long long)x->nfail, (long long)r->plan.counts.noop,
+           (long long)r->plan.ndominated);
     printf("searched: %s\n", r->plan.ranges);
     if (sig)
         printf("interrupted by %s: %lld of %lld layouts simulated; the same command with "
@@ -586,7 +592,9 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     }
     struct oc_search_space space;
     oc_sweep_space(o, &space);
+    const double plan_t0 = now_s();
     oc_plan_build(&r->plan, o, &space);
+    r->plan_s = now_s() - plan_t0;
     r->items = r->plan.items;
     r->n = r->plan.n;
     r->sim_index = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *r->sim_index);
@@ -611,9 +619,9 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     for (int64_t i = 0; i < r->n; i++)
         planned += r->items[i].state == IT_PENDING || r->items[i].state == IT_SIMULATED;
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
-                    "(%s fidelity), writing %s\n",
+                    "(%s fidelity), writing %s; planned in %.2f s\n",
             o->model.name, (long long)o->cards, o->topo.device.name, (long long)r->n,
-            (long long)planned, o->fidelity, out);
+            (long long)planned, o->fidelity, out, r->plan_s);
     if (o->resume)
         fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
                         "%lld left\n",

@@ -2,6 +2,7 @@
 #include "sweep_plan.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,11 +57,13 @@ const char *oc_item_reason_of(const struct item *it)
 /* The last closed-form results, reused by the next candidates that differ
  * only in knobs they do not read (the search emits the collective
  * algorithm, the rank order and the overlap innermost). */
+#define MEM_WAYS 32 /* the stage splits of one knob set vary innermost */
 struct plan_cache {
-    struct oc_layout mem_key;   /* memory.c reads none of order, coll, overlap */
-    double peak;
-    int64_t stage;
-    int mem_ok;
+    /* memory.c reads none of order, coll, overlap (but under ZeRO-3) */
+    struct oc_layout mem_key[MEM_WAYS];
+    double peak[MEM_WAYS];
+    int64_t stage[MEM_WAYS];
+    int mem_n, mem_next;
     struct oc_layout cost_key;  /* cost.c reads tp, cp, b, s, SP, recompute,
                                    attention, precision */
     struct oc_cost cost;
@@ -72,7 +75,8 @@ static struct oc_layout mem_key(const struct oc_layout *l)
     struct oc_layout k = *l;
     k.order = OC_ORDER_TP_DP_PP;
     k.coll = OC_COLL_CHOICE_AUTO;
-    k.overlap_grad_reduce = 0;
+    if (k.zero != 3) /* memory.c reads the overlap under ZeRO-3 only */
+        k.overlap_grad_reduce = 0;
     return k;
 }
 
@@ -93,12 +97,19 @@ static int closed_form_oom(struct item *it, const struct oc_opts *o, struct plan
 {
     int64_t stage;
     struct oc_layout k = mem_key(&it->layout);
-    if (pc->mem_ok && memcmp(&k, &pc->mem_key, sizeof k) == 0) {
-        it->cf_peak_bytes = pc->peak;
-        stage = pc->stage;
+    int w = -1;
+    for (int i = 0; i < pc->mem_n && w < 0; i++)
+        if (memcmp(&k, &pc->mem_key[i], sizeof k) == 0)
+            w = i;
+    if (w >= 0) {
+        it->cf_peak_bytes = pc->peak[w];
+        stage = pc->stage[w];
     } else {
         it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
-        pc->mem_key = k, pc->peak = it->cf_peak_bytes, pc->stage = stage, pc->mem_ok = 1;
+        w = pc->mem_next;
+        pc->mem_next = (pc->mem_next + 1) % MEM_WAYS;
+        pc->mem_n += pc->mem_n < MEM_WAYS;
+        pc->mem_key[w] = k, pc->peak[w] = it->cf_peak_bytes, pc->stage[w] = stage;
     }
     struct oc_reserve rs;
     oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
@@ -110,6 +121,88 @@ static int closed_form_oom(struct item *it, const struct oc_opts *o, struct plan
                    oc_fmt_si(res, sizeof res, rs.total_bytes, "B"), o->topo.device.name,
                    oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
     return 1;
+}
+
+/* ---- dominated variants (sweep_plan.h) -------------------------------- */
+
+/* Orders layouts by every knob but recompute, so that the recompute
+ * variants of one layout are adjacent. */
+static int cmp_but_recompute(const struct oc_layout *a, const struct oc_layout *b)
+{
+#define KEY(f)                  \
+    if (a->f != b->f)           \
+        return a->f < b->f ? -1 : 1;
+    KEY(tp) KEY(cp) KEY(pp) KEY(dp) KEY(micro_batch) KEY(global_batch) KEY(seq_length)
+    KEY(schedule) KEY(vchunks) KEY(sequence_parallel) KEY(zero) KEY(first_stage_layers)
+    KEY(last_stage_layers) KEY(coll) KEY(overlap_grad_reduce) KEY(attention) KEY(order)
+    KEY(allow_cross_node_tp) KEY(precision)
+#undef KEY
+    return 0;
+}
+
+static const struct oc_plan *dom_plan;
+
+static int cmp_dom(const void *pa, const void *pb)
+{
+    const int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    const int c = cmp_but_recompute(&dom_plan->items[a].layout, &dom_plan->items[b].layout);
+    return c ? c : (a < b ? -1 : a > b);
+}
+
+/* The recomputed layers of a full-recompute variant, for the order
+ * "fewer recomputed layers": rfull<k> is k, plain full every layer. */
+static int64_t rfull_k(const struct oc_layout *l)
+{
+    return l->recompute_layers > 0 ? l->recompute_layers : INT64_MAX;
+}
+
+/* Whether variant d is dominated by one of the group g[0..n) (pending:
+ * fits by the closed form): a variant without recompute fits and d
+ * recomputes; or d is a full recompute and one of fewer layers fits. */
+static int dominated(const struct oc_plan *p, const int64_t *g, int64_t n,
+                     const struct oc_layout *d)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const struct oc_layout *a = &p->items[g[i]].layout;
+        if (a->recompute == OC_RECOMPUTE_NONE && d->recompute != OC_RECOMPUTE_NONE)
+            return 1;
+        if (a->recompute == OC_RECOMPUTE_FULL && d->recompute == OC_RECOMPUTE_FULL &&
+            rfull_k(a) < rfull_k(d))
+            return 1;
+    }
+    return 0;
+}
+
+/* Marks the dominated pending items (sweep_plan.h) and returns their
+ * count. */
+static int64_t mark_dominated(struct oc_plan *p)
+{
+    int64_t *v = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *v);
+    int64_t k = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->items[i].state == IT_PENDING)
+            v[k++] = i;
+    dom_plan = p;
+    qsort(v, (size_t)k, sizeof *v, cmp_dom);
+    dom_plan = NULL;
+    unsigned char *dom = oc_xcalloc((size_t)(k ? k : 1), 1);
+    for (int64_t a = 0; a < k;) {
+        int64_t b = a + 1;
+        while (b < k && cmp_but_recompute(&p->items[v[a]].layout, &p->items[v[b]].layout) == 0)
+            b++;
+        for (int64_t i = a; i < b && b - a > 1; i++)
+            dom[i] = (unsigned char)dominated(p, v + a, b - a, &p->items[v[i]].layout);
+        a = b;
+    }
+    int64_t nd = 0;
+    for (int64_t i = 0; i < k; i++)
+        if (dom[i]) {
+            p->items[v[i]].state = IT_DOMINATED;
+            nd++;
+        }
+    free(dom);
+    free(v);
+    return nd;
 }
 
 void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
@@ -148,6 +241,13 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
             it->bound_s = b.step_s;
             it->state = IT_PENDING;
         }
+    }
+    p->ndominated = o->keep_dominated ? 0 : mark_dominated(p);
+    if (p->ndominated > 0) {
+        const size_t k = strlen(p->ranges);
+        snprintf(p->ranges + k, sizeof p->ranges - k,
+                 "; %lld dominated variants skipped (more recompute where less fits)",
+                 (long long)p->ndominated);
     }
     p->layouts_hash = oc_hash_layouts(lay, valid, n);
     free(pc);

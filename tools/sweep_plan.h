@@ -15,6 +15,23 @@
  *   oc_prune_init(&pr, o.top);
  *   ... oc_prune_add(&pr, &mt) as results come, oc_prune_stops(&pr, it) ...
  *
+ * Dominated variants: a candidate that fits by the closed form is not
+ * simulated, in the pruned sweep and under --no-prune alike (IT_DOMINATED,
+ * counted, no row), when a variant equal in every other knob (stage split
+ * included) also fits and can only be faster in ocsim's model:
+ *   - it recomputes (selective, full, rfull<k>) and the variant without
+ *     recompute fits: the same ops and messages less the recompute ops
+ *     (core/schedule.c emits recompute as extra compute, and under full
+ *     recompute the forward's TP collectives again, on the same stream);
+ *   - it is rfull<k> or full and an rfull<j> with j < k fits: of the same
+ *     ops, k - j fewer layers recomputed per chunk.
+ * Nothing else is called dominated (overlap, collective algorithm, rank
+ * order, ZeRO stage, SP trade time between streams or links: the bound
+ * decides those). tests/sweep_dominated.sh simulates every variant of small
+ * layouts (--keep-dominated) and holds each dominated one no faster. The
+ * dominating variant's own row stands; one that then fails in simulation
+ * leaves its dominated variants unsimulated (none is known).
+ *
  * Exactness: a candidate not simulated has a bound above the N-th best
  * found when it was reached; results only lower that N-th best, and the
  * bound never exceeds the simulated step (bound.h), so no pruned layout
@@ -33,7 +50,8 @@
 /* A candidate's state: rejected before simulation (illegal, or out of
  * memory by the closed form), waiting for its simulation, simulated (mt),
  * failed in simulation (reason), or pruned by its bound (reason). */
-enum item_state { IT_ILLEGAL, IT_OOM, IT_PENDING, IT_SIMULATED, IT_FAILED, IT_PRUNED };
+enum item_state { IT_ILLEGAL, IT_OOM, IT_PENDING, IT_SIMULATED, IT_FAILED, IT_PRUNED,
+                  IT_DOMINATED };
 
 struct item {
     struct oc_layout layout;
@@ -50,6 +68,7 @@ struct oc_plan {
     int64_t n;
     struct oc_search_counts counts;
     int64_t noom;
+    int64_t ndominated;       /* IT_DOMINATED items (below) */
     uint64_t layouts_hash;    /* the candidates with their validity */
     char ranges[1024];        /* oc_search_describe */
 };
