@@ -49,9 +49,9 @@ pairs() {
 check() {
   local name=$1
   shift
-  "$ocsim" sweep "$@" --top $top --jobs 2 --no-prune --keep-dominated --out "$tmp/$name-k" \
+  "$ocsim" sweep --all-knobs "$@" --top $top --jobs 2 --no-prune --keep-dominated --out "$tmp/$name-k" \
     >"$tmp/$name-k.out" 2>&1 || { bad "$name: --keep-dominated sweep exit $?"; return; }
-  "$ocsim" sweep "$@" --top $top --jobs 2 --out "$tmp/$name-d" >"$tmp/$name-d.out" 2>&1 \
+  "$ocsim" sweep --all-knobs "$@" --top $top --jobs 2 --out "$tmp/$name-d" >"$tmp/$name-d.out" 2>&1 \
     || { bad "$name: default sweep exit $?"; return; }
   local res
   res=$(pairs "$tmp/$name-k/sweep.csv") && ok || bad "$name: $res"

@@ -22,9 +22,9 @@ top=10
 check() {
   local name=$1
   shift
-  "$ocsim" sweep "$@" --top $top --jobs 2 --out "$tmp/$name-p" >"$tmp/$name-p.out" 2>&1 \
+  "$ocsim" sweep --all-knobs "$@" --top $top --jobs 2 --out "$tmp/$name-p" >"$tmp/$name-p.out" 2>&1 \
     || { bad "$name: pruned sweep exit $?: $(tail -3 "$tmp/$name-p.out")"; return; }
-  "$ocsim" sweep "$@" --top $top --jobs 2 --no-prune --out "$tmp/$name-x" >"$tmp/$name-x.out" 2>&1 \
+  "$ocsim" sweep --all-knobs "$@" --top $top --jobs 2 --no-prune --out "$tmp/$name-x" >"$tmp/$name-x.out" 2>&1 \
     || { bad "$name: exhaustive sweep exit $?: $(tail -3 "$tmp/$name-x.out")"; return; }
   awk -F, -v n=$top 'NR > 1 && NR <= n + 1 && $21 == 1 { print $24 "," $9 }' \
     "$tmp/$name-p/sweep.csv" >"$tmp/$name-p.top"

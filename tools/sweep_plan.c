@@ -19,6 +19,22 @@ void oc_sweep_space(const struct oc_opts *o, struct oc_search_space *s)
 {
     oc_search_space_default(s, o->cards, &o->layout);
     s->fixed = o->fixed;
+    if (!o->all_knobs) {
+        /* The default space: tp x pp x dp, the micro-batch sizes, 1f1b and
+         * interleaved with two chunks, and the stage splits, every other
+         * knob at its value (oc_layout_default's or the flag's): the full
+         * space (--all-knobs) is not yet pruned well enough to finish in
+         * seconds (docs/benchmarks.md). */
+        s->fixed |= OC_LAYOUT_NAMED_RECOMPUTE | OC_LAYOUT_NAMED_SP | OC_LAYOUT_NAMED_ZERO |
+                    OC_LAYOUT_NAMED_OVERLAP | OC_LAYOUT_NAMED_ORDER | OC_LAYOUT_NAMED_COLL |
+                    OC_LAYOUT_NAMED_CP;
+        if (!(o->fixed & (OC_LAYOUT_NAMED_SCHEDULE | OC_LAYOUT_NAMED_V))) {
+            s->fixed |= OC_LAYOUT_NAMED_SCHEDULE;
+            s->n_schedules = 2;
+            s->schedules[0] = OC_SCHED_1F1B, s->vchunks[0] = 1;
+            s->schedules[1] = OC_SCHED_INTERLEAVED, s->vchunks[1] = 2;
+        }
+    }
     s->batch_tolerance = o->batch_tolerance;
     s->even_stages = o->even_stages;
     s->n_micro_batches = o->n_micro_batches < OC_SEARCH_MAX_MB ? o->n_micro_batches
