@@ -66,7 +66,7 @@ echo "| cards | wall s | candidates | simulated | pruned | out of memory | illeg
 echo "|--:|--:|--:|--:|--:|--:|--:|--:|---|${old:+--:|--:|--:|}"
 for c in $cards; do
   case $c in 64) tgt="<= 1 s" ;; 1024) tgt="<= 10 s" ;; 16384) tgt="<= 120 s" ;; *) tgt="" ;; esac
-  w=$(run "$new" --cards "$c")
+  w=$(run "$new" --all-knobs --cards "$c")
   k=$(counts)
   row="| $c | $w | ${k:-? | ? | ? | ? | ? | ?} | $tgt |"
   if [ -n "$old" ]; then
@@ -83,7 +83,7 @@ echo "|---|--:|--:|--:|--:|--:|--:|--:|${old:+--:|}"
 for p in "gpt-22b 16" "llama2-13b 32" "gpt-22b 64"; do
   set -- $p
   args=(--cards "$2" --model "$1" --topology dgx-a100 --global-batch 256 --seq 2048)
-  w=$(run "$new" "${args[@]}")
+  w=$(run "$new" --all-knobs "${args[@]}")
   row="| $1 on $2 x A100 | $w | $(counts) |"
   [ -n "$old" ] && row="$row $(run "$old" "${args[@]}") |"
   echo "$row"
