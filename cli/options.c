@@ -1,5 +1,10 @@
 /* options.c: the one flag table of `ocsim` and `ocsim-exec` and its parser
- * (see options.h); the help texts are options_help.c. */
+ * (see options.h); the help texts are options_help.c.
+ *
+ * Size: about 890 lines, over the ~800 guideline since issue 12 added the
+ * search, reserve and plan flags. The seam is the value parsers (lists,
+ * sizes, percentages, knob names: a reader never needs them with the table)
+ * into an options_values.c; left for the session that next adds a flag. */
 #define _POSIX_C_SOURCE 200809L
 #include "options.h"
 

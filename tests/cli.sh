@@ -87,7 +87,7 @@ grep -q 'ocsim_replay.*rank 1 op' "$tmp/err" && bad "fast fidelity traced rank 1
 # and the plots. Every knob but tp, pp, dp, the micro-batch and the schedule
 # fixed (the space of the sweep before issue 12; tests/sweep_prune.sh
 # holds the full space), with pruning by bound on.
-old_space=(--recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 --schedule 1f1b,interleaved:2)
+old_space=("${knobs_fixed[@]}" --schedule 1f1b,interleaved:2)
 expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep" --jobs 2
 head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout,bound_s$' \
   && ok || bad "sweep.csv header: $(head -1 "$tmp/sweep/sweep.csv")"

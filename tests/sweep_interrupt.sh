@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 # the space before issue 12 (every knob but tp, pp, dp, mb and the schedule
 # fixed) and --no-prune: 39 simulations to interrupt
 args=(sweep --cards 8 --model tiny --global-batch 16 --seq 128 --jobs 2
-      --recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 --schedule 1f1b,interleaved:2 --no-prune)
+      "${knobs_fixed[@]}" --schedule 1f1b,interleaved:2 --no-prune)
 
 # The reference: the same sweep run through.
 "$ocsim" "${args[@]}" --out "$tmp/ref" >"$tmp/ref.out" 2>&1

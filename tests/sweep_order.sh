@@ -35,7 +35,7 @@ export LC_ALL=C
 # issue 12) and --no-prune: every candidate that fits is simulated.
 expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 \
   --micro-batches 1,2,4 --schedule gpipe,1f1b,interleaved:2 --out "$tmp/sweep" --jobs 2 \
-  --recompute selective --sequence-parallel --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto --cp 1 --no-prune
+  "${knobs_fixed[@]}" --no-prune
 csv=$tmp/sweep/sweep.csv
 # columns: 1 tp 2 pp 3 dp 4 micro_batch 5 num_micro_batches 6 schedule
 # 7 vchunks 10 tokens_per_s 19 peak_mem_bytes 21 fits 22 reason

@@ -23,9 +23,8 @@ export LC_ALL=C
 # every knob but tp, pp, dp, the micro-batch and the schedule fixed (the
 # space of the sweep before issue 12's knob search), so the per-count
 # sweeps stay small; tests/sweep_prune.sh holds the full space
-common=(--model gpt3-1.3b --global-batch 64 --jobs 2 --recompute selective --sequence-parallel
-        --use-distributed-optimizer --overlap-grad-reduce --rank-order tp-dp-pp --collective auto
-        --cp 1 --schedule 1f1b,interleaved:2)
+common=(--model gpt3-1.3b --global-batch 64 --jobs 2 "${knobs_fixed[@]}"
+        --schedule 1f1b,interleaved:2)
 
 expect 0 'scaling \(' "$ocsim" sweep "${common[@]}" --cards 16,8 --out "$tmp/s"
 for n in 8 16; do
