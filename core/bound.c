@@ -57,6 +57,26 @@ static void dp_geometry(const struct oc_layout *l, const struct oc_topology *t,
     *groups = (gpn % tc == 0 || tc % gpn == 0) ? imin(tc, gpn) : 1;
 }
 
+/* The gradient group of a layout (Megatron-LM's data-parallel group with
+ * CP: the DP x CP ranks of one (tp, pp), schedule.h): *n members, at most
+ * *per_node in a node, at least *groups such groups leaving a node at once.
+ * Without CP dp_geometry's; with it, members share their TP index, so a
+ * node holds at most ceil(gpn / tp) of them, and the tp members of a TP
+ * group inside a node (in lockstep) belong to tp distinct groups. */
+static void grad_group(const struct oc_layout *l, const struct oc_topology *t, int64_t *n,
+                       int64_t *per_node, int64_t *groups)
+{
+    if (l->cp <= 1) {
+        *n = l->dp;
+        dp_geometry(l, t, per_node, groups);
+        return;
+    }
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    *n = l->dp * l->cp;
+    *per_node = imin(*n, (gpn + l->tp - 1) / l->tp);
+    *groups = (gpn % l->tp == 0 || l->tp % gpn == 0) ? imin(l->tp, gpn) : 1;
+}
+
 /* ZeRO-2/3 (core/schedule_zero.h): the DP collectives of layer units
  * every micro-batch, of the stage's layers (its extra unit not counted).
  * *blocking_s gets those on the compute stream: without overlap every
@@ -107,46 +127,63 @@ struct stage_terms {
     double f0, b0, work, tail;
 };
 
+/* TP: two all-reduce equivalents per layer in each direction, at the
+ * ring's bandwidth term on the fastest hop (bound.h). Under context
+ * parallelism on the rank's s/c tokens, as the schedule's (schedule.c). */
+static double tp_allreduce_s(const struct oc_model *m, const struct oc_layout *l,
+                             const struct oc_topology *t)
+{
+    if (l->tp < 2)
+        return 0;
+    const double S = oc_layout_act_bytes(l) * (double)l->micro_batch *
+                     (double)oc_layout_local_seq(l) * (double)m->hidden_size;
+    return OC_BOUND_COMM_SAFETY * 2.0 * (double)(l->tp - 1) / (double)l->tp * S /
+           oc_topology_intra_Bps(t);
+}
+
+/* One forward (*f) and one backward (*b, its recompute included) of local
+ * chunk `ch` of `stage` for one micro-batch: compute from the cost table
+ * (on s/c tokens under context parallelism, cost.c) and the TP terms. */
+static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
+                     const struct oc_cost *c, double tp_ar, int64_t stage, int64_t ch,
+                     double *fo, double *bo)
+{
+    const double lf = c->part_s[OC_PART_ATTN][OC_PHASE_FWD] + c->part_s[OC_PART_MLP][OC_PHASE_FWD];
+    const double lb = c->part_s[OC_PART_ATTN][OC_PHASE_BWD] + c->part_s[OC_PART_MLP][OC_PHASE_BWD];
+    const double lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+                      c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
+    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+    int64_t nrec = n;
+    if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
+        nrec = imin(l->recompute_layers, n);
+    double f = (double)n * (lf + 2 * tp_ar);
+    double b = (double)n * (lb + 2 * tp_ar) + (double)nrec * lr;
+    if (l->recompute == OC_RECOMPUTE_FULL)
+        b += (double)nrec * 2 * tp_ar;
+    if (oc_place_holds_embed(l, stage, ch)) {
+        f += c->part_s[OC_PART_EMBED][OC_PHASE_FWD];
+        b += c->part_s[OC_PART_EMBED][OC_PHASE_BWD];
+    }
+    if (oc_place_holds_head(l, stage, ch)) {
+        f += c->part_s[OC_PART_HEAD][OC_PHASE_FWD];
+        b += c->part_s[OC_PART_HEAD][OC_PHASE_BWD];
+    }
+    *fo = f;
+    *bo = b;
+}
+
 static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
                         const struct oc_topology *t, const struct oc_cost *c,
                         int64_t stage, struct stage_terms *st)
 {
     const int64_t nmb = oc_layout_num_micro_batches(l);
     const int64_t v = oc_place_chunks_per_stage(l);
-    const double cpf = l->cp > 1 ? 1.0 / (double)l->cp : 1.0;
-    const int cp_off = l->cp > 1; /* not modelled yet: compute only */
-    /* TP: two all-reduce equivalents per layer in each direction, at the
-     * ring's bandwidth term on the fastest hop (bound.h). */
-    double tp_ar = 0;
-    if (l->tp > 1 && !cp_off) {
-        const double S = oc_layout_act_bytes(l) * (double)l->micro_batch *
-                         (double)l->seq_length * (double)m->hidden_size;
-        tp_ar = OC_BOUND_COMM_SAFETY * 2.0 * (double)(l->tp - 1) / (double)l->tp * S /
-                oc_topology_intra_Bps(t);
-    }
-    const double lf = c->part_s[OC_PART_ATTN][OC_PHASE_FWD] + c->part_s[OC_PART_MLP][OC_PHASE_FWD];
-    const double lb = c->part_s[OC_PART_ATTN][OC_PHASE_BWD] + c->part_s[OC_PART_MLP][OC_PHASE_BWD];
-    const double lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
-                      c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
+    const double tp_ar = tp_allreduce_s(m, l, t);
     memset(st, 0, sizeof *st);
     double per_mb = 0;
     for (int64_t ch = 0; ch < v; ch++) {
-        const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
-        int64_t nrec = n;
-        if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
-            nrec = imin(l->recompute_layers, n);
-        double f = (double)n * (lf * cpf + 2 * tp_ar);
-        double b = (double)n * (lb * cpf + 2 * tp_ar) + (double)nrec * lr * cpf;
-        if (l->recompute == OC_RECOMPUTE_FULL)
-            b += (double)nrec * 2 * tp_ar;
-        if (oc_place_holds_embed(l, stage, ch)) {
-            f += c->part_s[OC_PART_EMBED][OC_PHASE_FWD] * cpf;
-            b += c->part_s[OC_PART_EMBED][OC_PHASE_BWD] * cpf;
-        }
-        if (oc_place_holds_head(l, stage, ch)) {
-            f += c->part_s[OC_PART_HEAD][OC_PHASE_FWD] * cpf;
-            b += c->part_s[OC_PART_HEAD][OC_PHASE_BWD] * cpf;
-        }
+        double f, b;
+        chunk_fb(m, l, c, tp_ar, stage, ch, &f, &b);
         if (ch == 0) {
             st->f0 = f;
             st->b0 = b;
@@ -159,11 +196,11 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
      * distributed optimizer, AdamW over the rank's (shard of) parameters. */
     const int64_t params = oc_mem_stage_params(m, l, stage);
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-    const double opt_params = l->zero >= 1 ? (double)params / (double)l->dp : (double)params;
+    int64_t gn, per_node, groups;
+    grad_group(l, t, &gn, &per_node, &groups);
+    const double opt_params = l->zero >= 1 ? (double)params / (double)gn : (double)params;
     st->tail = opt_params * c->optimizer_s_per_param;
-    if (l->dp > 1 && !cp_off) {
-        int64_t per_node, groups;
-        dp_geometry(l, t, &per_node, &groups);
+    if (gn > 1) {
         const int kind = l->zero >= 1 ? 1 : 0;
         double reduced = (double)params;
         if (l->overlap_grad_reduce || l->zero >= 2) {
@@ -171,11 +208,10 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
             const int64_t n0 = oc_place_chunk_layers(l, m, stage, 0).count;
             reduced = (double)n0 * (double)oc_model_layer_params_tp(m, l->tp);
         }
-        st->tail += oc_bound_group_coll_s(t, kind, pb.grad * reduced, l->dp, per_node,
-                                          groups);
+        st->tail += oc_bound_group_coll_s(t, kind, pb.grad * reduced, gn, per_node, groups);
         if (l->zero == 1)
-            st->tail += oc_bound_group_coll_s(t, 1, pb.weight * (double)params, l->dp,
-                                              per_node, groups);
+            st->tail += oc_bound_group_coll_s(t, 1, pb.weight * (double)params, gn, per_node,
+                                              groups);
     }
 }
 
@@ -227,6 +263,202 @@ static double p2p_nic_bound_s(const struct oc_layout *l, const struct oc_model *
            (nodes * (double)t->nics_per_node * t->nic_bandwidth_Bps);
 }
 
+/* ---- the pipeline's critical path ----------------------------------------- */
+
+/* One pipeline message (the sender's `msg` bytes) from stage i to stage j at
+ * its bound: inside a node at the intra-node bandwidth; across nodes over
+ * one NIC, shared by every rank of the sending stage on that NIC: where
+ * the crossing does not depend on the replica (stages_cross), a node holds
+ * min(S, gpn) ranks of the stage (S = its contiguous block of ranks), and
+ * they send at the same moments: the members of a TP (x CP) group are in
+ * lockstep (their collectives synchronise them) and the DP replicas run the
+ * same ops at the same costs over links of the same shape (the symmetry
+ * symmetric mode rests on, replay_sym.c; fast and symmetric modes send them
+ * as one flow of that many messages, replay.h). Where crossing depends on
+ * the replica, as inside a node. No latency. */
+static double hop_s(const struct oc_layout *l, const struct oc_topology *t, double msg,
+                    int64_t i, int64_t j)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int cross = oc_layout_world(l) > gpn ? stages_cross(l, gpn, i, j) : 0;
+    if (cross == 1 && t->nic_bandwidth_Bps > 0) {
+        const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
+        const int64_t U = l->tp * (l->cp > 0 ? l->cp : 1);
+        const int64_t S = l->order == OC_ORDER_TP_DP_PP ? U * l->dp : U;
+        const int64_t on_nic = imin(S, gpn) / K;
+        return OC_BOUND_COMM_SAFETY * (double)(on_nic > 1 ? on_nic : 1) * msg /
+               t->nic_bandwidth_Bps;
+    }
+    return OC_BOUND_COMM_SAFETY * msg / oc_topology_intra_Bps(t);
+}
+
+/* ZeRO-2/3's unit collectives of local chunk `ch` that block the compute
+ * stream, per micro-batch, in the forward (*zf) and the backward (*zb):
+ * zero_units_s's blocking terms by direction (ZeRO-3 gathers a layer's
+ * parameters before its forward and again before its backward; ZeRO-2/3
+ * reduce-scatter its gradients after its backward). */
+static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
+                         const struct oc_topology *t, int64_t stage, int64_t ch, double *zf,
+                         double *zb)
+{
+    *zf = *zb = 0;
+    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
+        return;
+    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+    if (n < 1)
+        return;
+    int64_t per_node, groups;
+    dp_geometry(l, t, &per_node, &groups);
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    const double ag1 = oc_bound_group_coll_s(t, 1, pb.weight * P, l->dp, per_node, groups);
+    const double rs1 = oc_bound_group_coll_s(t, 1, pb.grad * P, l->dp, per_node, groups);
+    if (!l->overlap_grad_reduce) {
+        *zf = l->zero == 3 ? (double)n * ag1 : 0;
+        *zb = (double)n * (rs1 + (l->zero == 3 ? ag1 : 0));
+    } else if (l->zero == 3) {
+        *zf = *zb = ag1;
+    }
+}
+
+/* The step along the pipeline's critical path: every stage runs its units
+ * in core/schedule.c's order (oc_schedule_stage_order), each no earlier
+ * than the unit before it ends and than the message it consumes arrives
+ * (the forward of global chunk g after that of g-1 on its stage, the
+ * backward of g after that of g+1, the last chunk's backward after its own
+ * forward), a message's transfer after both its producer's end and the
+ * receiver's previous unit (it posts the RECV then), every unit at
+ * chunk_fb's bound plus its blocking ZeRO collectives and every message at
+ * hop_s's; then, per stage, the DP reduction no earlier than its gradients
+ * are ready (a chunk's bucket is posted after its last backward, ZeRO-2/3's
+ * reductions start in it: those of the chunks ready at T or later all cross
+ * the DP links after T; without overlap after the stage's last unit), the distributed
+ * optimizer's weight all-gather and the AdamW step after it. Each stage's
+ * replay does at least this much, in this order, so the step is at least
+ * the latest end. 0 where the unit order is not walked (it never stalls
+ * for a valid layout). */
+static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
+                           const struct oc_topology *t, const struct oc_cost *c)
+{
+    const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), G = p * v;
+    const int64_t nm = oc_layout_num_micro_batches(l);
+    const double tp_ar = tp_allreduce_s(m, l, t);
+    double *f = oc_xcalloc((size_t)G, sizeof *f), *b = oc_xcalloc((size_t)G, sizeof *b);
+    double *hop = oc_xcalloc((size_t)G, sizeof *hop);
+    for (int64_t g = 0; g < G; g++) {
+        const int64_t i = g % p, ch = g / p;
+        double zf, zb;
+        chunk_fb(m, l, c, tp_ar, i, ch, &f[g], &b[g]);
+        zero_chunk_s(m, l, t, i, ch, &zf, &zb);
+        f[g] += zf;
+        b[g] += zb;
+    }
+    const double msg = oc_layout_act_bytes(l) * (double)l->micro_batch *
+                       (double)oc_layout_local_seq(l) * (double)m->hidden_size /
+                       (l->sequence_parallel && l->tp > 1 ? (double)l->tp : 1.0);
+    for (int64_t g = 0; g + 1 < G; g++)
+        hop[g] = hop_s(l, t, msg, g % p, (g + 1) % p);
+
+    struct oc_unit **ord = oc_xcalloc((size_t)p, sizeof *ord);
+    int64_t *cnt = oc_xcalloc((size_t)p, sizeof *cnt), *pos = oc_xcalloc((size_t)p, sizeof *pos);
+    double *clk = oc_xcalloc((size_t)p, sizeof *clk);
+    double *lastb = oc_xcalloc((size_t)G, sizeof *lastb);
+    double *fe = oc_xmalloc((size_t)(nm * G) * sizeof *fe);
+    double *be = oc_xmalloc((size_t)(nm * G) * sizeof *be);
+    for (int64_t k = 0; k < nm * G; k++)
+        fe[k] = be[k] = -1;
+    int64_t left = 0;
+    for (int64_t i = 0; i < p; i++)
+        left += cnt[i] = oc_schedule_stage_order(l, nm, i, &ord[i]);
+    for (int progress = 1; left > 0 && progress;) {
+        progress = 0;
+        for (int64_t i = 0; i < p; i++) {
+            while (pos[i] < cnt[i]) {
+                const struct oc_unit u = ord[i][pos[i]];
+                const int64_t g = (int64_t)u.chunk * p + i, k = (int64_t)u.mb * G + g;
+                /* the producer's end, and the message's time */
+                double ready, h = 0;
+                if (!u.backward) {
+                    ready = g == 0 ? 0 : fe[k - 1];
+                    h = g == 0 ? 0 : hop[g - 1];
+                } else if (g == G - 1) {
+                    ready = fe[k];
+                } else {
+                    ready = be[k + 1];
+                    h = hop[g];
+                }
+                if (ready < 0)
+                    break;
+                /* the transfer starts once both ends are there: the send
+                 * at the producer's end, the RECV when this stage reaches
+                 * it, after its previous unit (schedule.c: RECV, work,
+                 * SEND per unit; SimGrid's mailboxes meet both ends) */
+                const double start = dmax(clk[i], ready) + h;
+                clk[i] = start + (u.backward ? b[g] : f[g]);
+                if (u.backward) {
+                    be[k] = clk[i];
+                    /* ZeRO-2/3 reduce inside the unit, layer by layer;
+                     * the chunk's bucket is posted after it */
+                    lastb[g] = l->zero >= 2 ? start : clk[i];
+                } else {
+                    fe[k] = clk[i];
+                }
+                pos[i]++;
+                left--;
+                progress = 1;
+            }
+        }
+    }
+    double step = 0;
+    if (left == 0) {
+        const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+        int64_t gn, per_node, groups;
+        grad_group(l, t, &gn, &per_node, &groups);
+        const int kind = l->zero >= 1 ? 1 : 0;
+        const double P = (double)oc_model_layer_params_tp(m, l->tp);
+        for (int64_t i = 0; i < p; i++) {
+            const int64_t params = oc_mem_stage_params(m, l, i);
+            const double opt_params =
+                l->zero >= 1 ? (double)params / (double)gn : (double)params;
+            double done = clk[i];
+            if (gn > 1) {
+                if (!l->overlap_grad_reduce && l->zero < 2) {
+                    done += oc_bound_group_coll_s(t, kind, pb.grad * (double)params, gn,
+                                                  per_node, groups);
+                } else {
+                    for (int64_t ch = 0; ch < v; ch++) {
+                        const double T = lastb[ch * p + i];
+                        double after = 0;
+                        for (int64_t c2 = 0; c2 < v; c2++)
+                            if (lastb[c2 * p + i] >= T)
+                                after += (double)oc_place_chunk_layers(l, m, i, c2).count * P;
+                        done = dmax(done, T + oc_bound_group_coll_s(t, kind, pb.grad * after,
+                                                                    gn, per_node, groups));
+                    }
+                }
+            }
+            double end = done + opt_params * c->optimizer_s_per_param;
+            if (gn > 1 && l->zero == 1)
+                end += oc_bound_group_coll_s(t, 1, pb.weight * (double)params, gn, per_node,
+                                             groups);
+            step = dmax(step, end);
+        }
+    }
+    for (int64_t i = 0; i < p; i++)
+        free(ord[i]);
+    free(ord);
+    free(cnt);
+    free(pos);
+    free(clk);
+    free(lastb);
+    free(fe);
+    free(be);
+    free(f);
+    free(b);
+    free(hop);
+    return step;
+}
+
 void oc_bound_step(const struct oc_model *m, const struct oc_layout *l,
                    const struct oc_topology *t, struct oc_bound *out)
 {
@@ -263,6 +495,10 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
         fill += st.f0;
         drain += st.b0;
     }
+    /* the pipeline's critical path, messages and DP tail in order */
+    out->path_s = path_bound_s(m, l, t, &c);
+    if (out->path_s > out->step_s)
+        out->step_s = out->path_s;
     /* the NICs' throughput bounds the step whatever overlaps */
     out->p2p_nic_s = p2p_nic_bound_s(l, m, t);
     if (out->p2p_nic_s > out->step_s)

@@ -43,13 +43,28 @@
  * sum at the DP-collective bound above over the links they share; on the
  * compute stream as well where they block (without overlap all of them,
  * with it ZeRO-3's first-layer gather of each unit run).
+ * and, fourth, the pipeline's critical path (path_s, bound.c): every
+ * stage's units walked in the schedule's order with the terms above per
+ * unit, each unit no earlier than its predecessor on the stage ends and
+ * its message arrives, a message's transfer starting only once its
+ * producer ended and the receiver finished its previous unit (core/
+ * schedule.c emits RECV, work, SEND per unit, and SimGrid's mailboxes
+ * start a transfer when both ends are posted), at the intra-node
+ * bandwidth or, between nodes, over one NIC shared by the ranks of the
+ * sending stage on it (TP groups in lockstep, DP replicas symmetric);
+ * then per stage the DP reduction no earlier than each chunk's gradients
+ * are ready, over the gradient group (DP x CP under context parallelism),
+ * the weight all-gather and the optimizer after it. It holds the
+ * pipeline messages and the 1F1B dependency chain that the fill-and-drain
+ * term above leaves out.
  * Communication terms are scaled by OC_BOUND_COMM_SAFETY (0.9), a margin
  * for the simulator's flows that beat the textbook hop (none are known).
- * Not charged (the bound stays lower): pipeline messages, latency, the
- * tied-embedding all-reduce, contention beyond the above. Knobs that are
- * not modelled yet are bounded by what is certain: context parallelism by
- * compute over cp only, ZeRO-2/3's tail by the zero-1 terms without the
- * weight all-gather, partial recompute (rfull<k>) without its recompute.
+ * Not charged (the bound stays lower): latency, the tied-embedding
+ * all-reduce, contention beyond the above. Knobs that are not modelled
+ * fully are bounded by what is certain: context parallelism by compute
+ * and TP terms on the rank's s/c tokens and the DP x CP tail (no K/V
+ * ring), ZeRO-2/3's tail by the zero-1 terms without the weight
+ * all-gather, partial recompute (rfull<k>) without its recompute.
  */
 #ifndef OC_BOUND_H
 #define OC_BOUND_H
@@ -68,6 +83,9 @@ struct oc_bound {
     int64_t stage;      /* the stage that gives step_s */
     double p2p_nic_s;   /* pipeline messages leaving nodes over all NICs;
                            step_s is at least this */
+    double path_s;      /* the pipeline's critical path with its messages
+                           and each stage's DP tail (bound.c); step_s is
+                           at least this */
     double zero_link_s; /* ZeRO-2/3's per-micro-batch unit collectives of
                            the busiest stage on its DP links; step_s is
                            at least this */

@@ -147,12 +147,16 @@ static void bound_below_sim(const char *model, int64_t cards, int64_t batch, int
 
 static void test_below_sim_tiny(void) { bound_below_sim("tiny", 8, 16, 128, 60); }
 static void test_below_sim_gpt(void) { bound_below_sim("gpt3-1.3b", 16, 32, 1024, 40); }
+/* four nodes of one 12.5 GB/s NIC each: pipeline messages and DP rings
+ * across nodes, where the critical path's hops and tails matter */
+static void test_below_sim_13b(void) { bound_below_sim("llama2-13b", 32, 64, 2048, 40); }
 
 static CU_TestInfo tests[] = {
     {"group collective by hand", test_group_coll_by_hand},
     {"knobs seen", test_knobs_seen},
     {"bound <= simulated, tiny on 8", test_below_sim_tiny},
     {"bound <= simulated, gpt3-1.3b on 16", test_below_sim_gpt},
+    {"bound <= simulated, llama2-13b on 32", test_below_sim_13b},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

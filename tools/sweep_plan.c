@@ -4,8 +4,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "bound.h"
@@ -74,6 +72,7 @@ const char *oc_item_reason_of(const struct item *it)
  * only in knobs they do not read (the search emits the collective
  * algorithm, the rank order and the overlap innermost). */
 #define MEM_WAYS 32 /* the stage splits of one knob set vary innermost */
+#define BOUND_WAYS 64
 struct plan_cache {
     /* memory.c reads none of order, coll, overlap (but under ZeRO-3) */
     struct oc_layout mem_key[MEM_WAYS];
@@ -84,6 +83,11 @@ struct plan_cache {
                                    attention, precision */
     struct oc_cost cost;
     int cost_ok;
+    /* the bound reads no collective algorithm (bound.h): the coll variants
+     * of a layout, BOUND_WAYS apart at most in the enumeration, share it */
+    struct oc_layout bound_key[BOUND_WAYS];
+    double bound[BOUND_WAYS];
+    int bound_n, bound_next;
 };
 
 static struct oc_layout mem_key(const struct oc_layout *l)
@@ -105,6 +109,27 @@ static struct oc_layout cost_key(const struct oc_layout *l)
     k.recompute = l->recompute, k.recompute_layers = l->recompute_layers;
     k.attention = l->attention, k.precision = l->precision;
     return k;
+}
+
+/* The layout's lower bound (bound.h), from the cache when a variant that
+ * differs only in the collective algorithm had it; pc->cost is l's. */
+static double plan_bound(struct plan_cache *pc, const struct oc_opts *o,
+                         const struct oc_layout *l)
+{
+    struct oc_layout k = *l;
+    k.coll = OC_COLL_CHOICE_AUTO;
+    for (int i = 0; i < pc->bound_n; i++)
+        if (memcmp(&k, &pc->bound_key[i], sizeof k) == 0)
+            return pc->bound[i];
+    struct oc_bound b;
+    oc_bound_step_cost(&o->model, l, &o->topo, &pc->cost, &b);
+    const int i = pc->bound_next;
+    pc->bound_key[i] = k;
+    pc->bound[i] = b.step_s;
+    pc->bound_next = (i + 1) % BOUND_WAYS;
+    if (pc->bound_n < BOUND_WAYS)
+        pc->bound_n++;
+    return b.step_s;
 }
 
 /* Why a legal layout is not simulated: its closed-form peak and the
@@ -252,9 +277,7 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
                 oc_cost_init(&pc->cost, &o->model, &it->layout, &o->topo);
                 pc->cost_key = ck, pc->cost_ok = 1;
             }
-            struct oc_bound b;
-            oc_bound_step_cost(&o->model, &it->layout, &o->topo, &pc->cost, &b);
-            it->bound_s = b.step_s;
+            it->bound_s = plan_bound(pc, o, &it->layout);
             it->state = IT_PENDING;
         }
     }
