@@ -23,20 +23,24 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
     if (groups_per_node < 1)
         groups_per_node = 1;
     /* Patarasuk and Yuan 2009: an all-reduce sends and receives at least
-     * 2(N-1)/N * S per member over its link; we charge half of it, and
-     * half again for a reduce-scatter or an all-gather (which move
-     * (N-1)/N * S). */
-    const double half = kind == 0 ? 1.0 : 0.5;
+     * 2(N-1)/N * S per member over its link; a reduce-scatter or an
+     * all-gather (N-1)/N * S (each member's 1/N of the result needs the
+     * other N-1 members' parts of it, or gives its part to them). Across
+     * nodes, the node as one member (its reduction inside is free): its
+     * NICs carry at least that with G nodes for N. Any algorithm moves as
+     * much (no in-network reduction is simulated): ring, tree and
+     * hierarchical alike. */
+    const double moved = kind == 0 ? 2.0 : 1.0;
     const int64_t nodes = (n + per_node - 1) / per_node;
     double s;
     if (nodes <= 1) {
-        s = half * (double)(n - 1) / (double)n * bytes / oc_topology_intra_Bps(t);
+        s = moved * (double)(n - 1) / (double)n * bytes / oc_topology_intra_Bps(t);
     } else {
         /* The node as one member whose reduction inside is free: G members
          * on the node's NICs, shared by the groups leaving it at once. */
         const double node_Bps = (double)t->nics_per_node * t->nic_bandwidth_Bps /
                                 (double)groups_per_node;
-        s = half * (double)(nodes - 1) / (double)nodes * bytes / node_Bps;
+        s = moved * (double)(nodes - 1) / (double)nodes * bytes / node_Bps;
     }
     return OC_BOUND_COMM_SAFETY * s;
 }
