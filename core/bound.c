@@ -65,7 +65,8 @@ static void dp_geometry(const struct oc_layout *l, const struct oc_topology *t,
  * CP: the DP x CP ranks of one (tp, pp), schedule.h): *n members, at most
  * *per_node in a node, at least *groups such groups leaving a node at once.
  * Without CP dp_geometry's; with it, members share their TP index, so a
- * node holds at most ceil(gpn / tp) of them, and the tp members of a TP
+ * node holds at most ceil(gpn / tp) of them (cp per TP x CP block where
+ * nodes hold whole blocks), and the tp members of a TP
  * group inside a node (in lockstep) belong to tp distinct groups. */
 static void grad_group(const struct oc_layout *l, const struct oc_topology *t, int64_t *n,
                        int64_t *per_node, int64_t *groups)
@@ -76,8 +77,14 @@ static void grad_group(const struct oc_layout *l, const struct oc_topology *t, i
         return;
     }
     const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t U = l->tp * l->cp, DS = l->order == OC_ORDER_TP_DP_PP ? 1 : l->pp;
     *n = l->dp * l->cp;
-    *per_node = imin(*n, (gpn + l->tp - 1) / l->tp);
+    /* Nodes holding whole TP x CP blocks: a block holds cp members of the
+     * group, and the group's blocks are DS blocks apart (DP stride). */
+    if (gpn % U == 0)
+        *per_node = l->cp * imin(l->dp, (gpn / U + DS - 1) / DS);
+    else
+        *per_node = imin(*n, (gpn + l->tp - 1) / l->tp);
     *groups = (gpn % l->tp == 0 || l->tp % gpn == 0) ? imin(l->tp, gpn) : 1;
 }
 
@@ -145,15 +152,54 @@ static double tp_allreduce_s(const struct oc_model *m, const struct oc_layout *l
            oc_topology_intra_Bps(t);
 }
 
+/* One attention part's time under context parallelism (schedule_cp.h):
+ * c slices of its compute, and before each of the first c-1 a K/V block
+ * (twice that in the backward) sent to the next CP rank while the slice
+ * runs; the next slice waits for the block, and every rank for its
+ * predecessor's, so each of the c-1 steps takes at least the slice and the
+ * slowest hop's transfer: (c-1) max(a/c, x) + a/c. The hop: inside a node
+ * at the intra-node bandwidth; a ring whose TP x CP block spans nodes
+ * crosses a NIC, shared by the TP members in lockstep on it. Without CP,
+ * the part's compute a. */
+static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_topology *t, double a, enum oc_phase ph)
+{
+    if (l->cp <= 1 || ph == OC_PHASE_RECOMPUTE)
+        return a;
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t U = l->tp * l->cp, c = l->cp;
+    const int64_t k_rank = (m->num_key_value_heads + l->tp - 1) / l->tp;
+    double kv = 2.0 * (double)l->micro_batch * (double)oc_layout_local_seq(l) *
+                (double)k_rank * (double)oc_model_head_dim(m) * oc_layout_act_bytes(l);
+    if (ph == OC_PHASE_BWD)
+        kv *= 2;
+    double x;
+    if (U > gpn && t->nic_bandwidth_Bps > 0) {
+        const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
+        const int64_t k = l->tp <= gpn && gpn % l->tp == 0 && l->tp / K > 1 ? l->tp / K : 1;
+        x = (double)k * kv / t->nic_bandwidth_Bps;
+    } else {
+        x = kv / oc_topology_intra_Bps(t);
+    }
+    x *= OC_BOUND_COMM_SAFETY;
+    const double slice = a / (double)c;
+    return (double)(c - 1) * dmax(slice, x) + slice;
+}
+
 /* One forward (*f) and one backward (*b, its recompute included) of local
  * chunk `ch` of `stage` for one micro-batch: compute from the cost table
- * (on s/c tokens under context parallelism, cost.c) and the TP terms. */
+ * (on s/c tokens under context parallelism, cost.c), the TP terms and the
+ * CP ring's steps (cp_attn_s). */
 static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
-                     const struct oc_cost *c, double tp_ar, int64_t stage, int64_t ch,
-                     double *fo, double *bo)
+                     const struct oc_topology *t, const struct oc_cost *c, double tp_ar,
+                     int64_t stage, int64_t ch, double *fo, double *bo)
 {
-    const double lf = c->part_s[OC_PART_ATTN][OC_PHASE_FWD] + c->part_s[OC_PART_MLP][OC_PHASE_FWD];
-    const double lb = c->part_s[OC_PART_ATTN][OC_PHASE_BWD] + c->part_s[OC_PART_MLP][OC_PHASE_BWD];
+    const double lf =
+        cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_FWD], OC_PHASE_FWD) +
+        c->part_s[OC_PART_MLP][OC_PHASE_FWD];
+    const double lb =
+        cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_BWD], OC_PHASE_BWD) +
+        c->part_s[OC_PART_MLP][OC_PHASE_BWD];
     const double lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                       c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
     const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
@@ -187,7 +233,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
     double per_mb = 0;
     for (int64_t ch = 0; ch < v; ch++) {
         double f, b;
-        chunk_fb(m, l, c, tp_ar, stage, ch, &f, &b);
+        chunk_fb(m, l, t, c, tp_ar, stage, ch, &f, &b);
         if (ch == 0) {
             st->f0 = f;
             st->b0 = b;
@@ -325,6 +371,60 @@ static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
     }
 }
 
+/* Stages that share a node's NICs for their DP traffic: under tp-pp-dp
+ * with whole TP x CP blocks in a node, a node holds q = gpn / (tp*cp)
+ * consecutive stages of one replica (when q divides pp), and each of
+ * their gradient groups leaves the node. Their reductions (and the
+ * distributed optimizer's gathers) all cross the node's NICs: for every
+ * moment T among the stages' bucket-ready times, the buckets ready at T or
+ * later and the gathers of the stages whose last bucket is ready at T or
+ * later cross after T (a gather follows its stage's reductions), at the
+ * group bound of each (oc_bound_group_coll_s is linear in the bytes, the
+ * groups' shapes are alike). ready[j*v + c]: stage j's chunk c bucket.
+ * 0 where the stages do not share a node this way. */
+static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
+                           const struct oc_topology *t, const double *ready)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t U = l->tp * (l->cp > 0 ? l->cp : 1), p = l->pp;
+    const int64_t v = oc_place_chunks_per_stage(l);
+    if (l->order != OC_ORDER_TP_PP_DP || gpn % U != 0 || l->zero > 1)
+        return 0;
+    const int64_t q = gpn / U;
+    if (q < 2 || p % q != 0)
+        return 0;
+    int64_t gn, per_node, groups;
+    grad_group(l, t, &gn, &per_node, &groups);
+    if (gn < 2 || per_node >= gn)
+        return 0;
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    const int kind = l->zero >= 1 ? 1 : 0;
+    double best = 0;
+    for (int64_t k0 = 0; k0 < p; k0 += q) {
+        for (int64_t a = k0 * v; a < (k0 + q) * v; a++) {
+            const double T = ready[a];
+            double grad = 0, weight = 0;
+            for (int64_t j = k0; j < k0 + q; j++) {
+                double last = 0;
+                for (int64_t c = 0; c < v; c++) {
+                    last = dmax(last, ready[j * v + c]);
+                    if (ready[j * v + c] >= T)
+                        grad += (double)oc_place_chunk_layers(l, m, j, c).count * P;
+                }
+                if (l->zero == 1 && last >= T)
+                    weight += (double)oc_place_stage_layers(l, m, j) * P;
+            }
+            const double s = T + oc_bound_group_coll_s(t, kind, pb.grad * grad, gn, per_node,
+                                                       groups) +
+                             oc_bound_group_coll_s(t, 1, pb.weight * weight, gn, per_node,
+                                                   groups);
+            best = dmax(best, s);
+        }
+    }
+    return best;
+}
+
 /* The step along the pipeline's critical path: every stage runs its units
  * in core/schedule.c's order (oc_schedule_stage_order), each no earlier
  * than the unit before it ends and than the message it consumes arrives
@@ -352,7 +452,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t g = 0; g < G; g++) {
         const int64_t i = g % p, ch = g / p;
         double zf, zb;
-        chunk_fb(m, l, c, tp_ar, i, ch, &f[g], &b[g]);
+        chunk_fb(m, l, t, c, tp_ar, i, ch, &f[g], &b[g]);
         zero_chunk_s(m, l, t, i, ch, &zf, &zb);
         f[g] += zf;
         b[g] += zb;
@@ -447,6 +547,13 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                                              groups);
             step = dmax(step, end);
         }
+        /* the DP traffic of the stages that share a node's NICs */
+        double *ready = oc_xcalloc((size_t)G, sizeof *ready);
+        for (int64_t i = 0; i < p; i++)
+            for (int64_t ch = 0; ch < v; ch++)
+                ready[i * v + ch] = l->overlap_grad_reduce ? lastb[ch * p + i] : clk[i];
+        step = dmax(step, node_share_s(m, l, t, ready));
+        free(ready);
     }
     for (int64_t i = 0; i < p; i++)
         free(ord[i]);
