@@ -1,9 +1,11 @@
 /* test_sim_cp.c: context parallelism (core/schedule_cp.h) from the
  * schedule to the simulator: the ring's ops (SEND to the next CP rank,
  * RECV from the previous one, c-1 steps per attention part, bytes by
- * hand), the groups (CP ring, DP x CP gradient group), memory per rank by
- * hand, and the simulator's ring transfers and their exposed part equal
- * to closed_form.h's on a free network.
+ * hand, at layer grain and merged per unit at chunk grain), the groups
+ * (CP ring, DP x CP gradient group), memory per rank by hand, the
+ * simulator's ring transfers and their exposed part equal to
+ * closed_form.h's on a free network, and the chunk grain's totals and
+ * simulated step equal to the layer grain's.
  *
  * Model: the shipped "llama-tiny" (h = 64, a = 4 heads of hd = 16, k = 2 KV
  * heads, L = 8, f = 176 SwiGLU, V = 512, no dropout, rotary), sequence
@@ -43,11 +45,12 @@ static struct oc_layout lay(const char *s, int64_t global_batch)
     return l;
 }
 
-static struct oc_schedule build(const struct oc_model *m, const struct oc_layout *l)
+static struct oc_schedule build(const struct oc_model *m, const struct oc_layout *l,
+                                enum oc_grain g)
 {
     struct oc_schedule s;
     struct oc_status st = {{0}};
-    const struct oc_schedule_opts o = {OC_GRAIN_CHUNK, 1}; /* cp forces layer grain */
+    const struct oc_schedule_opts o = {g, 1};
     CU_ASSERT_EQUAL_FATAL(oc_layout_validate(l, m, NULL, oc_layout_world(l), &st), 0);
     CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&s, m, l, &o, &st), 0);
     return s;
@@ -62,14 +65,18 @@ static struct oc_schedule build(const struct oc_model *m, const struct oc_layout
  * forward and backward twice that (K/V and dK/dV). Every rank sends c-1
  * blocks per attention part to (cp+1)%c and receives as many from
  * (cp-1)%c, and each SEND has one RECV on its peer with its tag and bytes;
- * the compute slices of a part add up to its FLOPs over c. */
-static void check_ring(const char *layout, double kv_bytes)
+ * the compute slices of a part add up to its FLOPs over c. At chunk grain
+ * a unit of n layers runs one ring per direction whose blocks are n
+ * layers' (schedule_cp.h). */
+static void check_ring(const char *layout, double kv_bytes, enum oc_grain g)
 {
     const struct oc_model m = tiny();
     const struct oc_layout l = lay(layout, 2);
-    struct oc_schedule s = build(&m, &l);
+    struct oc_schedule s = build(&m, &l, g);
     const int64_t c = l.cp, nm = s.num_micro_batches;
     const int64_t layers = m.num_hidden_layers / l.pp; /* per stage, v = 1 */
+    /* rings per unit and layers per ring */
+    const int64_t rings = g == OC_GRAIN_LAYER ? layers : 1, n = layers / rings;
     for (int64_t r = 0; r < s.nranks; r++) {
         const struct oc_coord me = oc_layout_coord(&l, r);
         struct oc_coord q = me;
@@ -89,7 +96,7 @@ static void check_ring(const char *layout, double kv_bytes)
             }
             if ((op->kind != OC_OP_SEND && op->kind != OC_OP_RECV) || op->p2p != OC_P2P_KV)
                 continue;
-            const double want = op->phase == OC_PHASE_BWD ? 2 * kv_bytes : kv_bytes;
+            const double want = (double)n * (op->phase == OC_PHASE_BWD ? 2 * kv_bytes : kv_bytes);
             CU_ASSERT_EQUAL(op->bytes, want);
             if (op->kind == OC_OP_SEND) {
                 sends++;
@@ -106,9 +113,9 @@ static void check_ring(const char *layout, double kv_bytes)
                 CU_ASSERT_EQUAL(op->peer, prev);
             }
         }
-        /* (c-1) steps per attention part, forward and backward (selective
-         * recompute reruns no ring), per layer and micro-batch */
-        CU_ASSERT_EQUAL(sends, 2 * (c - 1) * layers * nm);
+        /* (c-1) steps per ring, forward and backward (selective
+         * recompute reruns no ring), per ring and micro-batch */
+        CU_ASSERT_EQUAL(sends, 2 * (c - 1) * rings * nm);
         CU_ASSERT_EQUAL(recvs, sends);
         const double attn = oc_model_attn_fwd_flops(&m, 1, 128) / (double)l.tp / (double)c;
         OC_ASSERT_REL(slice_flops[0], attn * (double)(layers * nm), 1e-12);
@@ -117,8 +124,16 @@ static void check_ring(const char *layout, double kv_bytes)
     oc_schedule_free(&s);
 }
 
-static void test_ring_tp2_cp2(void) { check_ring("tp2-cp2-pp1-dp1", 4096); }
-static void test_ring_cp4_pp2(void) { check_ring("tp1-cp4-pp2-dp1", 4096); }
+static void test_ring_tp2_cp2(void)
+{
+    check_ring("tp2-cp2-pp1-dp1", 4096, OC_GRAIN_LAYER);
+    check_ring("tp2-cp2-pp1-dp1", 4096, OC_GRAIN_CHUNK);
+}
+static void test_ring_cp4_pp2(void)
+{
+    check_ring("tp1-cp4-pp2-dp1", 4096, OC_GRAIN_LAYER);
+    check_ring("tp1-cp4-pp2-dp1", 4096, OC_GRAIN_CHUNK);
+}
 
 /* tp2-cp2-pp1-dp2 (8 ranks, rank = tp + 2*(cp + 2*dp)): the CP ring of
  * rank 1 is {1, 3}; its gradient group (DP x CP, Megatron-LM's
@@ -135,7 +150,7 @@ static void test_groups(void)
     CU_ASSERT(g[0] == 1 && g[1] == 3 && g[2] == 5 && g[3] == 7);
     CU_ASSERT_EQUAL(oc_schedule_group(&l, 1, OC_GROUP_TP, g, 8), 2);
     CU_ASSERT(g[0] == 0 && g[1] == 1);
-    struct oc_schedule s = build(&m, &l);
+    struct oc_schedule s = build(&m, &l, OC_GRAIN_LAYER);
     int64_t dp = 0;
     for (int64_t i = 0; i < s.ranks[1].n; i++)
         dp += s.ranks[1].ops[i].kind == OC_OP_COLLECTIVE &&
@@ -217,8 +232,12 @@ static struct oc_topology topo_cp(double bw)
  * dp_comm. The attention of a layer takes A_f = 185 us forward and A_b =
  * 392 us backward on this device (cost.c), slices of 46 and 98 us: at
  * B = 5e7 B/s the blocks (82 and 164 us, plus 2 us) outlast them, so part
- * of the ring shows; at 1e12 B/s none does. */
-static void check_sim_cp(enum oc_sim_fidelity f, double bw)
+ * of the ring shows; at 1e12 B/s none does.
+ *   At chunk grain (FAST unless layer_grain) the unit's L layers run one
+ * ring of L-layer blocks and slices (schedule_cp.h): the same sums with
+ * L inside (L * 4096 bytes, L * A_f) and 1 for L outside, the latency
+ * paid once per step instead of L times. */
+static void check_sim_cp(enum oc_sim_fidelity f, double bw, int layer_grain)
 {
     const struct oc_model m = tiny();
     const struct oc_layout l = lay("tp1-cp4-pp1-dp1-noovl", 2);
@@ -229,26 +248,31 @@ static void check_sim_cp(enum oc_sim_fidelity f, double bw)
     memset(&o, 0, sizeof o);
     o.fidelity = f;
     o.uniform_stages = 1;
+    o.layer_grain = layer_grain;
     struct oc_status st = {{0}};
     int rc = oc_replay_run_forked(&m, &t, &l, &o, mt, 60.0, &st);
     if (rc != 0)
         fprintf(stderr, "\n  %s\n", st.msg);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
 
-    const double n = 2.0 * 8.0, steps = 3.0;
-    const double by_hand = n * steps * ((LI + 4096 / bw) + (LI + 8192 / bw));
+    const double L = 8.0, steps = 3.0;
+    const double by_hand = 2.0 * L * steps * ((LI + 4096 / bw) + (LI + 8192 / bw));
     struct oc_cf_step cf;
     oc_cf_step(&m, &l, &t, &cf);
     OC_ASSERT_REL(cf.cp_comm_s, by_hand, REL);
-    OC_ASSERT_REL(mt->cp_comm_s, by_hand, REL);
+    /* rings (per micro-batch and direction) and layers per ring */
+    const double rings = f == OC_SIM_FULL || layer_grain ? L : 1.0, n = L / rings;
+    const double sim_hand = 2.0 * rings * steps * ((LI + n * 4096 / bw) + (LI + n * 8192 / bw));
+    OC_ASSERT_REL(mt->cp_comm_s, sim_hand, REL);
 
     struct oc_cost c;
     oc_cost_init(&c, &m, &l, &t);
+    const double af = c.part_s[OC_PART_ATTN][OC_PHASE_FWD], ab = c.part_s[OC_PART_ATTN][OC_PHASE_BWD];
     const double exposed =
-        n * (oc_cf_cp_ring_exposed_s(4, 4096, bw, LI, c.part_s[OC_PART_ATTN][OC_PHASE_FWD]) +
-             oc_cf_cp_ring_exposed_s(4, 8192, bw, LI, c.part_s[OC_PART_ATTN][OC_PHASE_BWD]));
+        2.0 * rings * (oc_cf_cp_ring_exposed_s(4, n * 4096, bw, LI, n * af) +
+                       oc_cf_cp_ring_exposed_s(4, n * 8192, bw, LI, n * ab));
     if (bw < 1e10) {
-        CU_ASSERT(exposed > 0.1 * by_hand); /* the case exercises the exposed part */
+        CU_ASSERT(exposed > 0.1 * sim_hand); /* the case exercises the exposed part */
     } else {
         CU_ASSERT_EQUAL(exposed, 0);
     }
@@ -260,9 +284,11 @@ static void check_sim_cp(enum oc_sim_fidelity f, double bw)
     free(mt);
 }
 
-static void test_sim_slow_fast(void) { check_sim_cp(OC_SIM_FAST, 5e7); }
-static void test_sim_slow_full(void) { check_sim_cp(OC_SIM_FULL, 5e7); }
-static void test_sim_hidden_full(void) { check_sim_cp(OC_SIM_FULL, 1e12); }
+static void test_sim_slow_fast(void) { check_sim_cp(OC_SIM_FAST, 5e7, 0); }
+static void test_sim_slow_fast_layer(void) { check_sim_cp(OC_SIM_FAST, 5e7, 1); }
+static void test_sim_slow_full(void) { check_sim_cp(OC_SIM_FULL, 5e7, 0); }
+static void test_sim_hidden_fast(void) { check_sim_cp(OC_SIM_FAST, 1e12, 0); }
+static void test_sim_hidden_full(void) { check_sim_cp(OC_SIM_FULL, 1e12, 0); }
 
 /* ---- layout rules ----------------------------------------------------------- */
 
@@ -297,8 +323,12 @@ static CU_TestInfo tests[] = {
     {"CP ring and DP x CP gradient groups", test_groups},
     {"memory per rank by hand with cp2", test_memory},
     {"FLOPs per rank divide by c", test_cost},
-    {"sim ring = closed form, exposed part, slow link, fast", test_sim_slow_fast},
+    {"sim ring = closed form, exposed part, slow link, fast (chunk grain)",
+     test_sim_slow_fast},
+    {"sim ring = closed form, exposed part, slow link, fast at layer grain",
+     test_sim_slow_fast_layer},
     {"sim ring = closed form, exposed part, slow link, full", test_sim_slow_full},
+    {"sim ring = closed form, hidden behind attention, fast", test_sim_hidden_fast},
     {"sim ring = closed form, hidden behind attention, full", test_sim_hidden_full},
     {"layout rules: 2*cp divides s; long sequences warn", test_rules},
     CU_TEST_INFO_NULL,
