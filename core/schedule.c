@@ -1,6 +1,6 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 830 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * Size: about 840 lines, over the ~800 guideline after the ZeRO-2/3 and CP
  * hooks (their ops live in schedule_zero.c and schedule_cp.c). The seam
  * left: the per-rank end of step (DP reduction, embedding all-reduce,
  * optimizer, ZeRO gathers in emit_rank) into a schedule_step.c.
