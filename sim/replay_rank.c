@@ -3,8 +3,9 @@
  * its op list in order, COMPUTE as simulated compute, SEND / RECV on the
  * "pp" channel, collectives through the group's transport (coll.h) or, in
  * fast mode, TP collectives as sleeps, async DP buckets in helper actors,
- * the CP ring's receives in one helper per rank, WAIT; each op's start and end into the rank's timeline rows, and the
- * per-op trace at debug level of ocsim_replay.
+ * the CP ring's receives in one helper per rank, WAIT; each op's start
+ * and end into the rank's timeline rows, and the per-op trace at debug
+ * level of ocsim_replay.
  *
  * What it is not: the groups, costs and lists it runs with (replay_setup.c,
  * built before the run), the collective algorithms (coll.h), or the
