@@ -1,6 +1,6 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 830 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * Size: about 840 lines, over the ~800 guideline after the ZeRO-2/3 and CP
  * hooks (their ops live in schedule_zero.c and schedule_cp.c). The seam
  * left: the per-rank end of step (DP reduction, embedding all-reduce,
  * optimizer, ZeRO gathers in emit_rank) into a schedule_step.c.
@@ -109,6 +109,7 @@ struct unit_sum {
     double flops, hbm_bytes;
     int64_t n_ar, n_ag, n_rs; /* TP collectives of tp_bytes each, by kind */
     int64_t n_ce;             /* cross-entropy all-reduces of ce_bytes */
+    struct oc_cp_unit cpu;    /* cp > 1: the compute by part (schedule_cp.h) */
 };
 
 /* Where ops go: appended to `out` (counted only while out->ops is NULL), or,
@@ -172,6 +173,8 @@ static void put(struct sink *k, const struct oc_op *op)
         if (op->kind == OC_OP_COMPUTE) {
             k->sum->flops += op->flops;
             k->sum->hbm_bytes += op->hbm_bytes;
+            if (k->ring)
+                oc_cp_unit_add(&k->sum->cpu, op);
         }
         return; /* collectives are merged by put_tp / put_ce */
     }
@@ -414,7 +417,10 @@ static void merged_parts(const struct ctx *x, struct sink *k,
     cp.layer_count = (int32_t)lr.count;
     cp.flops = u->flops;
     cp.hbm_bytes = u->hbm_bytes;
-    put(k, &cp);
+    if (k->ring) /* cp > 1: the merged ring (schedule_cp.h, "Chunk grain") */
+        oc_cp_unit_ops(k->ring, &u->cpu, &cp, x->cp_tag_base, x->v, zput, k);
+    else
+        put(k, &cp);
     if (u->n_ar) {
         o.coll = OC_COLL_ALLREDUCE;
         o.count = (int32_t)u->n_ar;
@@ -702,10 +708,13 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
         si->act_bytes[c] =
             oc_mem_chunk_activation_bytes(x->model, x->l, stage, c);
     si->sums = oc_xcalloc((size_t)(2 * x->v), sizeof *si->sums);
+    /* cp > 1: the sums see the ring's slices (any rank's ring will do) */
+    struct oc_cp_ring ring;
+    oc_cp_ring_init(&ring, x->model, x->l, 0);
     for (int64_t c = 0; c < x->v; c++) {
         int first = oc_place_holds_embed(x->l, stage, c);
         int last = oc_place_holds_head(x->l, stage, c);
-        struct sink k = {NULL, &si->sums[c * 2], NULL};
+        struct sink k = {NULL, &si->sums[c * 2], x->cp > 1 ? &ring : NULL};
         fwd_parts(x, &k, 0, stage, c, first, last);
         k.sum = &si->sums[c * 2 + 1];
         bwd_parts(x, &k, 0, stage, c, first, last);
@@ -760,8 +769,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     /* the largest chunk's layers: the CP ring's tags are unique per
      * (micro-batch, chunk, layer of the chunk) under uneven stages too */
     x.lc = oc_place_max_stage_layers(l, m) / v;
-    /* The CP ring's steps sit inside each attention part: layer grain. */
-    x.grain = l->cp > 1 ? OC_GRAIN_LAYER : o->grain;
+    x.grain = o->grain;
     x.cp = l->cp > 1 ? l->cp : 1;
     x.dg = x.d * x.cp;
     x.cp_tag_base = 2 * nm * v;

@@ -31,8 +31,8 @@
  *               Under context parallelism (cp > 1) each attention part
  *               also runs a ring of SEND/RECV (p2p OC_P2P_KV) between CP
  *               neighbours, between c slices of its compute
- *               (schedule_cp.h); a cp > 1 schedule is always built at
- *               layer grain, because the ring's steps sit inside a layer.
+ *               (schedule_cp.h); at chunk grain one merged ring per
+ *               unit and phase (schedule_cp.h, "Chunk grain").
  *   WAIT        completes every outstanding SEND and async COLLECTIVE; the
  *               last ones before the optimizer step.
  *   ALLOC/FREE  a named buffer of `bytes` (activations kept for backward,
@@ -44,6 +44,8 @@
  * the parts of a model chunk into one compute op per (micro-batch, chunk,
  * direction) and its TP collectives into one op with `count` repetitions
  * (what a fast sweep needs); both carry the same FLOPs, bytes and memory.
+ * Under cp > 1 a chunk-grain unit's compute is one op per part and phase,
+ * its attention the c slices of a merged ring (schedule_cp.h).
  *
  * Pipeline order of work (Narayanan et al. 2021, "Efficient Large-Scale
  * Language Model Training on GPU Clusters Using Megatron-LM", section 2.2):

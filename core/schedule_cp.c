@@ -1,9 +1,11 @@
 /* schedule_cp.c: the context-parallel ring of K/V blocks (schedule_cp.h).
  *
  * What it is: the neighbours, bytes, tags and op order of ring attention on
- * one CP rank. What it is not: where attention sits in a layer
- * (schedule.c calls oc_cp_step_ops in place of the attention
- * compute) or what a step costs (cost.c, closed_form.c).
+ * one CP rank, and the chunk grain's merged unit (schedule_cp.h, "Chunk
+ * grain"). What it is not: where attention sits in a layer (schedule.c
+ * calls oc_cp_step_ops in place of the attention compute, and
+ * oc_cp_unit_ops in place of a chunk-grain unit's compute) or what a step
+ * costs (cost.c, closed_form.c).
  */
 #include "schedule_cp.h"
 
@@ -56,7 +58,8 @@ int64_t oc_cp_step_ops(const struct oc_cp_ring *r, const struct oc_op *compute,
     p2p.flops = p2p.hbm_bytes = 0;
     p2p.count = 1;
     p2p.p2p = OC_P2P_KV;
-    p2p.bytes = oc_cp_step_bytes(r, ph);
+    p2p.bytes = oc_cp_step_bytes(r, ph) *
+                (double)(compute->layer_count > 1 ? compute->layer_count : 1);
     p2p.tag = ring ? oc_cp_tag(r, tag_base, compute->mb, compute->chunk, v, lc, j, ph, step)
                    : -1;
     int64_t n = 0;
@@ -77,4 +80,76 @@ int64_t oc_cp_step_ops(const struct oc_cp_ring *r, const struct oc_op *compute,
         n++;
     }
     return n;
+}
+
+void oc_cp_unit_add(struct oc_cp_unit *u, const struct oc_op *op)
+{
+    OC_ASSERT(op->kind == OC_OP_COMPUTE && op->phase <= OC_PHASE_RECOMPUTE &&
+              op->part <= OC_PART_HEAD);
+    const int ph = op->phase;
+    if (op->count > 1) { /* a ring slice (oc_cp_step_ops) */
+        OC_ASSERT(op->part == OC_PART_ATTN && op->hbm_bytes == 0);
+        u->ring_flops[ph] += op->flops;
+        u->ring_slices[ph]++;
+        return;
+    }
+    u->flops[op->part][ph] += op->flops;
+    u->hbm[op->part][ph] += op->hbm_bytes;
+    u->ops[op->part][ph]++;
+    u->layers[op->part][ph] += op->layer_count;
+}
+
+/* The merged unit in the order the layer grain runs its parts, each
+ * layer's collapsed: embedding, forward ring, MLP, head; backward: head,
+ * recompute (ring, MLP), MLP, selective recompute, ring, embedding. A
+ * unit holds either direction's entries only. */
+static const struct {
+    int ring;
+    uint8_t part, phase;
+} unit_order[] = {
+    {0, OC_PART_EMBED, OC_PHASE_FWD}, {0, OC_PART_ATTN, OC_PHASE_FWD},
+    {1, OC_PART_ATTN, OC_PHASE_FWD},  {0, OC_PART_MLP, OC_PHASE_FWD},
+    {0, OC_PART_HEAD, OC_PHASE_FWD},  {0, OC_PART_HEAD, OC_PHASE_BWD},
+    {1, OC_PART_ATTN, OC_PHASE_RECOMPUTE}, {0, OC_PART_MLP, OC_PHASE_RECOMPUTE},
+    {0, OC_PART_MLP, OC_PHASE_BWD},   {0, OC_PART_ATTN, OC_PHASE_RECOMPUTE},
+    {0, OC_PART_ATTN, OC_PHASE_BWD},  {1, OC_PART_ATTN, OC_PHASE_BWD},
+    {0, OC_PART_EMBED, OC_PHASE_BWD},
+};
+
+void oc_cp_unit_ops(const struct oc_cp_ring *r, const struct oc_cp_unit *u,
+                    const struct oc_op *tmpl, int64_t tag_base, int64_t v,
+                    oc_cp_put_fn put, void *sink)
+{
+    for (size_t i = 0; i < sizeof unit_order / sizeof unit_order[0]; i++) {
+        const int part = unit_order[i].part, ph = unit_order[i].phase;
+        struct oc_op o = *tmpl;
+        o.kind = OC_OP_COMPUTE;
+        o.part = (uint8_t)part;
+        o.phase = (uint8_t)ph;
+        o.count = 1;
+        o.peer = o.tag = -1;
+        if (!unit_order[i].ring) {
+            if (!u->ops[part][ph])
+                continue;
+            o.flops = u->flops[part][ph];
+            o.hbm_bytes = u->hbm[part][ph];
+            o.layer_count = (int32_t)u->layers[part][ph];
+            o.layer_first = o.layer_count > 0 ? tmpl->layer_first : -1;
+            put(sink, &o);
+            continue;
+        }
+        if (!u->ring_slices[ph])
+            continue;
+        /* the n layers' attention as one part of the ring (count c) */
+        OC_ASSERT(u->ring_slices[ph] % r->cp == 0);
+        o.flops = u->ring_flops[ph];
+        o.hbm_bytes = 0;
+        o.layer_count = (int32_t)(u->ring_slices[ph] / r->cp);
+        for (int64_t step = 0; step < r->cp; step++) {
+            struct oc_op ops[3];
+            const int64_t n = oc_cp_step_ops(r, &o, tag_base, v, 1, 0, step, ops);
+            for (int64_t k = 0; k < n; k++)
+                put(sink, &ops[k]);
+        }
+    }
 }

@@ -218,7 +218,8 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     struct oc_schedule local;
     struct oc_schedule *s = sched_out ? sched_out : &local;
     memset(&local, 0, sizeof local);
-    const struct oc_schedule_opts so = {R.fast ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
+    const struct oc_schedule_opts so = {
+        R.fast && !o->layer_grain ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
     /* The symmetric mode decides before the engine starts whether it holds
      * (it runs on a reduced platform, replay_sym.c). Else the engine
      * first: a bad platform file or --cfg fails before the schedule is

@@ -55,7 +55,9 @@
  *   OC_SIM_FULL  layer-grain schedule, every rank an actor, every
  *       collective through collective.h (opts.algo, opts.coarse).
  *   OC_SIM_FAST  chunk-grain schedule (one compute op per chunk, its TP
- *       collectives merged with a count), and only the TP-rank-0
+ *       collectives merged with a count; under cp > 1 one op per part,
+ *       the attention as one merged ring, core/schedule_cp.h), and only
+ *       the TP-rank-0
  *       representative of each TP group simulated (the members of a TP
  *       group run identical op lists in lockstep). Its figures stand for
  *       every rank of its group (and its timeline for theirs: tl.proxy).
@@ -164,6 +166,9 @@ struct oc_replay_opts {
     int64_t n_cfg;
     const char *log;               /* xbt log settings (engine.h), or NULL */
     int uniform_stages;            /* test hook (see above) */
+    int layer_grain;               /* test hook: FAST and SYM replay the
+                                      layer-grain schedule (tests hold
+                                      the chunk grain to it) */
 };
 
 /* The fidelity that runs for these options: FULL when asked, or when a

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include <simgrid/mutex.h>
+#include <simgrid/semaphore.h>
 
 #include "coll.h"
 #include "engine.h"
@@ -65,12 +66,17 @@ struct ajob {
 /* The context-parallel ring's receive, posted with the ring step's send
  * (TransformerEngine posts both on its P2P stream before the step's
  * attention, core/schedule_cp.h) and waited for at the RECV op; a rank has
- * at most one in flight. */
+ * at most one in flight. One helper actor per rank, started at its first
+ * ring step, receives every block in turn (go: a block is posted; done:
+ * it arrived): an actor per step cost a stack's mmap, mprotect and munmap
+ * each, most of a CP replay's wall time. */
 struct kvrecv {
     struct rrank *rk;
-    const struct oc_op *op; /* the RECV */
+    const struct oc_op *op; /* the RECV in flight, NULL when none */
     double post_s, end_s;   /* posted; the block arrived */
-    struct oc_sim_async *h;
+    sg_sem_t go, done;
+    int stop;               /* the rank ended: the helper returns */
+    struct oc_sim_async *h; /* the helper, NULL until the first step */
 };
 
 /* One simulated rank. */
@@ -94,7 +100,7 @@ struct rrank {
     int64_t nsends;
     struct ajob *jobs; /* cap = async ops */
     int64_t njobs, jobs_cap, jobs_waited;
-    struct kvrecv kv; /* the ring's receive in flight (h != NULL) */
+    struct kvrecv kv; /* the ring's receive (op != NULL: in flight) */
     double *tl_start, *tl_end; /* its timeline rows (core/step_metrics.h
                                   derives every figure from them) */
 };

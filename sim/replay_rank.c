@@ -3,8 +3,9 @@
  * its op list in order, COMPUTE as simulated compute, SEND / RECV on the
  * "pp" channel, collectives through the group's transport (coll.h) or, in
  * fast mode, TP collectives as sleeps, async DP buckets in helper actors,
- * WAIT; each op's start and end into the rank's timeline rows, and the
- * per-op trace at debug level of ocsim_replay.
+ * the CP ring's receives in one helper per rank, WAIT; each op's start
+ * and end into the rank's timeline rows, and the per-op trace at debug
+ * level of ocsim_replay.
  *
  * What it is not: the groups, costs and lists it runs with (replay_setup.c,
  * built before the run), the collective algorithms (coll.h), or the
@@ -19,6 +20,7 @@
 
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
+#include <simgrid/semaphore.h>
 
 #include "sim_log.h"
 
@@ -119,25 +121,55 @@ static void kv_main(void *arg)
 {
     struct kvrecv *k = arg;
     struct replay *R = k->rk->R;
-    const struct oc_op *op = k->op;
-    struct oc_status st = {{0}};
-    const double bytes = op->bytes * (double)pp_scale(R, op->peer, k->rk->rank);
-    if (oc_sim_recv("pp", op->peer, k->rk->rank, op->tag, bytes, &st) != 0)
-        rp_error(R, &st);
-    k->end_s = oc_sim_now_s();
+    for (;;) {
+        sg_sem_acquire(k->go);
+        if (k->stop)
+            return;
+        const struct oc_op *op = k->op;
+        struct oc_status st = {{0}};
+        const double bytes = op->bytes * (double)pp_scale(R, op->peer, k->rk->rank);
+        if (oc_sim_recv("pp", op->peer, k->rk->rank, op->tag, bytes, &st) != 0)
+            rp_error(R, &st);
+        k->end_s = oc_sim_now_s();
+        sg_sem_release(k->done);
+    }
 }
 
 /* A ring step's SEND (op i) posts the step's RECV, the next KV RECV in the
- * list, so that the block's transfer overlaps the step's attention. */
+ * list, to the rank's helper, so that the block's transfer overlaps the
+ * step's attention. */
 static void kv_post(struct rrank *rk, int64_t i)
 {
     const struct oc_op *ops = rk->ops->ops;
     int64_t j = i + 1;
     while (j < rk->ops->n && !(ops[j].kind == OC_OP_RECV && ops[j].p2p == OC_P2P_KV))
         j++;
-    OC_ASSERT(j < rk->ops->n && !rk->kv.h);
-    rk->kv = (struct kvrecv){rk, &ops[j], oc_sim_now_s(), 0, NULL};
-    rk->kv.h = oc_sim_async_start("cp-ring", rk->host, kv_main, &rk->kv);
+    struct kvrecv *k = &rk->kv;
+    OC_ASSERT(j < rk->ops->n && !k->op);
+    if (!k->h) {
+        k->rk = rk;
+        k->go = sg_sem_init(0);
+        k->done = sg_sem_init(0);
+        k->h = oc_sim_async_start("cp-ring", rk->host, kv_main, k);
+    }
+    k->op = &ops[j];
+    k->post_s = oc_sim_now_s();
+    sg_sem_release(k->go);
+}
+
+/* The rank ended: its helper returns. */
+static void kv_stop(struct rrank *rk)
+{
+    struct kvrecv *k = &rk->kv;
+    if (!k->h)
+        return;
+    OC_ASSERT(!k->op);
+    k->stop = 1;
+    sg_sem_release(k->go);
+    oc_sim_async_wait(k->h);
+    k->h = NULL;
+    sg_sem_destroy(k->go);
+    sg_sem_destroy(k->done);
 }
 
 /* Release the sends whose receiver already has the message (the receiver
@@ -243,8 +275,8 @@ void oc_rp_rank_main(void *arg)
                  * the rank waits only for what the compute did not hide
                  * (core/step_metrics.h). */
                 OC_ASSERT(rk->kv.h && rk->kv.op == op);
-                oc_sim_async_wait(rk->kv.h);
-                rk->kv.h = NULL;
+                sg_sem_acquire(rk->kv.done);
+                rk->kv.op = NULL;
                 R->m_done[key] = 1;
                 rk->tl_start[i] = rk->kv.post_s;
                 rk->tl_end[i] = rk->kv.end_s;
@@ -295,6 +327,7 @@ void oc_rp_rank_main(void *arg)
      * the optimizer; this only keeps a list without one from leaving
      * activities behind. */
     wait_outstanding(rk);
+    kv_stop(rk);
     if (R->sym)
         oc_rp_sym_stop(rk);
     for (int s = 0; s < 2; s++)
