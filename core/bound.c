@@ -371,6 +371,20 @@ static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
     }
 }
 
+/* How many consecutive stages of one replica a node holds whole, each
+ * stage's gradient group leaving the node (below): q = gpn / (tp*cp)
+ * under tp-pp-dp with whole TP x CP blocks in a node and q dividing pp;
+ * else 1. */
+static int64_t node_stages(const struct oc_layout *l, const struct oc_topology *t)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t U = l->tp * (l->cp > 0 ? l->cp : 1);
+    if (l->order != OC_ORDER_TP_PP_DP || gpn % U != 0 || l->dp < 2)
+        return 1;
+    const int64_t q = gpn / U;
+    return q >= 2 && l->pp % q == 0 ? q : 1;
+}
+
 /* Stages that share a node's NICs for their DP traffic: under tp-pp-dp
  * with whole TP x CP blocks in a node, a node holds q = gpn / (tp*cp)
  * consecutive stages of one replica (when q divides pp), and each of
@@ -385,13 +399,8 @@ static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
 static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
                            const struct oc_topology *t, const double *ready)
 {
-    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
-    const int64_t U = l->tp * (l->cp > 0 ? l->cp : 1), p = l->pp;
-    const int64_t v = oc_place_chunks_per_stage(l);
-    if (l->order != OC_ORDER_TP_PP_DP || gpn % U != 0 || l->zero > 1)
-        return 0;
-    const int64_t q = gpn / U;
-    if (q < 2 || p % q != 0)
+    const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), q = node_stages(l, t);
+    if (q < 2 || l->zero > 1)
         return 0;
     int64_t gn, per_node, groups;
     grad_group(l, t, &gn, &per_node, &groups);
@@ -614,10 +623,13 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     out->p2p_nic_s = p2p_nic_bound_s(l, m, t);
     if (out->p2p_nic_s > out->step_s)
         out->step_s = out->p2p_nic_s;
-    /* so do the DP links under ZeRO-2/3: every stage's unit collectives */
-    for (int64_t i = 0; i < p; i++) {
-        double blocking;
-        const double z = zero_units_s(m, l, t, i, &blocking);
+    /* so do the DP links under ZeRO-2/3: every stage's unit collectives,
+     * and those of all the stages that share a node's NICs */
+    const int64_t q = node_stages(l, t);
+    for (int64_t k0 = 0; k0 < p; k0 += q) {
+        double z = 0, blocking;
+        for (int64_t i = k0; i < k0 + q && i < p; i++)
+            z += zero_units_s(m, l, t, i, &blocking);
         out->zero_link_s = dmax(out->zero_link_s, z);
     }
     if (out->zero_link_s > out->step_s)
