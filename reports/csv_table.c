@@ -82,7 +82,17 @@ void oc_csv_field_str(struct oc_csv *c, const char *s)
 void oc_csv_field_i64(struct oc_csv *c, int64_t v)
 {
     sep(c);
-    fprintf(c->f, "%" PRId64, v);
+    /* by hand: a sweep writes millions of these (fprintf's %lld was a
+     * visible share of its output time) */
+    char b[24], *e = b + sizeof b, *q = e;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        *--q = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        *--q = '-';
+    fwrite(q, 1, (size_t)(e - q), c->f);
 }
 
 void oc_csv_field_f64(struct oc_csv *c, double v)

@@ -212,6 +212,11 @@ static int rank_class(const struct item *it)
     return 5;
 }
 
+/* The items' layout labels by candidate index while write_ranked sorts
+ * (formatting them in every comparison was most of a large sweep's
+ * output time). */
+static char **sort_labels;
+
 static int cmp_items(const void *pa, const void *pb)
 {
     const struct item *a = pa, *b = pb;
@@ -226,10 +231,7 @@ static int cmp_items(const void *pa, const void *pb)
     }
     if (ca == 4 && a->bound_s != b->bound_s) /* pruned: by bound */
         return a->bound_s < b->bound_s ? -1 : 1;
-    char sa[192], sb[192];
-    oc_layout_format(&a->layout, sa, sizeof sa);
-    oc_layout_format(&b->layout, sb, sizeof sb);
-    return strcmp(sa, sb);
+    return strcmp(sort_labels[a->cand], sort_labels[b->cand]);
 }
 
 /* The command as typed, for report.md, without --resume: a resumed sweep's
@@ -360,7 +362,20 @@ static int csv_start(struct run *r, const char *path, struct oc_status *st)
  * table appears whole or not at all). Sorts r->items. */
 static int write_ranked(struct run *r, struct oc_status *st)
 {
+    char **labels = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *labels);
+    for (int64_t i = 0; i < r->n; i++) {
+        char b[192];
+        oc_layout_format(&r->items[i].layout, b, sizeof b);
+        OC_ASSERT(r->items[i].cand >= 0 && r->items[i].cand < r->n && !labels[r->items[i].cand]);
+        labels[r->items[i].cand] = oc_xmalloc(strlen(b) + 1);
+        strcpy(labels[r->items[i].cand], b);
+    }
+    sort_labels = labels;
     qsort(r->items, (size_t)r->n, sizeof *r->items, cmp_items);
+    sort_labels = NULL;
+    for (int64_t i = 0; i < r->n; i++)
+        free(labels[i]);
+    free(labels);
     if (oc_csv_restart(&r->csv, st) != 0) {
         oc_csv_abandon(&r->csv);
         return -1;
