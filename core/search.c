@@ -103,6 +103,35 @@ static int has_group(const struct oc_layout *l, const struct oc_model *m)
            (l->pp > 1 && oc_place_tied_allreduce(l, m, 0));
 }
 
+/* Whether every collective group of l (TP, CP, the DP x CP gradient
+ * group and ZeRO's, the tied embedding's) lies inside one node, aligned:
+ * the simulator's automatic choice then runs the ring on each (sim/coll.c:
+ * inside one node only the ring), so forcing the ring is a no-op. Rank
+ * order (layout.h): TP fastest, then CP, then DP and PP (tp-dp-pp) or PP
+ * and DP (tp-pp-dp); a group whose members span an aligned block of B
+ * consecutive ranks is inside a node when B divides gpn. */
+static int groups_in_nodes(const struct oc_layout *l, const struct oc_model *m,
+                           const struct oc_topology *t)
+{
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int64_t cp = l->cp > 1 ? l->cp : 1, U = l->tp * cp;
+#define IN_NODE(B) ((B) <= gpn && gpn % (B) == 0)
+    if (!IN_NODE(l->tp) || !IN_NODE(U))
+        return 0;
+    if (l->dp > 1) {
+        const int64_t B = l->order == OC_ORDER_TP_DP_PP ? U * l->dp : U * l->pp * l->dp;
+        if (!IN_NODE(B))
+            return 0;
+    }
+    if (l->pp > 1 && oc_place_tied_allreduce(l, m, 0)) {
+        const int64_t B = l->order == OC_ORDER_TP_DP_PP ? U * l->dp * l->pp : U * l->pp;
+        if (!IN_NODE(B))
+            return 0;
+    }
+#undef IN_NODE
+    return 1;
+}
+
 /* Every candidate of one structural layout (tp, cp, pp, dp, micro-batch,
  * schedule set): the remaining knobs, canonical, then the stage splits. */
 /* The stage splits of candidate l (stage_split.h, with the topology's
@@ -150,11 +179,8 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
     if (fixed(s, OC_LAYOUT_NAMED_COLL) || !has_group(b0, e->m)) {
         coll[ncoll++] = B->coll;
     } else {
-        const int tp_only = b0->dp == 1 && b0->cp == 1 &&
-                            !(b0->pp > 1 && oc_place_tied_allreduce(b0, e->m, 0)) &&
-                            b0->tp <= t->gpus_per_node;
         coll[ncoll++] = OC_COLL_CHOICE_AUTO;
-        if (!tp_only)
+        if (!groups_in_nodes(b0, e->m, t))
             coll[ncoll++] = OC_COLL_CHOICE_RING;
         if (!one_node)
             coll[ncoll++] = OC_COLL_CHOICE_HIER;
