@@ -4,22 +4,37 @@
  * same op lists at the same times, so replica dp 0 stands for all of
  * them: only its TP-rank-0 ranks are actors (p of them, p*c with context
  * parallelism), and what the other replicas did on links replica 0 uses is
- * charged to replica 0's flows:
- *   - a PP message across nodes carries ksym times its bytes, ksym the
- *     ranks of its stage on the sender's NIC (the larger of both ends), as
- *     fast mode's k counts the TP group's; a NIC then carries the load of
- *     all the lockstepped flows of that stage (max-min sharing of m equal
- *     flows on a link = one flow of m times the bytes);
- *   - a collective of a group with members in other replicas (the DP
- *     groups, ZeRO's reduce-scatter and all-gather, the async buckets)
- *     runs the algorithm fast mode would pick, but each ring step of the
- *     simulated member is one message to its twin host (platform.h),
- *     through its own outgoing and incoming links: by symmetry its
- *     successor's incoming links carry what its own do, and its
- *     predecessor's outgoing links what its own do, so the one message
- *     puts on every link the real load and takes as long as the real
- *     step. Across nodes it carries ksym times the bytes (the hierarchical
- *     ring's rings across nodes of all the node's members at once).
+ * charged to replica 0's flows. A rank's image is the rank of replica 0
+ * with its pp and cp at TP rank 0 (image_of); by the symmetry every rank
+ * does what its image does, when its image does it.
+ *   - a message across nodes (PP, the CP ring's K/V, a collective's step)
+ *     carries ksym times its bytes, ksym the ranks of the stage and CP
+ *     rank on the sender's NIC (the larger of both ends): the ranks whose
+ *     image it is there, as fast mode's k counts the TP group's. A NIC
+ *     then carries the load of all the lockstepped flows of that stage
+ *     (max-min sharing of m equal flows on a link = one flow of m times
+ *     the bytes; the simulated ranks of a stage on one NIC, several with
+ *     CP, stand for as many ranks each, so their scaled flows share it as
+ *     the real ones do);
+ *   - a collective of a group with members in other replicas (the DP x CP
+ *     gradient group, ZeRO's reduce-scatter and all-gather, the async
+ *     buckets) runs the algorithm fast mode would pick, on its rings (the
+ *     flat ring; the hierarchical ring's ring inside each node and across
+ *     nodes). A ring step of a simulated member i goes to the image y of
+ *     its successor, and y's step comes from the image of y's
+ *     predecessor, which is i (checked): with CP, replica 0's c members
+ *     sit on the ring as a block, and the step the block's last member
+ *     sends into replica 1 goes to the block's first, which by symmetry
+ *     receives the same step from replica dp-1 at that moment. The one
+ *     message loads i's outgoing links as the real step does, and y's
+ *     incoming links as the real step into y does; it crosses nodes
+ *     exactly when the real one does (checked), so it also takes as long.
+ *     Where y is i itself (one member of replica 0 on the ring: always
+ *     without CP, and on the hierarchical ring's ring across nodes with
+ *     all of replica 0's members on one node), the step is one message to
+ *     i's twin host (platform.h) through i's own outgoing and incoming
+ *     links: by symmetry its successor's incoming links carry what its
+ *     own do, and its predecessor's outgoing links what its own do.
  * The cost then grows with the pipeline's op lists, not with DP.
  *
  * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
@@ -30,19 +45,30 @@
  *     every NIC, not only those replica 0 uses, to match: eight NICs per
  *     node, TP 8), the symmetric mode's own checks below hold instead and
  *     it stands for that every-rank run;
- *   - every rank has its replica-0 image's ksym and the same kind of
- *     pipeline hops (inside a node or across) as its image;
+ *   - every rank has its image's ksym, as many members of its TP group on
+ *     its NIC as its image (fast mode's factor, which times the hiding of
+ *     reductions), and the same kind of pipeline hops and CP ring hops
+ *     (inside a node or across) as its image;
+ *   - the simulated ranks of one stage on one NIC have equal ksym;
  *   - on every NIC that replica 0 uses, every rank is of a stage whose
  *     replica-0 rank uses that NIC (so the scaled flows stand for all of
  *     its traffic), and when uplinks are shared (switch_levels > 1 with
  *     oversubscription) the same on every node replica 0 uses;
- *   - every collective of such a group is a flat ring with all members in
- *     one node or one per node, or a hierarchical ring with the same count
- *     on every node (oc_coll_sym_ok); a tree, whose members are not alike,
- *     or a broadcast falls back to fast mode.
+ *   - every collective of such a group is a flat ring or a hierarchical
+ *     ring (same count on every node) on whose rings every member's hop
+ *     crosses nodes as its image's does and the images match up as above
+ *     (oc_coll_sym_ok). So a flat ring across nodes with several members
+ *     per node falls back (some hops cross nodes, others not: with CP,
+ *     tp1-pp4-dp2-cp8 on 64 with --collective ring, where the hop from
+ *     replica 0's block into replica 1 crosses nodes but its image, back
+ *     to the block's first member, does not), as do a replica that straddles
+ *     nodes unlike another (tp1-pp3-dp4-cp4, tp-pp-dp, on 48), a tree,
+ *     whose members are not alike, and a broadcast.
  * What differs from fast mode then: the ring's chunks of floor(S(c+1)/N)
  * - floor(Sc/N) bytes differ by a byte between positions; replica 0's
- * sizes stand for all (1e-10 s per step on 12.5 GB/s).
+ * sizes stand for all (1e-10 s per step on 12.5 GB/s), and a step
+ * received from an image carries the image's chunk, not the real
+ * predecessor's.
  */
 #define _POSIX_C_SOURCE 200809L
 
