@@ -112,18 +112,25 @@ int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
 }
 
 /* The member index of every member's replica-0 image in group g (n
- * members, ranks m): image[i] = i for the members of replica 0. */
+ * members, ranks m): image[i] = i for the members of replica 0. The
+ * images are searched among those (cp of them at most in the gradient
+ * group), not among all n. */
 static void group_images(const struct oc_layout *l, const int64_t *m, int64_t n,
                          int64_t *image)
 {
+    int64_t *own = oc_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *own), nown = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (image_of(l, m[i]) == m[i])
+            own[nown++] = i;
     for (int64_t i = 0; i < n; i++) {
         const int64_t img = image_of(l, m[i]);
         image[i] = -1;
-        for (int64_t j = 0; j < n && image[i] < 0; j++)
-            if (m[j] == img)
-                image[i] = j;
+        for (int64_t j = 0; j < nown && image[i] < 0; j++)
+            if (m[own[j]] == img)
+                image[i] = own[j];
         OC_ASSERT(image[i] >= 0); /* a group of (tp, pp) holds its images */
     }
+    free(own);
 }
 
 /* Every collective of replica 0's ranks on a group reaching other
