@@ -246,15 +246,90 @@ void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
     sg_comm_wait(sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale));
 }
 
-int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a)
+int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
+                         int64_t i, int d)
+{
+    OC_ASSERT(i >= 0 && i < g->size && (d == 1 || d == -1));
+    switch (k) {
+    case OC_COLL_RING_INTRA: {
+        const int64_t n = g->node[i], c = oc_coll_node_count(g, n);
+        return oc_coll_node_member(g, n, (g->local[i] + d + c) % c);
+    }
+    case OC_COLL_RING_INTER: {
+        OC_ASSERT(g->per_node >= 1);
+        const int64_t M = g->nodes;
+        return oc_coll_node_member(g, (g->node[i] + d + M) % M, g->local[i]);
+    }
+    case OC_COLL_RING_FLAT:
+    default:
+        return (i + d + g->size) % g->size;
+    }
+}
+
+/* The rings algorithm a runs on g (oc_coll_sym_ok's); their count, 0 for
+ * an algorithm the symmetric fidelity does not run. */
+static int sym_rings(const struct oc_sim_group *g, const struct oc_coll_algo *a,
+                     enum oc_coll_ring_kind k[2])
+{
+    if (a == &oc_coll_ring) {
+        k[0] = OC_COLL_RING_FLAT;
+        return 1;
+    }
+    if (a == &oc_coll_hier && g->per_node >= 1) {
+        k[0] = OC_COLL_RING_INTRA;
+        k[1] = OC_COLL_RING_INTER;
+        return 2;
+    }
+    return 0;
+}
+
+static int crosses(const struct oc_sim_group *g, int64_t i, int64_t j)
+{
+    return g->node[i] != g->node[j];
+}
+
+int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
+                   const int64_t *image)
 {
     if (g->size < 2)
         return 1;
-    if (a == &oc_coll_ring)
-        return g->nodes == 1 || g->per_node == 1;
-    if (a == &oc_coll_hier)
-        return g->per_node >= 1;
-    return 0;
+    enum oc_coll_ring_kind k[2];
+    const int nk = sym_rings(g, a, k);
+    if (nk == 0)
+        return 0;
+    for (int r = 0; r < nk; r++)
+        for (int64_t i = 0; i < g->size; i++) {
+            const int64_t nx = oc_coll_ring_nbr(g, k[r], i, 1), im = image[i];
+            const int cross = crosses(g, i, nx);
+            if (cross != crosses(g, im, oc_coll_ring_nbr(g, k[r], im, 1)))
+                return 0;
+            if (im != i)
+                continue;
+            const int64_t y = image[nx];
+            if (image[oc_coll_ring_nbr(g, k[r], y, -1)] != i)
+                return 0;
+            if (y != i && cross != crosses(g, i, y))
+                return 0;
+        }
+    return 1;
+}
+
+int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i)
+{
+    OC_ASSERT(image[i] == i);
+    const int both = g->per_node >= 1; /* the hierarchical ring applies */
+    const enum oc_coll_ring_kind k[3] = {OC_COLL_RING_FLAT, OC_COLL_RING_INTRA,
+                                         OC_COLL_RING_INTER};
+    const int64_t n[3] = {g->size, oc_coll_node_count(g, g->node[i]), g->nodes};
+    int need = 0;
+    for (int r = 0; r < (both ? 3 : 1); r++) {
+        if (n[r] < 2)
+            continue;
+        const int64_t nx = oc_coll_ring_nbr(g, k[r], i, 1);
+        if (image[nx] == i)
+            need |= crosses(g, i, nx) ? 2 : 1;
+    }
+    return need;
 }
 
 void oc_coll_comms_push(struct oc_coll_comms *cs, sg_comm_t c)

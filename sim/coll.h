@@ -78,18 +78,39 @@ struct oc_coll_tx {
     /* coarse rings allowed on: the flat ring, rings inside nodes, rings
      * across nodes (opts.coarse and equal hops) */
     int coarse_ring, coarse_intra, coarse_inter;
-    /* Symmetric fidelity: member loop_me's ring steps inside a node and
-     * across nodes go to these loops (NULL: real messages). Only the ring
-     * and the hierarchical ring run on them (oc_coll_sym_ok). */
-    struct oc_coll_loop *loop_nv, *loop_net;
-    int64_t loop_me;
+    /* Symmetric fidelity, on a group with members that are not simulated
+     * (NULL otherwise): image[i] is the member index of member i's
+     * replica-0 image (i for a simulated member). A simulated member's
+     * ring step goes to the image of its successor on that ring and comes
+     * from the image of its predecessor; where that image is the member
+     * itself, the step goes to its loop of the hop's kind, loop_nv[i]
+     * (inside a node) or loop_net[i] (across nodes). Only the ring and the
+     * hierarchical ring run so (oc_coll_sym_ok). */
+    const int64_t *image;
+    struct oc_coll_loop *const *loop_nv, *const *loop_net; /* (N) */
 };
 
-/* Can the symmetric fidelity run algorithm a on g (every member of each
- * ring phase in the same situation: a flat ring all inside one node or
- * with one member per node, or the hierarchical ring with the same count
- * on every node)? */
-int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a);
+/* The rings an algorithm runs: the flat ring of the group, the ring inside
+ * each node, the ring across nodes of the members with one local index
+ * (only where every node holds as many members). */
+enum oc_coll_ring_kind { OC_COLL_RING_FLAT, OC_COLL_RING_INTRA, OC_COLL_RING_INTER };
+/* Member i's successor (d = +1) or predecessor (d = -1) on its ring of
+ * kind k; i itself on a ring of one. */
+int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
+                         int64_t i, int d);
+
+/* Can the symmetric fidelity run algorithm a on g, image as in struct
+ * oc_coll_tx (replay_sym.c's file comment has the argument)? On every ring
+ * of a (a: the ring or the hierarchical ring, else 0): every member's hop
+ * to its successor crosses nodes as its image's does; for every simulated
+ * member i, the image y of its successor has the image of y's predecessor
+ * i, and the hop i -> y crosses nodes as i's real hop does. */
+int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
+                   const int64_t *image);
+/* The loops simulated member i needs (bit 0: inside a node, bit 1: across
+ * nodes): where the image of its successor on a ring of two or more that
+ * the ring or the hierarchical ring runs is i itself. */
+int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i);
 
 /* o must outlive tx; scale (when not NULL) holds g->size factors >= 1. */
 void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,

@@ -20,30 +20,41 @@
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_ring, ocsim_coll,
                                 "ocsim: ring collectives and chain broadcast");
 
-static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, int64_t pos, int64_t n,
-                                   int64_t self, int64_t next, int64_t prev, int coarse,
+static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, enum oc_coll_ring_kind kind,
+                                   int64_t pos, int64_t n, int64_t self, int coarse,
                                    double lat_s)
 {
     struct oc_coll_ring r = {tx,     n,     pos, {NULL, 1, 0, 0, 1}, {NULL, 1, 0, 0, 1},
                              coarse, lat_s, NULL};
-    /* Symmetric fidelity: the ring's steps go to the loop of the hop's
-     * kind (coll.h); oc_coll_sym_ok made sure a ring has one kind. */
-    if (tx->loop_nv || tx->loop_net) {
-        OC_ASSERT(self == tx->loop_me);
-        r.loop = tx->g->node[self] == tx->g->node[next] ? tx->loop_nv : tx->loop_net;
-        OC_ASSERT(n < 2 || r.loop);
+    if (n < 2)
+        return r;
+    int64_t next = oc_coll_ring_nbr(tx->g, kind, self, 1);
+    int64_t prev = oc_coll_ring_nbr(tx->g, kind, self, -1);
+    /* Symmetric fidelity (coll.h): the step goes to the image of the
+     * successor and comes from the image of the predecessor; to the loop
+     * of the hop's kind where that image is this member (oc_coll_sym_ok
+     * made sure the images match up and the hops' kinds agree). */
+    if (tx->image) {
+        OC_ASSERT(tx->image[self] == self);
+        const int64_t ni = tx->image[next], pi = tx->image[prev];
+        if (ni == self) {
+            OC_ASSERT(pi == self);
+            r.loop = tx->g->node[self] == tx->g->node[next] ? tx->loop_nv[self]
+                                                            : tx->loop_net[self];
+            OC_ASSERT(r.loop);
+        } else {
+            next = ni;
+            prev = pi;
+        }
     }
-    if (n > 1) {
-        r.next = oc_coll_hop(tx, self, next);
-        r.prev = oc_coll_hop(tx, prev, self);
-    }
+    r.next = oc_coll_hop(tx, self, next);
+    r.prev = oc_coll_hop(tx, prev, self);
     return r;
 }
 
 struct oc_coll_ring oc_coll_ring_flat(const struct oc_coll_tx *tx, int64_t me)
 {
-    const int64_t n = tx->g->size;
-    return ring_of(tx, me, n, me, (me + 1) % n, (me + n - 1) % n, tx->coarse_ring,
+    return ring_of(tx, OC_COLL_RING_FLAT, me, tx->g->size, me, tx->coarse_ring,
                    tx->g->ring.lat_s);
 }
 
@@ -51,19 +62,15 @@ struct oc_coll_ring oc_coll_ring_flat(const struct oc_coll_tx *tx, int64_t me)
 struct oc_coll_ring oc_coll_ring_intra(const struct oc_coll_tx *tx, int64_t me)
 {
     const struct oc_sim_group *g = tx->g;
-    const int64_t k = g->node[me], j = g->local[me], c = oc_coll_node_count(g, k);
-    return ring_of(tx, j, c, me, oc_coll_node_member(g, k, (j + 1) % c),
-                   oc_coll_node_member(g, k, (j + c - 1) % c), tx->coarse_intra,
-                   g->intra.lat_s);
+    return ring_of(tx, OC_COLL_RING_INTRA, g->local[me], oc_coll_node_count(g, g->node[me]),
+                   me, tx->coarse_intra, g->intra.lat_s);
 }
 
 /* The ring across nodes of the members with me's local index. */
 struct oc_coll_ring oc_coll_ring_inter(const struct oc_coll_tx *tx, int64_t me)
 {
     const struct oc_sim_group *g = tx->g;
-    const int64_t k = g->node[me], j = g->local[me], M = g->nodes;
-    return ring_of(tx, k, M, me, oc_coll_node_member(g, (k + 1) % M, j),
-                   oc_coll_node_member(g, (k + M - 1) % M, j), tx->coarse_inter,
+    return ring_of(tx, OC_COLL_RING_INTER, g->node[me], g->nodes, me, tx->coarse_inter,
                    g->inter.lat_s);
 }
 
@@ -75,7 +82,8 @@ static void exchange(const struct oc_coll_ring *r, int64_t bytes, int64_t reduce
 {
     if (r->loop) {
         /* Symmetric fidelity: the predecessor's message arrives when this
-         * member's own does (every member in the same situation). */
+         * member's own does (every member in the same situation); r->prev
+         * is the real predecessor's hop, for the reduction's hiding. */
         oc_coll_loop_send(r->loop, bytes);
         if (reduce_bytes >= 0)
             oc_coll_reduce(r->tx, reduce_bytes, 2, oc_coll_hop_s(&r->prev, reduce_bytes), 1);

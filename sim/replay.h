@@ -101,15 +101,18 @@
  *       platform reduced to their nodes (platform.h). Its PP messages and
  *       collectives across nodes carry the bytes of every lockstepped flow
  *       of their stage on the NIC; a collective of a group reaching other
- *       replicas (DP, ZeRO's, the buckets) runs the algorithm FAST picks,
- *       each ring step of the one simulated member as one message to its
- *       twin host through its own links, which by symmetry loads every
- *       link as the real step does. Cost: the pipeline's op lists and the
+ *       replicas (DP x CP, ZeRO's, the buckets) runs the algorithm FAST
+ *       picks, each ring step of a simulated member as one message to the
+ *       replica-0 image of its successor (with CP, replica 0's members
+ *       form a block of the ring; the block's last sends to its first),
+ *       or to its twin host through its own links where that image is
+ *       itself, which by symmetry loads every link as the real step does. Cost: the pipeline's op lists and the
  *       ring's steps, not the cards (llama2-70b tp8-pp8-dp256 on 16384
  *       cards: 0.3 s against about 250 s in FAST). Where the replicas are
  *       not alike (a TP group across nodes, a replica straddling nodes
  *       differently from another, a tree or a flat ring with several
- *       members per node across nodes, a broadcast across replicas) FAST
+ *       members per node across nodes, a broadcast across replicas; with
+ *       CP too, a CP ring hop crossing nodes unlike its image's) FAST
  *       runs instead: the reason is at debug level of log category
  *       ocsim_sym. tests/sym_fast.sh holds it equal to FAST (1e-6; the 9
  *       printed digits agree) and the default 64- and 1024-card sweeps

@@ -46,7 +46,11 @@ struct rgroup {
     int64_t *k; /* (N) fast mode only, else NULL */
     int64_t *kflow; /* (N) symmetric mode: the members' ksym, else NULL */
     struct oc_coll_tx tx;
-    struct oc_coll_loop *loop_nv, *loop_net; /* symmetric mode (replay_sym.c) */
+    /* symmetric mode, a group with members not simulated (replay_sym.c):
+     * image (N) as in struct oc_coll_tx; loops (2N) member i's loop inside
+     * a node [i] and across nodes [N + i], NULL where it needs none */
+    int64_t *image;
+    struct oc_coll_loop **loops;
 };
 
 struct rrank;
@@ -114,7 +118,7 @@ struct replay {
     int sym_asked; /* OC_SIM_SYM asked */
     int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */
     char sym_why[160]; /* why it fell back to fast, when asked */
-    int64_t *ksym; /* (world) sym: same-stage ranks on the rank's NIC */
+    int64_t *ksym; /* (world) sym: ranks of the rank's stage and CP rank on its NIC */
     struct oc_coll_loop **loops; /* sym: every loop made, and its rank */
     int64_t *loop_owner, nloops, cap_loops;
     int64_t world, gpn; /* ranks, GPUs per node */
@@ -152,9 +156,9 @@ void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t);
 /* After the engine started: the algorithms picked on the real route
  * figures can run on loops too (0), or -1 and st. */
 int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_status *st);
-/* A group with members that are not simulated: its loops and their
- * receivers (me: the simulated member). */
-void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me);
+/* A group with members that are not simulated: its members' images, the
+ * loops its simulated members need and their receivers. */
+void oc_rp_sym_loops(struct replay *R, struct rgroup *G);
 /* At the end of a rank's actor: the receivers of its loops leave. */
 void oc_rp_sym_stop(struct rrank *rk);
 void oc_rp_sym_free(struct replay *R);

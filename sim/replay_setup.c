@@ -57,27 +57,19 @@ static int group_build(struct replay *R, struct rgroup *G, const char *name,
             G->k[i] = R->knic[members[i]];
     }
     oc_coll_tx_init(&G->tx, &G->g, G->k, &R->copts);
-    /* Symmetric mode: a group reaching other replicas has one simulated
-     * member, whose ring steps go to loops (replay_sym.c). */
+    /* Symmetric mode: a message across nodes stands for every lockstepped
+     * flow on its NIC (ksym); a group reaching other replicas sends its
+     * ring steps to its members' images and to loops (replay_sym.c). */
     if (R->sym && !(G >= R->tpshape && G < R->tpshape + R->gpn)) { /* not fast TP sleeps */
-        int64_t me = -1, ghosts = 0;
+        G->kflow = oc_xmalloc((size_t)n * sizeof *G->kflow);
+        int ghosts = 0;
         for (int64_t i = 0; i < n; i++) {
-            if (R->sim_of[members[i]] < 0)
-                ghosts++;
-            else
-                me = i;
+            G->kflow[i] = R->ksym[members[i]];
+            ghosts |= R->sim_of[members[i]] < 0;
         }
-        if (ghosts > 0) {
-            OC_ASSERT(me >= 0 && ghosts == n - 1);
-            oc_rp_sym_loops(R, G, me);
-        } else {
-            /* a group inside replica 0 (the embedding's): its messages
-             * across nodes stand for every replica's (replay_sym.c) */
-            G->kflow = oc_xmalloc((size_t)n * sizeof *G->kflow);
-            for (int64_t i = 0; i < n; i++)
-                G->kflow[i] = R->ksym[members[i]];
-            G->tx.flow_scale = G->kflow;
-        }
+        G->tx.flow_scale = G->kflow;
+        if (ghosts)
+            oc_rp_sym_loops(R, G);
     }
     return 0;
 }
@@ -263,6 +255,8 @@ void oc_rp_free(struct replay *R)
                 oc_sim_group_free(&sets[k][i].g);
             free(sets[k][i].k);
             free(sets[k][i].kflow);
+            free(sets[k][i].image);
+            free(sets[k][i].loops);
         }
         free(sets[k]);
     }

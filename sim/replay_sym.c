@@ -4,22 +4,37 @@
  * same op lists at the same times, so replica dp 0 stands for all of
  * them: only its TP-rank-0 ranks are actors (p of them, p*c with context
  * parallelism), and what the other replicas did on links replica 0 uses is
- * charged to replica 0's flows:
- *   - a PP message across nodes carries ksym times its bytes, ksym the
- *     ranks of its stage on the sender's NIC (the larger of both ends), as
- *     fast mode's k counts the TP group's; a NIC then carries the load of
- *     all the lockstepped flows of that stage (max-min sharing of m equal
- *     flows on a link = one flow of m times the bytes);
- *   - a collective of a group with members in other replicas (the DP
- *     groups, ZeRO's reduce-scatter and all-gather, the async buckets)
- *     runs the algorithm fast mode would pick, but each ring step of the
- *     simulated member is one message to its twin host (platform.h),
- *     through its own outgoing and incoming links: by symmetry its
- *     successor's incoming links carry what its own do, and its
- *     predecessor's outgoing links what its own do, so the one message
- *     puts on every link the real load and takes as long as the real
- *     step. Across nodes it carries ksym times the bytes (the hierarchical
- *     ring's rings across nodes of all the node's members at once).
+ * charged to replica 0's flows. A rank's image is the rank of replica 0
+ * with its pp and cp at TP rank 0 (image_of); by the symmetry every rank
+ * does what its image does, when its image does it.
+ *   - a message across nodes (PP, the CP ring's K/V, a collective's step)
+ *     carries ksym times its bytes, ksym the ranks of the stage and CP
+ *     rank on the sender's NIC (the larger of both ends): the ranks whose
+ *     image it is there, as fast mode's k counts the TP group's. A NIC
+ *     then carries the load of all the lockstepped flows of that stage
+ *     (max-min sharing of m equal flows on a link = one flow of m times
+ *     the bytes; the simulated ranks of a stage on one NIC, several with
+ *     CP, stand for as many ranks each, so their scaled flows share it as
+ *     the real ones do);
+ *   - a collective of a group with members in other replicas (the DP x CP
+ *     gradient group, ZeRO's reduce-scatter and all-gather, the async
+ *     buckets) runs the algorithm fast mode would pick, on its rings (the
+ *     flat ring; the hierarchical ring's ring inside each node and across
+ *     nodes). A ring step of a simulated member i goes to the image y of
+ *     its successor, and y's step comes from the image of y's
+ *     predecessor, which is i (checked): with CP, replica 0's c members
+ *     sit on the ring as a block, and the step the block's last member
+ *     sends into replica 1 goes to the block's first, which by symmetry
+ *     receives the same step from replica dp-1 at that moment. The one
+ *     message loads i's outgoing links as the real step does, and y's
+ *     incoming links as the real step into y does; it crosses nodes
+ *     exactly when the real one does (checked), so it also takes as long.
+ *     Where y is i itself (one member of replica 0 on the ring: always
+ *     without CP, and on the hierarchical ring's ring across nodes with
+ *     all of replica 0's members on one node), the step is one message to
+ *     i's twin host (platform.h) through i's own outgoing and incoming
+ *     links: by symmetry its successor's incoming links carry what its
+ *     own do, and its predecessor's outgoing links what its own do.
  * The cost then grows with the pipeline's op lists, not with DP.
  *
  * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
@@ -30,19 +45,30 @@
  *     every NIC, not only those replica 0 uses, to match: eight NICs per
  *     node, TP 8), the symmetric mode's own checks below hold instead and
  *     it stands for that every-rank run;
- *   - every rank has its replica-0 image's ksym and the same kind of
- *     pipeline hops (inside a node or across) as its image;
+ *   - every rank has its image's ksym, as many members of its TP group on
+ *     its NIC as its image (fast mode's factor, which times the hiding of
+ *     reductions), and the same kind of pipeline hops and CP ring hops
+ *     (inside a node or across) as its image;
+ *   - the simulated ranks of one stage on one NIC have equal ksym;
  *   - on every NIC that replica 0 uses, every rank is of a stage whose
  *     replica-0 rank uses that NIC (so the scaled flows stand for all of
  *     its traffic), and when uplinks are shared (switch_levels > 1 with
  *     oversubscription) the same on every node replica 0 uses;
- *   - every collective of such a group is a flat ring with all members in
- *     one node or one per node, or a hierarchical ring with the same count
- *     on every node (oc_coll_sym_ok); a tree, whose members are not alike,
- *     or a broadcast falls back to fast mode.
+ *   - every collective of such a group is a flat ring or a hierarchical
+ *     ring (same count on every node) on whose rings every member's hop
+ *     crosses nodes as its image's does and the images match up as above
+ *     (oc_coll_sym_ok). So a flat ring across nodes with several members
+ *     per node falls back (some hops cross nodes, others not: with CP,
+ *     tp1-pp4-dp2-cp8 on 64 with --collective ring, where the hop from
+ *     replica 0's block into replica 1 crosses nodes but its image, back
+ *     to the block's first member, does not), as do a replica that straddles
+ *     nodes unlike another (tp1-pp3-dp4-cp4, tp-pp-dp, on 48), a tree,
+ *     whose members are not alike, and a broadcast.
  * What differs from fast mode then: the ring's chunks of floor(S(c+1)/N)
  * - floor(Sc/N) bytes differ by a byte between positions; replica 0's
- * sizes stand for all (1e-10 s per step on 12.5 GB/s).
+ * sizes stand for all (1e-10 s per step on 12.5 GB/s), and a step
+ * received from an image carries the image's chunk, not the real
+ * predecessor's.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -85,17 +111,40 @@ int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
     return v;
 }
 
+/* The member index of every member's replica-0 image in group g (n
+ * members, ranks m): image[i] = i for the members of replica 0. The
+ * images are searched among those (cp of them at most in the gradient
+ * group), not among all n. */
+static void group_images(const struct oc_layout *l, const int64_t *m, int64_t n,
+                         int64_t *image)
+{
+    int64_t *own = oc_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *own), nown = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (image_of(l, m[i]) == m[i])
+            own[nown++] = i;
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t img = image_of(l, m[i]);
+        image[i] = -1;
+        for (int64_t j = 0; j < nown && image[i] < 0; j++)
+            if (m[own[j]] == img)
+                image[i] = own[j];
+        OC_ASSERT(image[i] >= 0); /* a group of (tp, pp) holds its images */
+    }
+    free(own);
+}
+
 /* Every collective of replica 0's ranks on a group reaching other
- * replicas: can the loops run it (oc_coll_sym_ok)? 1, or 0 with why. Each
- * rank's groups are built once (by enum oc_group) and each op picks on
- * them. */
+ * replicas: can the rings run it on images and loops (oc_coll_sym_ok)?
+ * 1, or 0 with why. Each rank's groups are built once (by enum oc_group)
+ * and each op picks on them. */
 #define SYM_GROUPS 16
 static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
 {
     const struct oc_layout *l = R->l;
     int ok = 1;
+    int64_t *image = oc_xmalloc((size_t)(SYM_GROUPS * cap) * sizeof *image);
     for (int64_t r = 0; ok && r < R->world; r++) {
-        if (image_of(l, r) != r || oc_layout_coord(l, r).tp != 0)
+        if (image_of(l, r) != r)
             continue;
         struct oc_sim_group g[SYM_GROUPS];
         signed char state[SYM_GROUPS] = {0}; /* 0 unseen, 1 inside replica 0, 2 built */
@@ -105,6 +154,7 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
             if (op->kind != OC_OP_COLLECTIVE || op->group == OC_GROUP_TP)
                 continue;
             OC_ASSERT(op->group < SYM_GROUPS);
+            int64_t *im = image + op->group * cap;
             if (state[op->group] == 0) {
                 const int64_t n = oc_schedule_group(l, r, (enum oc_group)op->group, buf, cap);
                 OC_ASSERT(n <= cap);
@@ -119,8 +169,10 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
                     ok = 0;
                     break;
                 }
-                if (cross)
+                if (cross) {
                     state[op->group] = 2;
+                    group_images(l, buf, n, im);
+                }
             }
             if (state[op->group] != 2)
                 continue;
@@ -133,7 +185,7 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
             const struct oc_coll_algo *a = oc_coll_pick(
                 G, (enum oc_coll_kind)op->coll, R->copts.algo, (double)llround(op->bytes),
                 &R->copts);
-            if (!oc_coll_sym_ok(G, a)) {
+            if (!oc_coll_sym_ok(G, a, im)) {
                 snprintf(R->sym_why, sizeof R->sym_why,
                          "the %s of %s on a group of %" PRId64 " on %" PRId64
                          " nodes is not alike for every member",
@@ -145,25 +197,46 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
             if (state[k] == 2)
                 oc_sim_group_free(&g[k]);
     }
+    free(image);
     return ok;
 }
 
+/* The members of rank r's TP group on r's NIC: fast mode's factor
+ * (replay_setup.c's nic_factors), which times the reductions' hiding. */
+static int64_t tp_on_nic(const struct replay *R, int64_t K, int64_t r, int64_t *buf,
+                         int64_t cap)
+{
+    const int64_t n = oc_schedule_group(R->l, r, OC_GROUP_TP, buf, cap);
+    OC_ASSERT(n <= cap);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        k += buf[i] / R->gpn == r / R->gpn && buf[i] % K == r % K;
+    return k;
+}
+
 /* ksym of every rank, and the placement checks of the file comment. */
-static int placement_ok(struct replay *R, const struct oc_topology *t)
+static int placement_ok(struct replay *R, const struct oc_topology *t, int64_t *buf,
+                        int64_t cap)
 {
     const struct oc_layout *l = R->l;
-    const int64_t world = R->world, gpn = R->gpn, p = l->pp;
+    const int64_t world = R->world, gpn = R->gpn, p = l->pp, cn = l->cp > 1 ? l->cp : 1;
     const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
     const int64_t nodes = (world + gpn - 1) / gpn;
     const int shared_up = t->switch_levels > 1 && t->oversubscription > 1;
-    int64_t *cnt = oc_xcalloc((size_t)(nodes * K * p), sizeof *cnt);
+    int64_t *cnt = oc_xcalloc((size_t)(nodes * K * p * cn), sizeof *cnt);
+    int64_t *first = oc_xcalloc((size_t)(nodes * K * p), sizeof *first);
     unsigned char *rep_nic = oc_xcalloc((size_t)(nodes * K), 1);
     unsigned char *rep_node = oc_xcalloc((size_t)nodes, 1);
 #define NIC_OF(r) (((r) / gpn) * K + (r) % K)
-    for (int64_t r = 0; r < world; r++)
-        cnt[NIC_OF(r) * p + oc_layout_coord(l, r).pp]++;
+    /* ksym: the ranks of its stage and CP rank on its NIC, those its
+     * replica-0 image stands for there */
     for (int64_t r = 0; r < world; r++) {
-        R->ksym[r] = cnt[NIC_OF(r) * p + oc_layout_coord(l, r).pp];
+        const struct oc_coord c = oc_layout_coord(l, r);
+        cnt[(NIC_OF(r) * p + c.pp) * cn + c.cp]++;
+    }
+    for (int64_t r = 0; r < world; r++) {
+        const struct oc_coord c = oc_layout_coord(l, r);
+        R->ksym[r] = cnt[(NIC_OF(r) * p + c.pp) * cn + c.cp];
         if (image_of(l, r) == r) {
             rep_nic[NIC_OF(r)] = 1;
             rep_node[r / gpn] = 1;
@@ -180,20 +253,49 @@ static int placement_ok(struct replay *R, const struct oc_topology *t)
                      r, R->ksym[r], img, R->ksym[img]);
             ok = 0;
         }
-        /* its pipeline hops: the next stage (and the wrap of interleaving) */
-        for (int64_t dir = 0; ok && dir < 2; dir++) {
+        if (ok && tp_on_nic(R, K, r, buf, cap) != tp_on_nic(R, K, img, buf, cap)) {
+            snprintf(R->sym_why, sizeof R->sym_why,
+                     "rank %" PRId64 " and its replica-0 image %" PRId64 " share their NICs "
+                     "with different counts of their TP groups", r, img);
+            ok = 0;
+        }
+        /* the simulated ranks of one stage on a NIC (several with CP)
+         * send lockstepped flows there that max-min shares equally: they
+         * must stand for as many ranks each */
+        const int64_t fi = NIC_OF(r) * p + c.pp;
+        if (ok && img == r) {
+            if (first[fi] == 0)
+                first[fi] = R->ksym[r];
+            else if (first[fi] != R->ksym[r]) {
+                snprintf(R->sym_why, sizeof R->sym_why,
+                         "the replica-0 ranks of stage %" PRId64 " on one NIC stand for "
+                         "different counts of ranks (%" PRId64 " and %" PRId64 ")",
+                         c.pp, first[fi], R->ksym[r]);
+                ok = 0;
+            }
+        }
+        /* its pipeline hops (the next stage, and the wrap of interleaving)
+         * and its CP ring's hops */
+        for (int64_t dir = 0; ok && dir < 4; dir++) {
             struct oc_coord q = c;
-            q.pp = c.pp + (dir ? -1 : 1);
-            if (q.pp < 0 || q.pp >= p) {
-                if (l->vchunks < 2 || p < 2)
+            if (dir < 2) {
+                q.pp = c.pp + (dir ? -1 : 1);
+                if (q.pp < 0 || q.pp >= p) {
+                    if (l->vchunks < 2 || p < 2)
+                        continue;
+                    q.pp = (q.pp + p) % p;
+                }
+            } else {
+                if (cn < 2)
                     continue;
-                q.pp = (q.pp + p) % p;
+                q.cp = (c.cp + (dir == 2 ? 1 : cn - 1)) % cn;
             }
             const int64_t peer = oc_layout_rank(l, q), pimg = image_of(l, peer);
             if ((r / gpn == peer / gpn) != (img / gpn == pimg / gpn)) {
                 snprintf(R->sym_why, sizeof R->sym_why,
-                         "the pipeline hop %" PRId64 " -> %" PRId64 " and its replica-0 "
-                         "image differ in crossing nodes", r, peer);
+                         "the %s hop %" PRId64 " -> %" PRId64 " and its replica-0 "
+                         "image differ in crossing nodes", dir < 2 ? "pipeline" : "CP ring",
+                         r, peer);
                 ok = 0;
             }
         }
@@ -209,6 +311,7 @@ static int placement_ok(struct replay *R, const struct oc_topology *t)
     }
 #undef NIC_OF
     free(cnt);
+    free(first);
     free(rep_nic);
     free(rep_node);
     return ok;
@@ -262,22 +365,19 @@ void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
     R->sym_why[0] = '\0';
     if (!R->sym_asked)
         return;
-    const int64_t cap = (R->l->tp > R->l->dp ? R->l->tp : R->l->dp) + 2;
+    /* the gradient group holds dp*cp ranks */
+    const int64_t d = R->l->dp * (R->l->cp > 1 ? R->l->cp : 1);
+    const int64_t cap = (R->l->tp > d ? R->l->tp : d) + 2;
     int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
     struct oc_sim_platform paper;
     paper_platform(&paper, t, R->world);
     const struct oc_sim_platform *real = R->plat;
     R->plat = &paper;
     R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
-    if (R->l->cp > 1)
-        /* the gradient group is DP x CP: some of its members sit in the
-         * simulated replica, so its ring is not one member per replica */
-        snprintf(R->sym_why, sizeof R->sym_why,
-                 "context parallelism (the DP x CP gradient group spans the replica)");
-    else if (!tp_in_nodes(R, buf, cap))
+    if (!tp_in_nodes(R, buf, cap))
         snprintf(R->sym_why, sizeof R->sym_why,
                  "a TP group across nodes (fast mode simulates every rank)");
-    else if (placement_ok(R, t) && coll_ok(R, buf, cap))
+    else if (placement_ok(R, t, buf, cap) && coll_ok(R, buf, cap))
         R->sym = 1;
     R->plat = real;
     free(paper.hosts);
@@ -321,19 +421,26 @@ static struct oc_coll_loop *loop_new(struct replay *R, const struct oc_sim_group
     return L;
 }
 
-void oc_rp_sym_loops(struct replay *R, struct rgroup *G, int64_t me)
+void oc_rp_sym_loops(struct replay *R, struct rgroup *G)
 {
     const struct oc_sim_group *g = &G->g;
-    const int64_t rank = g->ranks[me];
-    if (g->size < 2)
-        return;
-    if (oc_coll_node_count(g, g->node[me]) > 1)
-        G->loop_nv = loop_new(R, g, rank, 0);
-    if (g->nodes > 1)
-        G->loop_net = loop_new(R, g, rank, 1);
-    G->tx.loop_nv = G->loop_nv;
-    G->tx.loop_net = G->loop_net;
-    G->tx.loop_me = me;
+    const int64_t n = g->size;
+    G->image = oc_xmalloc((size_t)n * sizeof *G->image);
+    G->loops = oc_xcalloc((size_t)(2 * n), sizeof *G->loops);
+    group_images(R->l, g->ranks, n, G->image);
+    for (int64_t i = 0; i < n; i++) {
+        OC_ASSERT((G->image[i] == i) == (R->sim_of[g->ranks[i]] >= 0));
+        if (G->image[i] != i)
+            continue;
+        const int need = oc_coll_sym_loops(g, G->image, i);
+        if (need & 1)
+            G->loops[i] = loop_new(R, g, g->ranks[i], 0);
+        if (need & 2)
+            G->loops[n + i] = loop_new(R, g, g->ranks[i], 1);
+    }
+    G->tx.image = G->image;
+    G->tx.loop_nv = G->loops;
+    G->tx.loop_net = G->loops + n;
 }
 
 void oc_rp_sym_stop(struct rrank *rk)

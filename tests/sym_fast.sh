@@ -18,6 +18,14 @@
 # NIC per node; eight NICs, where fast mode simulates every rank; one NIC
 # with oversubscribed uplinks), a replica that straddles nodes, ZeRO-2
 # and ZeRO-3's per-layer streams, an uneven split with rfull<k>.
+# With context parallelism (the gradient group DP x CP holds cp members
+# of replica 0): cp 2, 4, 8; the hierarchical ring with replica 0's block
+# inside a node (tp1-pp8-dp2-cp4, tp-pp-dp) or sharing it with another
+# replica (tp2-pp4-dp4-cp2), a flat ring inside one node (tp1-pp8-dp2-cp4,
+# tp-dp-pp) and across nodes one member per node with the CP ring across
+# nodes (tp8-pp2-dp2-cp2), a CP group on two nodes (tp4-pp2-dp2-cp4);
+# falling back: a flat ring across nodes with 8 per node
+# (tp1-pp4-dp2-cp8-coll=ring), a tree, a replica straddling nodes.
 # usage: sym_fast.sh path/to/ocsim
 set -u
 ocsim=$1
@@ -47,6 +55,20 @@ cases=(
   "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-zero3-noovl|"
   "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4-zero2|"
   "sym|64|llama2-13b|h100-100g|tp4-pp4-dp4-first8-last8-rfull2|"
+  "sym|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-order=tp-pp-dp|"
+  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2|"
+  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-noovl-order=tp-pp-dp|"
+  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-zero0|"
+  "sym|64|llama2-13b|h100-100g|tp8-pp2-dp2-cp2-coll=ring|"
+  "sym|64|llama2-13b|h100-100g|tp4-pp2-dp2-cp4|"
+  "sym|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-v2|"
+  "fallback|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-coll=ring|"
+  "sym|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-coll=ring|"
+  "sym|64|llama2-13b|dgx-a100|tp2-pp4-dp4-cp2|"
+  "sym|64|llama2-13b|eth25g|tp2-pp4-dp4-cp2-order=tp-pp-dp|"
+  "fallback|48|gpt3-1.3b|h100-100g|tp1-pp3-dp4-cp4-order=tp-pp-dp|--global-batch 48"
+  "fallback|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-coll=tree|"
+  "sym|64|llama2-70b|h100-100g|tp1-pp8-dp2-cp4-mb1-1f1b-rnone-order=tp-pp-dp|"
 )
 
 for c in "${cases[@]}"; do
