@@ -121,9 +121,10 @@ struct oc_opts {
     int even_stages;          /* --even-stages: only even pipeline splits
                                  (core/stage_split.h) */
     int no_prune;             /* --no-prune: simulate every candidate that fits */
-    int all_knobs;            /* --all-knobs: search every knob not fixed by a
-                                 flag (core/search.h); default: tp, pp, dp,
-                                 mb, 1f1b/interleaved:2, stage splits */
+    int core_knobs;           /* --core-knobs: search tp, pp, dp, mb,
+                                 1f1b/interleaved:2 and the stage splits
+                                 alone; default (and --all-knobs): every
+                                 knob not fixed by a flag (core/search.h) */
     int keep_dominated;       /* --keep-dominated: simulate dominated variants
                                  too (tools/sweep_plan.h) */
     /* The layout knobs a flag set (OC_LAYOUT_NAMED_* bits: --tp, --recompute,
