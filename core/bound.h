@@ -56,9 +56,14 @@
  * sending stage on it (TP groups in lockstep, DP replicas symmetric);
  * then per stage the DP reduction no earlier than each chunk's gradients
  * are ready, over the gradient group (DP x CP under context parallelism),
- * the weight all-gather and the optimizer after it. It holds the
- * pipeline messages and the 1F1B dependency chain that the fill-and-drain
- * term above leaves out.
+ * the weight all-gather and the optimizer after it; and where a node
+ * holds several whole stages of one replica (tp-pp-dp), their DP traffic
+ * on that node's NICs together: every bucket ready at T or later crosses
+ * after T. It holds the pipeline messages and the 1F1B dependency chain
+ * that the fill-and-drain term above leaves out. Under context
+ * parallelism each attention part takes (c-1) max(slice, K/V hop) + slice
+ * (schedule_cp.h's ring); ZeRO-2/3's unit collectives of the stages that
+ * share a node are summed on its links.
  * Communication terms are scaled by OC_BOUND_COMM_SAFETY (0.9), a margin
  * for the simulator's flows that beat the textbook hop (none are known).
  * Not charged (the bound stays lower): latency, the tied-embedding
