@@ -125,6 +125,26 @@ static void test_determinism(void)
     CU_ASSERT_EQUAL(e.best[0], 0);
 }
 
+/* Identical results share their layout factor: the chosen layout and a
+ * variant with the same result bit for bit (its label differs) tie in
+ * every draw, so the chosen one (first) is the best in every draw where
+ * either would be; without the twin the counts of the others are
+ * unchanged (the twin's draw is still made). */
+static void test_identical_variants(void)
+{
+    struct oc_metrics m[3] = {layout(1, 1.0, 0.05, 0.02, 0.05, 0.04, 0),
+                              layout(1, 1.0, 0.05, 0.02, 0.05, 0.04, 0),
+                              layout(2, 1.01, 0.05, 0.02, 0.05, 0.04, 0)};
+    m[1].layout.coll = OC_COLL_CHOICE_HIER;
+    struct oc_perturb_spread sp = OC_PERTURB_SPREAD_DEFAULT;
+    struct oc_perturb_result r;
+    oc_perturb_run(m, 3, 400, 1234, &sp, &r);
+    CU_ASSERT_EQUAL(r.best[1], 0);
+    CU_ASSERT_EQUAL(r.within[1], r.within[0]);
+    CU_ASSERT_EQUAL(r.best[0] + r.best[2], 400);
+    CU_ASSERT(r.best[0] > 200);
+}
+
 /* What the report says (reports/report_confidence.h): the line with the
  * chosen layout's shares, the section's table, and the memory paragraph's
  * margin = device - peak - reserve. */
@@ -173,6 +193,7 @@ static void test_report_text(void)
 }
 
 static CU_TestInfo tests[] = {
+    {"identical variants share their factor", test_identical_variants},
     {"report text", test_report_text},
     {"first-order step by hand", test_step_by_hand},
     {"winner flips with the network", test_flip_probability},
