@@ -30,7 +30,9 @@
  *   a slower one that would expose hidden traffic is not seen (the model
  *   understates how much overlapped layouts lose on a slow network).
  * - g is one factor per layout and draw: what the model gets wrong for one
- *   layout and not another (GEMM shapes, kernel choice).
+ *   layout and not another (GEMM shapes, kernel choice); layouts whose
+ *   simulated results are equal bit for bit (variants that ran the same
+ *   ops) share one g, the first's.
  * c, k_tp and k_net are shared by every layout of a draw (an error of the
  *   cost model moves all layouts together); each is log-normal, exp(s x z)
  *   with z standard normal, median 1. The spreads s are
