@@ -2,7 +2,8 @@
 # sweep_order.sh: the whole order of sweep.csv, every row, against the
 # ranking tools/cmd_sweep.c documents (cli.sh checks only the first row):
 #   1. simulated layouts that fit, by tokens/s, most first; ties: less
-#      peak memory, then the layout string (strcmp order);
+#      peak memory, then the shorter layout string (fewer knobs off their
+#      defaults), then the string (strcmp order);
 #   2. simulated but out of memory (same keys); 3. failed simulations;
 #   4. layouts rejected before simulation, by the layout string.
 # The layout string is oc_layout_format's: tp<t>-pp<p>-dp<d>-mb<b>, then

@@ -195,7 +195,8 @@ static void prune_final(struct run *r)
 }
 
 /* Rank: simulated and fitting first by tokens/s (ties: less memory, then
- * the layout string, so the order is deterministic); then simulated but out
+ * the shorter layout string, the one with fewer knobs off their defaults,
+ * then the string, so the order is deterministic); then simulated but out
  * of memory; then failed; then rejected before simulation; then those an
  * interruption left unsimulated (no row). */
 static int rank_class(const struct item *it)
@@ -231,7 +232,14 @@ static int cmp_items(const void *pa, const void *pb)
     }
     if (ca == 4 && a->bound_s != b->bound_s) /* pruned: by bound */
         return a->bound_s < b->bound_s ? -1 : 1;
-    return strcmp(sort_labels[a->cand], sort_labels[b->cand]);
+    const char *la = sort_labels[a->cand], *lb = sort_labels[b->cand];
+    if (ca <= 1) {
+        /* equal results: the variant closest to the defaults first */
+        const size_t na = strlen(la), nb = strlen(lb);
+        if (na != nb)
+            return na < nb ? -1 : 1;
+    }
+    return strcmp(la, lb);
 }
 
 /* The command as typed, for report.md, without --resume: a resumed sweep's
