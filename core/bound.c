@@ -9,6 +9,7 @@
 #include "memory.h"
 #include "placement.h"
 #include "schedule.h"
+#include "schedule_cp.h"
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static double dmax(double a, double b) { return a > b ? a : b; }
@@ -88,6 +89,24 @@ static void grad_group(const struct oc_layout *l, const struct oc_topology *t, i
     *groups = (gpn % l->tp == 0 || l->tp % gpn == 0) ? imin(l->tp, gpn) : 1;
 }
 
+/* One layer's ZeRO-2/3 all-gather of its weights (*ag1) and reduce-scatter
+ * of its gradients (*rs1) at the DP-collective bound; 0 where the layout
+ * has none (ZeRO 0-1, no DP, or CP, which ZeRO-2/3 refuse). */
+static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
+                            const struct oc_topology *t, double *ag1, double *rs1)
+{
+    *ag1 = *rs1 = 0;
+    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
+        return 0;
+    int64_t per_node, groups;
+    dp_geometry(l, t, &per_node, &groups);
+    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
+    const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    *ag1 = oc_bound_group_coll_s(t, 1, pb.weight * P, l->dp, per_node, groups);
+    *rs1 = oc_bound_group_coll_s(t, 1, pb.grad * P, l->dp, per_node, groups);
+    return 1;
+}
+
 /* ZeRO-2/3 (core/schedule_zero.h): the DP collectives of layer units
  * every micro-batch, of the stage's layers (its extra unit not counted).
  * *blocking_s gets those on the compute stream: without overlap every
@@ -99,15 +118,10 @@ static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
                            const struct oc_topology *t, int64_t stage, double *blocking_s)
 {
     *blocking_s = 0;
-    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
+    double ag1, rs1;
+    if (!zero_layer_colls(m, l, t, &ag1, &rs1))
         return 0;
-    int64_t per_node, groups;
-    dp_geometry(l, t, &per_node, &groups);
-    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-    const double P = (double)oc_model_layer_params_tp(m, l->tp);
     const int64_t nmb = oc_layout_num_micro_batches(l), v = oc_place_chunks_per_stage(l);
-    const double ag1 = oc_bound_group_coll_s(t, 1, pb.weight * P, l->dp, per_node, groups);
-    const double rs1 = oc_bound_group_coll_s(t, 1, pb.grad * P, l->dp, per_node, groups);
     double all = 0;
     for (int64_t ch = 0; ch < v; ch++) {
         const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
@@ -168,11 +182,9 @@ static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
         return a;
     const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
     const int64_t U = l->tp * l->cp, c = l->cp;
-    const int64_t k_rank = (m->num_key_value_heads + l->tp - 1) / l->tp;
-    double kv = 2.0 * (double)l->micro_batch * (double)oc_layout_local_seq(l) *
-                (double)k_rank * (double)oc_model_head_dim(m) * oc_layout_act_bytes(l);
-    if (ph == OC_PHASE_BWD)
-        kv *= 2;
+    struct oc_cp_ring r;
+    oc_cp_ring_init(&r, m, l, 0);
+    const double kv = oc_cp_step_bytes(&r, ph);
     double x;
     if (U > gpn && t->nic_bandwidth_Bps > 0) {
         const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
@@ -352,17 +364,10 @@ static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
                          double *zb)
 {
     *zf = *zb = 0;
-    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
-        return;
+    double ag1, rs1;
     const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
-    if (n < 1)
+    if (n < 1 || !zero_layer_colls(m, l, t, &ag1, &rs1))
         return;
-    int64_t per_node, groups;
-    dp_geometry(l, t, &per_node, &groups);
-    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-    const double P = (double)oc_model_layer_params_tp(m, l->tp);
-    const double ag1 = oc_bound_group_coll_s(t, 1, pb.weight * P, l->dp, per_node, groups);
-    const double rs1 = oc_bound_group_coll_s(t, 1, pb.grad * P, l->dp, per_node, groups);
     if (!l->overlap_grad_reduce) {
         *zf = l->zero == 3 ? (double)n * ag1 : 0;
         *zb = (double)n * (rs1 + (l->zero == 3 ? ag1 : 0));

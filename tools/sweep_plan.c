@@ -214,15 +214,24 @@ static int dominated(const struct oc_plan *p, const int64_t *g, int64_t n,
     return 0;
 }
 
+/* The indices of the pending items (IT_PENDING) in plan order, malloc'd;
+ * *k gets their count. */
+static int64_t *pending_items(const struct oc_plan *p, int64_t *k)
+{
+    int64_t *v = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *v);
+    *k = 0;
+    for (int64_t i = 0; i < p->n; i++)
+        if (p->items[i].state == IT_PENDING)
+            v[(*k)++] = i;
+    return v;
+}
+
 /* Marks the dominated pending items (sweep_plan.h) and returns their
  * count. */
 static int64_t mark_dominated(struct oc_plan *p)
 {
-    int64_t *v = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *v);
-    int64_t k = 0;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->items[i].state == IT_PENDING)
-            v[k++] = i;
+    int64_t k;
+    int64_t *v = pending_items(p, &k);
     dom_plan = p;
     qsort(v, (size_t)k, sizeof *v, cmp_dom);
     dom_plan = NULL;
@@ -327,11 +336,8 @@ static int cmp_bound(const void *pa, const void *pb)
 
 int64_t *oc_plan_order(const struct oc_plan *p, int64_t *n)
 {
-    int64_t *v = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *v);
-    int64_t k = 0;
-    for (int64_t i = 0; i < p->n; i++)
-        if (p->items[i].state == IT_PENDING)
-            v[k++] = i;
+    int64_t k;
+    int64_t *v = pending_items(p, &k);
     sort_plan = p;
     qsort(v, (size_t)k, sizeof *v, cmp_bound);
     sort_plan = NULL;
