@@ -1,12 +1,12 @@
 /* options.c: the one flag table of `ocsim` and `ocsim-exec` and its parser
  * (see options.h); the help texts are options_help.c.
  *
- * Size: about 890 lines, over the ~800 guideline since issue 12 added the
- * search, reserve and plan flags. The seam is the value parsers (lists,
- * sizes, percentages, knob names: a reader never needs them with the table)
- * into an options_values.c; left for the session that next adds a flag. */
+ * The value parsers (numbers, sizes, percentages, lists, the schedule and
+ * card lists) are options_values.c: a reader of the table never needs
+ * them. */
 #define _POSIX_C_SOURCE 200809L
 #include "options.h"
+#include "options_values.h"
 
 #include "reserve.h"
 
@@ -142,291 +142,6 @@ void oc_opts_default(struct oc_opts *o)
     o->robustness = OC_ROBUSTNESS_DEFAULT;
 }
 
-/* A positive integer option value, no junk, no overflow. */
-static int positive(const char *flag, const char *s, int64_t *out,
-                    struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    char q[OC_QUOTE_MAX];
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || (errno && errno != ERANGE))
-        return oc_fail(st, "--%s: '%s' is not an integer", flag, oc_quote(q, sizeof q, s));
-    if (v <= 0)
-        return oc_fail(st, "--%s must be positive (got %s)", flag, oc_quote(q, sizeof q, s));
-    if (errno == ERANGE || v > OC_LAYOUT_MAX_CARDS)
-        return oc_fail(st, "--%s %s is out of range (at most %lld)", flag,
-                       oc_quote(q, sizeof q, s), OC_LAYOUT_MAX_CARDS);
-    *out = v;
-    return 0;
-}
-
-/* An integer option value of at least lo, no junk, no overflow (no upper
- * bound: --seed; --steps checks its own). */
-static int at_least(const char *flag, const char *s, int64_t lo, int64_t *out,
-                    struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    char q[OC_QUOTE_MAX];
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end)
-        return oc_fail(st, "--%s: '%s' is not an integer", flag, oc_quote(q, sizeof q, s));
-    if (errno == ERANGE && v > 0)
-        return oc_fail(st, "--%s %s is out of range (at most %lld)", flag,
-                       oc_quote(q, sizeof q, s), (long long)INT64_MAX);
-    if (errno || v < lo)
-        return oc_fail(st, "--%s must be at least %lld (got %s)", flag, (long long)lo,
-                       oc_quote(q, sizeof q, s));
-    *out = v;
-    return 0;
-}
-
-/* A positive real option value up to 1e9 (--lr). Each way to
- * miss says which: not a number, not positive, or past the bound. */
-static int positive_real(const char *flag, const char *s, double *out,
-                         struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    char q[OC_QUOTE_MAX];
-    double v = strtod(s, &end);
-    if (end == s || *end || isnan(v))
-        return oc_fail(st, "--%s: '%s' is not a number", flag, oc_quote(q, sizeof q, s));
-    if (!(v > 0))
-        return oc_fail(st, "--%s must be positive (got %s)", flag, oc_quote(q, sizeof q, s));
-    if (v > 1e9)
-        return oc_fail(st, "--%s %s is out of range (at most 1e9)", flag,
-                       oc_quote(q, sizeof q, s));
-    *out = v;
-    return 0;
-}
-
-/* --batch-tolerance: a percentage, "5%" or "5", in [0, 50]: how far from
- * --global-batch a layout's batch may be (core/batch.h), as a fraction. */
-static int tolerance_value(const char *s, double *out, struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    char q[OC_QUOTE_MAX];
-    const double v = strtod(s, &end);
-    oc_quote(q, sizeof q, s);
-    if (end != s && *end == '%')
-        end++;
-    if (end == s || *end || isnan(v) || errno)
-        return oc_fail(st, "--batch-tolerance: '%s' is not a percentage (e.g. 5%% or 5)", q);
-    if (!(v >= 0) || v > 50)
-        return oc_fail(st, "--batch-tolerance %s: must be between 0%% and 50%%", q);
-    *out = v / 100.0;
-    return 0;
-}
-
-/* --timeout: "auto" (0: exec/timeout.h chooses) or seconds in (0,
- * OC_EXEC_MAX_TIMEOUT_S]. */
-static int timeout_value(const char *s, double *out, struct oc_status *st)
-{
-    if (strcmp(s, "auto") == 0) {
-        *out = 0;
-        return 0;
-    }
-    errno = 0;
-    char *end;
-    char q[OC_QUOTE_MAX];
-    const double v = strtod(s, &end);
-    oc_quote(q, sizeof q, s);
-    if (end == s || *end || isnan(v))
-        return oc_fail(st, "--timeout: '%s' is not a number of seconds or 'auto'", q);
-    if (!(v > 0))
-        return oc_fail(st, "--timeout %s: a wait needs more than 0 seconds (or 'auto')", q);
-    if (v > OC_EXEC_MAX_TIMEOUT_S)
-        return oc_fail(st, "--timeout %s: at most %.0f seconds (a week) per wait; "
-                           "'auto' derives it from the prediction", q, OC_EXEC_MAX_TIMEOUT_S);
-    *out = v;
-    return 0;
-}
-
-/* A message size: an integer with an optional binary suffix (K, M, G, as
- * nccl-tests' -e 64M), from 8 B to 1 GiB. */
-static int byte_size(const char *flag, const char *s, int64_t *out, struct oc_status *st)
-{
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    int shift = 0;
-    if (end != s && (*end == 'K' || *end == 'k'))
-        shift = 10, end++;
-    else if (end != s && *end == 'M')
-        shift = 20, end++;
-    else if (end != s && *end == 'G')
-        shift = 30, end++;
-    char q[OC_QUOTE_MAX];
-    if (end == s || *end || errno || v < 0 || v > (1LL << 30))
-        return oc_fail(st, "--%s: '%s' is not a size (bytes, or with K, M or G)", flag,
-                       oc_quote(q, sizeof q, s));
-    v <<= shift;
-    if (v < 8 || v > (1LL << 30))
-        return oc_fail(st, "--%s %s: the largest message must be in [8 B, 1 GiB]", flag,
-                       oc_quote(q, sizeof q, s));
-    *out = v;
-    return 0;
-}
-
-/* A list value split in place by strtok_r: a heap copy, so that no buffer
- * size cuts a long list short. */
-static char *list_copy(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *b = oc_xmalloc(n);
-    memcpy(b, s, n);
-    return b;
-}
-
-/* "1,2,4" -> list of positive integers, at most OC_MAX_LIST, none twice. */
-static int int_list(const char *flag, const char *s, int64_t *out, int *n,
-                    struct oc_status *st)
-{
-    char *buf = list_copy(s);
-    int rc = 0;
-    *n = 0;
-    char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p && rc == 0;
-         p = strtok_r(NULL, ",", &save)) {
-        int64_t v;
-        if (*n == OC_MAX_LIST)
-            rc = oc_fail(st, "--%s: at most %d values", flag, OC_MAX_LIST);
-        else if (positive(flag, p, &v, st) != 0)
-            rc = -1;
-        for (int i = 0; rc == 0 && i < *n; i++)
-            if (out[i] == v)
-                rc = oc_fail(st, "--%s: %lld is listed twice", flag, (long long)v);
-        if (rc == 0)
-            out[(*n)++] = v;
-    }
-    free(buf);
-    if (rc == 0 && *n == 0)
-        rc = oc_fail(st, "--%s: empty list", flag);
-    return rc;
-}
-
-/* One candidate schedule into o's list: at most OC_MAX_LIST, none twice
- * (`entry` is what the user wrote for it, for the message). */
-static int add_schedule(struct oc_opts *o, int *n, enum oc_schedule_kind k, int64_t v,
-                        const char *entry, struct oc_status *st)
-{
-    if (*n == OC_MAX_LIST)
-        return oc_fail(st, "--schedule: at most %d schedules ('all' counts three)",
-                       OC_MAX_LIST);
-    for (int i = 0; i < *n; i++)
-        if (o->schedules[i] == k && o->vchunks[i] == v) {
-            char q[OC_QUOTE_MAX];
-            if (k == OC_SCHED_INTERLEAVED)
-                return oc_fail(st, "--schedule: interleaved:%lld is listed twice (by '%s')",
-                               (long long)v, oc_quote(q, sizeof q, entry));
-            return oc_fail(st, "--schedule: %s is listed twice (by '%s')",
-                           oc_schedule_name(k), oc_quote(q, sizeof q, entry));
-        }
-    o->schedules[*n] = k;
-    o->vchunks[(*n)++] = v;
-    return 0;
-}
-
-/* One entry of --schedule: "all", "interleaved[:v]", "gpipe", ... */
-static int schedule_entry(struct oc_opts *o, int *n, char *p, struct oc_status *st)
-{
-    int64_t v = 1;
-    enum oc_schedule_kind k;
-    char *colon = strchr(p, ':');
-    if (colon) {
-        *colon = '\0';
-        if (positive("schedule", colon + 1, &v, st) != 0)
-            return -1;
-    }
-    if (strcmp(p, "all") == 0) {
-        if (colon)
-            return oc_fail(st, "--schedule: 'all' takes no ':v'");
-        return add_schedule(o, n, OC_SCHED_GPIPE, 1, "all", st) ||
-               add_schedule(o, n, OC_SCHED_1F1B, 1, "all", st) ||
-               add_schedule(o, n, OC_SCHED_INTERLEAVED, 2, "all", st) ? -1 : 0;
-    }
-    char q[OC_QUOTE_MAX];
-    if (oc_schedule_from_name(p, &k) != 0)
-        return oc_fail(st, "--schedule: unknown schedule '%s' (known: gpipe, "
-                           "1f1b, interleaved[:v], all)", oc_quote(q, sizeof q, p));
-    if (k == OC_SCHED_INTERLEAVED && !colon)
-        v = o->layout.vchunks > 1 ? o->layout.vchunks : 2;
-    if (k != OC_SCHED_INTERLEAVED && colon)
-        return oc_fail(st, "--schedule: only interleaved takes ':v' (got '%s:%lld')",
-                       oc_quote(q, sizeof q, p), (long long)v);
-    return add_schedule(o, n, k, v, p, st);
-}
-
-/* "1f1b,interleaved:2,gpipe" -> schedules with their v. */
-static int schedule_list(struct oc_opts *o, const char *s, struct oc_status *st)
-{
-    char *buf = list_copy(s);
-    int n = 0, rc = 0;
-    char *save = NULL;
-    for (char *p = strtok_r(buf, ",", &save); p && rc == 0;
-         p = strtok_r(NULL, ",", &save))
-        rc = schedule_entry(o, &n, p, st);
-    free(buf);
-    if (rc == 0 && n == 0)
-        rc = oc_fail(st, "--schedule: empty list");
-    if (rc == 0)
-        o->n_schedules = n;
-    return rc;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* --cards: N, a list "32,48,64", or a range "A-B" (A, 2A, 4A, ... up to
- * B) or "A-B:S" (A, A+S, ... up to B); at most OC_MAX_LIST counts, none
- * twice, sorted. o->cards is the smallest (the only one for N). Whether
- * the command takes more than one is oc_opts_parse's check. */
-static int cards_value(struct oc_opts *o, const char *val, struct oc_status *st)
-{
-    /* a leading '-' is a sign (positive() refuses it), not a range */
-    const char *dash = val[0] ? strchr(val + 1, '-') : NULL;
-    char q[OC_QUOTE_MAX];
-    if (!dash && !strchr(val, ',')) {
-        if (positive("cards", val, &o->cards_list[0], st) != 0)
-            return -1;
-        o->n_cards = 1;
-    } else if (!dash) {
-        if (int_list("cards", val, o->cards_list, &o->n_cards, st) != 0)
-            return -1;
-    } else {
-        char *buf = list_copy(val);
-        char *colon = strchr(buf, ':');
-        buf[dash - val] = '\0';
-        if (colon)
-            *colon = '\0';
-        int64_t a, b, step = 0;
-        int rc = positive("cards", buf, &a, st) || positive("cards", buf + (dash - val) + 1, &b, st) ||
-                 (colon && positive("cards", colon + 1, &step, st)) ? -1 : 0;
-        free(buf);
-        if (rc != 0)
-            return -1;
-        if (b < a)
-            return oc_fail(st, "--cards %s: the range ends below its start",
-                           oc_quote(q, sizeof q, val));
-        o->n_cards = 0;
-        for (int64_t c = a; c <= b; c = step ? c + step : c * 2) {
-            if (o->n_cards == OC_MAX_LIST)
-                return oc_fail(st, "--cards %s: more than %d card counts",
-                               oc_quote(q, sizeof q, val), OC_MAX_LIST);
-            o->cards_list[o->n_cards++] = c;
-        }
-    }
-    qsort(o->cards_list, (size_t)o->n_cards, sizeof o->cards_list[0], cmp_i64);
-    o->cards = o->cards_list[0];
-    return 0;
-}
-
 /* A flag as the user gave it (its long name and value, NULL for a flag
  * without one), for the message when another says otherwise. */
 struct given {
@@ -452,7 +167,7 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
     case O_BACKEND: x->backend = val; return 0;
     case O_PRECISION: x->precision = val; return 0;
     case O_STEPS:
-        if (at_least("steps", val, 1, &iv, st) != 0)
+        if (oc_optv_at_least("steps", val, 1, &iv, st) != 0)
             return -1;
         if (iv > OC_EXEC_MAX_STEPS)
             return oc_fail(st, "--steps %lld: at most %lld steps in one run (resume "
@@ -460,22 +175,22 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
                            (long long)iv, (long long)OC_EXEC_MAX_STEPS);
         x->steps = iv;
         return 0;
-    case O_LR: return positive_real("lr", val, &x->lr, st);
+    case O_LR: return oc_optv_positive_real("lr", val, &x->lr, st);
     case O_SEED:
-        if (at_least("seed", val, 0, &iv, st) != 0)
+        if (oc_optv_at_least("seed", val, 0, &iv, st) != 0)
             return -1;
         x->seed = (uint64_t)iv;
         return 0;
-    case O_TIMEOUT: return timeout_value(val, &x->timeout_s, st);
+    case O_TIMEOUT: return oc_optv_timeout_value(val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;
     case O_NETBW: x->netbw = 1; return 0;
-    case O_RPN: return positive("ranks-per-node", val, &x->ranks_per_node, st);
-    case O_MAXMSG: return byte_size("max-msg", val, &x->max_msg_bytes, st);
+    case O_RPN: return oc_optv_positive("ranks-per-node", val, &x->ranks_per_node, st);
+    case O_MAXMSG: return oc_optv_byte_size("max-msg", val, &x->max_msg_bytes, st);
     case O_NOWEIGHTS: x->weights = 0; return 0;
     case O_NOMPI: x->no_mpi = 1; return 0;
     case O_SAVE: x->save_dir = val; return 0;
-    case O_SAVE_EVERY: return positive("save-every", val, &x->save_every, st);
-    case O_SAVE_KEEP: return positive("save-keep", val, &x->save_keep, st);
+    case O_SAVE_EVERY: return oc_optv_positive("save-every", val, &x->save_every, st);
+    case O_SAVE_KEEP: return oc_optv_positive("save-keep", val, &x->save_keep, st);
     case O_LOAD: x->load_dir = val; return 0;
     }
     return 1;
@@ -541,7 +256,7 @@ static int checked_flag(struct oc_opts *o, int c, const char *name, const char *
     }
     case O_ROBUSTNESS: {
         int64_t r;
-        if (at_least("robustness", val, 0, &r, st) != 0)
+        if (oc_optv_at_least("robustness", val, 0, &r, st) != 0)
             return -1;
         if (r > OC_ROBUSTNESS_MAX)
             return oc_fail(st, "--robustness %lld: at most %lld perturbed cost models",
@@ -586,22 +301,22 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     switch (c) {
     case O_CARDS:
         o->cards_given = 1;
-        return cards_value(o, val, st);
+        return oc_optv_cards_value(o, val, st);
     case O_MODEL: o->model_name = val; return 0;
     case O_TOPOLOGY: o->topology_name = val; return 0;
     case O_CSV: o->csv_path = val; return 0;
     case O_OUT: o->out_dir = val; return 0;
     case O_LAYOUT: p->layout_str = val; return 0;
-    case O_TP: return positive(name, val, &p->tp, st);
-    case O_PP: return positive(name, val, &p->pp, st);
-    case O_DP: return positive(name, val, &p->dp, st);
-    case O_MB: return positive(name, val, &p->mb, st);
+    case O_TP: return oc_optv_positive(name, val, &p->tp, st);
+    case O_PP: return oc_optv_positive(name, val, &p->pp, st);
+    case O_DP: return oc_optv_positive(name, val, &p->dp, st);
+    case O_MB: return oc_optv_positive(name, val, &p->mb, st);
     case O_MBS:
-        return int_list("micro-batches", val, o->micro_batches, &o->n_micro_batches, st);
-    case O_GB: return positive(name, val, &o->layout.global_batch, st);
-    case O_SEQ: return positive(name, val, &o->layout.seq_length, st);
+        return oc_optv_int_list("micro-batches", val, o->micro_batches, &o->n_micro_batches, st);
+    case O_GB: return oc_optv_positive(name, val, &o->layout.global_batch, st);
+    case O_SEQ: return oc_optv_positive(name, val, &o->layout.seq_length, st);
     case O_SCHEDULE: p->sched = val; return 0;
-    case O_VCHUNKS: return positive(name, val, &p->v, st);
+    case O_VCHUNKS: return oc_optv_positive(name, val, &p->v, st);
     case O_SP: o->layout.sequence_parallel = 1; return 0;
     case O_NOSP: o->layout.sequence_parallel = 0; return 0;
     case O_ZERO: o->layout.zero = 1; return 0;
@@ -613,11 +328,11 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
         return 0;
     }
     case O_RECOMPUTE_LAYERS:
-        if (positive(name, val, &o->layout.recompute_layers, st) != 0)
+        if (oc_optv_positive(name, val, &o->layout.recompute_layers, st) != 0)
             return -1;
         p->recompute_layers = 1;
         return 0;
-    case O_CP: return positive(name, val, &o->layout.cp, st);
+    case O_CP: return oc_optv_positive(name, val, &o->layout.cp, st);
     case O_NOZERO: o->layout.zero = 0; return 0;
     case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
     case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
@@ -627,7 +342,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_FP32: o->layout.precision = OC_PREC_FP32; return 0;
     case O_COARSE: o->coarse = 1; return 0;
     case O_RESUME: o->resume = 1; return 0;
-    case O_BATCH_TOL: return tolerance_value(val, &o->batch_tolerance, st);
+    case O_BATCH_TOL: return oc_optv_tolerance_value(val, &o->batch_tolerance, st);
     case O_EVEN_STAGES: o->even_stages = 1; return 0;
     case O_NOPRUNE: o->no_prune = 1; return 0;
     case O_KEEPDOM: o->keep_dominated = 1; return 0;
@@ -635,8 +350,8 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_COREKNOBS: o->core_knobs = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;
-    case O_JOBS: return positive(name, val, &o->jobs, st);
-    case O_TOP: return positive(name, val, &o->top, st);
+    case O_JOBS: return oc_optv_positive(name, val, &o->jobs, st);
+    case O_TOP: return oc_optv_positive(name, val, &o->top, st);
     case O_HELP:
     case 'h': o->help = 1; return 0;
     }
@@ -800,7 +515,7 @@ static int apply_pending(struct oc_opts *o, const struct pending *p, unsigned gr
 {
     if (p->v)
         o->layout.vchunks = p->v;
-    if (p->sched && schedule_list(o, p->sched, st) != 0)
+    if (p->sched && oc_optv_schedule_list(o, p->sched, st) != 0)
         return -1;
     if (p->sched && (groups & OC_OPT_LAYOUT)) {
         if (o->n_schedules != 1)
