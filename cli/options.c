@@ -25,7 +25,7 @@ enum {
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
-    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
+    O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_REJCSV, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -54,6 +54,7 @@ static const struct flag flags[] = {
     {{"even-stages", no_argument, 0, O_EVEN_STAGES}, OC_OPT_SWEEP},
     {{"no-prune", no_argument, 0, O_NOPRUNE}, OC_OPT_SWEEP},
     {{"keep-dominated", no_argument, 0, O_KEEPDOM}, OC_OPT_SWEEP},
+    {{"rejected-csv", no_argument, 0, O_REJCSV}, OC_OPT_SWEEP},
     {{"all-knobs", no_argument, 0, O_ALLKNOBS}, OC_OPT_SWEEP},
     {{"core-knobs", no_argument, 0, O_COREKNOBS}, OC_OPT_SWEEP},
     {{"global-batch", required_argument, 0, O_GB}, 0},
@@ -346,6 +347,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_EVEN_STAGES: o->even_stages = 1; return 0;
     case O_NOPRUNE: o->no_prune = 1; return 0;
     case O_KEEPDOM: o->keep_dominated = 1; return 0;
+    case O_REJCSV: o->rejected_csv = 1; return 0;
     case O_ALLKNOBS: o->core_knobs = 0; return 0;
     case O_COREKNOBS: o->core_knobs = 1; return 0;
     case O_LOG: o->log = val; return 0;

@@ -127,6 +127,9 @@ struct oc_opts {
                                  knob not fixed by a flag (core/search.h) */
     int keep_dominated;       /* --keep-dominated: simulate dominated variants
                                  too (tools/sweep_plan.h) */
+    int rejected_csv;         /* --rejected-csv: also write DIR/rejected.csv,
+                                 the candidates rejected before simulation
+                                 with their reasons */
     /* The layout knobs a flag set (OC_LAYOUT_NAMED_* bits: --tp, --recompute,
      * --sequence-parallel, --zero-stage, --rank-order, --collective,
      * --schedule, --micro-batches, ...): a sweep keeps them fixed and

@@ -11,7 +11,7 @@
 #include "status.h"
 
 #define MAXV 64     /* knob values of one dimension */
-#define MAXSPLIT 16 /* stage splits of one layout */
+#define MAXSPLIT OC_SEARCH_MAX_SPLIT
 
 void oc_search_space_default(struct oc_search_space *s, int64_t cards,
                              const struct oc_layout *base)
@@ -27,12 +27,13 @@ void oc_search_space_default(struct oc_search_space *s, int64_t cards,
 }
 
 struct emit {
-    struct oc_candidate *v;
-    int64_t n, cap;
+    int64_t n; /* candidates so far */
     struct oc_search_counts c;
     const struct oc_search_space *s;
     const struct oc_model *m;
     const struct oc_topology *t;
+    void (*fn)(void *ctx, const struct oc_search_set *g);
+    void *ctx;
 };
 
 static int fixed(const struct oc_search_space *s, unsigned bit)
@@ -40,23 +41,30 @@ static int fixed(const struct oc_search_space *s, unsigned bit)
     return (s->fixed & bit) != 0;
 }
 
-static void push(struct emit *e, const struct oc_layout *l, const char *why)
+/* Hands set g (its index and ranges filled here) to the visitor. */
+static void emit_set(struct emit *e, struct oc_search_set *g)
 {
-    if (e->n == e->cap) {
-        e->cap = e->cap ? 2 * e->cap : 256;
-        e->v = oc_xrealloc(e->v, (size_t)e->cap * sizeof *e->v);
+    g->index = e->n;
+    e->n += (int64_t)g->norder * g->ncoll * g->nsplit;
+    const int64_t v[5] = {g->layout.tp, g->layout.cp, g->layout.pp, g->layout.dp,
+                          g->layout.vchunks};
+    for (int i = 0; i < 5; i++) {
+        e->c.lo[i] = v[i] < e->c.lo[i] ? v[i] : e->c.lo[i];
+        e->c.hi[i] = v[i] > e->c.hi[i] ? v[i] : e->c.hi[i];
     }
-    struct oc_candidate *c = &e->v[e->n++];
-    c->layout = *l;
-    struct oc_status st = {{0}};
-    if (why) {
-        c->valid = 0;
-        snprintf(c->reason, sizeof c->reason, "%s", why);
-    } else {
-        c->valid = oc_layout_validate(l, e->m, e->t, e->s->cards, &st) == 0;
-        snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
-    }
-    e->c.illegal += !c->valid;
+    e->fn(e->ctx, g);
+}
+
+void oc_search_set_layout(const struct oc_search_set *g, int iorder, int icoll, int isplit,
+                          struct oc_layout *out)
+{
+    OC_ASSERT(iorder >= 0 && iorder < g->norder && icoll >= 0 && icoll < g->ncoll &&
+              isplit >= 0 && isplit < g->nsplit);
+    *out = g->layout;
+    out->order = g->order[iorder];
+    out->coll = g->coll[icoll];
+    out->first_stage_layers = g->first[isplit];
+    out->last_stage_layers = g->last[isplit];
 }
 
 /* The recompute choices of layout l: (mode, k) pairs. k of a quarter, a
@@ -195,38 +203,40 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
     full *= fixed(s, OC_LAYOUT_NAMED_COLL) ? 1 : 4;
     e->c.noop += full - (int64_t)nr * nsp * nz * no * nor * ncoll;
 
-    int64_t f[MAXSPLIT], la[MAXSPLIT];
-    int ns = 0;
+    struct oc_search_set g;
+    memset(&g, 0, sizeof g);
+    g.norder = nor;
+    g.ncoll = ncoll;
+    memcpy(g.order, order, sizeof order);
+    memcpy(g.coll, coll, sizeof coll);
     for (int ir = 0; ir < nr; ir++)
         for (int isp = 0; isp < nsp; isp++)
             for (int iz = 0; iz < nz; iz++)
-                for (int io = 0; io < no; io++)
-                    for (int iord = 0; iord < nor; iord++)
-                        for (int ic = 0; ic < ncoll; ic++) {
-                            struct oc_layout l = *b0;
-                            l.recompute = rmode[ir];
-                            l.recompute_layers = rk[ir];
-                            l.sequence_parallel = sp[isp];
-                            l.zero = zero[iz];
-                            l.overlap_grad_reduce = ovl[io];
-                            l.order = order[iord];
-                            l.coll = coll[ic];
-                            /* the splits read the memory (recompute, SP,
-                             * ZeRO, overlap under ZeRO-3) and the cost
-                             * table, not the rank order or the collective
-                             * algorithm: one call per (ir, isp, iz, io) */
-                            if (iord == 0 && ic == 0)
-                                ns = splits(e, &l, f, la);
-                            if (ns == 0) {
-                                push(e, &l, NULL); /* validate says why */
-                                continue;
-                            }
-                            for (int k = 0; k < ns; k++) {
-                                l.first_stage_layers = f[k];
-                                l.last_stage_layers = la[k];
-                                push(e, &l, NULL);
-                            }
-                        }
+                for (int io = 0; io < no; io++) {
+                    struct oc_layout l = *b0;
+                    l.recompute = rmode[ir];
+                    l.recompute_layers = rk[ir];
+                    l.sequence_parallel = sp[isp];
+                    l.zero = zero[iz];
+                    l.overlap_grad_reduce = ovl[io];
+                    l.order = order[0];
+                    l.coll = coll[0];
+                    /* the splits read the memory (recompute, SP, ZeRO,
+                     * overlap under ZeRO-3) and the cost table, not the
+                     * rank order or the collective algorithm: one call
+                     * per knob set; none: one candidate per variant with
+                     * the base's split (validate says why) */
+                    const int ns = splits(e, &l, g.first, g.last);
+                    if (ns == 0) {
+                        g.first[0] = l.first_stage_layers;
+                        g.last[0] = l.last_stage_layers;
+                    }
+                    g.nsplit = ns > 0 ? ns : 1;
+                    l.first_stage_layers = g.first[0];
+                    l.last_stage_layers = g.last[0];
+                    g.layout = l;
+                    emit_set(e, &g);
+                }
 }
 
 /* The schedules of a structural layout: the fixed list, or 1f1b and
@@ -297,18 +307,31 @@ static void structural(struct emit *e, int64_t tp, int64_t cp, int64_t pp, int64
                     l.global_batch = g;
             }
             char why[OC_MSG_MAX];
-            if (!structural_ok(e, &l, why, sizeof why))
-                push(e, &l, why);
-            else
+            if (!structural_ok(e, &l, why, sizeof why)) {
+                struct oc_search_set g;
+                memset(&g, 0, sizeof g);
+                g.layout = l;
+                g.norder = g.ncoll = g.nsplit = 1;
+                g.order[0] = l.order;
+                g.coll[0] = l.coll;
+                g.first[0] = l.first_stage_layers;
+                g.last[0] = l.last_stage_layers;
+                g.refused = why;
+                emit_set(e, &g);
+            } else {
                 expand_knobs(e, &l);
+            }
         }
 }
 
-int64_t oc_search_enumerate(const struct oc_search_space *s, const struct oc_model *m,
-                            const struct oc_topology *t, struct oc_candidate **out,
-                            struct oc_search_counts *counts)
+int64_t oc_search_run(const struct oc_search_space *s, const struct oc_model *m,
+                      const struct oc_topology *t,
+                      void (*fn)(void *ctx, const struct oc_search_set *g), void *ctx,
+                      struct oc_search_counts *counts)
 {
-    struct emit e = {.s = s, .m = m, .t = t};
+    struct emit e = {.s = s, .m = m, .t = t, .fn = fn, .ctx = ctx};
+    for (int i = 0; i < 5; i++)
+        e.c.lo[i] = INT64_MAX, e.c.hi[i] = INT64_MIN;
     const int64_t N = s->cards;
     for (int64_t tp = 1; tp <= N; tp++) {
         if (N % tp || (fixed(s, OC_LAYOUT_NAMED_TP) && tp != s->base.tp))
@@ -330,25 +353,65 @@ int64_t oc_search_enumerate(const struct oc_search_space *s, const struct oc_mod
     e.c.candidates = e.n;
     if (counts)
         *counts = e.c;
-    *out = e.v ? e.v : oc_xmalloc(sizeof *e.v);
     return e.n;
+}
+
+/* oc_search_enumerate's visitor: every candidate of the set, validated. */
+struct all {
+    struct oc_candidate *v;
+    int64_t n, cap, illegal;
+    const struct oc_search_space *s;
+    const struct oc_model *m;
+    const struct oc_topology *t;
+};
+
+static void all_set(void *ctx, const struct oc_search_set *g)
+{
+    struct all *a = ctx;
+    for (int io = 0; io < g->norder; io++)
+        for (int ic = 0; ic < g->ncoll; ic++)
+            for (int k = 0; k < g->nsplit; k++) {
+                if (a->n == a->cap) {
+                    a->cap = a->cap ? 2 * a->cap : 256;
+                    a->v = oc_xrealloc(a->v, (size_t)a->cap * sizeof *a->v);
+                }
+                struct oc_candidate *c = &a->v[a->n++];
+                oc_search_set_layout(g, io, ic, k, &c->layout);
+                struct oc_status st = {{0}};
+                if (g->refused) {
+                    c->valid = 0;
+                    snprintf(c->reason, sizeof c->reason, "%s", g->refused);
+                } else {
+                    c->valid = oc_layout_validate(&c->layout, a->m, a->t, a->s->cards, &st) == 0;
+                    snprintf(c->reason, sizeof c->reason, "%s", c->valid ? "" : st.msg);
+                }
+                a->illegal += !c->valid;
+            }
+}
+
+int64_t oc_search_enumerate(const struct oc_search_space *s, const struct oc_model *m,
+                            const struct oc_topology *t, struct oc_candidate **out,
+                            struct oc_search_counts *counts)
+{
+    struct all a = {.s = s, .m = m, .t = t};
+    struct oc_search_counts n;
+    oc_search_run(s, m, t, all_set, &a, &n);
+    n.illegal = a.illegal;
+    if (counts)
+        *counts = n;
+    *out = a.v ? a.v : oc_xmalloc(sizeof *a.v);
+    return a.n;
 }
 
 /* ---- the ranges, for the summary and report.md ------------------------- */
 
-/* "lo-hi" of one integer field over the candidates, with "(fixed)" when
- * the knob was. */
-static size_t range_i64(char *buf, size_t len, const char *name, const struct oc_candidate *c,
-                        int64_t n, size_t off, int is_fixed)
+/* "lo-hi" of one knob over the candidates (counts' range i), with
+ * "(fixed)" when the knob was. */
+static size_t range_i64(char *buf, size_t len, const char *name,
+                        const struct oc_search_counts *n, int i, int is_fixed)
 {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t x;
-        memcpy(&x, (const char *)&c[i].layout + off, sizeof x);
-        lo = x < lo ? x : lo;
-        hi = x > hi ? x : hi;
-    }
-    if (n == 0)
+    const int64_t lo = n->lo[i], hi = n->hi[i];
+    if (n->candidates == 0 || lo > hi)
         return (size_t)snprintf(buf, len, "%s -", name);
     if (lo == hi)
         return (size_t)snprintf(buf, len, "%s %lld%s", name, (long long)lo,
@@ -356,22 +419,21 @@ static size_t range_i64(char *buf, size_t len, const char *name, const struct oc
     return (size_t)snprintf(buf, len, "%s %lld-%lld", name, (long long)lo, (long long)hi);
 }
 
-void oc_search_describe(const struct oc_search_space *s, const struct oc_candidate *c,
-                        int64_t n, char *buf, size_t len)
+void oc_search_describe(const struct oc_search_space *s, const struct oc_search_counts *n,
+                        char *buf, size_t len)
 {
     size_t k = 0;
 #define ADD(...) (k += k < len ? (size_t)snprintf(buf + k, len - k, __VA_ARGS__) : 0)
-#define RANGE(nm, field, bit)                                                         \
-    do {                                                                              \
-        if (k < len)                                                                  \
-            k += range_i64(buf + k, len - k, nm, c, n, offsetof(struct oc_layout, field), \
-                           fixed(s, bit));                                             \
-        ADD(", ");                                                                    \
+#define RANGE(nm, i, bit)                                                    \
+    do {                                                                     \
+        if (k < len)                                                         \
+            k += range_i64(buf + k, len - k, nm, n, i, fixed(s, bit));       \
+        ADD(", ");                                                           \
     } while (0)
-    RANGE("tp", tp, OC_LAYOUT_NAMED_TP);
-    RANGE("cp", cp, OC_LAYOUT_NAMED_CP);
-    RANGE("pp", pp, OC_LAYOUT_NAMED_PP);
-    RANGE("dp", dp, OC_LAYOUT_NAMED_DP);
+    RANGE("tp", 0, OC_LAYOUT_NAMED_TP);
+    RANGE("cp", 1, OC_LAYOUT_NAMED_CP);
+    RANGE("pp", 2, OC_LAYOUT_NAMED_PP);
+    RANGE("dp", 3, OC_LAYOUT_NAMED_DP);
     ADD("mb ");
     for (int i = 0; i < s->n_micro_batches; i++)
         ADD("%s%lld", i ? "|" : "", (long long)s->micro_batches[i]);
@@ -383,7 +445,7 @@ void oc_search_describe(const struct oc_search_space *s, const struct oc_candida
                 s->schedules[i] == OC_SCHED_INTERLEAVED ? "" : "");
         ADD(" (fixed)");
     } else {
-        RANGE("schedule 1f1b|interleaved v", vchunks, 0);
+        RANGE("schedule 1f1b|interleaved v", 4, 0);
         k -= k >= 2 ? 2 : 0;
         buf[k] = '\0';
     }

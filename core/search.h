@@ -6,10 +6,10 @@
  *   oc_search_space_default(&s, 64, &base);   // every knob searched
  *   s.fixed |= OC_LAYOUT_NAMED_SP;            // keep base.sequence_parallel
  *   struct oc_search_counts n;
- *   struct oc_candidate *c;
- *   int64_t k = oc_search_enumerate(&s, &model, &topo, &c, &n);
- *   ... c[0..k) with .valid and .reason (oc_layout_validate's) ...
- *   free(c);
+ *   int64_t k = oc_search_run(&s, &model, &topo, visit, ctx, &n);
+ *   ... visit(ctx, &set) for every knob set (struct oc_search_set) ...
+ *   (oc_search_enumerate: every candidate materialised and validated,
+ *   for tests)
  *
  * The dimensions, outermost first (the candidates' order, deterministic):
  *   tp x cp x pp x dp = cards (every factorisation);
@@ -60,6 +60,7 @@
 
 #define OC_SEARCH_MAX_MB 16
 #define OC_SEARCH_MAX_SCHED 16
+#define OC_SEARCH_MAX_SPLIT 16 /* stage splits of one knob set */
 
 struct oc_search_space {
     int64_t cards;
@@ -79,26 +80,66 @@ struct oc_search_space {
 };
 
 struct oc_search_counts {
-    int64_t candidates;  /* what oc_search_enumerate returned */
-    int64_t illegal;     /* of them, refused by oc_layout_validate */
+    int64_t candidates;  /* every candidate of the space */
+    int64_t illegal;     /* of them, refused by oc_layout_validate (filled
+                            by oc_search_enumerate; oc_search_run leaves
+                            validation to its visitor: 0) */
     int64_t noop;        /* knob variants skipped as no-ops */
+    /* the range of tp, cp, pp, dp and vchunks over the candidates (for
+     * oc_search_describe; lo > hi when there is none) */
+    int64_t lo[5], hi[5];
 };
 
 /* Every knob searched, micro-batches 1, 2, 4, cp up to 16. */
 void oc_search_space_default(struct oc_search_space *s, int64_t cards,
                              const struct oc_layout *base);
 
+/* One knob set of a structural layout (tp, cp, pp, dp, micro-batch,
+ * schedule) with its rank-order and collective variants and its stage
+ * splits: norder * ncoll * nsplit candidates, numbered
+ *   index + (iorder * ncoll + icoll) * nsplit + isplit
+ * (the enumeration order above: the splits innermost). Order and
+ * collective algorithm change neither validity nor memory (layout.c,
+ * memory.c, reserve.c read neither), so a visitor judges a knob set's
+ * split once for all its variants. `refused` (not NULL): the structural
+ * layout itself is illegal (the reason, oc_layout_validate's): one
+ * candidate, `layout`, with one variant and one split. */
+struct oc_search_set {
+    struct oc_layout layout;   /* order[0], coll[0], split 0 */
+    int64_t index;             /* its first candidate's */
+    int norder, ncoll, nsplit;
+    enum oc_rank_order order[2];
+    enum oc_coll_choice coll[4];
+    int64_t first[OC_SEARCH_MAX_SPLIT], last[OC_SEARCH_MAX_SPLIT];
+    const char *refused;
+};
+
+/* Candidate (iorder, icoll, isplit) of set g. */
+void oc_search_set_layout(const struct oc_search_set *g, int iorder, int icoll, int isplit,
+                          struct oc_layout *out);
+
+/* Calls fn on every knob set of s in the enumeration order (the same
+ * candidates and indices as oc_search_enumerate, none materialised, none
+ * validated); *counts (may be NULL) gets the counts (illegal 0). Returns
+ * the number of candidates. */
+int64_t oc_search_run(const struct oc_search_space *s, const struct oc_model *m,
+                      const struct oc_topology *t,
+                      void (*fn)(void *ctx, const struct oc_search_set *g), void *ctx,
+                      struct oc_search_counts *counts);
+
 /* Fills *out (malloc'd, caller frees) with every candidate of s in the
- * order above, each validated; *counts (may be NULL) gets the counts.
- * Returns the number of candidates. */
+ * order above, each validated (.valid, .reason); *counts (may be NULL)
+ * gets the counts. Returns the number of candidates. For tests and small
+ * spaces: the sweep (tools/sweep_plan.h) walks oc_search_run instead. */
 int64_t oc_search_enumerate(const struct oc_search_space *s, const struct oc_model *m,
                             const struct oc_topology *t, struct oc_candidate **out,
                             struct oc_search_counts *counts);
 
 /* The knob ranges searched, one line ("tp 1-8, pp 1-16, ...; recompute
  * none|sel|full|rfull<k>; sp on|off; ..." with "fixed" for the fixed
- * ones), for the summary and report.md. */
-void oc_search_describe(const struct oc_search_space *s, const struct oc_candidate *c,
-                        int64_t n, char *buf, size_t len);
+ * ones), for the summary and report.md; n is the search's counts (their
+ * ranges). */
+void oc_search_describe(const struct oc_search_space *s, const struct oc_search_counts *n,
+                        char *buf, size_t len);
 
 #endif

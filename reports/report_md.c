@@ -400,6 +400,21 @@ static int file_exists(const char *dir, const char *name)
     return access(path, F_OK) == 0;
 }
 
+/* The candidates rejected before simulation of each class (OC_REJECT_RULE,
+ * OC_REJECT_MEMORY) and the failed simulations (OC_REJECT_FAILED), from
+ * ctx's counts or from rej. */
+static void rejected_counts(const struct oc_report_ctx *c, const struct oc_rejected_layout *rej,
+                            int64_t nrej, int64_t count[3])
+{
+    count[0] = count[1] = count[2] = 0;
+    for (int64_t i = 0; i < nrej; i++)
+        count[rej[i].kind <= OC_REJECT_FAILED ? rej[i].kind : 0]++;
+    if (c->rejected_counted) {
+        count[OC_REJECT_RULE] = c->rejected_rule;
+        count[OC_REJECT_MEMORY] = c->rejected_memory;
+    }
+}
+
 static void md_setup(FILE *f, const struct oc_report_ctx *c, int64_t n, int64_t nfit,
                      int64_t nrej, int64_t failed)
 {
@@ -490,10 +505,13 @@ static void md_table(FILE *f, const struct oc_metrics *mt, int64_t n, const int6
           f);
 }
 
-static void md_rejected(FILE *f, const struct oc_rejected_layout *rej, int64_t nrej)
+static void md_rejected(FILE *f, const struct oc_report_ctx *c,
+                        const struct oc_rejected_layout *rej, int64_t nrej)
 {
     fputs("## Rejected layouts\n\n", f);
-    if (nrej == 0) {
+    int64_t count[3];
+    rejected_counts(c, rej, nrej, count);
+    if (count[0] + count[1] + count[2] == 0) {
         fputs("None: every candidate was simulated.\n\n", f);
         return;
     }
@@ -504,14 +522,14 @@ static void md_rejected(FILE *f, const struct oc_rejected_layout *rej, int64_t n
         "valid, but its closed-form peak memory exceeds the device",
         "the simulation failed (see the reason)"};
     fputs("| reason | layouts |\n|---|--:|\n", f);
-    int64_t count[3] = {0, 0, 0};
-    for (int64_t i = 0; i < nrej; i++)
-        count[rej[i].kind <= OC_REJECT_FAILED ? rej[i].kind : 0]++;
     for (int k = 0; k < 3; k++)
         if (count[k])
             fprintf(f, "| %s: %s | %lld |\n", oc_reject_kind_name(kinds[k]), why[k],
                     (long long)count[k]);
-    fputs("\nExamples:\n\n", f);
+    fputs(c->rejected_counted ? "\nExamples (the first illegal ones of the enumeration, the "
+                                "closest misses of memory):\n\n"
+                              : "\nExamples:\n\n",
+          f);
     for (int k = 0; k < 3; k++) {
         int shown = 0;
         for (int64_t i = 0; i < nrej && shown < 3; i++) {
@@ -523,6 +541,13 @@ static void md_rejected(FILE *f, const struct oc_rejected_layout *rej, int64_t n
             shown++;
         }
     }
+    if (c->rejected_csv)
+        fprintf(f, "\nEvery rejected candidate with its reason: [%s](%s).\n", c->rejected_csv,
+                c->rejected_csv);
+    else if (c->rejected_counted)
+        fputs("\nThey are counted, not listed: `--rejected-csv` writes every one with its "
+              "reason to rejected.csv.\n",
+              f);
     fputc('\n', f);
 }
 
@@ -596,11 +621,10 @@ int64_t oc_report_failures(char *buf, size_t n, const struct oc_rejected_layout 
 static void md_status(FILE *f, const struct oc_report_ctx *c, int64_t n,
                       const struct oc_rejected_layout *rej, int64_t nrej)
 {
-    int64_t failed = 0, before = 0;
-    for (int64_t i = 0; i < nrej; i++) {
-        failed += rej[i].kind == OC_REJECT_FAILED;
-        before += rej[i].kind != OC_REJECT_FAILED;
-    }
+    int64_t count[3];
+    rejected_counts(c, rej, nrej, count);
+    const int64_t failed = count[OC_REJECT_FAILED],
+                  before = count[OC_REJECT_RULE] + count[OC_REJECT_MEMORY];
     if (c->interrupted_by)
         fprintf(f, "**Interrupted by %s: %lld of %lld layouts simulated.** The tables and "
                    "plots below hold those and the %lld rejected before simulation; the "
@@ -719,10 +743,9 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
     if (ctx->command_line)
         fprintf(f, "Command:\n\n```\n%s\n```\n\n", ctx->command_line);
     md_status(f, ctx, n, rej, nrej);
-    int64_t failed = 0;
-    for (int64_t i = 0; i < nrej; i++)
-        failed += rej[i].kind == OC_REJECT_FAILED;
-    md_setup(f, ctx, n, nfit, nrej, failed);
+    int64_t count[3];
+    rejected_counts(ctx, rej, nrej, count);
+    md_setup(f, ctx, n, nfit, count[0] + count[1] + count[2], count[OC_REJECT_FAILED]);
     if (n > 0)
         md_table(f, mt, n, order, nfit, ctx);
 
@@ -743,7 +766,7 @@ int oc_report_sweep(const char *out_dir, const struct oc_metrics *mt, int64_t n,
     }
     if (ctx->confidence)
         oc_report_confidence_md(f, ctx->confidence);
-    md_rejected(f, rej, nrej);
+    md_rejected(f, ctx, rej, nrej);
     md_plots(f, out_dir, ctx->no_plots, warning);
     md_scope(f);
     free(order);

@@ -14,7 +14,8 @@
  *
  * mts are the simulated layouts' metrics (fitting or not), rejected the
  * candidates that were not simulated (plots.h: struct oc_rejected_layout;
- * oc_reject_kind_of turns a reason line into its class).
+ * oc_reject_kind_of turns a reason line into its class), all of them or
+ * examples with the counts in ctx (rejected_counted).
  *
  * report.md holds: the command, a note when the sweep was interrupted or
  * simulations failed (oc_report_failures), the model, cluster and batch, the ranked
@@ -67,6 +68,15 @@ struct oc_report_ctx {
      * and 0: left out. */
     const char *search_ranges;
     int64_t pruned, noop;
+    /* The candidates rejected before simulation, by class, when `rej`
+     * holds only examples of them (a sweep keeps the first illegal ones
+     * and the closest misses of memory, tools/sweep_plan.h; the failed
+     * simulations are all in rej): rejected_counted 1 and the counts; 0:
+     * rej holds them all. rejected_csv: the file that lists them all
+     * (`ocsim sweep --rejected-csv`), NULL: none written. */
+    int rejected_counted;
+    int64_t rejected_rule, rejected_memory;
+    const char *rejected_csv;
 };
 
 /* Writes the plots (oc_plot_sweep) and report.md into out_dir (created if

@@ -117,17 +117,17 @@ uint64_t oc_hash_topology(const struct oc_topology *t)
     return f.h;
 }
 
-uint64_t oc_hash_layouts(const struct oc_layout *l, const unsigned char *valid, int64_t n)
+uint64_t oc_hash_layouts(const struct oc_layout *l, const int64_t *index, int64_t n)
 {
     struct fnv f = FNV_INIT;
     for (int64_t i = 0; i < n; i++) {
         const struct oc_layout *x = &l[i];
-        const int64_t v[] = {x->tp, x->pp, x->dp, x->micro_batch, x->global_batch,
-                             x->seq_length, x->schedule, x->vchunks, x->recompute,
-                             x->sequence_parallel, x->zero,
-                             x->overlap_grad_reduce, x->attention, x->order,
-                             x->allow_cross_node_tp, x->precision,
-                             x->first_stage_layers, x->last_stage_layers, valid[i]};
+        const int64_t v[] = {index[i], x->tp, x->cp, x->pp, x->dp, x->micro_batch,
+                             x->global_batch, x->seq_length, x->schedule, x->vchunks,
+                             x->recompute, x->recompute_layers, x->sequence_parallel,
+                             x->zero, x->overlap_grad_reduce, x->attention, x->order,
+                             x->coll, x->allow_cross_node_tp, x->precision,
+                             x->first_stage_layers, x->last_stage_layers};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             fnv_i64(&f, v[k]);
     }

@@ -61,8 +61,10 @@ void oc_sweep_id_add(struct oc_sweep_id *id, const char *key, const char *fmt, .
  * added here, or a resume would not see it change. */
 uint64_t oc_hash_model(const struct oc_model *m);
 uint64_t oc_hash_topology(const struct oc_topology *t);
-/* The candidates in order, each with its validity (valid[i], 0/1). */
-uint64_t oc_hash_layouts(const struct oc_layout *l, const unsigned char *valid, int64_t n);
+/* Layouts with their indices (the sweep's candidates to simulate, keyed
+ * by their index in the enumeration, which the records carry): every
+ * knob, so that a record cannot land on another layout. */
+uint64_t oc_hash_layouts(const struct oc_layout *l, const int64_t *index, int64_t n);
 /* A file's bytes. Returns 0, or -1 with st->msg. */
 int oc_hash_file(const char *path, uint64_t *hash, struct oc_status *st);
 

@@ -176,7 +176,7 @@ static void test_across_nodes(void)
     CU_ASSERT_TRUE(hier > 0);
     CU_ASSERT_TRUE(pp_dp_order > 0);
     char d[1024];
-    oc_search_describe(&s, c, k, d, sizeof d);
+    oc_search_describe(&s, &n, d, sizeof d);
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "tp 1-16"));
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "zero 0|1|2|3"));
     free(c);

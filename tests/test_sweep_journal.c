@@ -241,14 +241,27 @@ static void test_hashes(void)
     oc_layout_default(&l[0]);
     oc_layout_default(&l[1]);
     l[1].tp = 2;
-    unsigned char valid[2] = {1, 0};
-    const uint64_t hl = oc_hash_layouts(l, valid, 2);
-    valid[1] = 1;
-    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, valid, 2), hl);
-    valid[1] = 0;
+    int64_t idx[2] = {3, 7};
+    const uint64_t hl = oc_hash_layouts(l, idx, 2);
+    idx[1] = 8; /* the same layouts at other indices */
+    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
+    idx[1] = 7;
+    CU_ASSERT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
     l[0].zero = !l[0].zero;
-    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, valid, 2), hl);
-    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, valid, 1), oc_hash_layouts(l, valid, 2));
+    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
+    l[0].zero = !l[0].zero;
+    /* every knob counts: cp, the collective algorithm, rfull<k> */
+    l[1].cp = 2;
+    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
+    l[1].cp = 1;
+    l[1].coll = OC_COLL_CHOICE_TREE;
+    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
+    l[1].coll = l[0].coll;
+    l[1].recompute_layers = 3;
+    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
+    l[1].recompute_layers = l[0].recompute_layers;
+    CU_ASSERT_EQUAL(oc_hash_layouts(l, idx, 2), hl);
+    CU_ASSERT_NOT_EQUAL(oc_hash_layouts(l, idx, 1), oc_hash_layouts(l, idx, 2));
 
     char path[512];
     snprintf(path, sizeof path, "%s/p.xml", oc_test_dir);

@@ -19,6 +19,7 @@
  * killed outright leaves no sweep.csv (only its temporary) and a journal
  * that --resume reads. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -61,13 +62,15 @@ static void help(void)
          "micro-batch sizes, 1f1b and interleaved:2 and the splits alone),\n"
          "skipping knob values that change nothing (no-op variants),\n"
          "rejects the illegal ones and those whose closed-form memory does not fit\n"
-         "(listed with the reason), and simulates the rest with SimGrid on all\n"
-         "cores in increasing order of a closed-form lower bound of the step,\n"
-         "stopping once the bound exceeds the --top-th best (pruned rows carry\n"
-         "their bound; --no-prune simulates all). Ranks by tokens/s. Writes\n"
-         "DIR/sweep.csv (one row per candidate, with its layout label and bound),\n"
-         "DIR/report.md, and the plots with their gnuplot scripts and data\n"
-         "(default DIR: out/sweep).\n\n"
+         "(counted by reason in the summary and report.md; --rejected-csv lists\n"
+         "each with its reason in DIR/rejected.csv), and simulates the rest with\n"
+         "SimGrid on all cores in increasing order of a closed-form lower bound of\n"
+         "the step, stopping once the bound exceeds the --top-th best (pruned rows\n"
+         "carry their bound; --no-prune simulates all). Ranks by tokens/s. Writes\n"
+         "DIR/sweep.csv (one row per candidate that is legal and fits by the\n"
+         "closed form and is not dominated: simulated, pruned or failed, with its\n"
+         "layout label and bound), DIR/report.md, and the plots with their\n"
+         "gnuplot scripts and data (default DIR: out/sweep).\n\n"
          "Ctrl-C (SIGINT) or SIGTERM stops the simulations, writes the report of\n"
          "the layouts finished, marked as interrupted, and exits 130; the same\n"
          "command with --resume then simulates only what DIR/sweep.journal lacks\n"
@@ -78,7 +81,7 @@ static void help(void)
 
 struct run {
     struct oc_plan plan;
-    struct item *items;  /* plan.items */
+    struct item *items;  /* plan.items: the candidates to simulate */
     int64_t n;           /* items */
     struct oc_prune prune;
     int prune_on;        /* not --no-prune */
@@ -115,6 +118,7 @@ static void progress(const struct run *r)
     fflush(stderr);
 }
 
+/* An item's row of sweep.csv: simulated, or failed or pruned (no figures). */
 static void row(struct oc_csv *c, const struct item *it, double device_mem_bytes)
 {
     if (it->state == IT_SIMULATED)
@@ -197,15 +201,14 @@ static void prune_final(struct run *r)
 /* Rank: simulated and fitting first by tokens/s (ties: less memory, then
  * the shorter layout string, the one with fewer knobs off their defaults,
  * then the string, so the order is deterministic); then simulated but out
- * of memory; then failed; then rejected before simulation; then those an
- * interruption left unsimulated (no row). */
+ * of memory; then failed; then pruned by their bound; then those an
+ * interruption left unsimulated (no row). (Classes 3 and 4: rejected
+ * before simulation and pruned, before the rejected left sweep.csv.) */
 static int rank_class(const struct item *it)
 {
     switch (it->state) {
     case IT_SIMULATED: return it->mt->fits ? 0 : 1;
     case IT_FAILED: return 2;
-    case IT_ILLEGAL:
-    case IT_OOM: return 3;
     case IT_PRUNED:
     case IT_DOMINATED: return 4;
     case IT_PENDING: break;
@@ -213,14 +216,16 @@ static int rank_class(const struct item *it)
     return 5;
 }
 
-/* The items' layout labels by candidate index while write_ranked sorts
- * (formatting them in every comparison was most of a large sweep's
- * output time). */
+/* The items and their layout labels while write_ranked sorts their
+ * indices (formatting the labels in every comparison was most of a large
+ * sweep's output time). */
+static const struct item *sort_items;
 static char **sort_labels;
 
 static int cmp_items(const void *pa, const void *pb)
 {
-    const struct item *a = pa, *b = pb;
+    const int64_t ia = *(const int64_t *)pa, ib = *(const int64_t *)pb;
+    const struct item *a = &sort_items[ia], *b = &sort_items[ib];
     int ca = rank_class(a), cb = rank_class(b);
     if (ca != cb)
         return ca < cb ? -1 : 1;
@@ -232,7 +237,7 @@ static int cmp_items(const void *pa, const void *pb)
     }
     if (ca == 4 && a->bound_s != b->bound_s) /* pruned: by bound */
         return a->bound_s < b->bound_s ? -1 : 1;
-    const char *la = sort_labels[a->cand], *lb = sort_labels[b->cand];
+    const char *la = sort_labels[ia], *lb = sort_labels[ib];
     if (ca <= 1) {
         /* equal results: the variant closest to the defaults first */
         const size_t na = strlen(la), nb = strlen(lb);
@@ -313,7 +318,10 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o,
         oc_sweep_id_add(id, "platform", "generated");
     }
     oc_sweep_id_add(id, "search", "fixed=%x %s", o->fixed, pl->ranges);
-    oc_sweep_id_add(id, "layouts", "%lld %016llx", (long long)pl->n,
+    oc_sweep_id_add(id, "layouts", "%lld candidates, %lld illegal, %lld out of memory, "
+                    "%lld dominated, %lld to simulate %016llx",
+                    (long long)pl->ncand, (long long)pl->counts.illegal, (long long)pl->noom,
+                    (long long)pl->ndominated, (long long)pl->n,
                     (unsigned long long)pl->layouts_hash);
     return 0;
 }
@@ -322,8 +330,8 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o,
 static void on_journal(void *ctx, int64_t cand, const struct oc_metrics *mt)
 {
     struct run *r = ctx;
-    struct item *it = &r->items[cand];
-    if (it->state == IT_PENDING) {
+    struct item *it = oc_plan_item(&r->plan, cand);
+    if (it && it->state == IT_PENDING) {
         item_simulated(it, mt);
         oc_prune_add(&r->prune, mt);
     }
@@ -342,7 +350,7 @@ static int64_t journal_open(struct run *r, const struct oc_opts *o, const char *
     if (!o->resume)
         return oc_sweep_journal_create(&r->journal, path, &id, st);
     int64_t dropped = 0;
-    int64_t got = oc_sweep_journal_resume(&r->journal, path, &id, r->n, on_journal, r,
+    int64_t got = oc_sweep_journal_resume(&r->journal, path, &id, r->plan.ncand, on_journal, r,
                                           &dropped, st);
     if (got >= 0 && dropped > 0)
         fprintf(stderr, "ocsim sweep: warning: %s: %lld bytes after its last whole record "
@@ -352,8 +360,8 @@ static int64_t journal_open(struct run *r, const struct oc_opts *o, const char *
     return got;
 }
 
-/* Opens sweep.csv (truncated) with the rows already finished: the
- * rejected ones and those the journal gave back. */
+/* Opens sweep.csv (truncated) with the rows already finished: those the
+ * journal gave back. */
 static int csv_start(struct run *r, const char *path, struct oc_status *st)
 {
     if (oc_metrics_csv_open_sweep(&r->csv, path, st) != 0)
@@ -371,19 +379,28 @@ static int csv_start(struct run *r, const char *path, struct oc_status *st)
 static int write_ranked(struct run *r, struct oc_status *st)
 {
     char **labels = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *labels);
+    int64_t *perm = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *perm);
     for (int64_t i = 0; i < r->n; i++) {
         char b[192];
         oc_layout_format(&r->items[i].layout, b, sizeof b);
-        OC_ASSERT(r->items[i].cand >= 0 && r->items[i].cand < r->n && !labels[r->items[i].cand]);
-        labels[r->items[i].cand] = oc_xmalloc(strlen(b) + 1);
-        strcpy(labels[r->items[i].cand], b);
+        labels[i] = oc_xmalloc(strlen(b) + 1);
+        strcpy(labels[i], b);
+        perm[i] = i;
     }
+    sort_items = r->items;
     sort_labels = labels;
-    qsort(r->items, (size_t)r->n, sizeof *r->items, cmp_items);
+    qsort(perm, (size_t)r->n, sizeof *perm, cmp_items);
     sort_labels = NULL;
-    for (int64_t i = 0; i < r->n; i++)
+    sort_items = NULL;
+    struct item *sorted = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *sorted);
+    for (int64_t i = 0; i < r->n; i++) {
+        sorted[i] = r->items[perm[i]];
         free(labels[i]);
+    }
     free(labels);
+    free(perm);
+    free(r->items);
+    r->items = r->plan.items = sorted; /* no longer in candidate order */
     if (oc_csv_restart(&r->csv, st) != 0) {
         oc_csv_abandon(&r->csv);
         return -1;
@@ -395,7 +412,8 @@ static int write_ranked(struct run *r, struct oc_status *st)
 }
 
 /* The ranked results for the report and the plots: the simulated layouts'
- * metrics in res, the others in rej, and how many of each kind. */
+ * metrics in res, the failed ones and the plan's examples of the rejected
+ * in rej, and how many of each kind. */
 struct results {
     struct oc_metrics *res;
     struct oc_rejected_layout *rej;
@@ -405,11 +423,11 @@ struct results {
 static void results_gather(struct results *x, const struct run *r)
 {
     memset(x, 0, sizeof *x);
-    int64_t nsim = 0, nrej = 0;
+    int64_t nsim = 0, nrej = r->plan.nexamples;
     for (int64_t i = 0; i < r->n; i++) {
         const enum item_state s = r->items[i].state;
         nsim += s == IT_SIMULATED;
-        nrej += s == IT_ILLEGAL || s == IT_OOM || s == IT_FAILED;
+        nrej += s == IT_FAILED;
     }
     x->res = oc_xcalloc((size_t)(nsim ? nsim : 1), sizeof *x->res);
     x->rej = oc_xcalloc((size_t)(nrej ? nrej : 1), sizeof *x->rej);
@@ -432,15 +450,16 @@ static void results_gather(struct results *x, const struct run *r)
         }
         struct oc_rejected_layout *j = &x->rej[x->nrej++];
         j->layout = it->layout;
-        j->kind = it->state == IT_FAILED  ? OC_REJECT_FAILED
-                  : it->state == IT_OOM ? OC_REJECT_MEMORY : OC_REJECT_RULE;
-        x->nfail += it->state == IT_FAILED;
-        x->ninvalid += it->state == IT_ILLEGAL;
-        x->noom += it->state == IT_OOM;
+        j->kind = OC_REJECT_FAILED;
+        x->nfail++;
         j->peak_mem_bytes = it->cf_peak_bytes;
         j->device_mem_bytes = r->device_mem_bytes;
         snprintf(j->reason, sizeof j->reason, "%s", oc_item_reason_of(it));
     }
+    for (int64_t i = 0; i < r->plan.nexamples; i++)
+        x->rej[x->nrej++] = r->plan.examples[i];
+    x->ninvalid = r->plan.counts.illegal;
+    x->noom = r->plan.noom;
 }
 
 /* The chosen layout and why, on stdout. res is in rank order (cmp_items):
@@ -500,6 +519,8 @@ static int report(const struct oc_opts *o, const struct run *r, int argc, char *
         .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
         .confidence = conf,
         .search_ranges = r->plan.ranges, .pruned = x->npruned, .noop = r->plan.counts.noop,
+        .rejected_counted = 1, .rejected_rule = x->ninvalid, .rejected_memory = x->noom,
+        .rejected_csv = o->rejected_csv ? "rejected.csv" : NULL,
     };
     struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
     char note[160];
@@ -540,7 +561,7 @@ static void summary(const struct results *x, const struct run *r, double wall, i
     printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld pruned by bound, "
            "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants, "
            "%lld dominated skipped\n",
-           (long long)r->n, (long long)x->nres, wall, (long long)x->nfit,
+           (long long)r->plan.ncand, (long long)x->nres, wall, (long long)x->nfit,
            (long long)x->npruned, (long long)x->noom, (long long)x->ninvalid,
            (long long)x->nfail, (long long)r->plan.counts.noop,
            (long long)r->plan.ndominated);
@@ -602,6 +623,47 @@ static int sweep_setup(struct oc_opts *o, struct oc_replay_opts *ro, int argc, c
     return 0;
 }
 
+/* --rejected-csv: the plan's rejected candidates as rows of
+ * DIR/rejected.csv (sweep.csv's columns). */
+struct rejected_csv {
+    struct oc_csv csv;
+    double device_mem_bytes;
+};
+
+static void rejected_row(void *ctx, const struct oc_layout *l, double peak_bytes,
+                         const char *reason)
+{
+    struct rejected_csv *rc = ctx;
+    oc_sweep_csv_row_rejected(&rc->csv, l, peak_bytes, rc->device_mem_bytes, reason, -1);
+}
+
+/* Plans the sweep into r->plan, with DIR/rejected.csv under --rejected-csv
+ * (else a stale one of an earlier sweep in DIR is removed). 0, or -1 with
+ * st->msg. */
+static int plan(struct run *r, const struct oc_opts *o, const char *out,
+                const struct oc_search_space *space, struct oc_status *st)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/rejected.csv", out);
+    if (!o->rejected_csv) {
+        if (unlink(path) != 0 && errno != ENOENT)
+            return oc_fail(st, "%s: cannot remove the stale table: %s", path, strerror(errno));
+        oc_plan_build(&r->plan, o, space, NULL);
+        return 0;
+    }
+    struct rejected_csv *rc = oc_xcalloc(1, sizeof *rc);
+    rc->device_mem_bytes = o->topo.device.memory_bytes;
+    if (oc_metrics_csv_open_sweep(&rc->csv, path, st) != 0) {
+        free(rc);
+        return -1;
+    }
+    const struct oc_plan_rejected hook = {rejected_row, rc};
+    oc_plan_build(&r->plan, o, space, &hook);
+    const int rc_close = oc_csv_close(&rc->csv, st);
+    free(rc);
+    return rc_close;
+}
+
 /* Plans the sweep, opens the journal (or resumes it) and sweep.csv with
  * the rows already finished, and fills *to_sim with what is left to
  * simulate. Returns 0, or 2 with one line on stderr. */
@@ -618,7 +680,10 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     struct oc_search_space space;
     oc_sweep_space(o, &space);
     const double plan_t0 = now_s();
-    oc_plan_build(&r->plan, o, &space);
+    if (plan(r, o, out, &space, &st) != 0) {
+        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
+        return 2;
+    }
     r->plan_s = now_s() - plan_t0;
     r->items = r->plan.items;
     r->n = r->plan.n;
@@ -645,8 +710,8 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
         planned += r->items[i].state == IT_PENDING || r->items[i].state == IT_SIMULATED;
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
                     "(%s fidelity), writing %s; planned in %.2f s\n",
-            o->model.name, (long long)o->cards, o->topo.device.name, (long long)r->n,
-            (long long)planned, o->fidelity, out, r->plan_s);
+            o->model.name, (long long)o->cards, o->topo.device.name,
+            (long long)r->plan.ncand, (long long)planned, o->fidelity, out, r->plan_s);
     if (o->resume)
         fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
                         "%lld left\n",
@@ -746,7 +811,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
     struct results x;
     results_gather(&x, &r);
-    oc->candidates = r.n;
+    oc->candidates = r.plan.ncand;
     oc->simulated = x.nres;
     oc->fitting = x.nfit;
     if (x.nfit > 0) {

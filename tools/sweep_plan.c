@@ -132,36 +132,44 @@ static double plan_bound(struct plan_cache *pc, const struct oc_opts *o,
     return b.step_s;
 }
 
-/* Why a legal layout is not simulated: its closed-form peak and the
- * reserve (core/reserve.h) exceed the device. Fills it's reason and returns 1; 0 when it fits. */
-static int closed_form_oom(struct item *it, const struct oc_opts *o, struct plan_cache *pc)
+/* The closed-form peak of legal layout l (from the cache when a layout
+ * of the same memory had it), its worst stage and its reserve; returns 1
+ * when peak + reserve fit the device. */
+static int closed_form_fits(struct plan_cache *pc, const struct oc_opts *o,
+                            const struct oc_layout *l, double *peak, int64_t *stage,
+                            double *reserve)
 {
-    int64_t stage;
-    struct oc_layout k = mem_key(&it->layout);
+    struct oc_layout k = mem_key(l);
     int w = -1;
     for (int i = 0; i < pc->mem_n && w < 0; i++)
         if (memcmp(&k, &pc->mem_key[i], sizeof k) == 0)
             w = i;
     if (w >= 0) {
-        it->cf_peak_bytes = pc->peak[w];
-        stage = pc->stage[w];
+        *peak = pc->peak[w];
+        *stage = pc->stage[w];
     } else {
-        it->cf_peak_bytes = oc_memory_peak(&o->model, &it->layout, &stage);
+        *peak = oc_memory_peak(&o->model, l, stage);
         w = pc->mem_next;
         pc->mem_next = (pc->mem_next + 1) % MEM_WAYS;
         pc->mem_n += pc->mem_n < MEM_WAYS;
-        pc->mem_key[w] = k, pc->peak[w] = it->cf_peak_bytes, pc->stage[w] = stage;
+        pc->mem_key[w] = k, pc->peak[w] = *peak, pc->stage[w] = *stage;
     }
     struct oc_reserve rs;
-    oc_reserve_layout(&o->model, &it->layout, &o->topo, it->cf_peak_bytes, &rs);
-    if (oc_reserve_fits(&o->topo, it->cf_peak_bytes, rs.total_bytes))
-        return 0;
+    oc_reserve_layout(&o->model, l, &o->topo, *peak, &rs);
+    *reserve = rs.total_bytes;
+    return oc_reserve_fits(&o->topo, *peak, rs.total_bytes);
+}
+
+/* Why a legal layout is not simulated: its closed-form peak and the
+ * reserve (core/reserve.h) exceed the device. */
+static void oom_reason(char *buf, size_t n, const struct oc_opts *o, int64_t stage,
+                       double peak, double reserve)
+{
     char need[32], res[32], have[32];
-    oc_item_reason(it, "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
-                   (long long)stage, oc_fmt_si(need, sizeof need, it->cf_peak_bytes, "B"),
-                   oc_fmt_si(res, sizeof res, rs.total_bytes, "B"), o->topo.device.name,
-                   oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
-    return 1;
+    snprintf(buf, n, "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
+             (long long)stage, oc_fmt_si(need, sizeof need, peak, "B"),
+             oc_fmt_si(res, sizeof res, reserve, "B"), o->topo.device.name,
+             oc_fmt_si(have, sizeof have, o->topo.device.memory_bytes, "B"));
 }
 
 /* ---- dominated variants (sweep_plan.h) -------------------------------- */
@@ -255,41 +263,154 @@ static int64_t mark_dominated(struct oc_plan *p)
     return nd;
 }
 
-void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
-                   const struct oc_search_space *s)
+/* The plan while the search walks the space. */
+struct build {
+    struct oc_plan *p;
+    const struct oc_opts *o;
+    const struct oc_plan_rejected *rej;
+    struct plan_cache *pc;
+    int64_t cap;
+    /* the closest misses of memory, ascending by (peak, label) */
+    struct oc_rejected_layout miss[OC_PLAN_MISSES];
+    char miss_label[OC_PLAN_MISSES][192];
+    int64_t miss_stage[OC_PLAN_MISSES];
+    double miss_reserve[OC_PLAN_MISSES];
+    int nmiss;
+};
+
+/* An illegal candidate l (refused: the structural reason, NULL: validate
+ * says why) as one of the first three examples and to the hook. */
+static void rejected_illegal(struct build *b, const struct oc_layout *l, const char *refused)
+{
+    const int example = b->p->counts.illegal < 3;
+    b->p->counts.illegal++;
+    if (!example && !b->rej)
+        return;
+    struct oc_status st = {{0}};
+    if (!refused) {
+        oc_layout_validate(l, &b->o->model, &b->o->topo, b->o->cards, &st);
+        refused = st.msg;
+    }
+    if (example) {
+        struct oc_rejected_layout *x = &b->p->examples[b->p->nexamples++];
+        x->layout = *l;
+        x->kind = OC_REJECT_RULE;
+        x->peak_mem_bytes = -1;
+        x->device_mem_bytes = b->o->topo.device.memory_bytes;
+        snprintf(x->reason, sizeof x->reason, "%s", refused);
+    }
+    if (b->rej)
+        b->rej->fn(b->rej->ctx, l, -1, refused);
+}
+
+/* An out-of-memory candidate l: among the closest misses when its (peak,
+ * label) is below the worst kept. */
+static void keep_miss(struct build *b, const struct oc_layout *l, double peak, int64_t stage,
+                      double reserve)
+{
+    if (b->nmiss == OC_PLAN_MISSES && peak > b->miss[b->nmiss - 1].peak_mem_bytes)
+        return;
+    char lab[192];
+    oc_layout_format(l, lab, sizeof lab);
+    int i = b->nmiss;
+    while (i > 0 && (b->miss[i - 1].peak_mem_bytes > peak ||
+                     (b->miss[i - 1].peak_mem_bytes == peak &&
+                      strcmp(b->miss_label[i - 1], lab) > 0)))
+        i--;
+    if (i == OC_PLAN_MISSES)
+        return;
+    const int last = b->nmiss < OC_PLAN_MISSES ? b->nmiss++ : OC_PLAN_MISSES - 1;
+    for (int j = last; j > i; j--) {
+        b->miss[j].layout = b->miss[j - 1].layout;
+        b->miss[j].peak_mem_bytes = b->miss[j - 1].peak_mem_bytes;
+        memcpy(b->miss_label[j], b->miss_label[j - 1], sizeof b->miss_label[j]);
+        b->miss_stage[j] = b->miss_stage[j - 1];
+        b->miss_reserve[j] = b->miss_reserve[j - 1];
+    }
+    b->miss[i].layout = *l;
+    b->miss[i].peak_mem_bytes = peak;
+    memcpy(b->miss_label[i], lab, sizeof lab);
+    b->miss_stage[i] = stage;
+    b->miss_reserve[i] = reserve;
+}
+
+/* One knob set of the search (search.h): each split judged once (legal,
+ * then fits), its rank-order and collective variants counted, or kept as
+ * items (in candidate order) when they fit. */
+static void plan_set(void *ctx, const struct oc_search_set *g)
+{
+    struct build *b = ctx;
+    struct oc_plan *p = b->p;
+    const int64_t nvar = (int64_t)g->norder * g->ncoll;
+    int legal[OC_SEARCH_MAX_SPLIT], fits[OC_SEARCH_MAX_SPLIT], nfit = 0;
+    double peak[OC_SEARCH_MAX_SPLIT], reserve[OC_SEARCH_MAX_SPLIT];
+    int64_t stage[OC_SEARCH_MAX_SPLIT];
+    for (int k = 0; k < g->nsplit; k++) {
+        struct oc_layout l;
+        oc_search_set_layout(g, 0, 0, k, &l);
+        legal[k] = !g->refused &&
+                   oc_layout_validate(&l, &b->o->model, &b->o->topo, b->o->cards, NULL) == 0;
+        peak[k] = -1, reserve[k] = 0, stage[k] = 0;
+        fits[k] = legal[k] && closed_form_fits(b->pc, b->o, &l, &peak[k], &stage[k], &reserve[k]);
+        nfit += fits[k];
+        p->noom += legal[k] && !fits[k] ? nvar : 0;
+    }
+    if (p->n + nvar * nfit > b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 4096;
+        while (b->cap < p->n + nvar * nfit)
+            b->cap *= 2;
+        p->items = oc_xrealloc(p->items, (size_t)b->cap * sizeof *p->items);
+    }
+    for (int io = 0; io < g->norder; io++)
+        for (int ic = 0; ic < g->ncoll; ic++)
+            for (int k = 0; k < g->nsplit; k++) {
+                if (fits[k]) {
+                    struct item *it = &p->items[p->n++];
+                    memset(it, 0, sizeof *it);
+                    oc_search_set_layout(g, io, ic, k, &it->layout);
+                    it->cand = g->index + ((int64_t)io * g->ncoll + ic) * g->nsplit + k;
+                    it->state = IT_PENDING;
+                    it->cf_peak_bytes = peak[k];
+                    it->bound_s = -1;
+                    continue;
+                }
+                /* rejected: only what an example or the hook needs */
+                if (legal[k] && !b->rej && b->nmiss == OC_PLAN_MISSES &&
+                    peak[k] > b->miss[OC_PLAN_MISSES - 1].peak_mem_bytes)
+                    continue;
+                if (!legal[k] && !b->rej && p->counts.illegal >= 3) {
+                    p->counts.illegal++;
+                    continue;
+                }
+                struct oc_layout v;
+                oc_search_set_layout(g, io, ic, k, &v);
+                if (!legal[k]) {
+                    rejected_illegal(b, &v, g->refused);
+                    continue;
+                }
+                keep_miss(b, &v, peak[k], stage[k], reserve[k]);
+                if (b->rej) {
+                    char why[OC_MSG_MAX];
+                    oom_reason(why, sizeof why, b->o, stage[k], peak[k], reserve[k]);
+                    b->rej->fn(b->rej->ctx, &v, peak[k], why);
+                }
+            }
+}
+
+void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_search_space *s,
+                   const struct oc_plan_rejected *rej)
 {
     memset(p, 0, sizeof *p);
-    struct oc_candidate *cands = NULL;
-    const int64_t n = oc_search_enumerate(s, &o->model, &o->topo, &cands, &p->counts);
-    oc_search_describe(s, cands, n, p->ranges, sizeof p->ranges);
-    p->n = n;
-    p->items = oc_xcalloc((size_t)(n ? n : 1), sizeof *p->items);
-    struct oc_layout *lay = oc_xcalloc((size_t)(n ? n : 1), sizeof *lay);
-    unsigned char *valid = oc_xcalloc((size_t)(n ? n : 1), 1);
-    struct plan_cache *pc = oc_xcalloc(1, sizeof *pc);
-    for (int64_t i = 0; i < n; i++) {
-        struct item *it = &p->items[i];
-        it->layout = lay[i] = cands[i].layout;
-        valid[i] = cands[i].valid != 0;
-        it->cand = i;
-        it->cf_peak_bytes = -1;
-        it->bound_s = -1;
-        it->state = IT_ILLEGAL;
-        if (!cands[i].valid) {
-            oc_item_reason(it, "%s", cands[i].reason);
-        } else if (closed_form_oom(it, o, pc)) {
-            it->state = IT_OOM;
-            p->noom++;
-        } else {
-            struct oc_layout ck = cost_key(&it->layout);
-            if (!pc->cost_ok || memcmp(&ck, &pc->cost_key, sizeof ck) != 0) {
-                oc_cost_init(&pc->cost, &o->model, &it->layout, &o->topo);
-                pc->cost_key = ck, pc->cost_ok = 1;
-            }
-            it->bound_s = plan_bound(pc, o, &it->layout);
-            it->state = IT_PENDING;
-        }
-    }
+    p->examples = oc_xcalloc(3 + OC_PLAN_MISSES, sizeof *p->examples);
+    struct build *b = oc_xcalloc(1, sizeof *b);
+    b->p = p, b->o = o, b->rej = rej;
+    b->pc = oc_xcalloc(1, sizeof *b->pc);
+    struct plan_cache *pc = b->pc;
+    struct oc_search_counts n;
+    p->ncand = oc_search_run(s, &o->model, &o->topo, plan_set, b, &n);
+    n.illegal = p->counts.illegal; /* counted by plan_set */
+    p->counts = n;
+    oc_search_describe(s, &p->counts, p->ranges, sizeof p->ranges);
     p->ndominated = o->keep_dominated ? 0 : mark_dominated(p);
     if (p->ndominated > 0) {
         const size_t k = strlen(p->ranges);
@@ -297,11 +418,57 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
                  "; %lld dominated variants skipped (more recompute where less fits)",
                  (long long)p->ndominated);
     }
-    p->layouts_hash = oc_hash_layouts(lay, valid, n);
-    free(pc);
-    free(valid);
+    /* the bounds of those to simulate; the dominated dropped */
+    int64_t kept = 0;
+    for (int64_t i = 0; i < p->n; i++) {
+        struct item *it = &p->items[i];
+        if (it->state == IT_DOMINATED) {
+            if (rej)
+                rej->fn(rej->ctx, &it->layout, it->cf_peak_bytes,
+                        "dominated: a variant with less recompute fits");
+            continue;
+        }
+        struct oc_layout ck = cost_key(&it->layout);
+        if (!pc->cost_ok || memcmp(&ck, &pc->cost_key, sizeof ck) != 0) {
+            oc_cost_init(&pc->cost, &o->model, &it->layout, &o->topo);
+            pc->cost_key = ck, pc->cost_ok = 1;
+        }
+        it->bound_s = plan_bound(pc, o, &it->layout);
+        p->items[kept++] = *it;
+    }
+    p->n = kept;
+    p->items = oc_xrealloc(p->items, (size_t)(kept ? kept : 1) * sizeof *p->items);
+    /* the examples: the first illegal ones (already there), the misses */
+    for (int i = 0; i < b->nmiss; i++) {
+        struct oc_rejected_layout *x = &p->examples[p->nexamples++];
+        *x = b->miss[i];
+        x->kind = OC_REJECT_MEMORY;
+        x->device_mem_bytes = o->topo.device.memory_bytes;
+        oom_reason(x->reason, sizeof x->reason, o, b->miss_stage[i], x->peak_mem_bytes,
+                   b->miss_reserve[i]);
+    }
+    int64_t *idx = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *idx);
+    struct oc_layout *lay = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *lay);
+    for (int64_t i = 0; i < p->n; i++)
+        idx[i] = p->items[i].cand, lay[i] = p->items[i].layout;
+    p->layouts_hash = oc_hash_layouts(lay, idx, p->n);
     free(lay);
-    free(cands);
+    free(idx);
+    free(pc);
+    free(b);
+}
+
+struct item *oc_plan_item(const struct oc_plan *p, int64_t cand)
+{
+    int64_t lo = 0, hi = p->n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (p->items[mid].cand < cand)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < p->n && p->items[lo].cand == cand ? &p->items[lo] : NULL;
 }
 
 void oc_plan_free(struct oc_plan *p)
@@ -311,8 +478,10 @@ void oc_plan_free(struct oc_plan *p)
         free(p->items[i].reason);
     }
     free(p->items);
+    free(p->examples);
     p->items = NULL;
-    p->n = 0;
+    p->examples = NULL;
+    p->n = p->nexamples = 0;
 }
 
 /* Seconds per token: what the ranking compares (tokens/s), as a bound or

@@ -9,7 +9,7 @@
  *   struct oc_search_space sp;
  *   oc_sweep_space(&o, &sp);
  *   struct oc_plan pl;
- *   oc_plan_build(&pl, &o, &sp);           // pl.items, pl.n, pl.counts
+ *   oc_plan_build(&pl, &o, &sp, NULL);     // pl.items, pl.n, pl.counts
  *   int64_t *order = oc_plan_order(&pl);  // pending items by bound
  *   struct oc_prune pr;
  *   oc_prune_init(&pr, o.top);
@@ -37,6 +37,14 @@
  * bound never exceeds the simulated step (bound.h), so no pruned layout
  * could enter the top N (ties are kept: only a bound strictly above
  * prunes). tests/sweep_prune.sh holds the top-N rows against --no-prune.
+ *
+ * Footprint: the space is walked knob set by knob set (search.h,
+ * oc_search_run), each split of a knob set judged once for all its
+ * rank-order and collective variants; the rejected candidates (illegal,
+ * out of memory) are counted, not kept (a few as examples for report.md,
+ * all through the plan's `rejected` hook for --rejected-csv); the
+ * dominated ones are counted and dropped; only the candidates to simulate
+ * remain as items, with their bound.
  */
 #ifndef OC_SWEEP_PLAN_H
 #define OC_SWEEP_PLAN_H
@@ -45,39 +53,63 @@
 
 #include "metrics.h"
 #include "options.h"
+#include "plots.h"
 #include "search.h"
 
-/* A candidate's state: rejected before simulation (illegal, or out of
- * memory by the closed form), waiting for its simulation, simulated (mt),
- * failed in simulation (reason), or pruned by its bound (reason). */
-enum item_state { IT_ILLEGAL, IT_OOM, IT_PENDING, IT_SIMULATED, IT_FAILED, IT_PRUNED,
-                  IT_DOMINATED };
+/* An item's state: waiting for its simulation, simulated (mt), failed in
+ * simulation (reason), pruned by its bound (reason); IT_DOMINATED only
+ * while the plan is built (those items are then dropped). */
+enum item_state { IT_PENDING, IT_SIMULATED, IT_FAILED, IT_PRUNED, IT_DOMINATED };
 
+/* A candidate that is legal and fits by the closed form. */
 struct item {
     struct oc_layout layout;
     int64_t cand;        /* index in the enumeration (the journal's key) */
     enum item_state state;
-    double cf_peak_bytes;/* closed-form peak, -1 when the layout is illegal */
-    double bound_s;      /* lower bound of the step, -1 when not computed */
+    double cf_peak_bytes;/* closed-form peak */
+    double bound_s;      /* lower bound of the step */
     char *reason;        /* NULL: none (an item that fits and ran) */
     struct oc_metrics *mt; /* simulated, pending or failed: allocated */
 };
 
+/* Where the rejected candidates go, one call each (illegal and out of
+ * memory in enumeration order, then the dominated variants), when a
+ * caller wants them all (--rejected-csv): peak_bytes < 0 when the layout
+ * is illegal. */
+struct oc_plan_rejected {
+    void (*fn)(void *ctx, const struct oc_layout *l, double peak_bytes, const char *reason);
+    void *ctx;
+};
+
+/* The closest misses of the memory test the plan keeps for report.md and
+ * the memory plot (plots.h: the plot shows top_n of them). */
+#define OC_PLAN_MISSES 30
+
 struct oc_plan {
-    struct item *items;
+    struct item *items;       /* the candidates to simulate, by candidate index */
     int64_t n;
-    struct oc_search_counts counts;
-    int64_t noom;
-    int64_t ndominated;       /* IT_DOMINATED items (below) */
-    uint64_t layouts_hash;    /* the candidates with their validity */
+    int64_t ncand;            /* every candidate of the space */
+    struct oc_search_counts counts; /* .illegal: refused by oc_layout_validate */
+    int64_t noom;             /* legal, out of memory by the closed form */
+    int64_t ndominated;       /* dominated variants, dropped (below) */
+    uint64_t layouts_hash;    /* the items' layouts with their indices */
     char ranges[1024];        /* oc_search_describe */
+    /* examples of the rejected, with their reasons: the first three
+     * illegal candidates in enumeration order, then the OC_PLAN_MISSES
+     * out of memory with the lowest closed-form peak (ties: by label) */
+    struct oc_rejected_layout *examples;
+    int64_t nexamples;
 };
 
 /* The knob space of the command line: --micro-batches, the fixed knobs
  * (o->fixed) at their flags' values, --schedule's list. */
 void oc_sweep_space(const struct oc_opts *o, struct oc_search_space *s);
-void oc_plan_build(struct oc_plan *p, const struct oc_opts *o,
-                   const struct oc_search_space *s);
+/* rej: NULL, or where every rejected candidate goes. */
+void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_search_space *s,
+                   const struct oc_plan_rejected *rej);
+/* The item of candidate `cand`, NULL when it is not one (items are in
+ * candidate order until the caller reorders them). */
+struct item *oc_plan_item(const struct oc_plan *p, int64_t cand);
 void oc_plan_free(struct oc_plan *p);
 /* An item's reason (formatted, replacing the one it had). */
 void oc_item_reason(struct item *it, const char *fmt, ...);
