@@ -209,6 +209,8 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
     g.ncoll = ncoll;
     memcpy(g.order, order, sizeof order);
     memcpy(g.coll, coll, sizeof coll);
+    int64_t first0[MAXSPLIT], last0[MAXSPLIT];
+    int ns = 0;
     for (int ir = 0; ir < nr; ir++)
         for (int isp = 0; isp < nsp; isp++)
             for (int iz = 0; iz < nz; iz++)
@@ -226,7 +228,13 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
                      * rank order or the collective algorithm: one call
                      * per knob set; none: one candidate per variant with
                      * the base's split (validate says why) */
-                    const int ns = splits(e, &l, g.first, g.last);
+                    /* memory reads the overlap under ZeRO-3 alone (the
+                     * transient prefetch, memory.h), the cost table never:
+                     * the other overlap values share io = 0's splits */
+                    if (io == 0 || l.zero == 3)
+                        ns = splits(e, &l, first0, last0);
+                    memcpy(g.first, first0, sizeof first0);
+                    memcpy(g.last, last0, sizeof last0);
                     if (ns == 0) {
                         g.first[0] = l.first_stage_layers;
                         g.last[0] = l.last_stage_layers;
