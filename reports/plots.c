@@ -125,15 +125,20 @@ static void log_tail(const char *dir, char *out, size_t n)
     fclose(f);
 }
 
-/* Each script renders in a folder of its own beside the outputs,
- * DIR/.NAME.render.PID.tmp, holding a link to NAME.dat; gnuplot runs there
- * on ../NAME.gp and writes NAME.png and NAME.svg into it. Only images that
- * are complete are then renamed into DIR (outfile.h's publish), so a
- * failed render leaves no image, not even an empty one. The check is what
- * tells: gnuplot exits 0 when its images could not be written (on a full
- * disk it leaves a PNG cut at a page boundary and an empty SVG). */
+/* The scripts render in one folder beside the outputs,
+ * DIR/.render.PID.tmp, holding a link to each NAME.dat; one gnuplot runs
+ * there on ../NAME.gp for every name in turn (`reset` between them, so
+ * that no setting of one script leaks into the next; one process instead
+ * of one per plot: each start costs about 0.1 s) and writes NAME.png and
+ * NAME.svg into it. Only images that are complete are then renamed into
+ * DIR (outfile.h's publish), so a failed render leaves no image, not even
+ * an empty one. The check is what tells: gnuplot exits 0 when its images
+ * could not be written (on a full disk it leaves a PNG cut at a page
+ * boundary and an empty SVG). */
 struct render {
-    const char *dir, *prog, *name;
+    const char *dir, *prog;
+    const char *const *names;
+    int n;
     int log_fd;
     char tmp[OC_OUTFILE_PATH_MAX];
 };
@@ -171,28 +176,32 @@ static void render_cleanup(const struct render *r)
 {
     char p[OC_OUTFILE_PATH_MAX + 64];
     static const char *const ext[] = {"dat", "png", "svg"};
-    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s.%s", r->tmp, r->name, ext[i]);
-        unlink(p);
-    }
+    for (int j = 0; j < r->n; j++)
+        for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+            snprintf(p, sizeof p, "%s/%s.%s", r->tmp, r->names[j], ext[i]);
+            unlink(p);
+        }
     rmdir(r->tmp);
 }
 
-/* The folder and its link to NAME.dat (a symbolic link, else a hard link). */
+/* The folder and its links to each NAME.dat (a symbolic link, else a hard
+ * link). */
 static int render_prepare(struct render *r, struct oc_status *st)
 {
-    snprintf(r->tmp, sizeof r->tmp, "%s/.%s.render.%ld.tmp", r->dir, r->name, (long)getpid());
+    snprintf(r->tmp, sizeof r->tmp, "%s/.render.%ld.tmp", r->dir, (long)getpid());
     render_cleanup(r); /* a crashed run of this pid's */
     if (mkdir(r->tmp, 0777) != 0)
         return oc_fail(st, "%s: cannot create folder: %s", r->tmp, strerror(errno));
-    char dat[OC_OUTFILE_PATH_MAX + 64], rel[300], link_path[OC_OUTFILE_PATH_MAX + 64];
-    snprintf(rel, sizeof rel, "../%s.dat", r->name);
-    snprintf(dat, sizeof dat, "%s/%s.dat", r->dir, r->name);
-    snprintf(link_path, sizeof link_path, "%s/%s.dat", r->tmp, r->name);
-    if (symlink(rel, link_path) != 0 && link(dat, link_path) != 0) {
-        const int e = errno;
-        render_cleanup(r);
-        return oc_fail(st, "%s: cannot link %s there: %s", r->tmp, dat, strerror(e));
+    for (int j = 0; j < r->n; j++) {
+        char dat[OC_OUTFILE_PATH_MAX + 64], rel[300], link_path[OC_OUTFILE_PATH_MAX + 64];
+        snprintf(rel, sizeof rel, "../%s.dat", r->names[j]);
+        snprintf(dat, sizeof dat, "%s/%s.dat", r->dir, r->names[j]);
+        snprintf(link_path, sizeof link_path, "%s/%s.dat", r->tmp, r->names[j]);
+        if (symlink(rel, link_path) != 0 && link(dat, link_path) != 0) {
+            const int e = errno;
+            render_cleanup(r);
+            return oc_fail(st, "%s: cannot link %s there: %s", r->tmp, dat, strerror(e));
+        }
     }
     return 0;
 }
@@ -212,45 +221,104 @@ static void cut_reason(const char *dir, long bytes, char *out, size_t n)
         snprintf(out, n, "gnuplot's image is incomplete (%ld bytes; see gnuplot.log)", bytes);
 }
 
-/* After gnuplot succeeded: both images complete are published; one cut
- * short is an error (-1), one missing a warning (1). */
-static int render_publish(struct render *r, struct oc_status *st)
+/* The images of script j: 1 both complete, 0 one missing, -1 one cut
+ * short (st says which). */
+static int render_check(const struct render *r, int j, struct oc_status *st)
 {
-    char tmp[2][OC_OUTFILE_PATH_MAX + 64], dst[2][OC_OUTFILE_PATH_MAX + 64];
     for (int i = 0; i < 2; i++) {
-        snprintf(tmp[i], sizeof tmp[i], "%s/%s.%s", r->tmp, r->name, image_ext[i]);
-        snprintf(dst[i], sizeof dst[i], "%s/%s.%s", r->dir, r->name, image_ext[i]);
+        char tmp[OC_OUTFILE_PATH_MAX + 64], dst[OC_OUTFILE_PATH_MAX + 64];
+        snprintf(tmp, sizeof tmp, "%s/%s.%s", r->tmp, r->names[j], image_ext[i]);
+        snprintf(dst, sizeof dst, "%s/%s.%s", r->dir, r->names[j], image_ext[i]);
         long bytes;
-        int ok = image_complete(tmp[i], i == 0, &bytes);
-        if (ok < 0) {
-            oc_fail(st, "plots not rendered: %s made no %s.%s; see %s/gnuplot.log", r->prog,
-                    r->name, image_ext[i], r->dir);
-            return 1;
-        }
+        const int ok = image_complete(tmp, i == 0, &bytes);
+        if (ok < 0)
+            return 0;
         if (ok == 0) {
             char why[200];
             cut_reason(r->tmp, bytes, why, sizeof why);
-            return oc_fail(st, "%s: cannot write: %s", dst[i], why);
+            return oc_fail(st, "%s: cannot write: %s", dst, why);
         }
     }
-    for (int i = 0; i < 2; i++)
-        if (oc_outfile_publish(tmp[i], dst[i], st) != 0)
+    return 1;
+}
+
+/* After gnuplot ran (exit status `status`): when it exited 0, an image
+ * cut short is an error (-1, nothing published); otherwise the scripts
+ * whose images are complete are published, and gnuplot's failure, or the
+ * first script without its images, is a warning (1). */
+static int render_publish(struct render *r, int status, struct oc_status *st)
+{
+    const int ran = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    int first_missing = -1;
+    for (int j = 0; j < r->n; j++) {
+        const int ok = render_check(r, j, st);
+        if (ok < 0 && ran)
             return -1;
+        if (ok != 1 && first_missing < 0)
+            first_missing = j;
+    }
+    for (int j = 0; j < r->n; j++) {
+        if (render_check(r, j, st) != 1)
+            continue;
+        for (int i = 0; i < 2; i++) {
+            char tmp[OC_OUTFILE_PATH_MAX + 64], dst[OC_OUTFILE_PATH_MAX + 64];
+            snprintf(tmp, sizeof tmp, "%s/%s.%s", r->tmp, r->names[j], image_ext[i]);
+            snprintf(dst, sizeof dst, "%s/%s.%s", r->dir, r->names[j], image_ext[i]);
+            if (oc_outfile_publish(tmp, dst, st) != 0)
+                return -1;
+        }
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+        oc_fail(st, "plots not rendered: '%s' was not found (install gnuplot, or set "
+                    "OCSIM_GNUPLOT); the scripts and data are in %s: run "
+                    "`gnuplot NAME.gp` there",
+                r->prog, r->dir);
+        return 1;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        char tail[256];
+        log_tail(r->dir, tail, sizeof tail);
+        oc_fail(st, "plots not rendered: %s %s.gp failed (%s %d)%s%s; see %s/gnuplot.log",
+                r->prog, r->names[first_missing >= 0 ? first_missing : r->n - 1],
+                WIFEXITED(status) ? "exit" : "signal",
+                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                tail[0] ? ": " : "", tail, r->dir);
+        return 1;
+    }
+    if (first_missing >= 0) {
+        oc_fail(st, "plots not rendered: %s made no %s.png or .svg; see %s/gnuplot.log",
+                r->prog, r->names[first_missing], r->dir);
+        return 1;
+    }
     return 0;
 }
 
-/* One `gnuplot ../NAME.gp` in r->tmp: 0, 1 (a warning in st) or -1. */
-static int render_one(struct render *r, struct oc_status *st)
+/* One gnuplot on every script in r->tmp: 0, 1 (a warning in st) or -1. */
+static int render_all(struct render *r, struct oc_status *st)
 {
     if (render_prepare(r, st) != 0)
         return -1;
-    char script[300];
-    snprintf(script, sizeof script, "../%s.gp", r->name);
+    /* argv: prog ../a.gp -e reset ../b.gp ... NULL */
+    char **argv = oc_xcalloc((size_t)(3 * r->n + 2), sizeof *argv);
+    char (*script)[300] = oc_xcalloc((size_t)r->n, sizeof *script);
+    int k = 0;
+    argv[k++] = (char *)r->prog;
+    for (int j = 0; j < r->n; j++) {
+        snprintf(script[j], sizeof script[j], "../%s.gp", r->names[j]);
+        if (j > 0) {
+            argv[k++] = (char *)"-e";
+            argv[k++] = (char *)"reset";
+        }
+        argv[k++] = script[j];
+    }
+    argv[k] = NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         oc_fail(st, "plots not rendered: cannot start %s: %s; the scripts and data are in %s",
                 r->prog, strerror(errno), r->dir);
+        free(script);
+        free(argv);
         render_cleanup(r);
         return 1;
     }
@@ -261,28 +329,15 @@ static int render_one(struct render *r, struct oc_status *st)
             _exit(126);
         dup2(r->log_fd, STDOUT_FILENO);
         dup2(r->log_fd, STDERR_FILENO);
-        execlp(r->prog, r->prog, script, (char *)NULL);
+        execvp(r->prog, argv);
         _exit(127);
     }
+    free(script);
+    free(argv);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    int rc = 1;
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        rc = render_publish(r, st);
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
-        oc_fail(st, "plots not rendered: '%s' was not found (install gnuplot, or set "
-                    "OCSIM_GNUPLOT); the scripts and data are in %s: run "
-                    "`gnuplot NAME.gp` there",
-                r->prog, r->dir);
-    } else {
-        char tail[256];
-        log_tail(r->dir, tail, sizeof tail);
-        oc_fail(st, "plots not rendered: %s %s.gp failed (%s %d)%s%s; see %s/gnuplot.log",
-                r->prog, r->name, WIFEXITED(status) ? "exit" : "signal",
-                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-                tail[0] ? ": " : "", tail, r->dir);
-    }
+    const int rc = render_publish(r, status, st);
     render_cleanup(r);
     return rc;
 }
@@ -302,11 +357,8 @@ int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
         oc_fail(st, "plots not rendered: %s: cannot write: %s", log_path, strerror(errno));
         return 1;
     }
-    int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        struct render r = {.dir = dir, .prog = prog, .name = names[i], .log_fd = lf};
-        rc = render_one(&r, st);
-    }
+    struct render r = {.dir = dir, .prog = prog, .names = names, .n = n, .log_fd = lf};
+    const int rc = render_all(&r, st);
     close(lf);
     return rc;
 }

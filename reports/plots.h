@@ -110,12 +110,13 @@ int oc_plot_sweep(const char *dir, const struct oc_metrics *mt, int64_t n,
                   const struct oc_rejected_layout *rej, int64_t nrej,
                   const struct oc_plot_opts *o, struct oc_status *st);
 
-/* Runs `gnuplot NAME.gp` in `dir` for each name, one after another (each
- * run takes about 0.1 s), gnuplot's output into dir/gnuplot.log. Returns 0;
- * 1 with st->msg when gnuplot is missing or a script failed (the scripts
- * and data stay, no image); -1 with st->msg naming the image when gnuplot's
- * image came out cut short (a full disk). Also used by
- * reports/compare_report.c. */
+/* Runs one gnuplot in `dir` on every NAME.gp in turn (`reset` between
+ * them; one process: each start costs about 0.1 s), gnuplot's output into
+ * dir/gnuplot.log. Returns 0; 1 with st->msg when gnuplot is missing or a
+ * script failed (the scripts and data stay; the images of the scripts that
+ * completed are kept, none of the others); -1 with st->msg naming the
+ * image when gnuplot's image came out cut short (a full disk; no image
+ * kept). Also used by reports/compare_report.c. */
 int oc_plot_render(const char *dir, const struct oc_plot_opts *o,
                    const char *const *names, int n, struct oc_status *st);
 
