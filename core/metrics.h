@@ -58,6 +58,10 @@ struct oc_metrics {
     int fits;               /* peak_mem_bytes + reserve_bytes <= device_mem_bytes */
     int64_t nstages;
     struct oc_stage_metrics stage[OC_MAX_STAGES];
+    /* Simulated under the automatic collective choice: the forced choices
+     * (bit 1 << enum oc_coll_choice) whose replay would have been this one,
+     * decision for decision (sim/coll.h); 0 otherwise or unknown. */
+    unsigned coll_same;
 };
 
 void oc_metrics_init(struct oc_metrics *mt, const struct oc_layout *l);

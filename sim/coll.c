@@ -52,6 +52,36 @@ const struct oc_coll_algo *oc_coll_find(enum oc_sim_algo a)
     return NULL;
 }
 
+/* The forced algorithms that would have picked, in every automatic choice
+ * since the last oc_coll_same_reset, what the automatic choice picked
+ * (bit 1 << enum oc_sim_algo; coll.h). */
+static unsigned same_as_auto = ~0u;
+
+void oc_coll_same_reset(void)
+{
+    same_as_auto = ~0u;
+}
+
+unsigned oc_coll_same_as_auto(void)
+{
+    return same_as_auto;
+}
+
+/* Records one automatic choice: forced algorithm X would have run X where
+ * it applies, the ring elsewhere (oc_coll_pick). */
+static const struct oc_coll_algo *note_auto(const struct oc_sim_group *g,
+                                            enum oc_coll_kind kind,
+                                            const struct oc_coll_algo *picked)
+{
+    for (int64_t i = 0; i < TABLE_N; i++) {
+        const struct oc_coll_algo *forced = table[i]->applies(g, kind) ? table[i] : &oc_coll_ring;
+        if (forced != picked) {
+            same_as_auto &= ~(1u << table[i]->id);
+        }
+    }
+    return picked;
+}
+
 const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
                                         enum oc_coll_kind kind,
                                         enum oc_sim_algo algo, double bytes,
@@ -72,7 +102,7 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
      * ring (collective.h). */
     const struct oc_coll_algo *best = &oc_coll_ring;
     if (g->nodes < 2)
-        return best;
+        return note_auto(g, kind, best);
     const int trace = XBT_LOG_ISENABLED(ocsim_coll_table, xbt_log_priority_debug);
     char seen[160] = "";
     double best_s = INFINITY;
@@ -91,7 +121,7 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
     }
     XBT_DEBUG("%s of %.0f bytes on %s:%s: %s", oc_coll_name(kind), bytes, g->name, seen,
               best->name);
-    return best;
+    return note_auto(g, kind, best);
 }
 
 int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,

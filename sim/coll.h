@@ -33,6 +33,14 @@
  * ties (ring, hier, tree); inside one node only the ring. New algorithm:
  * a file with its descriptor, a row in the table (coll.c), an enum value
  * and its closed form in core/closed_form.c; nothing else switches on it.
+ *
+ * Identical runs: the process records, over every automatic choice since
+ * oc_coll_same_reset, which forced algorithms would have chosen the same
+ * (oc_coll_same_as_auto: bit 1 << enum oc_sim_algo). The choice is the only
+ * place a forced algorithm enters a simulation (replay.c passes it nowhere
+ * else), so a replay under AUTO whose bit for X stayed set is, decision
+ * for decision, the replay the layout with X forced would run: the sweep
+ * shares its result instead of simulating it again (sim/replay.h).
  */
 #ifndef OC_SIM_COLL_H
 #define OC_SIM_COLL_H
@@ -224,6 +232,9 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
                                         enum oc_coll_kind kind,
                                         enum oc_sim_algo algo, double bytes,
                                         const struct oc_sim_coll_opts *o);
+/* Identical runs (see above): start recording, and what was recorded. */
+void oc_coll_same_reset(void);
+unsigned oc_coll_same_as_auto(void);
 
 /* Member me's part of one collective through tx: checks the size (and the
  * root of a broadcast), picks with tx->o->algo, runs. 0, or -1 and st. */

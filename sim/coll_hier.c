@@ -17,7 +17,8 @@
  * piece than in the flat ring (a permutation of the shards, which a real
  * implementation renumbers); only sizes are simulated. Applies to
  * all-reduce, all-gather and reduce-scatter on groups with the same number
- * of members on every node (with one node it is the flat ring). The rings'
+ * of members on two or more nodes (on one node the flat ring is what
+ * runs, as where it does not apply). The rings'
  * reduce-scatter steps reduce what they receive (coll_ring.c). Closed
  * forms: oc_cf_hier_* (core/closed_form.h). */
 #define _POSIX_C_SOURCE 200809L
@@ -33,7 +34,8 @@ XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_hier, ocsim_coll,
 
 static int hier_applies(const struct oc_sim_group *g, enum oc_coll_kind kind)
 {
-    return kind != OC_COLL_BROADCAST && g->per_node >= 1;
+    /* one node: the flat ring is the whole of it (one level) */
+    return kind != OC_COLL_BROADCAST && g->per_node >= 1 && g->nodes > 1;
 }
 
 static double hier_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,

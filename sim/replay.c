@@ -95,6 +95,15 @@ static void replay_metrics(const struct replay *R, const struct oc_topology *t,
     oc_metrics_init(out, R->l);
     oc_step_metrics(tl, out);
     oc_metrics_finish(out, R->m, t);
+    /* which forced collective choices would have run this very replay */
+    out->coll_same = 0;
+    if (R->copts.algo == OC_SIM_ALGO_AUTO) {
+        const unsigned same = oc_coll_same_as_auto();
+        out->coll_same = (1u << OC_COLL_CHOICE_AUTO) |
+                         ((same >> OC_SIM_ALGO_RING & 1u) << OC_COLL_CHOICE_RING) |
+                         ((same >> OC_SIM_ALGO_HIER & 1u) << OC_COLL_CHOICE_HIER) |
+                         ((same >> OC_SIM_ALGO_TREE & 1u) << OC_COLL_CHOICE_TREE);
+    }
 }
 
 /* Everything after the schedule is built and the engine started. The
@@ -211,6 +220,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
         [OC_COLL_CHOICE_HIER] = OC_SIM_ALGO_HIER, [OC_COLL_CHOICE_TREE] = OC_SIM_ALGO_TREE,
     };
     R.copts.algo = l->coll != OC_COLL_CHOICE_AUTO ? of_layout[l->coll] : o->algo;
+    oc_coll_same_reset(); /* every choice of this replay from here */
     R.copts.coarse = o->coarse;
     /* the reductions run at the device's memory bandwidth (collective.h) */
     R.copts.reduce_Bps = oc_cost_mem_Bps(t);

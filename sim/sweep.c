@@ -273,6 +273,7 @@ struct feed {
     int open;            /* new indices go on being handed out */
     int jobs, local_out; /* local workers; jobs written, not back yet */
     int64_t next, n;     /* the next new index, and the count */
+    int64_t passed;      /* indices passed over (more < 0): not handed out */
     const struct oc_layout *layouts;
     struct oc_sweep_remote *rem; /* the serving ranks' slots, or NULL */
     int64_t *retry;      /* (n) indices to hand out again */
@@ -313,11 +314,17 @@ static int64_t feed_next(struct feed *f, const struct oc_sweep_opts *o)
 {
     if (f->nretry > 0)
         return f->retry[--f->nretry];
-    if (!f->open || f->next >= f->n || (o->more && !o->more(o->ctx, f->next))) {
-        feed_close(f);
-        return -1;
+    for (;;) {
+        const int m = !f->open || f->next >= f->n ? 0 : o->more ? o->more(o->ctx, f->next) : 1;
+        if (m == 0) {
+            feed_close(f);
+            return -1;
+        }
+        if (m > 0)
+            return f->next++;
+        f->next++; /* settled by the caller: not handed out */
+        f->passed++;
     }
-    return f->next++;
 }
 
 /* Fills the local workers' free slots. At most `jobs` (<= 256) jobs are
@@ -486,8 +493,9 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
                       oc_xcalloc((size_t)jobs + 2, sizeof *p.fds), 0};
     int rc = start_workers(&p, jobs, job_pipe, m, t, o, &h, st);
     close(job_pipe[0]);
-    struct feed f = {job_pipe[1], 1, p.started, 0, 0, n, layouts, rem,
-                     rem ? oc_xcalloc((size_t)n, sizeof *f.retry) : NULL, 0};
+    struct feed f = {.fd = job_pipe[1], .open = 1, .jobs = p.started, .n = n,
+                     .layouts = layouts, .rem = rem,
+                     .retry = rem ? oc_xcalloc((size_t)n, sizeof *f.retry) : NULL};
     if (rc == 0) {
         feed_local(&f, o);
         feed_remote(&f, o, 0);
@@ -516,8 +524,8 @@ int oc_sweep_run(const struct oc_layout *layouts, int64_t n,
     free(p.pids);
     free(p.fds);
     free(h.kill);
-    if (rc == 0 && received != f.next)
+    if (rc == 0 && received != f.next - f.passed)
         rc = oc_fail(st, "sweep: %lld of %lld layouts came back (a worker died)",
-                     (long long)received, (long long)f.next);
+                     (long long)received, (long long)(f.next - f.passed));
     return rc;
 }

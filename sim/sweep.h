@@ -58,9 +58,10 @@ typedef void (*oc_sweep_done_fn)(void *ctx, int64_t index,
                                  const struct oc_metrics *mt, const char *err);
 
 /* Asked in the parent before layout `next` is handed out (they are handed
- * out in index order, at most `jobs` ahead of the results): nonzero to
- * hand it out, 0 to hand out no more (those out still finish and reach
- * on_done; the sweep then returns 0). */
+ * out in index order, at most `jobs` ahead of the results): positive to
+ * hand it out, negative to pass over it (the caller settles it: no
+ * on_done comes for it), 0 to hand out no more (those out still finish
+ * and reach on_done; the sweep then returns 0). */
 typedef int (*oc_sweep_more_fn)(void *ctx, int64_t next);
 
 struct oc_sweep_opts {

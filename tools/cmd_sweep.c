@@ -47,6 +47,7 @@
 #include "sweep_scaling.h"
 #include "sweep_stop.h"
 #include "sweep_plan.h"
+#include "sweep_twins.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX)
 
@@ -95,6 +96,13 @@ struct run {
     double t0;
     double device_mem_bytes;
     double plan_s; /* oc_plan_build's wall time */
+    /* forced-collective variants that share their auto variant's result
+     * (sweep_twins.h); off under OCSIM_TEST_NO_TWINS=1 */
+    int share;
+    struct oc_twins twins;
+    const int64_t *pass;  /* the second pass's sweep indices, or NULL */
+    int64_t *second;      /* forced variants to simulate in the second pass */
+    int64_t nsecond, nshared;
 };
 
 static double now_s(void)
@@ -146,11 +154,23 @@ static void item_simulated(struct item *it, const struct oc_metrics *mt)
     }
 }
 
-static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
-                    const char *err)
+static void settle(struct run *r, int64_t j, const struct oc_metrics *mt, const char *err);
+
+/* Sweep index j takes its auto variant's result (sweep_twins.h). */
+static void share(struct run *r, int64_t j)
 {
-    struct run *r = ctx;
-    struct item *it = &r->items[r->sim_index[index]];
+    struct oc_metrics m = *r->items[r->sim_index[oc_twins_source(&r->twins, j)]].mt;
+    m.layout = r->items[r->sim_index[j]].layout;
+    m.coll_same = 0;
+    r->nshared++;
+    settle(r, j, &m, NULL);
+}
+
+/* The result of sweep index j (mt, or NULL and err), then the forced
+ * variants that waited for it. */
+static void settle(struct run *r, int64_t j, const struct oc_metrics *mt, const char *err)
+{
+    struct item *it = &r->items[r->sim_index[j]];
     if (mt) {
         item_simulated(it, mt);
         oc_prune_add(&r->prune, mt);
@@ -168,15 +188,46 @@ static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
     row(&r->csv, it, r->device_mem_bytes);
     r->done++;
     progress(r);
+    if (!r->share)
+        return;
+    oc_twins_done(&r->twins, j, mt);
+    for (int64_t w = oc_twins_next(&r->twins, j, -1); w >= 0; w = oc_twins_next(&r->twins, j, w)) {
+        if (!oc_twins_waiting(&r->twins, w))
+            continue;
+        if (oc_twins_ask(&r->twins, w) == OC_TWIN_SHARE)
+            share(r, w);
+        else
+            r->second[r->nsecond++] = w;
+    }
+}
+
+static void on_done(void *ctx, int64_t index, const struct oc_metrics *mt,
+                    const char *err)
+{
+    struct run *r = ctx;
+    settle(r, r->pass ? r->pass[index] : index, mt, err);
 }
 
 /* Before simulation `next` (in increasing order of bound) is handed out:
- * 0 once its bound exceeds the --top-th best found (sweep_plan.h). */
+ * 0 once its bound exceeds the --top-th best found (sweep_plan.h); -1
+ * for a forced-collective variant that shares its auto variant's result,
+ * or waits for it (sweep_twins.h). */
 static int more(void *ctx, int64_t next)
 {
     struct run *r = ctx;
-    if (r->prune_on && oc_prune_stops(&r->prune, &r->items[r->sim_index[next]]))
+    const int64_t j = r->pass ? r->pass[next] : next;
+    if (r->prune_on && oc_prune_stops(&r->prune, &r->items[r->sim_index[j]]))
         return 0;
+    if (r->share)
+        switch (oc_twins_ask(&r->twins, j)) {
+        case OC_TWIN_SHARE:
+            share(r, j);
+            return -1;
+        case OC_TWIN_WAIT:
+            return -1;
+        case OC_TWIN_RUN:
+            break;
+        }
     r->handed = next + 1;
     return 1;
 }
@@ -560,11 +611,11 @@ static void summary(const struct results *x, const struct run *r, double wall, i
 {
     printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld pruned by bound, "
            "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants, "
-           "%lld dominated skipped\n",
+           "%lld dominated skipped, %lld shared by identical collective variants\n",
            (long long)r->plan.ncand, (long long)x->nres, wall, (long long)x->nfit,
            (long long)x->npruned, (long long)x->noom, (long long)x->ninvalid,
            (long long)x->nfail, (long long)r->plan.counts.noop,
-           (long long)r->plan.ndominated);
+           (long long)r->plan.ndominated, (long long)r->nshared);
     printf("searched: %s\n", r->plan.ranges);
     if (sig)
         printf("interrupted by %s: %lld of %lld layouts simulated; the same command with "
@@ -586,6 +637,8 @@ static void run_free(struct run *r)
     r->items = NULL;
     free(r->sim_index);
     oc_prune_free(&r->prune);
+    oc_twins_free(&r->twins);
+    free(r->second);
 }
 
 /* ---- the command ------------------------------------------------------- */
@@ -704,6 +757,9 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
         r->sim_index[k] = order[k];
         (*to_sim)[k] = r->items[order[k]].layout;
     }
+    r->share = !getenv("OCSIM_TEST_NO_TWINS");
+    oc_twins_init(&r->twins, r->items, order, npend);
+    r->second = oc_xcalloc((size_t)(npend ? npend : 1), sizeof *r->second);
     free(order);
     int64_t planned = 0;
     for (int64_t i = 0; i < r->n; i++)
@@ -761,6 +817,36 @@ int oc_cmd_sweep(int argc, char **argv)
     return oc_sweep_mpi_end(sweep(argc, argv));
 }
 
+static int cmp_i64(const void *pa, const void *pb)
+{
+    const int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* The forced-collective variants whose auto variant's replay made a
+ * choice they would not have made (sweep_twins.h), simulated in bound
+ * order after the first pass (pruning as in it: a bound above the N-th
+ * best prunes, and the N-th best only comes down). Returns
+ * oc_sweep_run's code. */
+static int second_pass(struct run *r, const struct oc_layout *to_sim, const struct oc_opts *o,
+                       struct oc_sweep_opts *so, struct oc_status *st)
+{
+    int64_t *idx = r->second;
+    qsort(idx, (size_t)r->nsecond, sizeof *idx, cmp_i64);
+    struct oc_layout *lay = oc_xcalloc((size_t)r->nsecond, sizeof *lay);
+    for (int64_t k = 0; k < r->nsecond; k++)
+        lay[k] = to_sim[idx[k]];
+    r->pass = idx;
+    const int64_t n = r->nsecond;
+    r->second = oc_xcalloc((size_t)(r->twins.n ? r->twins.n : 1), sizeof *r->second);
+    r->nsecond = 0; /* nothing waits on a forced variant */
+    const int src = oc_sweep_run(lay, n, &o->model, &o->topo, so, st);
+    r->pass = NULL;
+    free(idx);
+    free(lay);
+    return src;
+}
+
 int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int argc,
                  char **argv, const char *out, struct oc_sweep_outcome *oc)
 {
@@ -788,6 +874,8 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
     struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro, .on_done = on_done,
                                .more = more, .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
     int src = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
+    if (src == 0 && r.nsecond > 0)
+        src = second_pass(&r, to_sim, &o, &so, &st);
     if (src == 0 && r.prune_on)
         prune_final(&r);
     const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
