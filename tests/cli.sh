@@ -83,17 +83,34 @@ grep -q 'ocsim_replay.*rank 1 op' "$tmp/err" && bad "fast fidelity traced rank 1
   --out "$tmp/simlog" >"$tmp/out" 2>"$tmp/err"
 [ -s "$tmp/err" ] && bad "simulate without --log wrote to stderr: $(head -c 300 "$tmp/err")" || ok
 
-# sweep: the ranked table, sweep.csv with one row per candidate, the report
-# and the plots. Every knob but tp, pp, dp, the micro-batch and the schedule
+# sweep: the ranked table, sweep.csv with one row per candidate that is
+# legal and fits (rejected.csv, with --rejected-csv, the others with their
+# reasons), the report and the plots. Every knob but tp, pp, dp, the micro-batch and the schedule
 # fixed (the space of the sweep before issue 12; tests/sweep_prune.sh
 # holds the full space), with pruning by bound on.
 old_space=("${knobs_fixed[@]}" --schedule 1f1b,interleaved:2)
-expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep" --jobs 2
-head -1 "$tmp/sweep/sweep.csv" | grep -q '^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout,bound_s$' \
-  && ok || bad "sweep.csv header: $(head -1 "$tmp/sweep/sweep.csv")"
-# 8 = 2^3: C(5,2) = 10 (tp, pp, dp) triples x 3 micro-batch sizes x 2 schedules.
+expect 0 'report: ' "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep" --jobs 2 --rejected-csv
+header='^tp,pp,dp,micro_batch,num_micro_batches,schedule,vchunks,recompute,step_time_s,tokens_per_s,tflops_per_gpu,mfu,bubble_fraction,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,exposed_comm_s,peak_mem_bytes,device_mem_bytes,fits,reason,global_batch,layout,bound_s$'
+for f in sweep.csv rejected.csv; do
+  head -1 "$tmp/sweep/$f" | grep -q "$header" && ok || bad "$f header: $(head -1 "$tmp/sweep/$f")"
+done
+# 8 = 2^3: C(5,2) = 10 (tp, pp, dp) triples x 3 micro-batch sizes x 2
+# schedules = 60 candidates: the summary's counts, sweep.csv's rows (each
+# simulated or pruned by its bound) and rejected.csv's (each with its
+# reason, illegal or out of memory; none simulated) add up to them.
 rows=$(tail -n +2 "$tmp/sweep/sweep.csv" | wc -l)
-[ "$rows" -eq 60 ] && ok || bad "sweep.csv has $rows rows, expected 60"
+rej=$(tail -n +2 "$tmp/sweep/rejected.csv" | wc -l)
+[ $((rows + rej)) -eq 60 ] && [ "$rej" -gt 0 ] && ok \
+  || bad "sweep.csv has $rows rows and rejected.csv $rej, expected 60 in all"
+read -r nsim npruned noom nillegal < <(sed -n 's/^60 layouts: \([0-9][0-9]*\) simulated.* \([0-9][0-9]*\) pruned by bound, \([0-9][0-9]*\) out of memory, \([0-9][0-9]*\) illegal.*/\1 \2 \3 \4/p' "$tmp/out")
+[ -n "${nillegal:-}" ] && [ $((nsim + npruned)) -eq "$rows" ] && [ $((noom + nillegal)) -eq "$rej" ] && ok \
+  || bad "summary counts ($nsim simulated, $npruned pruned, $noom out of memory, $nillegal illegal) do not match the tables ($rows, $rej)"
+awk -F, 'NR > 1 && ($9 != "" || $22 == "" || $22 ~ /^pruned/)' "$tmp/sweep/rejected.csv" | grep -q . \
+  && bad "rejected.csv holds a row that was simulated, pruned or has no reason" || ok
+awk -F, 'NR > 1 && $9 == "" && $22 !~ /^pruned: bound /' "$tmp/sweep/sweep.csv" | grep -q . \
+  && bad "sweep.csv holds a row neither simulated nor pruned by its bound" || ok
+grep -q 'rejected.csv' "$tmp/sweep/report.md" && ok || bad "report.md does not name rejected.csv"
+[ "$(grep -c '^| .*: .* | [0-9]* |$' "$tmp/sweep/report.md")" -ge 1 ] && ok || bad "report.md has no rejected counts"
 # the first row is the best: it fits and has the most tokens/s of all rows
 awk -F, 'NR == 2 {best = $10; fit = $21} NR > 2 && $10 != "" && $10 + 0 > best + 0 && $21 == 1 {worse = 1}
          END {exit (fit == 1 && !worse) ? 0 : 1}' "$tmp/sweep/sweep.csv" && ok || bad "sweep.csv is not ranked"
@@ -103,8 +120,12 @@ done
 grep -q '## Chosen layout' "$tmp/sweep/report.md" && ok || bad "report.md has no chosen layout"
 grep -q '^chosen: ' "$tmp/out" && ok || bad "sweep printed no chosen layout"
 # Deterministic: the same sweep again gives the same sweep.csv, byte for byte.
+# Without --rejected-csv, no rejected.csv (a stale one in the folder is
+# removed) and the same sweep.csv.
+mkdir -p "$tmp/sweep2" && cp "$tmp/sweep/rejected.csv" "$tmp/sweep2/"
 "$ocsim" sweep --cards 8 --model tiny --global-batch 16 --seq 128 "${old_space[@]}" --out "$tmp/sweep2" --jobs 2 >/dev/null 2>&1
 cmp -s "$tmp/sweep/sweep.csv" "$tmp/sweep2/sweep.csv" && ok || bad "two identical sweeps wrote different sweep.csv"
+[ ! -e "$tmp/sweep2/rejected.csv" ] && ok || bad "a stale rejected.csv was left without --rejected-csv"
 
 # Long sequences (issue 12): a rotary model beyond its max_position_embeddings
 # runs with one warning line naming the config's rope_scaling (or none); a

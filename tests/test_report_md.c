@@ -149,6 +149,34 @@ static void test_report_md(void)
     CU_ASSERT_PTR_NULL(strstr(md, "(throughput.png)"));
     free(md);
 
+    /* A sweep's report: the rejected are counted (rejected_counted), rej
+     * holds examples only; the counts come from ctx, the examples from
+     * rej, and the report names rejected.csv when it was written, else
+     * --rejected-csv. */
+    snprintf(dir, sizeof dir, "%s/report-counted", oc_test_dir);
+    ctx.no_plots = 1;
+    ctx.rejected_counted = 1;
+    ctx.rejected_rule = 1000;
+    ctx.rejected_memory = 2000;
+    CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep, 5, rejected, 3, &ctx, &st), 0);
+    path_in(p, sizeof p, "report-counted", "report.md");
+    md = oc_test_read_file(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(md);
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "exceeds the device | 2000 |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "(divisibility, TP inside a node, ...) | 1000 |"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "3005 candidates: 5 simulated (4 fit in memory), 3000 rejected"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "- `tp16-pp1-dp1-mb1-1f1b`: TP 16 spans nodes of 8 GPUs"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "`--rejected-csv` writes every one"));
+    free(md);
+    ctx.rejected_csv = "rejected.csv";
+    CU_ASSERT_EQUAL(oc_report_sweep(dir, sweep, 5, rejected, 3, &ctx, &st), 0);
+    md = oc_test_read_file(p);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(md);
+    CU_ASSERT_PTR_NOT_NULL(strstr(md, "[rejected.csv](rejected.csv)"));
+    free(md);
+    ctx.rejected_counted = 0;
+    ctx.rejected_csv = NULL;
+
     /* Nothing fits: no chosen layout, no crash. */
     snprintf(dir, sizeof dir, "%s/report-none", oc_test_dir);
     ctx.no_plots = 1;
