@@ -106,6 +106,8 @@ int oc_csv_end_row(struct oc_csv *c)
     OC_ASSERT(c->col == c->ncols);
     fputc('\n', c->f);
     c->col = 0;
+    if (c->buffered)
+        return ferror(c->f) ? -1 : 0;
     return oc_outfile_check(&c->out, NULL);
 }
 

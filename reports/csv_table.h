@@ -30,6 +30,10 @@ struct oc_csv {
     const char *const *cols; /* the header, for oc_csv_restart */
     int ncols;
     int col; /* fields written in the current row */
+    int buffered; /* 1: rows are not flushed one by one (a table rewritten
+                     whole, whose rows need not reach the file as they
+                     come: one write per buffer instead of per row; a
+                     failed write shows at the close) */
 };
 
 /* Opens a table for `path` and writes the header; "-" writes to stdout. */
@@ -48,8 +52,8 @@ void oc_csv_field_str(struct oc_csv *c, const char *s);
 void oc_csv_field_i64(struct oc_csv *c, int64_t v);
 /* %.9g: enough digits to round-trip what ocsim computes. */
 void oc_csv_field_f64(struct oc_csv *c, double v);
-/* Ends the row and flushes it: 0, or -1 once any write of the table has
- * failed (the close will report it). */
+/* Ends the row and flushes it (unless c->buffered): 0, or -1 once any
+ * write of the table has failed (the close will report it). */
 int oc_csv_end_row(struct oc_csv *c);
 /* Empties the table back to its header, to write the rows again in another
  * order (outfile.h's rewind: no second temporary). */

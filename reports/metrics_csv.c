@@ -32,10 +32,13 @@ static void knobs(struct oc_csv *c, const struct oc_layout *l, int64_t m)
  * --global-batch under --batch-tolerance) and the layout's label, which
  * names every knob (first/last stage layers among them) and pastes into
  * --layout. */
-static void tail(struct oc_csv *c, const struct oc_layout *l)
+static void tail(struct oc_csv *c, const struct oc_layout *l, const char *label)
 {
-    char label[256];
-    oc_layout_format(l, label, sizeof label);
+    char buf[256];
+    if (!label) {
+        oc_layout_format(l, buf, sizeof buf);
+        label = buf;
+    }
     oc_csv_field_i64(c, l->global_batch);
     oc_csv_field_str(c, label);
 }
@@ -62,7 +65,8 @@ int oc_metrics_csv_open_sweep(struct oc_csv *c, const char *path, struct oc_stat
     return oc_csv_open(c, path, cols, n, st);
 }
 
-static void row_fields(struct oc_csv *c, const struct oc_metrics *mt, const char *reason)
+static void row_fields(struct oc_csv *c, const struct oc_metrics *mt, const char *reason,
+                       const char *label)
 {
     knobs(c, &mt->layout, mt->num_micro_batches);
     const double v[] = {mt->step_time_s, mt->tokens_per_s, mt->tflops_per_gpu,
@@ -74,27 +78,27 @@ static void row_fields(struct oc_csv *c, const struct oc_metrics *mt, const char
         oc_csv_field_f64(c, v[i]);
     oc_csv_field_i64(c, mt->fits);
     oc_csv_field_str(c, reason ? reason : "");
-    tail(c, &mt->layout);
+    tail(c, &mt->layout, label);
 }
 
 void oc_metrics_csv_row(struct oc_csv *c, const struct oc_metrics *mt,
                         const char *reason)
 {
-    row_fields(c, mt, reason);
+    row_fields(c, mt, reason, NULL);
     oc_csv_end_row(c);
 }
 
 void oc_sweep_csv_row(struct oc_csv *c, const struct oc_metrics *mt, const char *reason,
-                      double bound_s)
+                      double bound_s, const char *label)
 {
-    row_fields(c, mt, reason);
+    row_fields(c, mt, reason, label);
     sweep_tail(c, bound_s);
     oc_csv_end_row(c);
 }
 
 static void rejected_fields(struct oc_csv *c, const struct oc_layout *l,
                             double peak_mem_bytes, double device_mem_bytes,
-                            const char *reason)
+                            const char *reason, const char *label)
 {
     int64_t m = oc_layout_num_micro_batches(l);
     knobs(c, l, l->global_batch % (l->dp * l->micro_batch) ? 0 : m);
@@ -107,22 +111,22 @@ static void rejected_fields(struct oc_csv *c, const struct oc_layout *l,
     oc_csv_field_f64(c, device_mem_bytes);
     oc_csv_field_i64(c, 0);
     oc_csv_field_str(c, reason);
-    tail(c, l);
+    tail(c, l, label);
 }
 
 void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
                                  double peak_mem_bytes, double device_mem_bytes,
                                  const char *reason)
 {
-    rejected_fields(c, l, peak_mem_bytes, device_mem_bytes, reason);
+    rejected_fields(c, l, peak_mem_bytes, device_mem_bytes, reason, NULL);
     oc_csv_end_row(c);
 }
 
 void oc_sweep_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
                                double peak_mem_bytes, double device_mem_bytes,
-                               const char *reason, double bound_s)
+                               const char *reason, double bound_s, const char *label)
 {
-    rejected_fields(c, l, peak_mem_bytes, device_mem_bytes, reason);
+    rejected_fields(c, l, peak_mem_bytes, device_mem_bytes, reason, label);
     sweep_tail(c, bound_s);
     oc_csv_end_row(c);
 }

@@ -30,10 +30,12 @@ void oc_metrics_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
  * closed-form lower bound of the step, core/bound.h; empty when not
  * computed: illegal, out of memory). */
 int oc_metrics_csv_open_sweep(struct oc_csv *c, const char *path, struct oc_status *st);
+/* label: the layout's oc_layout_format label when the caller has it,
+ * NULL: formatted here. */
 void oc_sweep_csv_row(struct oc_csv *c, const struct oc_metrics *mt, const char *reason,
-                      double bound_s);
+                      double bound_s, const char *label);
 void oc_sweep_csv_row_rejected(struct oc_csv *c, const struct oc_layout *l,
                                double peak_mem_bytes, double device_mem_bytes,
-                               const char *reason, double bound_s);
+                               const char *reason, double bound_s, const char *label);
 
 #endif

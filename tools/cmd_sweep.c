@@ -126,14 +126,22 @@ static void progress(const struct run *r)
     fflush(stderr);
 }
 
-/* An item's row of sweep.csv: simulated, or failed or pruned (no figures). */
-static void row(struct oc_csv *c, const struct item *it, double device_mem_bytes)
+/* An item's row of sweep.csv: simulated, or failed or pruned (no
+ * figures); label: its layout label, NULL: formatted for the row. */
+static void row(const struct run *r, struct oc_csv *c, const struct item *it,
+                const char *label)
 {
-    if (it->state == IT_SIMULATED)
-        oc_sweep_csv_row(c, it->mt, it->mt->fits ? "" : oc_item_reason_of(it), it->bound_s);
-    else
-        oc_sweep_csv_row_rejected(c, &it->layout, it->cf_peak_bytes, device_mem_bytes,
-                                  oc_item_reason_of(it), it->bound_s);
+    char why[OC_MSG_MAX];
+    if (it->state == IT_SIMULATED) {
+        oc_sweep_csv_row(c, it->mt, it->mt->fits ? "" : oc_item_reason_of(it), it->bound_s,
+                         label);
+        return;
+    }
+    if (it->state == IT_PRUNED)
+        oc_prune_reason(&r->prune, it, why, sizeof why);
+    oc_sweep_csv_row_rejected(c, &it->layout, it->cf_peak_bytes, r->device_mem_bytes,
+                              it->state == IT_PRUNED ? why : oc_item_reason_of(it),
+                              it->bound_s, label);
 }
 
 /* A simulated layout's result into its item (and the reason of one that
@@ -185,7 +193,7 @@ static void settle(struct run *r, int64_t j, const struct oc_metrics *mt, const 
         it->state = IT_FAILED;
         oc_item_reason(it, "simulation failed: %s", err);
     }
-    row(&r->csv, it, r->device_mem_bytes);
+    row(r, &r->csv, it, NULL);
     r->done++;
     progress(r);
     if (!r->share)
@@ -419,7 +427,7 @@ static int csv_start(struct run *r, const char *path, struct oc_status *st)
         return -1;
     for (int64_t i = 0; i < r->n; i++)
         if (r->items[i].state != IT_PENDING)
-            row(&r->csv, &r->items[i], r->device_mem_bytes);
+            row(r, &r->csv, &r->items[i], NULL);
     return 0;
 }
 
@@ -444,21 +452,23 @@ static int write_ranked(struct run *r, struct oc_status *st)
     sort_labels = NULL;
     sort_items = NULL;
     struct item *sorted = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *sorted);
-    for (int64_t i = 0; i < r->n; i++) {
+    for (int64_t i = 0; i < r->n; i++)
         sorted[i] = r->items[perm[i]];
-        free(labels[i]);
-    }
-    free(labels);
-    free(perm);
     free(r->items);
     r->items = r->plan.items = sorted; /* no longer in candidate order */
-    if (oc_csv_restart(&r->csv, st) != 0) {
+    int rc = oc_csv_restart(&r->csv, st);
+    r->csv.buffered = 1; /* written whole here: no flush per row */
+    for (int64_t i = 0; i < r->n && rc == 0; i++)
+        if (r->items[i].state != IT_PENDING)
+            row(r, &r->csv, &r->items[i], labels[perm[i]]);
+    for (int64_t i = 0; i < r->n; i++)
+        free(labels[i]);
+    free(labels);
+    free(perm);
+    if (rc != 0) {
         oc_csv_abandon(&r->csv);
         return -1;
     }
-    for (int64_t i = 0; i < r->n; i++)
-        if (r->items[i].state != IT_PENDING)
-            row(&r->csv, &r->items[i], r->device_mem_bytes);
     return oc_csv_close(&r->csv, st);
 }
 
@@ -687,7 +697,7 @@ static void rejected_row(void *ctx, const struct oc_layout *l, double peak_bytes
                          const char *reason)
 {
     struct rejected_csv *rc = ctx;
-    oc_sweep_csv_row_rejected(&rc->csv, l, peak_bytes, rc->device_mem_bytes, reason, -1);
+    oc_sweep_csv_row_rejected(&rc->csv, l, peak_bytes, rc->device_mem_bytes, reason, -1, NULL);
 }
 
 /* Plans the sweep into r->plan, with DIR/rejected.csv under --rejected-csv

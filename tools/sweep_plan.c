@@ -553,11 +553,15 @@ int oc_prune_stops(const struct oc_prune *pr, const struct item *it)
 void oc_prune_mark(const struct oc_prune *pr, struct item *it)
 {
     it->state = IT_PRUNED;
+}
+
+void oc_prune_reason(const struct oc_prune *pr, const struct item *it, char *buf, size_t n)
+{
     const int64_t N = pr->top;
     const char *sfx = N % 10 == 1 && N % 100 != 11   ? "st"
                       : N % 10 == 2 && N % 100 != 12 ? "nd"
                       : N % 10 == 3 && N % 100 != 13 ? "rd"
                                                      : "th";
-    oc_item_reason(it, "pruned: bound %.6g s > %lld%s best %.6g s", it->bound_s,
-                   (long long)N, sfx, pr->n ? pr->best_step[pr->n - 1] : 0.0);
+    snprintf(buf, n, "pruned: bound %.6g s > %lld%s best %.6g s", it->bound_s, (long long)N,
+             sfx, pr->n ? pr->best_step[pr->n - 1] : 0.0);
 }

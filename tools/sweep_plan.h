@@ -49,6 +49,7 @@
 #ifndef OC_SWEEP_PLAN_H
 #define OC_SWEEP_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "metrics.h"
@@ -132,7 +133,9 @@ void oc_prune_add(struct oc_prune *pr, const struct oc_metrics *mt);
 /* 1 when `it` (pending, its bound set) cannot enter the top N: its bound
  * per token is above the N-th best's. */
 int oc_prune_stops(const struct oc_prune *pr, const struct item *it);
-/* Marks `it` pruned with its reason ("pruned: bound X s > 10th best Y s"). */
+/* Marks `it` pruned; its reason ("pruned: bound X s > 10th best Y s",
+ * the N-th best when it is asked: the final one) into buf. */
 void oc_prune_mark(const struct oc_prune *pr, struct item *it);
+void oc_prune_reason(const struct oc_prune *pr, const struct item *it, char *buf, size_t n);
 
 #endif
