@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory.h"
+#include "reserve.h"
 #include "search.h"
 #include "test_util.h"
 
@@ -182,7 +184,86 @@ static void test_across_nodes(void)
     free(c);
 }
 
+/* What the sweep's plan (tools/sweep_plan.c) rests on: within a knob set
+ * (oc_search_run), every rank-order and collective variant of a split is
+ * legal or not alike and has the same closed-form peak and reserve, and
+ * the candidate (iorder, icoll, isplit) is the one oc_search_enumerate
+ * puts at index + (iorder * ncoll + icoll) * nsplit + isplit. */
+struct sets {
+    const struct oc_candidate *c;
+    int64_t n;
+    const struct oc_model *m;
+    const struct oc_topology *t;
+    int64_t cards, checked, bad;
+};
+
+static void check_set(void *ctx, const struct oc_search_set *g)
+{
+    struct sets *x = ctx;
+    for (int k = 0; k < g->nsplit; k++) {
+        int legal0 = -1;
+        double peak0 = 0, res0 = 0;
+        for (int io = 0; io < g->norder; io++)
+            for (int ic = 0; ic < g->ncoll; ic++) {
+                struct oc_layout l;
+                oc_search_set_layout(g, io, ic, k, &l);
+                const int64_t i = g->index + ((int64_t)io * g->ncoll + ic) * g->nsplit + k;
+                char a[192], b[192];
+                oc_layout_format(&l, a, sizeof a);
+                oc_layout_format(&x->c[i].layout, b, sizeof b);
+                if (i >= x->n || strcmp(a, b) != 0) {
+                    if (x->bad++ < 3)
+                        fprintf(stderr, "candidate %lld: %s, the set says %s\n", (long long)i, b, a);
+                    continue;
+                }
+                const int legal = !g->refused &&
+                                  oc_layout_validate(&l, x->m, x->t, x->cards, NULL) == 0;
+                double peak = 0, res = 0;
+                if (legal) {
+                    int64_t st;
+                    peak = oc_memory_peak(x->m, &l, &st);
+                    struct oc_reserve r;
+                    oc_reserve_layout(x->m, &l, x->t, peak, &r);
+                    res = r.total_bytes;
+                }
+                if (legal0 < 0)
+                    legal0 = legal, peak0 = peak, res0 = res;
+                if (legal != legal0 || legal != x->c[i].valid || peak != peak0 || res != res0) {
+                    if (x->bad++ < 3)
+                        fprintf(stderr, "%s: legal %d peak %g reserve %g, variant 0: %d %g %g\n",
+                                a, legal, peak, res, legal0, peak0, res0);
+                }
+                x->checked++;
+            }
+    }
+}
+
+static void test_sets(void)
+{
+    struct oc_model m = small();
+    struct oc_topology t = node8();
+    for (int64_t cards = 8; cards <= 32; cards *= 2) {
+        struct oc_search_space s = space(cards);
+        s.base.global_batch = 64;
+        s.max_cp = 4; /* ZeRO-2/3 with CP: illegal variants */
+        s.micro_batches[1] = 2;
+        s.n_micro_batches = 2;
+        struct oc_candidate *c = NULL;
+        struct oc_search_counts n;
+        const int64_t k = oc_search_enumerate(&s, &m, &t, &c, &n);
+        struct sets x = {c, k, &m, &t, cards, 0, 0};
+        struct oc_search_counts n2;
+        CU_ASSERT_EQUAL(oc_search_run(&s, &m, &t, check_set, &x, &n2), k);
+        CU_ASSERT_EQUAL(x.checked, k);
+        CU_ASSERT_EQUAL(x.bad, 0);
+        CU_ASSERT_TRUE(n.illegal > 0 && n.illegal < k);
+        CU_ASSERT_EQUAL(n2.noop, n.noop);
+        free(c);
+    }
+}
+
 static CU_TestInfo tests[] = {
+    {"sets: variants judged alike, indices", test_sets},
     {"count by hand", test_count_by_hand},
     {"fixed knobs", test_fixed},
     {"across nodes", test_across_nodes},
