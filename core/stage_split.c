@@ -193,9 +193,37 @@ struct best {
     struct score sc;
 };
 
+/* 1 when (a0, a1) is worse than (b0, b1) by better()'s rule: at the first
+ * key that differs beyond the tolerance, a is the larger. */
+static int worse2(double a0, double a1, const struct score *b)
+{
+    const double a[2] = {a0, a1};
+    for (int i = 0; i < 2; i++) {
+        const double tol = 1e-9 * fmax(fabs(a[i]), fabs(b->key[i]));
+        if (a[i] > b->key[i] + tol)
+            return 1;
+        if (a[i] < b->key[i] - tol)
+            return 0;
+    }
+    return 0;
+}
+
 static void consider(struct ctx *x, struct split s, void *arg)
 {
     struct best *b = arg;
+    /* The time and embed objectives rank by the loads first, the peak
+     * last: a split worse on the loads than the best found cannot be
+     * chosen whatever its peak, which is then not computed (each is an
+     * oc_memory_stage call: most of the search's time). */
+    if (b->found && b->o != OBJ_MEMORY) {
+        double most, sq;
+        if (b->o == OBJ_EMBED)
+            loads(x, s, 1.0, 1.0, 1.0, &most, &sq);
+        else
+            loads(x, s, x->layer_w, x->embed_w, x->head_w, &most, &sq);
+        if (worse2(most, sq, &b->sc))
+            return;
+    }
     if (b->limit_bytes > 0 && split_peak(x, s) > b->limit_bytes)
         return;
     const struct score sc = score_of(x, s, b->o);
