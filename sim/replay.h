@@ -114,7 +114,10 @@
  *       members per node across nodes, a broadcast across replicas; with
  *       CP too, a CP ring hop crossing nodes unlike its image's) FAST
  *       runs instead: the reason is at debug level of log category
- *       ocsim_sym. tests/sym_fast.sh holds it equal to FAST (1e-6; the 9
+ *       ocsim_sym. With CP, where every CP ring hop is of one kind, CP
+       rank 0 of each stage stands for its CP group too (its ring steps
+       to its twin host; replay_sym.c, "Folding the CP ring").
+       tests/sym_fast.sh holds it equal to FAST (1e-6; the 9
  *       printed digits agree) and the default 64- and 1024-card sweeps
  *       give sweep.csv byte for byte. Where FAST simulates every rank only
  *       because its check of the NICs asks every NIC to match (8 NICs per

@@ -9,10 +9,12 @@
 # positions, replica 0's sizes stand for all: about 1e-10 s per step;
 # the csv prints 9 digits).
 # Each case also says which mode must run ("sym": the symmetric mode held,
-# from the ocsim_sym debug line; "fallback": it fell back to fast mode, a
-# tree or a flat ring across nodes with several members per node, or fast
-# mode simulating every rank), so that a sym that always fell back could
-# not pass.
+# from the ocsim_sym debug line; "fold": it held and folded the CP ring,
+# CP rank 0 of each stage simulated for its CP group, from its debug
+# line; "fallback": it fell back to fast mode, a tree or a flat ring
+# across nodes with several members per node, or fast mode simulating
+# every rank), so that a sym that always fell back, or never folded,
+# could not pass.
 # Cases: tp/pp/dp shapes, both rank orders, overlap on and off, ZeRO-1 on
 # and off, interleaved, ring / hier / tree / auto, three topologies (one
 # NIC per node; eight NICs, where fast mode simulates every rank; one NIC
@@ -24,6 +26,10 @@
 # replica (tp2-pp4-dp4-cp2), a flat ring inside one node (tp1-pp8-dp2-cp4,
 # tp-dp-pp) and across nodes one member per node with the CP ring across
 # nodes (tp8-pp2-dp2-cp2), a CP group on two nodes (tp4-pp2-dp2-cp4);
+# folding the CP ring (CP rank 0 of each stage for its CP group, every CP
+# hop of one kind): most of the above, and the CP ring across nodes
+# (tp8-pp2-dp2-cp2), the 64-card sweep's best (tp1-pp16-dp1-cp4); not
+# folded: tp4-pp2-dp2-cp4 (a CP group on two nodes, hops of both kinds);
 # falling back: a flat ring across nodes with 8 per node
 # (tp1-pp4-dp2-cp8-coll=ring), a tree, a replica straddling nodes.
 # usage: sym_fast.sh path/to/ocsim
@@ -55,20 +61,22 @@ cases=(
   "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-zero3-noovl|"
   "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4-zero2|"
   "sym|64|llama2-13b|h100-100g|tp4-pp4-dp4-first8-last8-rfull2|"
-  "sym|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-order=tp-pp-dp|"
-  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2|"
-  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-noovl-order=tp-pp-dp|"
-  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-zero0|"
-  "sym|64|llama2-13b|h100-100g|tp8-pp2-dp2-cp2-coll=ring|"
+  "fold|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-order=tp-pp-dp|"
+  "fold|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2|"
+  "fold|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-noovl-order=tp-pp-dp|"
+  "fold|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-zero0|"
+  "fold|64|llama2-13b|h100-100g|tp8-pp2-dp2-cp2-coll=ring|"
   "sym|64|llama2-13b|h100-100g|tp4-pp2-dp2-cp4|"
-  "sym|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-v2|"
+  "fold|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-v2|"
   "fallback|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-coll=ring|"
-  "sym|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-coll=ring|"
-  "sym|64|llama2-13b|dgx-a100|tp2-pp4-dp4-cp2|"
-  "sym|64|llama2-13b|eth25g|tp2-pp4-dp4-cp2-order=tp-pp-dp|"
+  "fold|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-coll=ring|"
+  "fold|64|llama2-13b|dgx-a100|tp2-pp4-dp4-cp2|"
+  "fold|64|llama2-13b|eth25g|tp2-pp4-dp4-cp2-order=tp-pp-dp|"
   "fallback|48|gpt3-1.3b|h100-100g|tp1-pp3-dp4-cp4-order=tp-pp-dp|--global-batch 48"
   "fallback|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-coll=tree|"
-  "sym|64|llama2-70b|h100-100g|tp1-pp8-dp2-cp4-mb1-1f1b-rnone-order=tp-pp-dp|"
+  "fold|64|llama2-70b|h100-100g|tp1-pp8-dp2-cp4-mb1-1f1b-rnone-order=tp-pp-dp|"
+  "fold|64|llama2-70b|h100-100g|tp1-pp16-dp1-cp4-mb1-1f1b-rnone|"
+  "fold|64|llama2-70b|h100-100g|tp2-pp16-dp1-cp2-mb1-1f1b-rnone-coll=hier|"
 )
 
 for c in "${cases[@]}"; do
@@ -85,6 +93,7 @@ for c in "${cases[@]}"; do
   done
   ran=fallback
   grep -q "symmetric mode: replica 0 stands for" "$tmp/$n.sym.out" && ran=sym
+  [ $ran = sym ] && grep -q "symmetric mode: CP rank 0 stands for" "$tmp/$n.sym.out" && ran=fold
   if [ "$ran" != "$expect" ]; then
     echo "FAIL $layout on $topo: expected $expect, ran $ran"
     grep "symmetric mode" "$tmp/$n.sym.out" | sed 's/^.*DEBUG\] /  /'
