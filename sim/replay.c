@@ -64,7 +64,7 @@ static void replay_timeline(struct replay *R, struct oc_timeline *tl)
             const struct oc_coord c = oc_layout_coord(R->l, r);
             /* a folded CP ring's other CP ranks get their image's rows
              * after the run (fold_rows): their ring steps' ends are there */
-            record[r] = R->sim_of[r] >= 0 || (R->cpfold && c.tp == 0 && c.dp == 0);
+            record[r] = R->sim_of[r] >= 0 || (R->cpfold && c.tp == 0 && c.dp < R->dpmod);
         }
     }
     oc_timeline_init(tl, R->s, record);
@@ -73,8 +73,8 @@ static void replay_timeline(struct replay *R, struct oc_timeline *tl)
         if (!tl->start_s[r]) {
             struct oc_coord c = oc_layout_coord(R->l, r);
             c.tp = 0;
-            if (R->sym)
-                c.dp = 0; /* replica 0 stands for every replica */
+            if (R->sym) /* replica 0 (one node's replicas) for every replica */
+                c.dp %= R->dpmod;
             tl->proxy[r] = oc_layout_rank(R->l, c);
         }
     for (int64_t i = 0; i < R->nsim; i++) {

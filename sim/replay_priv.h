@@ -51,6 +51,7 @@ struct rgroup {
      * a node [i] and across nodes [N + i], NULL where it needs none */
     int64_t *image;
     struct oc_coll_loop **loops;
+    struct oc_coll_in **ins; /* (N) ~in receivers (coll.h), or NULL */
 };
 
 struct rrank;
@@ -119,6 +120,9 @@ struct replay {
     int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */
     char sym_why[160]; /* why it fell back to fast, when asked */
     int cpfold;        /* sym: CP rank 0 of each stage stands for its CP group */
+    int64_t dpmod;     /* sym: DP ranks 0..dpmod-1 simulated (image: dp mod dpmod) */
+    struct oc_coll_in **ins; /* sym: every ~in receiver made, and its rank */
+    int64_t *in_owner, nins, cap_ins;
     char fold_why[160]; /* why the CP ring was not folded, when tried */
     int64_t *ksym; /* (world) sym: ranks of the rank's stage and CP rank on its NIC */
     struct oc_coll_loop **loops; /* sym: every loop made, and its rank */

@@ -257,6 +257,7 @@ void oc_rp_free(struct replay *R)
             free(sets[k][i].kflow);
             free(sets[k][i].image);
             free(sets[k][i].loops);
+            free(sets[k][i].ins);
         }
         free(sets[k]);
     }
@@ -314,7 +315,7 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
         const struct oc_coord c = oc_layout_coord(l, r);
         R->sim_of[r] = -1;
         if (R->fast && !R->all_ranks &&
-            (c.tp != 0 || (R->sym && c.dp != 0) || (R->cpfold && c.cp != 0)))
+            (c.tp != 0 || (R->sym && c.dp >= R->dpmod) || (R->cpfold && c.cp != 0)))
             continue;
         struct rrank *rk = &R->rk[R->nsim];
         R->sim_of[r] = R->nsim++;
