@@ -46,6 +46,43 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
     return OC_BOUND_COMM_SAFETY * s;
 }
 
+/* The same collective under the layout's forced algorithm (bound.h): at
+ * least oc_bound_group_coll_s, and where the group spans nodes, what the
+ * forced algorithm's own route must carry over one flow between nodes,
+ * at most one NIC (and the node's NICs shared by the groups leaving it
+ * at once; no oversubscription: sim/platform.c gives a lone flow the
+ * whole NIC):
+ *   ring  every hop of the flat ring carries 2(N-1)/N * S for an
+ *         all-reduce, (N-1)/N * S for a reduce-scatter or all-gather
+ *         (coll_ring.c), and some hop leaves a node;
+ *   tree  the hop between a node's leader and its parent's carries the
+ *         whole buffer S, up (reduce) or down (broadcast) (coll_tree.c).
+ * Automatic and hierarchical: oc_bound_group_coll_s alone. Valid for one
+ * group's collectives, one after the other or summed (they cross the same
+ * hop); not for the sum over the groups of several stages (other rings,
+ * other NICs: node_share_s keeps the node's capacity bound). */
+double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topology *t, int kind,
+                              double bytes, int64_t n, int64_t per_node, int64_t groups)
+{
+    const double py = oc_bound_group_coll_s(t, kind, bytes, n, per_node, groups);
+    if (n < 2 || bytes <= 0 || per_node < 1 ||
+        (l->coll != OC_COLL_CHOICE_RING && l->coll != OC_COLL_CHOICE_TREE))
+        return py;
+    if ((n + per_node - 1) / per_node < 2) /* inside one node: as auto's */
+        return py;
+    const int64_t flows = groups > 1 ? groups : 1;
+    double hop = t->nic_bandwidth_Bps;
+    if ((double)t->nics_per_node * t->nic_bandwidth_Bps / (double)flows < hop)
+        hop = (double)t->nics_per_node * t->nic_bandwidth_Bps / (double)flows;
+    if (!(hop > 0))
+        return py;
+    const double moved = kind == 0 ? 2.0 : 1.0;
+    const double s = l->coll == OC_COLL_CHOICE_RING
+                         ? moved * (double)(n - 1) / (double)n * bytes / hop
+                         : bytes / hop;
+    return dmax(py, OC_BOUND_COMM_SAFETY * s);
+}
+
 /* The geometry of the DP groups of a layout: members of one group per node
  * (at most), and how many groups of one stage leave a node at once (at
  * least). Rank numbering (layout.h): TP fastest, then CP, then DP and PP
@@ -93,7 +130,8 @@ static void grad_group(const struct oc_layout *l, const struct oc_topology *t, i
  * of its gradients (*rs1) at the DP-collective bound; 0 where the layout
  * has none (ZeRO 0-1, no DP, or CP, which ZeRO-2/3 refuse). */
 static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
-                            const struct oc_topology *t, double *ag1, double *rs1)
+                            const struct oc_topology *t, int forced, double *ag1,
+                            double *rs1)
 {
     *ag1 = *rs1 = 0;
     if (l->zero < 2 || l->dp < 2 || l->cp > 1)
@@ -102,8 +140,11 @@ static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
     dp_geometry(l, t, &per_node, &groups);
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
     const double P = (double)oc_model_layer_params_tp(m, l->tp);
-    *ag1 = oc_bound_group_coll_s(t, 1, pb.weight * P, l->dp, per_node, groups);
-    *rs1 = oc_bound_group_coll_s(t, 1, pb.grad * P, l->dp, per_node, groups);
+    struct oc_layout a = *l;
+    if (!forced)
+        a.coll = OC_COLL_CHOICE_AUTO;
+    *ag1 = oc_bound_forced_coll_s(&a, t, 1, pb.weight * P, l->dp, per_node, groups);
+    *rs1 = oc_bound_forced_coll_s(&a, t, 1, pb.grad * P, l->dp, per_node, groups);
     return 1;
 }
 
@@ -115,11 +156,12 @@ static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
  * them on the DP links, which they share (a throughput bound: the sum of
  * each collective's bytes over the capacity it must cross). */
 static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, int64_t stage, double *blocking_s)
+                           const struct oc_topology *t, int64_t stage, int forced,
+                           double *blocking_s)
 {
     *blocking_s = 0;
     double ag1, rs1;
-    if (!zero_layer_colls(m, l, t, &ag1, &rs1))
+    if (!zero_layer_colls(m, l, t, forced, &ag1, &rs1))
         return 0;
     const int64_t nmb = oc_layout_num_micro_batches(l), v = oc_place_chunks_per_stage(l);
     double all = 0;
@@ -141,7 +183,7 @@ static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *
                               const struct oc_topology *t, int64_t stage)
 {
     double b;
-    zero_units_s(m, l, t, stage, &b);
+    zero_units_s(m, l, t, stage, 1, &b);
     return b;
 }
 
@@ -270,10 +312,9 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
             const int64_t n0 = oc_place_chunk_layers(l, m, stage, 0).count;
             reduced = (double)n0 * (double)oc_model_layer_params_tp(m, l->tp);
         }
-        st->tail += oc_bound_group_coll_s(t, kind, pb.grad * reduced, gn, per_node, groups);
+        st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node, groups);
         if (l->zero == 1)
-            st->tail += oc_bound_group_coll_s(t, 1, pb.weight * (double)params, gn, per_node,
-                                              groups);
+            st->tail += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
     }
 }
 
@@ -366,7 +407,7 @@ static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
     *zf = *zb = 0;
     double ag1, rs1;
     const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
-    if (n < 1 || !zero_layer_colls(m, l, t, &ag1, &rs1))
+    if (n < 1 || !zero_layer_colls(m, l, t, 1, &ag1, &rs1))
         return;
     if (!l->overlap_grad_reduce) {
         *zf = l->zero == 3 ? (double)n * ag1 : 0;
@@ -541,8 +582,8 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
             double done = clk[i];
             if (gn > 1) {
                 if (!l->overlap_grad_reduce && l->zero < 2) {
-                    done += oc_bound_group_coll_s(t, kind, pb.grad * (double)params, gn,
-                                                  per_node, groups);
+                    done += oc_bound_forced_coll_s(l, t, kind, pb.grad * (double)params, gn, per_node,
+                                         groups);
                 } else {
                     for (int64_t ch = 0; ch < v; ch++) {
                         const double T = lastb[ch * p + i];
@@ -550,15 +591,14 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                         for (int64_t c2 = 0; c2 < v; c2++)
                             if (lastb[c2 * p + i] >= T)
                                 after += (double)oc_place_chunk_layers(l, m, i, c2).count * P;
-                        done = dmax(done, T + oc_bound_group_coll_s(t, kind, pb.grad * after,
-                                                                    gn, per_node, groups));
+                        done = dmax(done, T + oc_bound_forced_coll_s(l, t, kind, pb.grad * after, gn,
+                                                           per_node, groups));
                     }
                 }
             }
             double end = done + opt_params * c->optimizer_s_per_param;
             if (gn > 1 && l->zero == 1)
-                end += oc_bound_group_coll_s(t, 1, pb.weight * (double)params, gn, per_node,
-                                             groups);
+                end += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
             step = dmax(step, end);
         }
         /* the DP traffic of the stages that share a node's NICs */
@@ -633,8 +673,11 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     const int64_t q = node_stages(l, t);
     for (int64_t k0 = 0; k0 < p; k0 += q) {
         double z = 0, blocking;
-        for (int64_t i = k0; i < k0 + q && i < p; i++)
-            z += zero_units_s(m, l, t, i, &blocking);
+        for (int64_t i = k0; i < k0 + q && i < p; i++) {
+            z += zero_units_s(m, l, t, i, 0, &blocking);
+            /* one stage's own group under the forced algorithm */
+            out->zero_link_s = dmax(out->zero_link_s, zero_units_s(m, l, t, i, 1, &blocking));
+        }
         out->zero_link_s = dmax(out->zero_link_s, z);
     }
     if (out->zero_link_s > out->step_s)

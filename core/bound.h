@@ -36,6 +36,12 @@
  *     all-gather half that. (Until the fifth session the bound charged
  *     half of these as a hedge; tools/check-bound.sh held the full bound
  *     below 4310 simulated DP-heavy layouts, docs/benchmarks.md.)
+ *     A layout that forces the ring or the tree on a group across nodes
+ *     (coll=ring|tree) is charged at least what that algorithm's own
+ *     route carries over one flow between nodes (at most one NIC): the
+ *     flat ring 2(N-1)/N * S on every hop, the tree S between leaders
+ *     (oc_bound_forced_coll_s); for a single group, not for the sum over
+ *     the stages that share a node (other rings, other NICs).
  * and, as a second bound (the step is the larger): the pipeline messages
  * that must leave a node (every micro-batch's activation and gradient
  * across each stage boundary between nodes, from every rank of the
@@ -116,5 +122,10 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
  * at once (exposed for the tests). */
 double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
                              int64_t n, int64_t per_node, int64_t groups_per_node);
+/* The same under l's collective choice: at least oc_bound_group_coll_s,
+ * and for coll=ring|tree on a group across nodes what that algorithm's
+ * route carries over one flow between nodes (see above; bound.c). */
+double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topology *t, int kind,
+                              double bytes, int64_t n, int64_t per_node, int64_t groups);
 
 #endif

@@ -188,10 +188,12 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
         coll[ncoll++] = B->coll;
     } else {
         coll[ncoll++] = OC_COLL_CHOICE_AUTO;
-        if (!groups_in_nodes(b0, e->m, t))
+        /* every group inside a node: auto runs the ring, and the two-level
+         * ring has one level, the ring (sim/coll_hier.c) */
+        if (!groups_in_nodes(b0, e->m, t)) {
             coll[ncoll++] = OC_COLL_CHOICE_RING;
-        if (!one_node)
             coll[ncoll++] = OC_COLL_CHOICE_HIER;
+        }
         coll[ncoll++] = OC_COLL_CHOICE_TREE;
     }
     /* the no-op variants: the full product less the one generated */

@@ -38,9 +38,9 @@
  *   rank order with p = 1 or d = 1, or inside one node (every GPU of the
  *   generated node has the same links); interleaving with p = 1; the
  *   collective algorithm of a layout with no collective group of two or
- *   more ranks (only auto), hier inside one node (one level: the ring), ring
- *   where the only groups are TP groups inside a node (auto runs the ring
- *   there, sim/replay.h).
+ *   more ranks (only auto), ring and hier where every collective group lies
+ *   inside one node (auto runs the ring there, and the two-level ring has
+ *   one level, the ring: sim/coll.c, sim/coll_hier.c).
  * Dominated variants (more recompute where less fits) are candidates
  * here: which fit is known only to the sweep's plan (tools/sweep_plan.h),
  * which skips them.

@@ -150,11 +150,16 @@ int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
 /* How many real flows a message from member i to member j stands for: 1
  * inside a node (every GPU has its own NVLink link) or without factors,
  * else the larger factor of the two ends (replay.h). */
-static int64_t scale_of(const struct oc_coll_tx *tx, const int64_t *k, int64_t i, int64_t j)
+static int64_t scale_x(const int64_t *k, int64_t i, int64_t j, int cross)
 {
-    if (!k || tx->g->node[i] == tx->g->node[j])
+    if (!k || !cross)
         return 1;
     return k[i] > k[j] ? k[i] : k[j];
+}
+
+static int64_t scale_of(const struct oc_coll_tx *tx, const int64_t *k, int64_t i, int64_t j)
+{
+    return scale_x(k, i, j, tx->g->node[i] != tx->g->node[j]);
 }
 
 static int64_t hop_scale(const struct oc_coll_tx *tx, int64_t i, int64_t j)
@@ -191,7 +196,8 @@ void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
     }
 }
 
-struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_t to)
+static struct oc_coll_hop hop_x(const struct oc_coll_tx *tx, int64_t from, int64_t to,
+                                 int cross)
 {
     const struct oc_sim_group *g = tx->g;
     OC_ASSERT(from >= 0 && from < g->size && to >= 0 && to < g->size);
@@ -199,12 +205,22 @@ struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_
     int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
                      g->ranks[to]);
     OC_ASSERT(w > 0 && (size_t)w < sizeof name);
-    struct oc_coll_hop h = {sg_mailbox_by_name(name), hop_scale(tx, from, to), 0, 0, 0};
-    h.flow = tx->flow_scale ? scale_of(tx, tx->flow_scale, from, to) : h.scale;
+    struct oc_coll_hop h = {sg_mailbox_by_name(name), scale_x(tx->scale, from, to, cross), 0,
+                            0, 0};
+    h.flow = tx->flow_scale ? scale_x(tx->flow_scale, from, to, cross) : h.scale;
     /* the route is looked up only where a reduction needs it; on a
      * generated platform by its class (platform.h), without a route search */
     const struct oc_sim_platform *p = oc_sim_engine_platform();
-    const int same = g->node[from] == g->node[to];
+    const int same = !cross;
+    if (cross && g->node[from] == g->node[to]) {
+        /* a step to an ~in twin: the figures of a route across nodes */
+        OC_ASSERT(p && p->generated && p->has_inter);
+        if (tx->o->reduce_Bps > 0) {
+            h.lat_s = p->inter_lat_s;
+            h.bw_Bps = p->inter_bw_Bps;
+        }
+        return h;
+    }
     if (tx->o->reduce_Bps > 0 && from != to) {
         if (p && p->generated && (same ? p->has_intra : p->has_inter)) {
             h.lat_s = same ? p->intra_lat_s : p->inter_lat_s;
@@ -215,6 +231,16 @@ struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_
         }
     }
     return h;
+}
+
+struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from, int64_t to)
+{
+    return hop_x(tx, from, to, tx->g->node[from] != tx->g->node[to]);
+}
+
+struct oc_coll_hop oc_coll_hop_across(const struct oc_coll_tx *tx, int64_t from, int64_t to)
+{
+    return hop_x(tx, from, to, 1);
 }
 
 double oc_coll_hop_s(const struct oc_coll_hop *h, int64_t bytes)
@@ -274,6 +300,26 @@ void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
 {
     sg_sem_release(L->go);
     sg_comm_wait(sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale));
+}
+
+void oc_coll_in_main(void *arg)
+{
+    struct oc_coll_in *I = arg;
+    for (;;) {
+        sg_sem_acquire(I->go);
+        if (I->stop)
+            break;
+        sg_mailbox_get(I->mb);
+        sg_sem_release(I->done);
+    }
+}
+
+void oc_coll_in_stop(struct oc_coll_in *I)
+{
+    if (!I || I->stop)
+        return;
+    I->stop = 1;
+    sg_sem_release(I->go);
 }
 
 int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
@@ -338,7 +384,9 @@ int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
             const int64_t y = image[nx];
             if (image[oc_coll_ring_nbr(g, k[r], y, -1)] != i)
                 return 0;
-            if (y != i && cross != crosses(g, i, y))
+            /* a step across nodes to an image on i's node goes to the
+             * image's ~in twin; the other way round has no route */
+            if (y != i && !cross && crosses(g, i, y))
                 return 0;
         }
     return 1;
@@ -358,6 +406,9 @@ int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_
         const int64_t nx = oc_coll_ring_nbr(g, k[r], i, 1);
         if (image[nx] == i)
             need |= crosses(g, i, nx) ? 2 : 1;
+        const int64_t pv = oc_coll_ring_nbr(g, k[r], i, -1), pi = image[pv];
+        if (pi != i && crosses(g, pv, i) && !crosses(g, pi, i))
+            need |= 4;
     }
     return need;
 }

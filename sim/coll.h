@@ -73,6 +73,21 @@ void oc_coll_loop_stop(struct oc_coll_loop *L);
 /* One ring step of `bytes` (times the loop's scale) on the loop; blocks. */
 void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes);
 
+/* Symmetric fidelity: a ring step whose real hop crosses nodes while the
+ * hop to the image of its successor does not (a flat ring across nodes
+ * with several members per node, the images one node's members): the
+ * step is received on the receiver's ~in twin host (platform.h), so it
+ * leaves through the sender's NIC and comes in through the receiver's
+ * as the real one does. A receiver actor there (oc_coll_in_main) takes
+ * each step from mailbox mb (set before go) and releases done. */
+struct oc_coll_in {
+    sg_mailbox_t mb;
+    sg_sem_t go, done;
+    int stop;
+};
+void oc_coll_in_main(void *arg);
+void oc_coll_in_stop(struct oc_coll_in *I);
+
 /* How the messages of one group's collectives are sent. */
 struct oc_coll_tx {
     const struct oc_sim_group *g;
@@ -96,6 +111,10 @@ struct oc_coll_tx {
      * hierarchical ring run so (oc_coll_sym_ok). */
     const int64_t *image;
     struct oc_coll_loop *const *loop_nv, *const *loop_net; /* (N) */
+    /* (N) member i's receiver on its ~in twin, where a ring of the
+     * algorithm brings it a step across nodes from an image on its own
+     * node (oc_coll_sym_loops bit 2), else NULL */
+    struct oc_coll_in *const *in;
 };
 
 /* The rings an algorithm runs: the flat ring of the group, the ring inside
@@ -112,12 +131,16 @@ int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
  * of a (a: the ring or the hierarchical ring, else 0): every member's hop
  * to its successor crosses nodes as its image's does; for every simulated
  * member i, the image y of its successor has the image of y's predecessor
- * i, and the hop i -> y crosses nodes as i's real hop does. */
+ * i, and the hop i -> y crosses nodes as i's real hop does, or i's real
+ * hop crosses and y is on i's node (the step then goes to y's ~in twin,
+ * struct oc_coll_in). */
 int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
                    const int64_t *image);
 /* The loops simulated member i needs (bit 0: inside a node, bit 1: across
  * nodes): where the image of its successor on a ring of two or more that
- * the ring or the hierarchical ring runs is i itself. */
+ * the ring or the hierarchical ring runs is i itself; bit 2: its ~in
+ * receiver, where its real predecessor on such a ring is on another node
+ * and that one's image (not i) on i's. */
 int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i);
 
 /* o must outlive tx; scale (when not NULL) holds g->size factors >= 1. */
@@ -136,6 +159,10 @@ struct oc_coll_hop {
 
 struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,
                                int64_t to);
+/* The same, scaled and timed as a hop across nodes whatever the nodes of
+ * from and to (symmetric fidelity: a step to an ~in twin). */
+struct oc_coll_hop oc_coll_hop_across(const struct oc_coll_tx *tx, int64_t from,
+                                      int64_t to);
 /* Seconds `bytes` (times the hop's scale) take over the hop, uncontended. */
 double oc_coll_hop_s(const struct oc_coll_hop *h, int64_t bytes);
 /* The reduction after a chunk of `bytes` arrived (collective.h): sums
@@ -188,6 +215,8 @@ struct oc_coll_ring {
     int coarse;   /* merge the steps (asked, and the hops equal) */
     double lat_s; /* hop latency, slept for the merged steps */
     struct oc_coll_loop *loop; /* symmetric fidelity: the step's loop */
+    struct oc_coll_in *in;     /* symmetric fidelity: prev's steps come to
+                                  the ~in twin (struct oc_coll_in) */
 };
 
 /* The flat ring of the group, the ring inside me's node, the ring across

@@ -14,6 +14,7 @@
 
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
+#include <simgrid/semaphore.h>
 
 #include "sim_log.h"
 
@@ -24,8 +25,8 @@ static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, enum oc_coll_rin
                                    int64_t pos, int64_t n, int64_t self, int coarse,
                                    double lat_s)
 {
-    struct oc_coll_ring r = {tx,     n,     pos, {NULL, 1, 0, 0, 1}, {NULL, 1, 0, 0, 1},
-                             coarse, lat_s, NULL};
+    struct oc_coll_ring r = {tx,     n,     pos,  {NULL, 1, 0, 0, 1}, {NULL, 1, 0, 0, 1},
+                             coarse, lat_s, NULL, NULL};
     if (n < 2)
         return r;
     int64_t next = oc_coll_ring_nbr(tx->g, kind, self, 1);
@@ -43,8 +44,18 @@ static struct oc_coll_ring ring_of(const struct oc_coll_tx *tx, enum oc_coll_rin
                                                             : tx->loop_net[self];
             OC_ASSERT(r.loop);
         } else {
-            next = ni;
-            prev = pi;
+            /* a real hop across nodes to an image on this node: the step
+             * goes to the image's ~in twin (oc_coll_sym_ok) */
+            const int64_t *node = tx->g->node;
+            const int xn = node[self] != node[next] && node[self] == node[ni];
+            const int xp = node[prev] != node[self] && node[pi] == node[self];
+            r.next = xn ? oc_coll_hop_across(tx, self, ni) : oc_coll_hop(tx, self, ni);
+            r.prev = xp ? oc_coll_hop_across(tx, pi, self) : oc_coll_hop(tx, pi, self);
+            if (xp) {
+                OC_ASSERT(tx->in && tx->in[self]);
+                r.in = tx->in[self];
+            }
+            return r;
         }
     }
     r.next = oc_coll_hop(tx, self, next);
@@ -90,7 +101,14 @@ static void exchange(const struct oc_coll_ring *r, int64_t bytes, int64_t reduce
         return;
     }
     sg_comm_t c = oc_coll_put(&r->next, bytes);
-    oc_coll_get(&r->prev);
+    if (r->in) {
+        /* received on this member's ~in twin */
+        r->in->mb = r->prev.mb;
+        sg_sem_release(r->in->go);
+        sg_sem_acquire(r->in->done);
+    } else {
+        oc_coll_get(&r->prev);
+    }
     if (reduce_bytes >= 0)
         oc_coll_reduce(r->tx, reduce_bytes, 2, oc_coll_hop_s(&r->prev, reduce_bytes), 1);
     sg_comm_wait(c);

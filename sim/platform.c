@@ -126,9 +126,12 @@ static void write_twins(FILE *f, const struct oc_topology *t, int64_t cards,
             if (nv)
                 fprintf(f, "  <host id=\"gpu%" PRId64 "~nv\" speed=\"" NUM "f\"/>\n", i,
                         OC_SIM_HOST_SPEED_FLOPS);
-            if (nodes > 1)
+            if (nodes > 1) {
                 fprintf(f, "  <host id=\"gpu%" PRId64 "~net\" speed=\"" NUM "f\"/>\n", i,
                         OC_SIM_HOST_SPEED_FLOPS);
+                fprintf(f, "  <host id=\"gpu%" PRId64 "~in\" speed=\"" NUM "f\"/>\n", i,
+                        OC_SIM_HOST_SPEED_FLOPS);
+            }
             continue;
         }
         if (nv)
@@ -144,6 +147,13 @@ static void write_twins(FILE *f, const struct oc_topology *t, int64_t cards,
                        ".%" PRId64 "\" direction=\"DOWN\"/></route>\n",
                     i, i, n, i % k, n, over ? " direction=\"UP\"" : "", n,
                     over ? " direction=\"DOWN\"" : "", n, i % k);
+        /* gpu<i>~in: reached from the fabric only, into GPU i's node and
+         * NIC as a message from another node would come */
+        if (nodes > 1)
+            fprintf(f, "  <route src=\"fabric\" dst=\"gpu%" PRId64 "~in\" symmetrical=\"NO\">"
+                       "<link_ctn id=\"up%" PRId64 "\"%s/><link_ctn id=\"nic%" PRId64
+                       ".%" PRId64 "\" direction=\"DOWN\"/></route>\n",
+                    i, n, over ? " direction=\"DOWN\"" : "", n, i % k);
     }
 }
 
@@ -361,12 +371,15 @@ static void map_twins(struct oc_sim_platform *p, const int64_t *twins, int64_t n
         return;
     p->twin_nv = oc_xcalloc((size_t)p->cards, sizeof *p->twin_nv);
     p->twin_net = oc_xcalloc((size_t)p->cards, sizeof *p->twin_net);
+    p->twin_in = oc_xcalloc((size_t)p->cards, sizeof *p->twin_in);
     for (int64_t j = 0; j < ntwins; j++) {
         char name[48];
         snprintf(name, sizeof name, "gpu%" PRId64 "~nv", twins[j]);
         p->twin_nv[twins[j]] = sg_host_by_name(name);
         snprintf(name, sizeof name, "gpu%" PRId64 "~net", twins[j]);
         p->twin_net[twins[j]] = sg_host_by_name(name);
+        snprintf(name, sizeof name, "gpu%" PRId64 "~in", twins[j]);
+        p->twin_in[twins[j]] = sg_host_by_name(name);
     }
 }
 
@@ -459,6 +472,7 @@ void oc_sim_platform_free(struct oc_sim_platform *p)
     free(p->hosts);
     free(p->twin_nv);
     free(p->twin_net);
-    p->hosts = p->twin_nv = p->twin_net = NULL;
+    free(p->twin_in);
+    p->hosts = p->twin_nv = p->twin_net = p->twin_in = NULL;
     p->cards = 0;
 }

@@ -63,7 +63,11 @@
  * with the latency of a route to another GPU of the node, or of another
  * node. One message to a twin loads GPU i's outgoing and incoming links
  * as a message to its ring successor and one from its ring predecessor
- * would, when every member of the ring is in the same situation.
+ * would, when every member of the ring is in the same situation. A third,
+ *   gpu<i>~in   up<n> (DOWN), nic<n>.<i%k>_DOWN    (2+ nodes)
+ * is reached from the fabric only: a message from GPU j of node n to it
+ * leaves through j's NIC and comes into GPU i's NIC as one from GPU j's
+ * counterpart on another node to GPU i would.
  *
  * Reduced (for the symmetric fidelity): only the nodes of the twins'
  * GPUs are written (and one more when those are all on one node, so that
@@ -101,7 +105,7 @@ struct oc_sim_platform {
     sg_host_t *hosts;      /* (cards) host of GPU i, "gpu<i>" */
     /* Generated platforms only (else NULL): the twins of the GPUs asked
      * for (see "Twins" above), NULL for the others. */
-    sg_host_t *twin_nv, *twin_net; /* (cards) */
+    sg_host_t *twin_nv, *twin_net, *twin_in; /* (cards) */
     /* Generated platforms: every route between two GPUs of one node has
      * the same figures, and so has every route between two nodes
      * (routes above); measured once at load (has_* 0: no such pair). */

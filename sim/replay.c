@@ -60,22 +60,42 @@ static void replay_timeline(struct replay *R, struct oc_timeline *tl)
     unsigned char *record = NULL;
     if (R->fast) {
         record = oc_xcalloc((size_t)world, 1);
-        for (int64_t r = 0; r < world; r++)
-            record[r] = R->sim_of[r] >= 0;
+        for (int64_t r = 0; r < world; r++) {
+            const struct oc_coord c = oc_layout_coord(R->l, r);
+            /* a folded CP ring's other CP ranks get their image's rows
+             * after the run (fold_rows): their ring steps' ends are there */
+            record[r] = R->sim_of[r] >= 0 || (R->cpfold && c.tp == 0 && c.dp < R->dpmod);
+        }
     }
     oc_timeline_init(tl, R->s, record);
     free(record);
     for (int64_t r = 0; r < world; r++)
-        if (R->sim_of[r] < 0) {
+        if (!tl->start_s[r]) {
             struct oc_coord c = oc_layout_coord(R->l, r);
             c.tp = 0;
-            if (R->sym)
-                c.dp = 0; /* replica 0 stands for every replica */
+            if (R->sym) /* replica 0 (one node's replicas) for every replica */
+                c.dp %= R->dpmod;
             tl->proxy[r] = oc_layout_rank(R->l, c);
         }
     for (int64_t i = 0; i < R->nsim; i++) {
         R->rk[i].tl_start = tl->start_s[R->rk[i].rank];
         R->rk[i].tl_end = tl->end_s[R->rk[i].rank];
+    }
+}
+
+/* A folded CP ring (replay_sym.c): every CP rank of replica 0 ran its
+ * image's ops (checked alike) at the same times, so it gets the image's
+ * rows; a ring step's SEND then finds its RECV on the next CP rank. */
+static void fold_rows(const struct replay *R, struct oc_timeline *tl)
+{
+    for (int64_t r = 0; R->cpfold && r < R->world; r++) {
+        if (R->sim_of[r] >= 0 || !tl->start_s[r])
+            continue;
+        const int64_t img = oc_rp_sym_image(R, r);
+        const size_t n = (size_t)R->s->ranks[r].n;
+        OC_ASSERT(R->sim_of[img] >= 0 && R->s->ranks[img].n == (int64_t)n);
+        memcpy(tl->start_s[r], tl->start_s[img], n * sizeof(double));
+        memcpy(tl->end_s[r], tl->end_s[img], n * sizeof(double));
     }
 }
 
@@ -91,6 +111,7 @@ static void replay_metrics(const struct replay *R, const struct oc_topology *t,
             rk->tl_end[rk->jobs[j].idx] = rk->jobs[j].end_s;
         }
     }
+    fold_rows(R, tl);
     oc_timeline_send_arrivals(tl);
     oc_metrics_init(out, R->l);
     oc_step_metrics(tl, out);
@@ -244,7 +265,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
         R.s = s;
         oc_rp_sym_plan(&R, t);
         if (R.sym)
-            twins = oc_rp_sym_twins(l, &ntwins);
+            twins = oc_rp_sym_twins(&R, &ntwins);
     }
     const int started = engine_start(t, world, o, twins, ntwins, R.sym, st);
     free(twins);

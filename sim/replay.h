@@ -110,11 +110,18 @@
  *       ring's steps, not the cards (llama2-70b tp8-pp8-dp256 on 16384
  *       cards: 0.3 s against about 250 s in FAST). Where the replicas are
  *       not alike (a TP group across nodes, a replica straddling nodes
- *       differently from another, a tree or a flat ring with several
- *       members per node across nodes, a broadcast across replicas; with
- *       CP too, a CP ring hop crossing nodes unlike its image's) FAST
- *       runs instead: the reason is at debug level of log category
- *       ocsim_sym. tests/sym_fast.sh holds it equal to FAST (1e-6; the 9
+ *       differently from another, a tree, a flat ring with several
+ *       members per node across nodes whose node blocks do not tile it,
+ *       a broadcast across replicas; with CP too, a CP ring hop crossing
+ *       nodes unlike its image's) FAST runs instead: the reason is at
+ *       debug level of log category ocsim_sym. With CP, where every CP
+ *       ring hop is of one kind, CP rank 0 of each stage stands for its
+ *       CP group too (its ring steps to its twin host; replay_sym.c,
+ *       "Folding the CP ring"). A flat ring across nodes with several
+ *       members per node: the replicas on replica 0's nodes stand for
+ *       all, the step into the next node goes to the first one's ~in
+ *       twin (replay_sym.c, "One node's replicas").
+ *       tests/sym_fast.sh holds it equal to FAST (1e-6; the 9
  *       printed digits agree) and the default 64- and 1024-card sweeps
  *       give sweep.csv byte for byte. Where FAST simulates every rank only
  *       because its check of the NICs asks every NIC to match (8 NICs per

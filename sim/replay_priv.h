@@ -51,6 +51,7 @@ struct rgroup {
      * a node [i] and across nodes [N + i], NULL where it needs none */
     int64_t *image;
     struct oc_coll_loop **loops;
+    struct oc_coll_in **ins; /* (N) ~in receivers (coll.h), or NULL */
 };
 
 struct rrank;
@@ -118,6 +119,11 @@ struct replay {
     int sym_asked; /* OC_SIM_SYM asked */
     int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */
     char sym_why[160]; /* why it fell back to fast, when asked */
+    int cpfold;        /* sym: CP rank 0 of each stage stands for its CP group */
+    int64_t dpmod;     /* sym: DP ranks 0..dpmod-1 simulated (image: dp mod dpmod) */
+    struct oc_coll_in **ins; /* sym: every ~in receiver made, and its rank */
+    int64_t *in_owner, nins, cap_ins;
+    char fold_why[160]; /* why the CP ring was not folded, when tried */
     int64_t *ksym; /* (world) sym: ranks of the rank's stage and CP rank on its NIC */
     struct oc_coll_loop **loops; /* sym: every loop made, and its rank */
     int64_t *loop_owner, nloops, cap_loops;
@@ -148,8 +154,11 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
 void oc_rp_free(struct replay *R);
 
 /* replay_sym.c: the symmetric mode */
-/* The GPUs that get twins (replica dp 0's TP-rank-0 ranks); *n their count. */
-int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n);
+/* The GPUs that get twins (replica dp 0's TP-rank-0 ranks, CP rank 0 only
+ * where folded: the simulated ones); *n their count. */
+int64_t *oc_rp_sym_twins(const struct replay *R, int64_t *n);
+/* The simulated rank that stands for rank r (its image). */
+int64_t oc_rp_sym_image(const struct replay *R, int64_t r);
 /* Before the engine starts, on R->s: does the symmetric mode hold (sets
  * R->sym and R->ksym, or R->sym_why)? */
 void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t);

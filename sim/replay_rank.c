@@ -117,6 +117,15 @@ static int64_t pp_scale(const struct replay *R, int64_t a, int64_t b)
 
 /* ---- the context-parallel ring ------------------------------------------ */
 
+/* Where a ring step's block comes from: the previous CP rank, or, where
+ * the ring is folded (replay_sym.c), the rank itself: its step went out
+ * through its own links to its twin, where its helper receives it (the
+ * block from the previous CP rank arrives at that moment, by symmetry). */
+static int64_t kv_src(const struct rrank *rk, const struct oc_op *op)
+{
+    return rk->R->cpfold ? rk->rank : op->peer;
+}
+
 static void kv_main(void *arg)
 {
     struct kvrecv *k = arg;
@@ -128,7 +137,7 @@ static void kv_main(void *arg)
         const struct oc_op *op = k->op;
         struct oc_status st = {{0}};
         const double bytes = op->bytes * (double)pp_scale(R, op->peer, k->rk->rank);
-        if (oc_sim_recv("pp", op->peer, k->rk->rank, op->tag, bytes, &st) != 0)
+        if (oc_sim_recv("pp", kv_src(k->rk, op), k->rk->rank, op->tag, bytes, &st) != 0)
             rp_error(R, &st);
         k->end_s = oc_sim_now_s();
         sg_sem_release(k->done);
@@ -150,7 +159,15 @@ static void kv_post(struct rrank *rk, int64_t i)
         k->rk = rk;
         k->go = sg_sem_init(0);
         k->done = sg_sem_init(0);
-        k->h = oc_sim_async_start("cp-ring", rk->host, kv_main, k);
+        sg_host_t host = rk->host;
+        if (rk->R->cpfold) {
+            /* the twin of the hop's kind (every CP hop is of one kind) */
+            const struct oc_sim_platform *P = rk->R->plat;
+            host = rk->rank / rk->R->gpn == ops[i].peer / rk->R->gpn ? P->twin_nv[rk->rank]
+                                                                     : P->twin_net[rk->rank];
+            OC_ASSERT(host);
+        }
+        k->h = oc_sim_async_start("cp-ring", host, kv_main, k);
     }
     k->op = &ops[j];
     k->post_s = oc_sim_now_s();
@@ -255,7 +272,9 @@ void oc_rp_rank_main(void *arg)
         case OC_OP_SEND: {
             const int64_t key = rk->rank * R->tagspan + op->tag;
             const double bytes = op->bytes * (double)pp_scale(R, rk->rank, op->peer);
-            sg_comm_t c = oc_sim_send_async("pp", rk->rank, op->peer, op->tag, bytes, &st);
+            /* a folded CP ring's step: to the rank's own twin (kv_src) */
+            const int64_t dst = R->cpfold && op->p2p == OC_P2P_KV ? rk->rank : op->peer;
+            sg_comm_t c = oc_sim_send_async("pp", rk->rank, dst, op->tag, bytes, &st);
             reap_sends(rk);
             if (!c) {
                 rp_error(R, &st);
@@ -268,8 +287,8 @@ void oc_rp_rank_main(void *arg)
             break;
         }
         case OC_OP_RECV: {
-            const int64_t key = op->peer * R->tagspan + op->tag;
             if (op->p2p == OC_P2P_KV) {
+                const int64_t key = kv_src(rk, op) * R->tagspan + op->tag;
                 /* The ring's receive, posted with the step's send: its
                  * timeline row runs from the post to the block's arrival,
                  * the rank waits only for what the compute did not hide
@@ -285,7 +304,7 @@ void oc_rp_rank_main(void *arg)
             const double bytes = op->bytes * (double)pp_scale(R, op->peer, rk->rank);
             if (oc_sim_recv("pp", op->peer, rk->rank, op->tag, bytes, &st) != 0)
                 rp_error(R, &st);
-            R->m_done[key] = 1;
+            R->m_done[op->peer * R->tagspan + op->tag] = 1;
             break;
         }
         case OC_OP_COLLECTIVE: {

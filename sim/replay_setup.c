@@ -257,6 +257,7 @@ void oc_rp_free(struct replay *R)
             free(sets[k][i].kflow);
             free(sets[k][i].image);
             free(sets[k][i].loops);
+            free(sets[k][i].ins);
         }
         free(sets[k]);
     }
@@ -313,7 +314,8 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
         R->sim_of[r] = -1;
-        if (R->fast && !R->all_ranks && (c.tp != 0 || (R->sym && c.dp != 0)))
+        if (R->fast && !R->all_ranks &&
+            (c.tp != 0 || (R->sym && c.dp >= R->dpmod) || (R->cpfold && c.cp != 0)))
             continue;
         struct rrank *rk = &R->rk[R->nsim];
         R->sim_of[r] = R->nsim++;
@@ -339,7 +341,9 @@ static int rank_lists(struct replay *R, struct rrank *rk, int64_t *maxtag,
                 return oc_fail(st, "rank %" PRId64 " op %" PRId64 ": point-to-point with "
                                    "peer %" PRId64 " and tag %" PRId64,
                                rk->rank, j, op->peer, op->tag);
-            if (R->sim_of[op->peer] < 0)
+            /* folded CP ring (replay_sym.c): a step goes to the rank's
+             * own twin */
+            if (R->sim_of[op->peer] < 0 && !(R->cpfold && op->p2p == OC_P2P_KV))
                 return oc_fail(st, "rank %" PRId64 " op %" PRId64 ": peer %" PRId64
                                    " is not simulated (fast mode needs pipeline peers of "
                                    "the same TP rank)", rk->rank, j, op->peer);

@@ -37,6 +37,43 @@
  *     own do, and its predecessor's outgoing links what its own do.
  * The cost then grows with the pipeline's op lists, not with DP.
  *
+ * Folding the CP ring (tried first where cp > 1, R->cpfold): CP rank 0
+ * of each stage of replica 0 stands for its whole CP group too, the
+ * image of a rank then also has CP rank 0. It holds when, beyond the
+ * checks below (with ksym counting every rank of the stage on the NIC,
+ * whatever its CP rank), every CP rank of replica 0 runs its image's ops
+ * (kinds, sizes, tags, peers of the same images: cp_ops_alike) and every
+ * CP ring hop crosses nodes as its image's own hop does (so the hops are
+ * all of one kind). A ring step is then one message from the rank to its
+ * twin of the hop's kind (ksym times the bytes across nodes), received
+ * there by its ring helper (replay_rank.c): it loads the rank's outgoing
+ * links as its real step does and its incoming links as the step from
+ * its predecessor, sent at the same moment, does. The other CP ranks'
+ * timeline rows are copies of their image's (replay.c), so each ring
+ * step's SEND finds its RECV. Where the fold does not hold (a CP group
+ * on two nodes with hops of both kinds: tp4-pp2-dp2-cp4 on 8-GPU nodes)
+ * every CP rank of replica 0 is simulated as before; the debug log says
+ * which, and why.
+ *   llama2-70b tp1-pp16-dp1-cp4-mb1-1f1b-rnone on 64 (h100-100g): 64
+ * actors -> 16, the simulation 2.49 -> 0.78 user s, every figure equal
+ * (sym_fast.sh, test_sim_cp.c).
+ *
+ * One node's replicas (R->dpmod > 1, tried where replica 0 alone does
+ * not hold): where a replica's stage is smaller than a node, the D
+ * replicas that share replica 0's nodes (node_replicas) stand for all,
+ * the image of DP rank d being d mod D. A flat ring across nodes with
+ * several members per node is then alike under a shift by one node
+ * (not by one replica: the members before a node boundary receive
+ * through the NIC, the others over NVLink, so their steps are timed
+ * differently). The block's last member sends into the next node: its
+ * step goes to the image of its successor, the block's first, on the
+ * same node, but into that one's ~in twin host (platform.h), out
+ * through the sender's NIC and in through the receiver's, as the real
+ * step from the previous node arrives there (coll.h, struct
+ * oc_coll_in); ksym counts the ranks on the NIC with the same image.
+ *   gpt-22b tp1-pp1-dp64-mb1-zero3-coll=ring on 64 dgx-a100: 64 actors
+ * -> 8, 6.09 -> 0.85 user s, every figure equal.
+ *
  * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
  * reason goes to the debug log of category ocsim_sym and R->sym_why):
  *   - every TP group is inside one node (fast mode's TP sleeps; fast
@@ -57,13 +94,16 @@
  *   - every collective of such a group is a flat ring or a hierarchical
  *     ring (same count on every node) on whose rings every member's hop
  *     crosses nodes as its image's does and the images match up as above
- *     (oc_coll_sym_ok). So a flat ring across nodes with several members
- *     per node falls back (some hops cross nodes, others not: with CP,
- *     tp1-pp4-dp2-cp8 on 64 with --collective ring, where the hop from
- *     replica 0's block into replica 1 crosses nodes but its image, back
- *     to the block's first member, does not), as do a replica that straddles
- *     nodes unlike another (tp1-pp3-dp4-cp4, tp-pp-dp, on 48), a tree,
- *     whose members are not alike, and a broadcast.
+ *     (oc_coll_sym_ok), except that a hop across nodes may have an
+ *     image inside a node: the step then goes to the receiver's ~in twin
+ *     (coll.h), out and in through the NICs (with CP, tp1-pp4-dp2-cp8 on
+ *     64 with --collective ring: the hop from replica 0's block into
+ *     replica 1 crosses nodes, its image, back to the block's first
+ *     member, does not). So a flat ring across nodes with several
+ *     replicas per node needs one node's replicas (below), and falls back
+ *     where those do not tile it, as do a replica that straddles nodes
+ *     unlike another (tp1-pp3-dp4-cp4, tp-pp-dp, on 48), a tree, whose
+ *     members are not alike, and a broadcast.
  * What differs from fast mode then: the ring's chunks of floor(S(c+1)/N)
  * - floor(Sc/N) bytes differ by a byte between positions; replica 0's
  * sizes stand for all (1e-10 s per step on 12.5 GB/s), and a step
@@ -89,25 +129,32 @@
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_sym, ocsim,
                                 "ocsim: the replay's symmetric mode (which ran, and why)");
 
-/* Replica 0's image of rank r: TP rank 0, DP rank 0. */
-static int64_t image_of(const struct oc_layout *l, int64_t r)
+/* The image of rank r: TP rank 0, DP rank 0 (DP rank dp mod R->dpmod
+ * where one node's replicas stand for all), and CP rank 0 where the CP
+ * ring is folded (R->cpfold). */
+static int64_t image_of(const struct replay *R, int64_t r)
 {
-    struct oc_coord c = oc_layout_coord(l, r);
+    struct oc_coord c = oc_layout_coord(R->l, r);
     c.tp = 0;
-    c.dp = 0;
-    return oc_layout_rank(l, c);
+    c.dp = R->dpmod > 1 ? c.dp % R->dpmod : 0;
+    if (R->cpfold)
+        c.cp = 0;
+    return oc_layout_rank(R->l, c);
 }
 
-int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
+int64_t oc_rp_sym_image(const struct replay *R, int64_t r)
 {
-    const int64_t world = oc_layout_world(l);
+    return image_of(R, r);
+}
+
+int64_t *oc_rp_sym_twins(const struct replay *R, int64_t *n)
+{
+    const int64_t world = oc_layout_world(R->l);
     int64_t *v = oc_xmalloc((size_t)(world > 0 ? world : 1) * sizeof *v);
     *n = 0;
-    for (int64_t r = 0; r < world; r++) {
-        const struct oc_coord c = oc_layout_coord(l, r);
-        if (c.tp == 0 && c.dp == 0)
+    for (int64_t r = 0; r < world; r++)
+        if (image_of(R, r) == r)
             v[(*n)++] = r;
-    }
     return v;
 }
 
@@ -115,15 +162,15 @@ int64_t *oc_rp_sym_twins(const struct oc_layout *l, int64_t *n)
  * members, ranks m): image[i] = i for the members of replica 0. The
  * images are searched among those (cp of them at most in the gradient
  * group), not among all n. */
-static void group_images(const struct oc_layout *l, const int64_t *m, int64_t n,
+static void group_images(const struct replay *R, const int64_t *m, int64_t n,
                          int64_t *image)
 {
     int64_t *own = oc_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *own), nown = 0;
     for (int64_t i = 0; i < n; i++)
-        if (image_of(l, m[i]) == m[i])
+        if (image_of(R, m[i]) == m[i])
             own[nown++] = i;
     for (int64_t i = 0; i < n; i++) {
-        const int64_t img = image_of(l, m[i]);
+        const int64_t img = image_of(R, m[i]);
         image[i] = -1;
         for (int64_t j = 0; j < nown && image[i] < 0; j++)
             if (m[own[j]] == img)
@@ -144,7 +191,7 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
     int ok = 1;
     int64_t *image = oc_xmalloc((size_t)(SYM_GROUPS * cap) * sizeof *image);
     for (int64_t r = 0; ok && r < R->world; r++) {
-        if (image_of(l, r) != r)
+        if (image_of(R, r) != r)
             continue;
         struct oc_sim_group g[SYM_GROUPS];
         signed char state[SYM_GROUPS] = {0}; /* 0 unseen, 1 inside replica 0, 2 built */
@@ -160,7 +207,7 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
                 OC_ASSERT(n <= cap);
                 int cross = 0;
                 for (int64_t j = 0; j < n; j++)
-                    cross |= image_of(l, buf[j]) != buf[j];
+                    cross |= image_of(R, buf[j]) != buf[j];
                 state[op->group] = 1;
                 struct oc_status st = {{0}};
                 if (cross && oc_sim_group_init(&g[op->group], "symcheck", buf, n, R->plat,
@@ -171,7 +218,7 @@ static int coll_ok(struct replay *R, int64_t *buf, int64_t cap)
                 }
                 if (cross) {
                     state[op->group] = 2;
-                    group_images(l, buf, n, im);
+                    group_images(R, buf, n, im);
                 }
             }
             if (state[op->group] != 2)
@@ -223,28 +270,33 @@ static int placement_ok(struct replay *R, const struct oc_topology *t, int64_t *
     const int64_t K = t->nics_per_node > 0 ? t->nics_per_node : 1;
     const int64_t nodes = (world + gpn - 1) / gpn;
     const int shared_up = t->switch_levels > 1 && t->oversubscription > 1;
-    int64_t *cnt = oc_xcalloc((size_t)(nodes * K * p * cn), sizeof *cnt);
+    const int64_t dm = R->dpmod > 1 ? R->dpmod : 1;
+    int64_t *cnt = oc_xcalloc((size_t)(nodes * K * p * cn * dm), sizeof *cnt);
     int64_t *first = oc_xcalloc((size_t)(nodes * K * p), sizeof *first);
     unsigned char *rep_nic = oc_xcalloc((size_t)(nodes * K), 1);
     unsigned char *rep_node = oc_xcalloc((size_t)nodes, 1);
 #define NIC_OF(r) (((r) / gpn) * K + (r) % K)
-    /* ksym: the ranks of its stage and CP rank on its NIC, those its
-     * replica-0 image stands for there */
+    /* ksym: the ranks on its NIC with its image (of its stage and CP
+     * rank; folded, of every CP rank; with R->dpmod, of its DP rank mod
+     * dpmod), those its image stands for there */
+    const int fold = R->cpfold;
+#define CNT_OF(r, c) \
+    cnt[(((NIC_OF(r) * p + (c).pp) * cn + (fold ? 0 : (c).cp)) * dm) + (c).dp % dm]
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
-        cnt[(NIC_OF(r) * p + c.pp) * cn + c.cp]++;
+        CNT_OF(r, c)++;
     }
     for (int64_t r = 0; r < world; r++) {
         const struct oc_coord c = oc_layout_coord(l, r);
-        R->ksym[r] = cnt[(NIC_OF(r) * p + c.pp) * cn + c.cp];
-        if (image_of(l, r) == r) {
+        R->ksym[r] = CNT_OF(r, c);
+        if (image_of(R, r) == r) {
             rep_nic[NIC_OF(r)] = 1;
             rep_node[r / gpn] = 1;
         }
     }
     int ok = 1;
     for (int64_t r = 0; ok && r < world; r++) {
-        const int64_t img = image_of(l, r);
+        const int64_t img = image_of(R, r);
         const struct oc_coord c = oc_layout_coord(l, r);
         if (R->ksym[r] != R->ksym[img]) {
             snprintf(R->sym_why, sizeof R->sym_why,
@@ -275,7 +327,9 @@ static int placement_ok(struct replay *R, const struct oc_topology *t, int64_t *
             }
         }
         /* its pipeline hops (the next stage, and the wrap of interleaving)
-         * and its CP ring's hops */
+         * and its CP ring's hops; folded, a CP hop against its image's
+         * own (the image's peer is its own image: the hops are then all
+         * of one kind) */
         for (int64_t dir = 0; ok && dir < 4; dir++) {
             struct oc_coord q = c;
             if (dir < 2) {
@@ -290,7 +344,13 @@ static int placement_ok(struct replay *R, const struct oc_topology *t, int64_t *
                     continue;
                 q.cp = (c.cp + (dir == 2 ? 1 : cn - 1)) % cn;
             }
-            const int64_t peer = oc_layout_rank(l, q), pimg = image_of(l, peer);
+            const int64_t peer = oc_layout_rank(l, q);
+            int64_t pimg = image_of(R, peer);
+            if (fold && dir >= 2) {
+                struct oc_coord qi = oc_layout_coord(l, img);
+                qi.cp = (qi.cp + (dir == 2 ? 1 : cn - 1)) % cn;
+                pimg = oc_layout_rank(l, qi);
+            }
             if ((r / gpn == peer / gpn) != (img / gpn == pimg / gpn)) {
                 snprintf(R->sym_why, sizeof R->sym_why,
                          "the %s hop %" PRId64 " -> %" PRId64 " and its replica-0 "
@@ -310,6 +370,7 @@ static int placement_ok(struct replay *R, const struct oc_topology *t, int64_t *
         }
     }
 #undef NIC_OF
+#undef CNT_OF
     free(cnt);
     free(first);
     free(rep_nic);
@@ -359,10 +420,76 @@ static void paper_platform(struct oc_sim_platform *P, const struct oc_topology *
     }
 }
 
+/* Folding the CP ring: does every CP rank of replica 0 run its image's
+ * ops (CP rank 0 of its stage), the same kinds, sizes, costs and tags,
+ * with peers of the same images? 1, or 0 with why. */
+static int cp_ops_alike(struct replay *R)
+{
+    const struct oc_layout *l = R->l;
+    for (int64_t r = 0; r < R->world; r++) {
+        const struct oc_coord c = oc_layout_coord(l, r);
+        if (c.tp != 0 || c.dp >= R->dpmod || c.cp == 0)
+            continue;
+        const int64_t img = image_of(R, r);
+        const struct oc_rank_ops *a = &R->s->ranks[r], *b = &R->s->ranks[img];
+        int64_t bad = a->n != b->n ? 0 : -1;
+        for (int64_t i = 0; bad < 0 && i < a->n; i++) {
+            const struct oc_op *x = &a->ops[i], *y = &b->ops[i];
+            int same = x->kind == y->kind && x->phase == y->phase && x->part == y->part &&
+                       x->coll == y->coll && x->group == y->group && x->buf == y->buf &&
+                       x->p2p == y->p2p && x->async == y->async && x->mb == y->mb &&
+                       x->stage == y->stage && x->chunk == y->chunk &&
+                       x->layer_first == y->layer_first && x->layer_count == y->layer_count &&
+                       x->count == y->count && x->flops == y->flops &&
+                       x->hbm_bytes == y->hbm_bytes && x->bytes == y->bytes;
+            if (same && (x->kind == OC_OP_SEND || x->kind == OC_OP_RECV))
+                same = x->tag == y->tag &&
+                       image_of(R, x->peer) == image_of(R, y->peer);
+            if (!same)
+                bad = i;
+        }
+        if (bad >= 0) {
+            snprintf(R->sym_why, sizeof R->sym_why,
+                     "rank %" PRId64 "'s op %" PRId64 " differs from its CP rank 0's", r, bad);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The checks of the file comment, with or without the fold (R->cpfold). */
+static int plan_holds(struct replay *R, const struct oc_topology *t, int64_t *buf,
+                      int64_t cap)
+{
+    if (!tp_in_nodes(R, buf, cap)) {
+        snprintf(R->sym_why, sizeof R->sym_why,
+                 "a TP group across nodes (fast mode simulates every rank)");
+        return 0;
+    }
+    return (!R->cpfold || cp_ops_alike(R)) && placement_ok(R, t, buf, cap) &&
+           coll_ok(R, buf, cap);
+}
+
+/* The replicas whose ranks of a stage share a node with replica 0's
+ * (DP rank mod this is the image of one node's replicas), 1 when a
+ * replica's stage fills a node or more or they do not tile DP. */
+static int64_t node_replicas(const struct replay *R)
+{
+    const struct oc_layout *l = R->l;
+    const int64_t cn = l->cp > 1 ? l->cp : 1;
+    const int64_t block = l->tp * cn * (l->order == OC_ORDER_TP_PP_DP ? l->pp : 1);
+    if (block >= R->gpn || R->gpn % block != 0)
+        return 1;
+    const int64_t d = R->gpn / block;
+    return d < l->dp && l->dp % d == 0 ? d : 1;
+}
+
 void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
 {
     R->sym = 0;
-    R->sym_why[0] = '\0';
+    R->cpfold = 0;
+    R->dpmod = 1;
+    R->sym_why[0] = R->fold_why[0] = '\0';
     if (!R->sym_asked)
         return;
     /* the gradient group holds dp*cp ranks */
@@ -374,11 +501,32 @@ void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
     const struct oc_sim_platform *real = R->plat;
     R->plat = &paper;
     R->ksym = oc_xcalloc((size_t)R->world, sizeof *R->ksym);
-    if (!tp_in_nodes(R, buf, cap))
-        snprintf(R->sym_why, sizeof R->sym_why,
-                 "a TP group across nodes (fast mode simulates every rank)");
-    else if (placement_ok(R, t, buf, cap) && coll_ok(R, buf, cap))
-        R->sym = 1;
+    /* replica 0, else the replicas on its node (a flat ring across nodes
+     * with several members per node); CP rank 0 of each stage for its CP
+     * group first, else every CP rank */
+    const int64_t dn = node_replicas(R);
+    char why1[sizeof R->sym_why] = "";
+    for (int64_t dm = 1; !R->sym && dm <= dn; dm = dm == dn ? dn + 1 : dn) {
+        R->dpmod = dm;
+        if (R->l->cp > 1) {
+            R->cpfold = 1;
+            if (plan_holds(R, t, buf, cap))
+                R->sym = 1;
+            else {
+                if (dm == 1)
+                    snprintf(R->fold_why, sizeof R->fold_why, "%s", R->sym_why);
+                R->cpfold = 0;
+            }
+        }
+        if (!R->sym && plan_holds(R, t, buf, cap))
+            R->sym = 1;
+        if (dm == 1 && !R->sym)
+            snprintf(why1, sizeof why1, "%s", R->sym_why);
+    }
+    if (!R->sym) {
+        R->dpmod = 1;
+        snprintf(R->sym_why, sizeof R->sym_why, "%s", why1); /* replica 0's reason */
+    }
     R->plat = real;
     free(paper.hosts);
     free(buf);
@@ -389,9 +537,16 @@ int oc_rp_sym_recheck(struct replay *R, int64_t *buf, int64_t cap, struct oc_sta
     /* logged here: the log settings apply once the engine started */
     if (R->sym_asked && !R->sym)
         XBT_DEBUG("symmetric mode falls back to fast mode: %s", R->sym_why);
-    else if (R->sym)
+    else if (R->sym && R->dpmod == 1)
         XBT_DEBUG("symmetric mode: replica 0 stands for all %" PRId64 " replicas, on %zu "
                   "hosts", R->l->dp, sg_host_count());
+    else if (R->sym)
+        XBT_DEBUG("symmetric mode: replicas 0..%" PRId64 " (one node's) stand for all %" PRId64
+                  " replicas, on %zu hosts", R->dpmod - 1, R->l->dp, sg_host_count());
+    if (R->sym && R->cpfold)
+        XBT_DEBUG("symmetric mode: CP rank 0 stands for its CP group of %" PRId64, R->l->cp);
+    else if (R->sym_asked && R->fold_why[0])
+        XBT_DEBUG("symmetric mode: the CP ring is not folded: %s", R->fold_why);
     if (!R->sym || coll_ok(R, buf, cap))
         return 0;
     return oc_fail(st, "symmetric mode: on the loaded platform %s (run --fidelity fast)",
@@ -421,13 +576,31 @@ static struct oc_coll_loop *loop_new(struct replay *R, const struct oc_sim_group
     return L;
 }
 
+static struct oc_coll_in *in_new(struct replay *R, int64_t rank)
+{
+    sg_host_t host = R->plat->twin_in ? R->plat->twin_in[rank] : NULL;
+    OC_ASSERT(host);
+    struct oc_coll_in *I = oc_xcalloc(1, sizeof *I);
+    I->go = sg_sem_init(0);
+    I->done = sg_sem_init(0);
+    if (R->nins == R->cap_ins) {
+        R->cap_ins = R->cap_ins ? 2 * R->cap_ins : 16;
+        R->ins = oc_xrealloc(R->ins, (size_t)R->cap_ins * sizeof *R->ins);
+        R->in_owner = oc_xrealloc(R->in_owner, (size_t)R->cap_ins * sizeof *R->in_owner);
+    }
+    R->ins[R->nins] = I;
+    R->in_owner[R->nins++] = rank;
+    oc_sim_actor_create("twin-in", host, oc_coll_in_main, I);
+    return I;
+}
+
 void oc_rp_sym_loops(struct replay *R, struct rgroup *G)
 {
     const struct oc_sim_group *g = &G->g;
     const int64_t n = g->size;
     G->image = oc_xmalloc((size_t)n * sizeof *G->image);
     G->loops = oc_xcalloc((size_t)(2 * n), sizeof *G->loops);
-    group_images(R->l, g->ranks, n, G->image);
+    group_images(R, g->ranks, n, G->image);
     for (int64_t i = 0; i < n; i++) {
         OC_ASSERT((G->image[i] == i) == (R->sim_of[g->ranks[i]] >= 0));
         if (G->image[i] != i)
@@ -437,10 +610,16 @@ void oc_rp_sym_loops(struct replay *R, struct rgroup *G)
             G->loops[i] = loop_new(R, g, g->ranks[i], 0);
         if (need & 2)
             G->loops[n + i] = loop_new(R, g, g->ranks[i], 1);
+        if (need & 4) {
+            if (!G->ins)
+                G->ins = oc_xcalloc((size_t)n, sizeof *G->ins);
+            G->ins[i] = in_new(R, g->ranks[i]);
+        }
     }
     G->tx.image = G->image;
     G->tx.loop_nv = G->loops;
     G->tx.loop_net = G->loops + n;
+    G->tx.in = G->ins;
 }
 
 void oc_rp_sym_stop(struct rrank *rk)
@@ -449,6 +628,9 @@ void oc_rp_sym_stop(struct rrank *rk)
     for (int64_t i = 0; i < R->nloops; i++)
         if (R->loop_owner[i] == rk->rank)
             oc_coll_loop_stop(R->loops[i]);
+    for (int64_t i = 0; i < R->nins; i++)
+        if (R->in_owner[i] == rk->rank)
+            oc_coll_in_stop(R->ins[i]);
 }
 
 void oc_rp_sym_free(struct replay *R)
@@ -462,4 +644,14 @@ void oc_rp_sym_free(struct replay *R)
     R->loops = NULL;
     R->loop_owner = NULL;
     R->nloops = R->cap_loops = 0;
+    for (int64_t i = 0; i < R->nins; i++) {
+        sg_sem_destroy(R->ins[i]->go);
+        sg_sem_destroy(R->ins[i]->done);
+        free(R->ins[i]);
+    }
+    free(R->ins);
+    free(R->in_owner);
+    R->ins = NULL;
+    R->in_owner = NULL;
+    R->nins = R->cap_ins = 0;
 }

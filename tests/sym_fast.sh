@@ -9,10 +9,14 @@
 # positions, replica 0's sizes stand for all: about 1e-10 s per step;
 # the csv prints 9 digits).
 # Each case also says which mode must run ("sym": the symmetric mode held,
-# from the ocsim_sym debug line; "fallback": it fell back to fast mode, a
-# tree or a flat ring across nodes with several members per node, or fast
-# mode simulating every rank), so that a sym that always fell back could
-# not pass.
+# from the ocsim_sym debug line; "fold": it held and folded the CP ring,
+# CP rank 0 of each stage simulated for its CP group, from its debug
+# line, "sym+fold"; "node": one node's replicas simulated for all, a
+# flat ring across nodes with several members per node, its steps into
+# a node through the NIC, "node+fold" with the fold; "fallback": it fell
+# back to fast mode, a tree, a flat ring whose node blocks do not tile
+# it, or fast mode simulating every rank), so that a sym that always
+# fell back, or never folded, could not pass.
 # Cases: tp/pp/dp shapes, both rank orders, overlap on and off, ZeRO-1 on
 # and off, interleaved, ring / hier / tree / auto, three topologies (one
 # NIC per node; eight NICs, where fast mode simulates every rank; one NIC
@@ -24,8 +28,16 @@
 # replica (tp2-pp4-dp4-cp2), a flat ring inside one node (tp1-pp8-dp2-cp4,
 # tp-dp-pp) and across nodes one member per node with the CP ring across
 # nodes (tp8-pp2-dp2-cp2), a CP group on two nodes (tp4-pp2-dp2-cp4);
-# falling back: a flat ring across nodes with 8 per node
-# (tp1-pp4-dp2-cp8-coll=ring), a tree, a replica straddling nodes.
+# folding the CP ring (CP rank 0 of each stage for its CP group, every CP
+# hop of one kind): most of the above, and the CP ring across nodes
+# (tp8-pp2-dp2-cp2), the 64-card sweep's best (tp1-pp16-dp1-cp4); not
+# folded: tp4-pp2-dp2-cp4 (a CP group on two nodes, hops of both kinds);
+# a flat ring across nodes with replica 0's block of 8 on a node, its
+# step into the next node to the block's first's ~in twin
+# (tp1-pp4-dp2-cp8-coll=ring); one node's replicas standing for all
+# ("node": flat rings across nodes with 2 to 8 replicas per node, gpt-22b
+# dp16 ZeRO-3 on 16 dgx-a100, one NIC per node, oversubscribed uplinks);
+# falling back: a tree, a replica straddling nodes.
 # usage: sym_fast.sh path/to/ocsim
 set -u
 ocsim=$1
@@ -39,7 +51,7 @@ cases=(
   "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4|"
   "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4-noovl-zero0|"
   "sym|64|llama2-13b|h100-100g|tp2-pp2-dp16-coll=hier|"
-  "fallback|64|llama2-13b|h100-100g|tp2-pp2-dp16-coll=ring|"
+  "node|64|llama2-13b|h100-100g|tp2-pp2-dp16-coll=ring|"
   "fallback|64|llama2-13b|h100-100g|tp8-pp2-dp4-coll=tree|"
   "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-v2-order=tp-pp-dp|"
   "sym|64|llama2-13b|h100-100g|tp2-pp4-dp8-noovl-coll=hier|"
@@ -55,20 +67,27 @@ cases=(
   "sym|64|llama2-13b|h100-100g|tp4-pp2-dp8-zero3-noovl|"
   "sym|64|llama2-13b|h100-100g|tp8-pp2-dp4-zero2|"
   "sym|64|llama2-13b|h100-100g|tp4-pp4-dp4-first8-last8-rfull2|"
-  "sym|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-order=tp-pp-dp|"
-  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2|"
-  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-noovl-order=tp-pp-dp|"
-  "sym|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-zero0|"
-  "sym|64|llama2-13b|h100-100g|tp8-pp2-dp2-cp2-coll=ring|"
+  "sym+fold|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-order=tp-pp-dp|"
+  "sym+fold|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2|"
+  "sym+fold|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-noovl-order=tp-pp-dp|"
+  "sym+fold|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-zero0|"
+  "sym+fold|64|llama2-13b|h100-100g|tp8-pp2-dp2-cp2-coll=ring|"
   "sym|64|llama2-13b|h100-100g|tp4-pp2-dp2-cp4|"
-  "sym|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-v2|"
-  "fallback|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-coll=ring|"
-  "sym|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-coll=ring|"
-  "sym|64|llama2-13b|dgx-a100|tp2-pp4-dp4-cp2|"
-  "sym|64|llama2-13b|eth25g|tp2-pp4-dp4-cp2-order=tp-pp-dp|"
+  "sym+fold|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-v2|"
+  "sym|64|llama2-13b|h100-100g|tp1-pp4-dp2-cp8-coll=ring|"
+  "sym+fold|64|llama2-13b|h100-100g|tp1-pp8-dp2-cp4-coll=ring|"
+  "sym+fold|64|llama2-13b|dgx-a100|tp2-pp4-dp4-cp2|"
+  "sym+fold|64|llama2-13b|eth25g|tp2-pp4-dp4-cp2-order=tp-pp-dp|"
   "fallback|48|gpt3-1.3b|h100-100g|tp1-pp3-dp4-cp4-order=tp-pp-dp|--global-batch 48"
   "fallback|64|llama2-13b|h100-100g|tp2-pp4-dp4-cp2-coll=tree|"
-  "sym|64|llama2-70b|h100-100g|tp1-pp8-dp2-cp4-mb1-1f1b-rnone-order=tp-pp-dp|"
+  "sym+fold|64|llama2-70b|h100-100g|tp1-pp8-dp2-cp4-mb1-1f1b-rnone-order=tp-pp-dp|"
+  "sym+fold|64|llama2-70b|h100-100g|tp1-pp16-dp1-cp4-mb1-1f1b-rnone|"
+  "node|16|gpt-22b|dgx-a100|tp1-pp1-dp16-mb1-zero3-coll=ring|--global-batch 256 --seq 2048"
+  "node|64|gpt3-1.3b|h100-100g|tp1-pp4-dp16-coll=ring|"
+  "node|64|llama2-13b|eth25g|tp2-pp2-dp16-noovl-coll=ring|"
+  "node|64|llama2-13b|h100-100g|tp1-pp2-dp16-cp2-coll=ring|"
+  "node|48|gpt3-1.3b|h100-100g|tp2-pp1-dp24-coll=ring|--global-batch 48"
+  "sym+fold|64|llama2-70b|h100-100g|tp2-pp16-dp1-cp2-mb1-1f1b-rnone-coll=hier|"
 )
 
 for c in "${cases[@]}"; do
@@ -85,6 +104,8 @@ for c in "${cases[@]}"; do
   done
   ran=fallback
   grep -q "symmetric mode: replica 0 stands for" "$tmp/$n.sym.out" && ran=sym
+  grep -q "symmetric mode: replicas 0\.\.[0-9]* (one node's) stand for" "$tmp/$n.sym.out" && ran=node
+  [ $ran != fallback ] && grep -q "symmetric mode: CP rank 0 stands for" "$tmp/$n.sym.out" && ran=$ran+fold
   if [ "$ran" != "$expect" ]; then
     echo "FAIL $layout on $topo: expected $expect, ran $ran"
     grep "symmetric mode" "$tmp/$n.sym.out" | sed 's/^.*DEBUG\] /  /'

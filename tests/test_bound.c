@@ -37,6 +37,34 @@ static void test_group_coll_by_hand(void)
     CU_ASSERT_EQUAL(oc_bound_group_coll_s(&t, 0, 1e9, 1, 1, 1), 0);
 }
 
+/* Forced algorithms (bound.h), by hand on node8 (4 NICs of 25 GB/s), S =
+ * 1 GB, times the 0.9 margin:
+ *   16 ranks, 8 per node (2 nodes), one group: the node bound is
+ *   2 * 1/2 * 1e9 / 100e9 -> 9 ms (auto and hier); the flat ring's hops
+ *   carry 2 * 15/16 * 1e9 over at most one NIC: 0.9 * 1.875e9 / 25e9 =
+ *   67.5 ms (reduce-scatter 33.75 ms); the tree's leader hop 1e9: 36 ms;
+ *   8 ranks in one node: the ring as auto's, 15.75 ms;
+ *   16 ranks, 1 per node, 8 groups leaving each node: a flow gets at most
+ *   100e9 / 8 = 12.5 GB/s: ring 0.9 * 1.875e9 / 12.5e9 = 135 ms (the
+ *   node bound's too); tree 72 ms, below the node bound: 135 ms. */
+static void test_forced_coll_by_hand(void)
+{
+    struct oc_topology t = node8();
+    struct oc_layout l = {0};
+    const enum oc_coll_choice c[4] = {OC_COLL_CHOICE_AUTO, OC_COLL_CHOICE_RING,
+                                      OC_COLL_CHOICE_HIER, OC_COLL_CHOICE_TREE};
+    const double two_nodes[4] = {9e-3, 67.5e-3, 9e-3, 36e-3};
+    for (int i = 0; i < 4; i++) {
+        l.coll = c[i];
+        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 8, 1), two_nodes[i], 1e-12);
+        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 8, 8, 1), 15.75e-3, 1e-12);
+        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 1, 8), 135e-3, 1e-12);
+    }
+    l.coll = OC_COLL_CHOICE_RING;
+    OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 1, 1e9, 16, 8, 1), 33.75e-3, 1e-12);
+    CU_ASSERT_EQUAL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 1, 1, 1), 0);
+}
+
 static int load(struct oc_model *m, struct oc_topology *t, const char *model)
 {
     struct oc_status st = {{0}};
@@ -153,6 +181,7 @@ static void test_below_sim_13b(void) { bound_below_sim("llama2-13b", 32, 64, 204
 
 static CU_TestInfo tests[] = {
     {"group collective by hand", test_group_coll_by_hand},
+    {"forced collective algorithms by hand", test_forced_coll_by_hand},
     {"knobs seen", test_knobs_seen},
     {"bound <= simulated, tiny on 8", test_below_sim_tiny},
     {"bound <= simulated, gpt3-1.3b on 16", test_below_sim_gpt},

@@ -166,16 +166,23 @@ static void test_across_nodes(void)
     int64_t k = oc_search_enumerate(&s, &m, &t, &c, &n);
     CU_ASSERT_TRUE(k > 0);
     CU_ASSERT_TRUE(labels_distinct(c, k));
-    int hier = 0, pp_dp_order = 0;
+    int hier = 0, pp_dp_order = 0, in_node = 0;
     for (int64_t i = 0; i < k; i++) {
         const struct oc_layout *l = &c[i].layout;
         hier += l->coll == OC_COLL_CHOICE_HIER;
+        /* tp2-pp8-dp1 (no CP, untied embedding): its only groups, TP, lie
+         * inside a node: ring and hier are the automatic choice's ring */
+        if (l->tp == 2 && l->pp == 8 && l->dp == 1 && l->cp == 1 && c[i].valid) {
+            in_node++;
+            CU_ASSERT_TRUE(l->coll == OC_COLL_CHOICE_AUTO || l->coll == OC_COLL_CHOICE_TREE);
+        }
         if (l->order == OC_ORDER_TP_PP_DP) {
             pp_dp_order++;
             CU_ASSERT_TRUE(l->pp > 1 && l->dp > 1);
         }
     }
     CU_ASSERT_TRUE(hier > 0);
+    CU_ASSERT_TRUE(in_node > 0);
     CU_ASSERT_TRUE(pp_dp_order > 0);
     char d[1024];
     oc_search_describe(&s, &n, d, sizeof d);

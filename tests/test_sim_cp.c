@@ -14,8 +14,10 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "closed_form.h"
 #include "cost.h"
@@ -222,6 +224,38 @@ static struct oc_topology topo_cp(double bw)
     return t;
 }
 
+/* A forked replay whose ocsim_sym debug log is read back ($OCSIM_LOG:
+ * the child writes it to stderr, here a temporary file; engine.h): 1
+ * when the symmetric mode folded the CP ring (CP rank 0 of each stage
+ * simulated for its CP group, replay_sym.c), else 0. */
+static int replay_folded(const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_layout *l, const struct oc_replay_opts *o,
+                         struct oc_metrics *mt)
+{
+    CU_ASSERT_EQUAL_FATAL(setenv("OCSIM_LOG", "ocsim_sym.thres:debug", 1), 0);
+    struct oc_status st = {{0}};
+    fflush(stderr);
+    FILE *cap = tmpfile();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cap);
+    const int saved = dup(2);
+    CU_ASSERT_FATAL(saved >= 0 && dup2(fileno(cap), 2) >= 0);
+    const int rc = oc_replay_run_forked(m, t, l, o, mt, 60.0, &st);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    unsetenv("OCSIM_LOG");
+    if (rc != 0)
+        fprintf(stderr, "\n  %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    rewind(cap);
+    char line[512];
+    int folded = 0;
+    while (fgets(line, sizeof line, cap))
+        folded |= strstr(line, "CP rank 0 stands for its CP group") != NULL;
+    fclose(cap);
+    return folded;
+}
+
 /* tp1-cp4-pp1-dp1, m = 2 micro-batches, no gradient-reduce overlap, on
  * one node: every ring step is one flow on a link of its own (a free
  * network), l + S/B with S = 2*1*32*2*16*2 = 4096 bytes forward and
@@ -250,11 +284,8 @@ static void check_sim_cp(enum oc_sim_fidelity f, double bw, int layer_grain)
     o.fidelity = f;
     o.uniform_stages = 1;
     o.layer_grain = layer_grain;
-    struct oc_status st = {{0}};
-    int rc = oc_replay_run_forked(&m, &t, &l, &o, mt, 60.0, &st);
-    if (rc != 0)
-        fprintf(stderr, "\n  %s\n", st.msg);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    /* SYM: the CP ring folded (one rank simulated, its steps to its twin) */
+    CU_ASSERT_EQUAL(replay_folded(&m, &t, &l, &o, mt), f == OC_SIM_SYM);
 
     const double L = 8.0, steps = 3.0;
     const double by_hand = 2.0 * L * steps * ((LI + 4096 / bw) + (LI + 8192 / bw));
@@ -290,6 +321,8 @@ static void test_sim_slow_fast_layer(void) { check_sim_cp(OC_SIM_FAST, 5e7, 1); 
 static void test_sim_slow_full(void) { check_sim_cp(OC_SIM_FULL, 5e7, 0); }
 static void test_sim_hidden_fast(void) { check_sim_cp(OC_SIM_FAST, 1e12, 0); }
 static void test_sim_hidden_full(void) { check_sim_cp(OC_SIM_FULL, 1e12, 0); }
+static void test_sim_slow_sym(void) { check_sim_cp(OC_SIM_SYM, 5e7, 0); }
+static void test_sim_hidden_sym(void) { check_sim_cp(OC_SIM_SYM, 1e12, 0); }
 
 /* ---- chunk grain = layer grain ------------------------------------------- */
 
@@ -456,6 +489,47 @@ static void test_grain_step(void)
     }
 }
 
+/* The symmetric fidelity against the fast one on every case, on a fast
+ * link (the slices hide the ring) and a slow one (5e7 B/s: the ring
+ * shows, and shares the links with the pipeline and the DP x CP
+ * reductions): every figure to 1e-9 of the step. Where the CP ring is
+ * folded (expected in every case: the TP x CP block fills a node, so
+ * every CP hop stays inside it) only CP rank 0 of each stage runs, its
+ * ring steps through its own links to its twin; its rows stand for the
+ * other CP ranks'. */
+static void test_sym_fold(void)
+{
+    const struct oc_model m = tiny();
+    for (size_t i = 0; i < N_CP_CASES; i++)
+        for (int slow = 0; slow < 2; slow++) {
+            const struct oc_layout l = lay(cp_cases[i].layout, cp_cases[i].global_batch);
+            const struct oc_topology t = topo_grain(cp_cases[i].gpus_per_node, slow ? 5e7 : BI);
+            struct oc_metrics *a = calloc(2, sizeof *a), *b = a + 1;
+            CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+            struct oc_replay_opts o;
+            memset(&o, 0, sizeof o);
+            o.fidelity = OC_SIM_FAST;
+            CU_ASSERT_EQUAL(replay_folded(&m, &t, &l, &o, a), 0);
+            o.fidelity = OC_SIM_SYM;
+            const int folded = replay_folded(&m, &t, &l, &o, b);
+            if (!folded)
+                fprintf(stderr, "\n  %s (%s link): not folded\n", cp_cases[i].layout,
+                        slow ? "slow" : "fast");
+            CU_ASSERT(folded);
+            const double tol = 1e-9 * a->step_time_s;
+            OC_ASSERT_REL(b->step_time_s, a->step_time_s, 1e-9);
+            CU_ASSERT(fabs(b->compute_s - a->compute_s) <= tol);
+            CU_ASSERT(fabs(b->exposed_comm_s - a->exposed_comm_s) <= tol);
+            CU_ASSERT(fabs(b->pp_comm_s - a->pp_comm_s) <= tol);
+            CU_ASSERT(fabs(b->dp_comm_s - a->dp_comm_s) <= tol);
+            CU_ASSERT(fabs(b->tp_comm_s - a->tp_comm_s) <= tol);
+            CU_ASSERT(a->cp_comm_s > 0 && fabs(b->cp_comm_s - a->cp_comm_s) <= tol);
+            CU_ASSERT(fabs(b->bubble_fraction - a->bubble_fraction) <= 1e-9);
+            CU_ASSERT_EQUAL(b->peak_mem_bytes, a->peak_mem_bytes);
+            free(a);
+        }
+}
+
 /* tp1-cp4-pp1-dp1 on a slow link (5e7 B/s, topo_cp): the transfers
  * outlast the slices at both grains, so each merged step is its n = 8
  * per-layer steps less (n-1) latencies (schedule_cp.h): the chunk
@@ -545,6 +619,9 @@ static CU_TestInfo tests[] = {
     {"sim ring = closed form, exposed part, slow link, full", test_sim_slow_full},
     {"sim ring = closed form, hidden behind attention, fast", test_sim_hidden_fast},
     {"sim ring = closed form, hidden behind attention, full", test_sim_hidden_full},
+    {"sim ring = closed form, exposed part, slow link, sym (folded)", test_sim_slow_sym},
+    {"sim ring = closed form, hidden behind attention, sym (folded)", test_sim_hidden_sym},
+    {"sym = fast on every CP case, the CP ring folded", test_sym_fold},
     {"layout rules: 2*cp divides s; long sequences warn", test_rules},
     CU_TEST_INFO_NULL,
 };

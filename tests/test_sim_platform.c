@@ -110,9 +110,9 @@ static void test_platform_routes(void)
  * 3 nodes of the topology above, twins of GPU 5 (node 1, NIC 5 % 2 = 1),
  * reduced: nodes 1 and the one more (0) only. */
 struct twin_result {
-    double lat_net_s, bw_net_Bps, lat_nv_s, bw_nv_Bps;
+    double lat_net_s, bw_net_Bps, lat_nv_s, bw_nv_Bps, lat_in_s, bw_in_Bps;
     double cls_inter_lat_s, cls_inter_bw_Bps, cls_intra_lat_s, cls_intra_bw_Bps;
-    int names_net, names_nv, node2_absent, twins_of_others;
+    int names_net, names_nv, names_in, node2_absent, twins_of_others;
     int64_t hosts;
 };
 
@@ -139,8 +139,14 @@ static int twins_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     static const char *const nv[] = {"nvl5_UP", "nvl5_DOWN"};
     r.names_net = route_is("gpu5", "gpu5~net", net, 4);
     r.names_nv = route_is("gpu5", "gpu5~nv", nv, 2);
+    /* ~in: from GPU 4 of the node (NIC 0) through the fabric into GPU 5's
+     * NIC, as from another node */
+    static const char *const in[] = {"nic1.0_UP", "up1_UP", "up1_DOWN", "nic1.1_DOWN"};
+    r.names_in = route_is("gpu4", "gpu5~in", in, 4);
+    r.lat_in_s = sg_host_get_route_latency(p->hosts[4], p->twin_in[5]);
+    r.bw_in_Bps = sg_host_get_route_bandwidth(p->hosts[4], p->twin_in[5]);
     r.node2_absent = !p->hosts[8] && !p->hosts[11] && p->hosts[0] && p->hosts[7];
-    r.twins_of_others = p->twin_net[4] != NULL || p->twin_nv[0] != NULL;
+    r.twins_of_others = p->twin_net[4] != NULL || p->twin_nv[0] != NULL || p->twin_in[4];
     r.hosts = (int64_t)sg_host_count();
     oc_sim_buf_append(out, &r, sizeof r);
     return 0;
@@ -149,7 +155,8 @@ static int twins_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 /* Each twin route has the figures of a route to another GPU of the node
  * (2e-6 s, 100e9) or of another node (6e-6 s, 12.5e9, as in
  * test_platform_routes), through GPU 5's own links; the class figures are
- * those; 8 GPUs and 2 twins are built. */
+ * those; the ~in twin is reached from GPU 4 as from another node; 8 GPUs
+ * and 3 twins are built. */
 static void test_platform_twins(void)
 {
     struct oc_topology t = topo(4, 2, 2, 4);
@@ -173,9 +180,12 @@ static void test_platform_twins(void)
     OC_ASSERT_REL(r.cls_intra_bw_Bps, 100e9, 1e-12);
     CU_ASSERT_EQUAL(r.names_net, 1);
     CU_ASSERT_EQUAL(r.names_nv, 1);
+    CU_ASSERT_EQUAL(r.names_in, 1);
+    OC_ASSERT_REL(r.lat_in_s, 6e-6, 1e-12);
+    OC_ASSERT_REL(r.bw_in_Bps, 12.5e9, 1e-12);
     CU_ASSERT_EQUAL(r.node2_absent, 1);
     CU_ASSERT_EQUAL(r.twins_of_others, 0);
-    CU_ASSERT_EQUAL(r.hosts, 10);
+    CU_ASSERT_EQUAL(r.hosts, 11);
     oc_sim_buf_free(&buf);
 }
 

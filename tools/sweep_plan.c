@@ -83,8 +83,9 @@ struct plan_cache {
                                    attention, precision */
     struct oc_cost cost;
     int cost_ok;
-    /* the bound reads no collective algorithm (bound.h): the coll variants
-     * of a layout, BOUND_WAYS apart at most in the enumeration, share it */
+    /* the bounds of the last layouts (the coll variants of one, BOUND_WAYS
+     * apart at most in the enumeration, differ only where the forced
+     * algorithm's route is bounded: bound.h) */
     struct oc_layout bound_key[BOUND_WAYS];
     double bound[BOUND_WAYS];
     int bound_n, bound_next;
@@ -111,13 +112,12 @@ static struct oc_layout cost_key(const struct oc_layout *l)
     return k;
 }
 
-/* The layout's lower bound (bound.h), from the cache when a variant that
- * differs only in the collective algorithm had it; pc->cost is l's. */
+/* The layout's lower bound (bound.h), from the cache when the same layout
+ * had it; pc->cost is l's. */
 static double plan_bound(struct plan_cache *pc, const struct oc_opts *o,
                          const struct oc_layout *l)
 {
     struct oc_layout k = *l;
-    k.coll = OC_COLL_CHOICE_AUTO;
     for (int i = 0; i < pc->bound_n; i++)
         if (memcmp(&k, &pc->bound_key[i], sizeof k) == 0)
             return pc->bound[i];
