@@ -627,9 +627,9 @@ static void md_status(FILE *f, const struct oc_report_ctx *c, int64_t n,
                   before = count[OC_REJECT_RULE] + count[OC_REJECT_MEMORY];
     if (c->interrupted_by)
         fprintf(f, "**Interrupted by %s: %lld of %lld layouts simulated.** The tables and "
-                   "plots below hold those and the %lld rejected before simulation; the "
-                   "other %lld were not simulated. The same command with `--resume` "
-                   "finishes the sweep.\n\n",
+                   "plots below hold those (the %lld rejected before simulation are "
+                   "counted); the other %lld were not simulated. The same command with "
+                   "`--resume` finishes the sweep.\n\n",
                 c->interrupted_by, (long long)(n + failed), (long long)(n + failed + c->pending),
                 (long long)before, (long long)c->pending);
     char *text = oc_xmalloc(2048);

@@ -237,8 +237,8 @@ static void test_failures_interrupted(void)
     char *md = oc_test_read_file(p);
     CU_ASSERT_PTR_NOT_NULL_FATAL(md);
     oc_test_msg_has(md, "**Interrupted by SIGINT: 9 of 12 layouts simulated.** The tables and "
-                        "plots below hold those and the 1 rejected before simulation; the "
-                        "other 3 were not simulated.");
+                        "plots below hold those (the 1 rejected before simulation are "
+                        "counted); the other 3 were not simulated.");
     oc_test_msg_has(md, "**Simulations failed:** 4 of 9 simulations failed (2 x simulation "
                         "crashed (signal 9, Killed); 2 x simulation deadlocked); the first, "
                         "`tp8-pp1-dp2-mb1-1f1b`:");
