@@ -480,6 +480,38 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
     return best;
 }
 
+/* The stages' unit orders (oc_schedule_stage_order) of the last layout
+ * asked, kept for the next: they read the schedule, p, v and m alone, and
+ * a sweep bounds the knob variants of one (p, v, m, schedule) one after
+ * the other. One entry, this process's (the sweep plans in one thread);
+ * still reachable at exit, not a leak. */
+static struct {
+    enum oc_schedule_kind sched;
+    int64_t p, v, m;
+    struct oc_unit **ord;
+    int64_t *cnt;
+} orders;
+
+static void stage_orders(const struct oc_layout *l, int64_t nm, struct oc_unit ***ord,
+                         int64_t **cnt)
+{
+    const int64_t p = l->pp, v = oc_place_interleaved_chunks(l);
+    if (!orders.ord || orders.sched != l->schedule || orders.p != p || orders.v != v ||
+        orders.m != nm) {
+        for (int64_t i = 0; orders.ord && i < orders.p; i++)
+            free(orders.ord[i]);
+        free(orders.ord);
+        free(orders.cnt);
+        orders.sched = l->schedule, orders.p = p, orders.v = v, orders.m = nm;
+        orders.ord = oc_xcalloc((size_t)p, sizeof *orders.ord);
+        orders.cnt = oc_xcalloc((size_t)p, sizeof *orders.cnt);
+        for (int64_t i = 0; i < p; i++)
+            orders.cnt[i] = oc_schedule_stage_order(l, nm, i, &orders.ord[i]);
+    }
+    *ord = orders.ord;
+    *cnt = orders.cnt;
+}
+
 /* The step along the pipeline's critical path: every stage runs its units
  * in core/schedule.c's order (oc_schedule_stage_order), each no earlier
  * than the unit before it ends and than the message it consumes arrives
@@ -518,8 +550,9 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t g = 0; g + 1 < G; g++)
         hop[g] = hop_s(l, t, msg, g % p, (g + 1) % p);
 
-    struct oc_unit **ord = oc_xcalloc((size_t)p, sizeof *ord);
-    int64_t *cnt = oc_xcalloc((size_t)p, sizeof *cnt), *pos = oc_xcalloc((size_t)p, sizeof *pos);
+    struct oc_unit **ord;
+    int64_t *cnt, *pos = oc_xcalloc((size_t)p, sizeof *pos);
+    stage_orders(l, nm, &ord, &cnt);
     double *clk = oc_xcalloc((size_t)p, sizeof *clk);
     double *lastb = oc_xcalloc((size_t)G, sizeof *lastb);
     double *fe = oc_xmalloc((size_t)(nm * G) * sizeof *fe);
@@ -528,7 +561,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
         fe[k] = be[k] = -1;
     int64_t left = 0;
     for (int64_t i = 0; i < p; i++)
-        left += cnt[i] = oc_schedule_stage_order(l, nm, i, &ord[i]);
+        left += cnt[i];
     for (int progress = 1; left > 0 && progress;) {
         progress = 0;
         for (int64_t i = 0; i < p; i++) {
@@ -609,10 +642,6 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
         step = dmax(step, node_share_s(m, l, t, ready));
         free(ready);
     }
-    for (int64_t i = 0; i < p; i++)
-        free(ord[i]);
-    free(ord);
-    free(cnt);
     free(pos);
     free(clk);
     free(lastb);
