@@ -72,7 +72,13 @@
  * step from the previous node arrives there (coll.h, struct
  * oc_coll_in); ksym counts the ranks on the NIC with the same image.
  *   gpt-22b tp1-pp1-dp64-mb1-zero3-coll=ring on 64 dgx-a100: 64 actors
- * -> 8, 6.09 -> 0.85 user s, every figure equal.
+ * -> 8, 6.09 -> 0.85 user s, every figure equal. The ~in twin also takes
+ * replica 0's CP block into the next node on a flat ring (one replica
+ * per node): llama2-70b tp1-pp16-dp8-cp8-mb1-1f1b-rnone-coll=ring on
+ * 1024 fell back to fast mode (32.9 user s), now 3.2. The default
+ * 1024-card sweep (`ocsim sweep --cards 1024`): its 76 simulations
+ * 422 -> 200 s wall on a loaded 2-core machine, sweep.csv byte-identical;
+ * what still falls back there is the tree (16 of the 76, 7.5-8 s each).
  *
  * It holds (oc_rp_sym_plan checks each, else fast mode runs, and the
  * reason goes to the debug log of category ocsim_sym and R->sym_why):
