@@ -93,15 +93,24 @@ cases=(
 for c in "${cases[@]}"; do
   IFS='|' read -r expect cards model topo layout extra <<<"$c"
   n=$((n + 1))
+  # the two fidelities at once (two processes: the machine's two cores)
+  pids=()
   for f in fast sym; do
     # shellcheck disable=SC2086
-    if ! "$ocsim" simulate --cards "$cards" --model "$model" --topology "$topo" \
-        --layout "$layout" $extra --fidelity $f --out "$tmp/$n.$f" \
-        --log ocsim_sym.thres:debug >"$tmp/$n.$f.out" 2>&1; then
+    "$ocsim" simulate --cards "$cards" --model "$model" --topology "$topo" \
+      --layout "$layout" $extra --fidelity $f --out "$tmp/$n.$f" \
+      --log ocsim_sym.thres:debug >"$tmp/$n.$f.out" 2>&1 &
+    pids+=($!)
+  done
+  ranok=1
+  for i in 0 1; do
+    f=$([ $i = 0 ] && echo fast || echo sym)
+    if ! wait "${pids[$i]}"; then
       echo "FAIL $layout ($f): simulate failed"; sed 's/^/  /' "$tmp/$n.$f.out" | tail -3
-      fail=1; continue 2
+      ranok=0
     fi
   done
+  [ $ranok = 1 ] || { fail=1; continue; }
   ran=fallback
   grep -q "symmetric mode: replica 0 stands for" "$tmp/$n.sym.out" && ran=sym
   grep -q "symmetric mode: replicas 0\.\.[0-9]* (one node's) stand for" "$tmp/$n.sym.out" && ran=node
