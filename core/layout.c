@@ -735,3 +735,22 @@ int64_t oc_layout_enumerate(const struct oc_enum_opts *o,
     *out = v;
     return n;
 }
+
+int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
+                         unsigned except)
+{
+#define KEY(f, bit)                                  \
+    if (!(except & (bit)) && a->f != b->f)           \
+        return a->f < b->f ? -1 : 1;
+    KEY(tp, OC_LAYOUT_NAMED_TP) KEY(cp, OC_LAYOUT_NAMED_CP) KEY(pp, OC_LAYOUT_NAMED_PP)
+    KEY(dp, OC_LAYOUT_NAMED_DP) KEY(micro_batch, OC_LAYOUT_NAMED_MB) KEY(global_batch, 0)
+    KEY(seq_length, 0) KEY(schedule, OC_LAYOUT_NAMED_SCHEDULE) KEY(vchunks, OC_LAYOUT_NAMED_V)
+    KEY(recompute, OC_LAYOUT_NAMED_RECOMPUTE) KEY(recompute_layers, OC_LAYOUT_NAMED_RECOMPUTE)
+    KEY(sequence_parallel, OC_LAYOUT_NAMED_SP) KEY(zero, OC_LAYOUT_NAMED_ZERO)
+    KEY(first_stage_layers, OC_LAYOUT_NAMED_FIRST) KEY(last_stage_layers, OC_LAYOUT_NAMED_LAST)
+    KEY(coll, OC_LAYOUT_NAMED_COLL) KEY(overlap_grad_reduce, OC_LAYOUT_NAMED_OVERLAP)
+    KEY(attention, OC_LAYOUT_NAMED_ATTENTION) KEY(order, OC_LAYOUT_NAMED_ORDER)
+    KEY(allow_cross_node_tp, 0) KEY(precision, OC_LAYOUT_NAMED_PRECISION)
+#undef KEY
+    return 0;
+}

@@ -175,6 +175,12 @@ int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
                           struct oc_status *st);
 /* What one OC_LAYOUT_NAMED_* bit is in a message: "tp", "the schedule". */
 const char *oc_layout_named_what(unsigned bit);
+/* A total order of layouts by every field but the knobs whose
+ * OC_LAYOUT_NAMED_* bits are in `except` (RECOMPUTE: the mode and its k),
+ * field by field (padding is not compared): two layouts equal in all but
+ * those knobs compare 0. */
+int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
+                         unsigned except);
 
 /* tp, pp, dp and cp at least 1 and tp*cp*pp*dp at most OC_LAYOUT_MAX_CARDS,
  * checked without multiplying out; oc_layout_world asserts it. */

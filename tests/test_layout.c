@@ -474,10 +474,34 @@ static void test_batch_nearest(void)
     CU_ASSERT_EQUAL(oc_batch_nearest(&l, 2, 0.4), 0);
 }
 
+/* oc_layout_cmp_except: equal but for the excepted knobs compares 0 (the
+ * recompute bit covers the mode and its k), any other field orders. */
+static void test_cmp_except(void)
+{
+    struct oc_layout a, b;
+    oc_layout_default(&a);
+    b = a;
+    b.coll = OC_COLL_CHOICE_TREE;
+    CU_ASSERT_EQUAL(oc_layout_cmp_except(&a, &b, OC_LAYOUT_NAMED_COLL), 0);
+    CU_ASSERT_TRUE(oc_layout_cmp_except(&a, &b, 0) < 0);
+    CU_ASSERT_TRUE(oc_layout_cmp_except(&b, &a, OC_LAYOUT_NAMED_RECOMPUTE) > 0);
+    b = a;
+    b.recompute = OC_RECOMPUTE_FULL;
+    b.recompute_layers = 3;
+    CU_ASSERT_EQUAL(oc_layout_cmp_except(&a, &b, OC_LAYOUT_NAMED_RECOMPUTE), 0);
+    CU_ASSERT_NOT_EQUAL(oc_layout_cmp_except(&a, &b, OC_LAYOUT_NAMED_COLL), 0);
+    b.recompute = a.recompute;
+    CU_ASSERT_NOT_EQUAL(oc_layout_cmp_except(&a, &b, OC_LAYOUT_NAMED_COLL), 0);
+    b = a;
+    b.global_batch = a.global_batch + 1; /* no bit: always compared */
+    CU_ASSERT_TRUE(oc_layout_cmp_except(&a, &b, ~0u) < 0);
+}
+
 int main(void)
 {
     static CU_TestInfo tests[] = {
         {"parse", test_parse},
+        {"cmp_except", test_cmp_except},
         {"parse_errors", test_parse_errors},
         {"parse_repeated (defect 8)", test_parse_repeated},
         {"world_bound (defect 6)", test_world_bound},

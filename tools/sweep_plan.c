@@ -178,15 +178,7 @@ static void oom_reason(char *buf, size_t n, const struct oc_opts *o, int64_t sta
  * variants of one layout are adjacent. */
 static int cmp_but_recompute(const struct oc_layout *a, const struct oc_layout *b)
 {
-#define KEY(f)                  \
-    if (a->f != b->f)           \
-        return a->f < b->f ? -1 : 1;
-    KEY(tp) KEY(cp) KEY(pp) KEY(dp) KEY(micro_batch) KEY(global_batch) KEY(seq_length)
-    KEY(schedule) KEY(vchunks) KEY(sequence_parallel) KEY(zero) KEY(first_stage_layers)
-    KEY(last_stage_layers) KEY(coll) KEY(overlap_grad_reduce) KEY(attention) KEY(order)
-    KEY(allow_cross_node_tp) KEY(precision)
-#undef KEY
-    return 0;
+    return oc_layout_cmp_except(a, b, OC_LAYOUT_NAMED_RECOMPUTE);
 }
 
 static const struct oc_plan *dom_plan;

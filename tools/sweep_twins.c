@@ -6,19 +6,10 @@
 
 #include "status.h"
 
-/* Every field but the collective algorithm, field by field (padding is
- * not compared). */
+/* Every field but the collective algorithm. */
 static int cmp_but_coll(const struct oc_layout *a, const struct oc_layout *b)
 {
-#define KEY(f)                  \
-    if (a->f != b->f)           \
-        return a->f < b->f ? -1 : 1;
-    KEY(tp) KEY(cp) KEY(pp) KEY(dp) KEY(micro_batch) KEY(global_batch) KEY(seq_length)
-    KEY(schedule) KEY(vchunks) KEY(recompute) KEY(recompute_layers) KEY(sequence_parallel)
-    KEY(zero) KEY(first_stage_layers) KEY(last_stage_layers) KEY(overlap_grad_reduce)
-    KEY(attention) KEY(order) KEY(allow_cross_node_tp) KEY(precision)
-#undef KEY
-    return 0;
+    return oc_layout_cmp_except(a, b, OC_LAYOUT_NAMED_COLL);
 }
 
 static const struct item *sort_items;
