@@ -17,7 +17,15 @@
  * signals are ignored, gnuplot included (an ignored signal stays ignored
  * across exec): a second Ctrl-C cannot cut a file half-written. A sweep
  * killed outright leaves no sweep.csv (only its temporary) and a journal
- * that --resume reads. */
+ * that --resume reads.
+ *
+ * Size: 955 lines, over the project's 800. The seam is the write-up after
+ * the simulations (write_ranked, results_gather, print_chosen, confidence,
+ * report, summary: about 250 lines that read struct run and write nothing
+ * back): it would move to a sweep_results.c with struct run in a private
+ * header shared with this file. Not split in the session that grew it (the
+ * sweep's twins and the plan's counted rejections), for want of time to
+ * re-test the whole sweep after the move. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
