@@ -139,6 +139,7 @@ struct oc_opts {
     const char *fidelity;     /* "fast" | "full" */
     const char *collective;   /* "auto" | "ring" | "tree" | "hier" */
     int coarse;               /* merge ring steps */
+    int no_steady;            /* --no-steady-fold: every micro-batch simulated */
     const char *platform_file;
     const char *cfg[OC_MAX_LIST];
     int n_cfg;

@@ -62,6 +62,10 @@ struct oc_metrics {
      * (bit 1 << enum oc_coll_choice) whose replay would have been this one,
      * decision for decision (sim/coll.h); 0 otherwise or unknown. */
     unsigned coll_same;
+    /* Simulated: the micro-batches the simulation ran (fewer than
+     * num_micro_batches where sim/replay_steady.c folded the steady
+     * state); 0 otherwise. */
+    int64_t sim_micro_batches;
 };
 
 void oc_metrics_init(struct oc_metrics *mt, const struct oc_layout *l);

@@ -116,6 +116,7 @@ static void replay_metrics(const struct replay *R, const struct oc_topology *t,
     oc_metrics_init(out, R->l);
     oc_step_metrics(tl, out);
     oc_metrics_finish(out, R->m, t);
+    out->sim_micro_batches = R->s->num_micro_batches;
     /* which forced collective choices would have run this very replay */
     out->coll_same = 0;
     if (R->copts.algo == OC_SIM_ALGO_AUTO) {
@@ -342,6 +343,52 @@ static int fork_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     return rc;
 }
 
+/* The steady-state fold (replay_steady.c) in a child: the reduced run,
+ * then the full schedule's timeline from it and its figures; nothing in
+ * *out where the fold does not hold (the parent then runs the full
+ * replay). */
+static int steady_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    const struct fork_job *j = arg;
+    struct oc_rp_steady sp;
+    const int planned = oc_rp_steady_plan(j->l, &sp);
+    OC_ASSERT(planned);
+    struct oc_layout l1 = *j->l;
+    l1.global_batch = sp.m1 * l1.dp * l1.micro_batch;
+    struct oc_replay_opts o1 = *j->o;
+    o1.steady = 0;
+    struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1), *mt = oc_xmalloc(sizeof *mt);
+    struct oc_schedule s1, s;
+    struct oc_timeline tl1, tl;
+    int rc = oc_replay_run(j->m, j->t, &l1, &o1, mt1, &s1, &tl1, st);
+    const struct oc_schedule_opts so = {
+        oc_replay_fidelity_used(j->o) != OC_SIM_FULL && !j->o->layer_grain ? OC_GRAIN_CHUNK
+                                                                           : OC_GRAIN_LAYER,
+        1};
+    if (rc == 0 && (rc = oc_schedule_build(&s, j->m, j->l, &so, st)) == 0) {
+        char why[256];
+        if (oc_rp_steady_unfold(&s1, &tl1, &s, &tl, &sp, why, sizeof why) == 0) {
+            oc_timeline_send_arrivals(&tl);
+            oc_metrics_init(mt, j->l);
+            oc_step_metrics(&tl, mt);
+            oc_metrics_finish(mt, j->m, j->t);
+            mt->coll_same = mt1->coll_same;
+            mt->sim_micro_batches = sp.m1;
+            oc_sim_buf_append(out, mt, sizeof *mt);
+            oc_timeline_free(&tl);
+        } else {
+            XBT_DEBUG("steady-state fold does not hold, the full replay runs: %s", why);
+        }
+        oc_schedule_free(&s);
+    }
+    if (rc == 0)
+        oc_timeline_free(&tl1);
+    oc_schedule_free(&s1);
+    free(mt1);
+    free(mt);
+    return rc;
+}
+
 int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
                          const struct oc_layout *l,
                          const struct oc_replay_opts *o,
@@ -353,7 +400,16 @@ int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
     struct fork_job j = {m, t, l, o};
     struct oc_sim_fork_opts fo = {wall_limit_s > 0 ? wall_limit_s : 0, 0};
     struct oc_sim_buf buf = {0};
-    if (oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
+    struct oc_rp_steady sp;
+    if (o && o->steady && oc_rp_steady_plan(l, &sp)) {
+        if (oc_sim_fork_run(steady_child, &j, &fo, &buf, st) != 0) {
+            oc_sim_buf_free(&buf);
+            return -1;
+        }
+        if (buf.len == 0)
+            oc_sim_buf_free(&buf); /* the fold did not hold: the full run */
+    }
+    if (buf.len == 0 && oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
         oc_sim_buf_free(&buf);
         return -1;
     }

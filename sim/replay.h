@@ -179,6 +179,8 @@ struct oc_replay_opts {
     int layer_grain;               /* test hook: FAST and SYM replay the
                                       layer-grain schedule (tests hold
                                       the chunk grain to it) */
+    int steady;                    /* oc_replay_run_forked: the steady-state
+                                      fold where it holds (below) */
 };
 
 /* The fidelity that runs for these options: FULL when asked, or when a

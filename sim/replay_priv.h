@@ -10,6 +10,8 @@
  *   replay_rank.c   the actor of one rank: its ops replayed in order
  *   replay_sym.c    the symmetric mode: whether it holds, its NIC factors
  *                   ksym, the loops of the groups reaching other replicas
+ *   replay_steady.c the steady-state fold: a reduced run's timeline
+ *                   unfolded to every micro-batch
  *
  * Letters: t, p, d = TP, PP, DP sizes; v = model chunks per stage; k = the
  * members of a TP group that share the sender's NIC (fast mode scaling).
@@ -171,6 +173,22 @@ void oc_rp_sym_loops(struct replay *R, struct rgroup *G);
 /* At the end of a rank's actor: the receivers of its loops leave. */
 void oc_rp_sym_stop(struct rrank *rk);
 void oc_rp_sym_free(struct replay *R);
+
+/* replay_steady.c: the steady-state fold (symmetry in time). The plan
+ * for a layout: K the period in micro-batches, the window [c0, c1) of
+ * verified micro-batches, m1 the reduced run's micro-batches, D = m - m1
+ * the inserted ones. */
+struct oc_rp_steady {
+    int64_t K, c0, c1, m1, D;
+};
+/* 1 and *sp where the fold applies to l (1f1b or interleaved, 2 m1 <= m). */
+int oc_rp_steady_plan(const struct oc_layout *l, struct oc_rp_steady *sp);
+/* The full schedule's timeline *tl from the reduced run's (s1, tl1),
+ * after the checks of replay_steady.c: 0, or -1 with why (tl then
+ * freed). */
+int oc_rp_steady_unfold(const struct oc_schedule *s1, const struct oc_timeline *tl1,
+                        const struct oc_schedule *s, struct oc_timeline *tl,
+                        const struct oc_rp_steady *sp, char *why, size_t nwhy);
 
 /* replay_rank.c: the actor of one simulated rank (arg: its struct rrank) */
 void oc_rp_rank_main(void *arg);

@@ -244,7 +244,7 @@ uint64_t oc_mpi_setup_hash(const struct oc_model *m, const struct oc_topology *t
     h = fnv(h, &x, sizeof x);
     x = oc_hash_topology(t);
     h = fnv(h, &x, sizeof x);
-    int v[4] = {(int)ro->fidelity, (int)ro->algo, ro->coarse, ro->uniform_stages};
+    int v[5] = {(int)ro->fidelity, (int)ro->algo, ro->coarse, ro->uniform_stages, ro->steady};
     h = fnv(h, v, sizeof v);
     h = fnv_str(h, ro->platform_file);
     for (int64_t i = 0; i < ro->n_cfg; i++)

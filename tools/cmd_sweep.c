@@ -369,8 +369,8 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o,
     oc_sweep_id_add(id, "reserve", "%s %.17g %.17g",
                     o->topo.reserve.mode == OC_RESERVE_AUTO ? "auto" : "fixed",
                     o->topo.reserve.bytes, o->topo.reserve.fragmentation);
-    oc_sweep_id_add(id, "simulation", "fidelity=%s collective=%s coarse=%d", o->fidelity,
-                    o->collective, o->coarse);
+    oc_sweep_id_add(id, "simulation", "fidelity=%s collective=%s coarse=%d steady=%d",
+                    o->fidelity, o->collective, o->coarse, !o->no_steady);
     k = 0;
     list[0] = '\0';
     for (int i = 0; i < o->n_cfg && k < sizeof list - 1; i++)
@@ -579,8 +579,9 @@ static int report(const struct oc_opts *o, const struct run *r, int argc, char *
     struct oc_status st = {{0}};
     char *cmdline = command_line(argc, argv);
     char method[128];
-    snprintf(method, sizeof method, "SimGrid replay, %s fidelity, %s collectives%s",
-             o->fidelity, o->collective, o->coarse ? " (coarse rings)" : "");
+    snprintf(method, sizeof method, "SimGrid replay, %s fidelity, %s collectives%s%s",
+             o->fidelity, o->collective, o->coarse ? " (coarse rings)" : "",
+             o->no_steady ? "" : ", steady state folded where it repeats");
     struct oc_report_ctx ctx = {
         .command_line = cmdline, .model = &o->model, .topo = &o->topo,
         .cards = o->cards, .global_batch = o->layout.global_batch,

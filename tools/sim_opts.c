@@ -17,6 +17,7 @@ int oc_opts_replay(const struct oc_opts *o, struct oc_replay_opts *ro,
     if (oc_sim_algo_from_name(o->collective, &ro->algo, st) != 0)
         return -1;
     ro->coarse = o->coarse;
+    ro->steady = !o->no_steady;
     for (int i = 0; i < o->n_cfg; i++)
         if (oc_sim_cfg_check(o->cfg[i], st) != 0)
             return -1;
