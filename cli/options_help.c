@@ -96,7 +96,7 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "                          reduce-scatter and all-gather too) where it\n"
               "                          applies, else ring\n"
               "  --coarse                merge the steps of each ring into one message\n"
-              "  --no-steady-fold        sweep: simulate every micro-batch (default: a\n"
+              "  --no-steady-fold        simulate every micro-batch (default: a\n"
               "                          1f1b or interleaved pipeline with many\n"
               "                          micro-batches simulates a few periods of its\n"
               "                          steady state and unfolds the timeline, where\n"

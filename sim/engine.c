@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -482,6 +483,9 @@ static pid_t fork_child(oc_sim_child_fn fn, void *arg, int keep_stderr, int data
         return r;
     }
     if (pid == 0) {
+        /* a child's own child (the steady-state fold's reduced run) dies
+         * with it when the wall limit kills it */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         close(data[0]);
         if (err[1] >= 0) {
             close(err[0]);

@@ -37,6 +37,7 @@
 #include "sim_log.h"
 #include "step_metrics.h"
 
+XBT_LOG_EXTERNAL_CATEGORY(ocsim_steady);
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_replay, ocsim,
                                 "ocsim: replay of the schedule's op lists");
 
@@ -336,57 +337,167 @@ static int fork_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 {
     const struct fork_job *j = arg;
     struct oc_metrics *mt = oc_xmalloc(sizeof *mt);
-    int rc = oc_replay_run(j->m, j->t, j->l, j->o, mt, NULL, NULL, st);
+    int rc = oc_replay_run_steady(j->m, j->t, j->l, j->o, mt, NULL, NULL, st);
     if (rc == 0)
         oc_sim_buf_append(out, mt, sizeof *mt);
     free(mt);
     return rc;
 }
 
-/* The steady-state fold (replay_steady.c) in a child: the reduced run,
- * then the full schedule's timeline from it and its figures; nothing in
- * *out where the fold does not hold (the parent then runs the full
- * replay). */
-static int steady_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+/* ---- the steady-state fold (replay_steady.c) ---------------------------- */
+
+struct reduced_job {
+    const struct oc_model *m;
+    const struct oc_topology *t;
+    const struct oc_layout *l1;
+    const struct oc_replay_opts *o1;
+};
+
+/* In a child: the reduced replay; back come its metrics, then per rank
+ * its op count (-1: not recorded) and proxy, and a recorded rank's
+ * starts and ends. */
+static int reduced_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 {
-    const struct fork_job *j = arg;
-    struct oc_rp_steady sp;
-    const int planned = oc_rp_steady_plan(j->l, &sp);
-    OC_ASSERT(planned);
-    struct oc_layout l1 = *j->l;
-    l1.global_batch = sp.m1 * l1.dp * l1.micro_batch;
-    struct oc_replay_opts o1 = *j->o;
-    o1.steady = 0;
-    struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1), *mt = oc_xmalloc(sizeof *mt);
-    struct oc_schedule s1, s;
-    struct oc_timeline tl1, tl;
-    int rc = oc_replay_run(j->m, j->t, &l1, &o1, mt1, &s1, &tl1, st);
-    const struct oc_schedule_opts so = {
-        oc_replay_fidelity_used(j->o) != OC_SIM_FULL && !j->o->layer_grain ? OC_GRAIN_CHUNK
-                                                                           : OC_GRAIN_LAYER,
-        1};
-    if (rc == 0 && (rc = oc_schedule_build(&s, j->m, j->l, &so, st)) == 0) {
-        char why[256];
-        if (oc_rp_steady_unfold(&s1, &tl1, &s, &tl, &sp, why, sizeof why) == 0) {
-            oc_timeline_send_arrivals(&tl);
-            oc_metrics_init(mt, j->l);
-            oc_step_metrics(&tl, mt);
-            oc_metrics_finish(mt, j->m, j->t);
-            mt->coll_same = mt1->coll_same;
-            mt->sim_micro_batches = sp.m1;
-            oc_sim_buf_append(out, mt, sizeof *mt);
-            oc_timeline_free(&tl);
-        } else {
-            XBT_DEBUG("steady-state fold does not hold, the full replay runs: %s", why);
+    const struct reduced_job *j = arg;
+    struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1);
+    struct oc_schedule s1;
+    struct oc_timeline tl1;
+    int rc = oc_replay_run(j->m, j->t, j->l1, j->o1, mt1, &s1, &tl1, st);
+    if (rc == 0) {
+        oc_sim_buf_append(out, mt1, sizeof *mt1);
+        for (int64_t r = 0; r < s1.nranks; r++) {
+            const int64_t n = tl1.start_s[r] ? s1.ranks[r].n : -1;
+            oc_sim_buf_append(out, &n, sizeof n);
+            oc_sim_buf_append(out, &tl1.proxy[r], sizeof tl1.proxy[r]);
+            if (n > 0) {
+                oc_sim_buf_append(out, tl1.start_s[r], (size_t)n * sizeof(double));
+                oc_sim_buf_append(out, tl1.end_s[r], (size_t)n * sizeof(double));
+            }
         }
-        oc_schedule_free(&s);
-    }
-    if (rc == 0)
         oc_timeline_free(&tl1);
+    }
     oc_schedule_free(&s1);
     free(mt1);
-    free(mt);
     return rc;
+}
+
+/* The reduced run's timeline on s1 from what reduced_child sent: 0, or -1
+ * where the bytes do not fit s1 (an internal error). */
+static int reduced_timeline(const struct oc_sim_buf *b, const struct oc_schedule *s1,
+                            struct oc_metrics *mt1, struct oc_timeline *tl1)
+{
+    size_t at = 0;
+    const unsigned char *d = (const unsigned char *)b->data;
+#define TAKE(dst, bytes)                                                       \
+    do {                                                                       \
+        if (at + (bytes) > b->len)                                             \
+            goto short_read;                                                   \
+        memcpy((dst), d + at, (bytes));                                        \
+        at += (bytes);                                                         \
+    } while (0)
+    unsigned char *record = oc_xcalloc((size_t)s1->nranks, 1);
+    int64_t *n = oc_xmalloc((size_t)s1->nranks * sizeof *n);
+    memset(tl1, 0, sizeof *tl1);
+    TAKE(mt1, sizeof *mt1);
+    /* first pass: which ranks are recorded */
+    size_t save = at;
+    for (int64_t r = 0; r < s1->nranks; r++) {
+        int64_t proxy;
+        TAKE(&n[r], sizeof n[r]);
+        TAKE(&proxy, sizeof proxy);
+        if (n[r] >= 0 && n[r] != s1->ranks[r].n)
+            goto short_read;
+        record[r] = n[r] >= 0;
+        if (n[r] > 0)
+            at += 2 * (size_t)n[r] * sizeof(double);
+    }
+    if (at != b->len)
+        goto short_read;
+    at = save;
+    oc_timeline_init(tl1, s1, record);
+    for (int64_t r = 0; r < s1->nranks; r++) {
+        at += sizeof n[r];
+        TAKE(&tl1->proxy[r], sizeof tl1->proxy[r]);
+        if (n[r] > 0) {
+            TAKE(tl1->start_s[r], (size_t)n[r] * sizeof(double));
+            TAKE(tl1->end_s[r], (size_t)n[r] * sizeof(double));
+        }
+    }
+#undef TAKE
+    free(record);
+    free(n);
+    return 0;
+short_read:
+    free(record);
+    free(n);
+    if (tl1->start_s)
+        oc_timeline_free(tl1);
+    return -1;
+}
+
+int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_layout *l, const struct oc_replay_opts *o,
+                         struct oc_metrics *out, struct oc_schedule *sched_out,
+                         struct oc_timeline *tl_out, struct oc_status *st)
+{
+    struct oc_rp_steady sp;
+    if (!o || !o->steady || !oc_rp_steady_plan(l, &sp))
+        return oc_replay_run(m, t, l, o, out, sched_out, tl_out, st);
+    memset(out, 0, sizeof *out);
+    if (sched_out)
+        memset(sched_out, 0, sizeof *sched_out);
+    if (tl_out)
+        memset(tl_out, 0, sizeof *tl_out);
+    struct oc_layout l1 = *l;
+    l1.global_batch = sp.m1 * l1.dp * l1.micro_batch;
+    struct oc_replay_opts o1 = *o;
+    o1.steady = 0;
+    struct reduced_job j = {m, t, &l1, &o1};
+    struct oc_sim_buf buf = {0};
+    if (oc_sim_fork_run(reduced_child, &j, NULL, &buf, st) != 0) {
+        oc_sim_buf_free(&buf);
+        return -1;
+    }
+    const struct oc_schedule_opts so = {
+        oc_replay_fidelity_used(o) != OC_SIM_FULL && !o->layer_grain ? OC_GRAIN_CHUNK
+                                                                     : OC_GRAIN_LAYER,
+        1};
+    struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1);
+    struct oc_schedule s1, local;
+    struct oc_schedule *s = sched_out ? sched_out : &local;
+    struct oc_timeline tl1, tl_local;
+    struct oc_timeline *tl = tl_out ? tl_out : &tl_local;
+    char why[256] = "";
+    int rc = oc_schedule_build(&s1, m, &l1, &so, st);
+    if (rc == 0 && reduced_timeline(&buf, &s1, mt1, &tl1) != 0)
+        rc = oc_fail(st, "replay: the reduced run sent %zu bytes that do not fit its "
+                         "schedule", buf.len);
+    oc_sim_buf_free(&buf);
+    int held = 0;
+    if (rc == 0) {
+        if ((rc = oc_schedule_build(s, m, l, &so, st)) == 0 &&
+            oc_rp_steady_unfold(&s1, &tl1, s, tl, &sp, why, sizeof why) == 0) {
+            held = 1;
+            oc_timeline_send_arrivals(tl);
+            oc_metrics_init(out, l);
+            oc_step_metrics(tl, out);
+            oc_metrics_finish(out, m, t);
+            out->coll_same = mt1->coll_same;
+            out->sim_micro_batches = sp.m1;
+            if (!tl_out)
+                oc_timeline_free(tl);
+        }
+        oc_timeline_free(&tl1);
+        if (!held || !sched_out)
+            oc_schedule_free(s);
+    }
+    oc_schedule_free(&s1);
+    free(mt1);
+    if (rc != 0 || held)
+        return rc;
+    /* the fold does not hold: every micro-batch, here */
+    XBT_CDEBUG(ocsim_steady, "steady-state fold does not hold, the full replay runs: %s", why);
+    return oc_replay_run(m, t, l, o, out, sched_out, tl_out, st);
 }
 
 int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
@@ -400,16 +511,7 @@ int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
     struct fork_job j = {m, t, l, o};
     struct oc_sim_fork_opts fo = {wall_limit_s > 0 ? wall_limit_s : 0, 0};
     struct oc_sim_buf buf = {0};
-    struct oc_rp_steady sp;
-    if (o && o->steady && oc_rp_steady_plan(l, &sp)) {
-        if (oc_sim_fork_run(steady_child, &j, &fo, &buf, st) != 0) {
-            oc_sim_buf_free(&buf);
-            return -1;
-        }
-        if (buf.len == 0)
-            oc_sim_buf_free(&buf); /* the fold did not hold: the full run */
-    }
-    if (buf.len == 0 && oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
+    if (oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
         oc_sim_buf_free(&buf);
         return -1;
     }

@@ -179,8 +179,9 @@ struct oc_replay_opts {
     int layer_grain;               /* test hook: FAST and SYM replay the
                                       layer-grain schedule (tests hold
                                       the chunk grain to it) */
-    int steady;                    /* oc_replay_run_forked: the steady-state
-                                      fold where it holds (below) */
+    int steady;                    /* oc_replay_run_steady (and _forked): the
+                                      steady-state fold where it holds
+                                      (below) */
 };
 
 /* The fidelity that runs for these options: FULL when asked, or when a
@@ -202,8 +203,18 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
                   struct oc_metrics *out, struct oc_schedule *sched_out,
                   struct oc_timeline *tl, struct oc_status *st);
 
-/* The same in a forked child (oc_sim_fork_run), metrics only: what a sweep
- * calls. wall_limit_s > 0 kills the child after that much wall time. */
+/* oc_replay_run, with the steady-state fold where o->steady asks for it
+ * and it applies (replay_steady.c): the replay of fewer micro-batches runs
+ * in a forked child (SimGrid once per process), its timeline comes back
+ * and is unfolded here to *sched_out's every op; where the fold does not
+ * hold, oc_replay_run here. out->sim_micro_batches says which ran. */
+int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_layout *l, const struct oc_replay_opts *o,
+                         struct oc_metrics *out, struct oc_schedule *sched_out,
+                         struct oc_timeline *tl, struct oc_status *st);
+
+/* oc_replay_run_steady in a forked child (oc_sim_fork_run), metrics only:
+ * what a sweep calls. wall_limit_s > 0 kills the child after that much wall time. */
 int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
                          const struct oc_layout *l,
                          const struct oc_replay_opts *o,

@@ -44,10 +44,14 @@ static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt)
 {
     char b[8][32], name[128];
     oc_layout_format(&mt->layout, name, sizeof name);
-    printf("%s, %s on %lld x %s, global batch %lld, seq %lld, %lld micro-batches\n",
+    printf("%s, %s on %lld x %s, global batch %lld, seq %lld, %lld micro-batches",
            o->model.name, name, (long long)o->cards, o->topo.device.name,
            (long long)mt->layout.global_batch, (long long)mt->layout.seq_length,
            (long long)mt->num_micro_batches);
+    if (mt->sim_micro_batches > 0 && mt->sim_micro_batches < mt->num_micro_batches)
+        printf(" (%lld simulated, the steady state unfolded)",
+               (long long)mt->sim_micro_batches);
+    putchar('\n');
     printf("  step time        %s\n", oc_fmt_si(b[0], 32, mt->step_time_s, "s"));
     printf("  tokens/s         %s\n", oc_fmt_si(b[1], 32, mt->tokens_per_s, ""));
     printf("  TFLOP/s per GPU  %.1f   MFU %.1f%%\n", mt->tflops_per_gpu, 100 * mt->mfu);
@@ -79,8 +83,8 @@ static int child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     struct oc_timeline tl;
     memset(&sched, 0, sizeof sched);
     memset(&tl, 0, sizeof tl);
-    if (oc_replay_run(&o->model, &o->topo, &o->layout, j->ro, &res->mt, &sched, &tl,
-                      st) != 0) {
+    if (oc_replay_run_steady(&o->model, &o->topo, &o->layout, j->ro, &res->mt, &sched, &tl,
+                             st) != 0) {
         free(res);
         return -1;
     }
