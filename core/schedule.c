@@ -727,7 +727,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
                       const struct oc_schedule_opts *o, struct oc_status *st)
 {
     memset(s, 0, sizeof *s);
-    struct oc_schedule_opts defaults = {OC_GRAIN_LAYER, 1};
+    struct oc_schedule_opts defaults = {OC_GRAIN_LAYER, 1, NULL};
     if (!o)
         o = &defaults;
     if (o->grain != OC_GRAIN_LAYER && o->grain != OC_GRAIN_CHUNK)
@@ -811,6 +811,8 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     s->layout = *l;
     s->ranks = oc_xcalloc((size_t)s->nranks, sizeof *s->ranks);
     for (int64_t r = 0; r < s->nranks; r++) {
+        if (o->only && !o->only[r])
+            continue;
         struct stage_info *me = &si[oc_layout_coord(l, r).pp];
         struct oc_rank_ops *ro = &s->ranks[r];
         if (me->count < 0) { /* every rank of a stage has the same count */

@@ -164,6 +164,10 @@ enum oc_grain { OC_GRAIN_LAYER, OC_GRAIN_CHUNK };
 struct oc_schedule_opts {
     enum oc_grain grain;
     int emit_memory;   /* emit ALLOC/FREE ops (default on: 1) */
+    /* NULL: every rank's ops; else only ranks r with only[r] != 0 get
+     * theirs, the others an empty list (a replay's figures read only
+     * the ranks it recorded: sim/replay.c's steady-state fold) */
+    const unsigned char *only;
 };
 
 struct oc_schedule {

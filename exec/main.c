@@ -524,7 +524,7 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
                            "rfull runs)", j->lname, (long long)o->layout.recompute_layers);
     if (!o->exec.save_dir && (o->exec.save_every > 0 || o->exec.save_keep > 0))
         return oc_fail(st, "--save-every and --save-keep need --save DIR");
-    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
+    struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1, NULL};
     if (oc_gpt_check_layout(&o->model, &o->layout, st) != 0 ||
         oc_schedule_build(&j->sched, &o->model, &o->layout, &so, st) != 0)
         return -1;

@@ -252,7 +252,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     struct oc_schedule *s = sched_out ? sched_out : &local;
     memset(&local, 0, sizeof local);
     const struct oc_schedule_opts so = {
-        R.fast && !o->layer_grain ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1};
+        R.fast && !o->layer_grain ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1, NULL};
     /* The symmetric mode decides before the engine starts whether it holds
      * (it runs on a reduced platform, replay_sym.c). Else the engine
      * first: a bad platform file or --cfg fails before the schedule is
@@ -461,7 +461,7 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
     const struct oc_schedule_opts so = {
         oc_replay_fidelity_used(o) != OC_SIM_FULL && !o->layer_grain ? OC_GRAIN_CHUNK
                                                                      : OC_GRAIN_LAYER,
-        1};
+        1, NULL};
     struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1);
     struct oc_schedule s1, local;
     struct oc_schedule *s = sched_out ? sched_out : &local;
@@ -475,7 +475,19 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
     oc_sim_buf_free(&buf);
     int held = 0;
     if (rc == 0) {
-        if ((rc = oc_schedule_build(s, m, l, &so, st)) == 0 &&
+        /* without sched_out only the recorded ranks' ops: the figures
+         * read no other */
+        unsigned char *record = NULL;
+        struct oc_schedule_opts so_full = so;
+        if (!sched_out) {
+            record = oc_xcalloc((size_t)s1.nranks, 1);
+            for (int64_t r = 0; r < s1.nranks; r++)
+                record[r] = tl1.start_s[r] != NULL;
+            so_full.only = record;
+        }
+        rc = oc_schedule_build(s, m, l, &so_full, st);
+        free(record);
+        if (rc == 0 &&
             oc_rp_steady_unfold(&s1, &tl1, s, tl, &sp, why, sizeof why) == 0) {
             held = 1;
             oc_timeline_send_arrivals(tl);

@@ -55,7 +55,7 @@ _Static_assert(sizeof configs / sizeof configs[0] == NCONFIGS,
 void build(struct oc_schedule *s, const struct oc_model *m,
            const struct oc_layout *l, enum oc_grain g)
 {
-    struct oc_schedule_opts o = {g, 1};
+    struct oc_schedule_opts o = {g, 1, NULL};
     struct oc_status st = {{0}};
     int rc = oc_schedule_build(s, m, l, &o, &st);
     CU_ASSERT_EQUAL_FATAL(rc, 0);

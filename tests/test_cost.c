@@ -420,7 +420,7 @@ static void test_sched_flops(void)
         l.recompute = modes[k];
         struct oc_schedule s;
         struct oc_status st = {{0}};
-        struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1};
+        struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1, NULL};
         CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&s, &m, &l, &so, &st), 0);
         int64_t checked = 0, recomputes = 0;
         for (int64_t r = 0; r < s.nranks; r++)

@@ -48,7 +48,7 @@ static int build(struct oc_schedule *s, const char *layout, int64_t gb,
         fprintf(stderr, "%s: %s\n", layout, st.msg);
         return -1;
     }
-    struct oc_schedule_opts o = {grain, 1};
+    struct oc_schedule_opts o = {grain, 1, NULL};
     if (oc_schedule_build(s, &tiny, &l, &o, &st) != 0) {
         fprintf(stderr, "%s: %s\n", layout, st.msg);
         return -1;
@@ -102,7 +102,7 @@ static int build_swept(struct oc_schedule *s, const struct shape *sh,
     l.order = sh->order;
     l.overlap_grad_reduce = sh->overlap;
     l.sequence_parallel = 0;
-    struct oc_schedule_opts o = {grain, 1};
+    struct oc_schedule_opts o = {grain, 1, NULL};
     return oc_schedule_build(s, &model, &l, &o, st);
 }
 

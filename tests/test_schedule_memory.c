@@ -137,7 +137,7 @@ static void test_alloc_free_balance(void)
     /* emit_memory = 0: no ALLOC/FREE at all */
     struct oc_layout l = make_layout(&configs[1]);
     struct oc_schedule s;
-    struct oc_schedule_opts o = {OC_GRAIN_LAYER, 0};
+    struct oc_schedule_opts o = {OC_GRAIN_LAYER, 0, NULL};
     struct oc_status st = {{0}};
     CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&s, &m, &l, &o, &st), 0);
     for (int64_t r = 0; r < s.nranks; r++) {

@@ -53,7 +53,7 @@ static struct oc_schedule cp_build(const struct oc_model *m, const struct oc_lay
 {
     struct oc_schedule s;
     struct oc_status st = {{0}};
-    const struct oc_schedule_opts o = {g, 1};
+    const struct oc_schedule_opts o = {g, 1, NULL};
     CU_ASSERT_EQUAL_FATAL(oc_layout_validate(l, m, NULL, oc_layout_world(l), &st), 0);
     CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&s, m, l, &o, &st), 0);
     return s;

@@ -133,7 +133,7 @@ static void case_init(struct unfold_case *c)
     CU_ASSERT_EQUAL_FATAL(oc_rp_steady_plan(&c->l, &c->sp), 1);
     c->l1 = c->l;
     c->l1.global_batch = c->sp.m1 * 2;
-    const struct oc_schedule_opts so = {OC_GRAIN_CHUNK, 1};
+    const struct oc_schedule_opts so = {OC_GRAIN_CHUNK, 1, NULL};
     CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&c->s, &c->m, &c->l, &so, &st), 0);
     CU_ASSERT_EQUAL_FATAL(oc_schedule_build(&c->s1, &c->m, &c->l1, &so, &st), 0);
     oc_timeline_init(&c->tl1, &c->s1, NULL);

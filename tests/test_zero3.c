@@ -225,7 +225,7 @@ static struct oc_schedule build(const struct oc_model *m, const struct oc_layout
                                 enum oc_grain g)
 {
     struct oc_schedule s;
-    struct oc_schedule_opts o = {g, 1};
+    struct oc_schedule_opts o = {g, 1, NULL};
     struct oc_status st = {{0}};
     int rc = oc_schedule_build(&s, m, l, &o, &st);
     oc_test_expect_ok(rc, st.msg);
