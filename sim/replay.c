@@ -454,7 +454,9 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
     o1.steady = 0;
     struct reduced_job j = {m, t, &l1, &o1};
     struct oc_sim_buf buf = {0};
-    if (oc_sim_fork_run(reduced_child, &j, NULL, &buf, st) != 0) {
+    /* a log asked for in the options shows, as the caller's own */
+    const struct oc_sim_fork_opts fo = {0, o->log != NULL};
+    if (oc_sim_fork_run(reduced_child, &j, &fo, &buf, st) != 0) {
         oc_sim_buf_free(&buf);
         return -1;
     }
