@@ -449,6 +449,18 @@ static int read_row(const struct oc_csv_table *t, int64_t r, const struct vargs 
     char m[OC_MSG_MAX];
     if (oc_opts_parse(o, argc, argv, OC_OPT_LAYOUT | OC_OPT_SIM | OC_OPT_RESERVE, st) != 0) {
         snprintf(m, sizeof m, "%s", st->msg);
+        /* Name the column of the first flag the parser's message names. */
+        const char *col = NULL, *at = NULL;
+        for (size_t i = 0; i < NCOLS; i++) {
+            char f[64];
+            snprintf(f, sizeof f, "--%s", cols[i].flag ? cols[i].flag : "");
+            const char *p = cols[i].flag ? strstr(m, f) : NULL;
+            const char e = p ? p[strlen(f)] : 0;
+            if (p && (e == ' ' || e == ':' || e == 0) && (!at || p < at))
+                at = p, col = cols[i].col;
+        }
+        if (col)
+            return oc_fail(st, "%s: column '%s': %s", w, col, m);
         return oc_fail(st, "%s: %s (the columns are ocsim simulate's flags)", w, m);
     }
     if (row_model(t, r, &o->model, st) != 0)
@@ -605,7 +617,6 @@ static int read_tables(const struct vargs *a, struct oc_csv_table *tabs, struct 
                 return oc_fail(st, "%s: no column '%s'", tabs[i].path, need[k]);
         if (col_of(&tabs[i], "cards") < 0)
             return oc_fail(st, "%s: no column 'cards' (the number of GPUs)", tabs[i].path);
-        note_unread(&tabs[i]);
         total += tabs[i].nrows;
     }
     *vr = calloc((size_t)total, sizeof **vr);
@@ -644,6 +655,8 @@ int oc_cmd_validate(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    for (int i = 0; i < a.ntables; i++) /* after the checks: exit 2 is one line */
+        note_unread(&tabs[i]);
     int64_t k = 0, failed = 0;
     for (int i = 0; i < a.ntables; i++) {
         printf("%s: %lld rows\n  %5s %-22s %6s %12s %12s %-9s %8s %9s  %s\n", tabs[i].path,
