@@ -60,6 +60,36 @@ for f in validation.csv validation.dat validation.gp; do
   [ -s "$tmp/v/$f" ] && ok || bad "--out: $f missing"
 done
 
+# A layer's forward and backward (with its recompute): the sum of the
+# layer-grain ops of the middle layer rank 0 holds, micro-batch 0, in the
+# ops.csv of ocsim simulate --fidelity full (measured: exactly that).
+lflags=(--cards 8 --model gpt3-1.3b --topology dgx-a100 --layout tp2-pp2-dp2-mb2
+        --global-batch 16 --seq 1024 --recompute full --no-sequence-parallel
+        --zero-stage 0 --attention flash --fidelity full)
+"$ocsim" simulate "${lflags[@]}" --out "$tmp/lsim" >/dev/null 2>&1 ||
+  bad "ocsim simulate --fidelity full failed"
+read -r lfwd lbwd < <(awk -F, '!/^#/ && !h { for (i = 1; i <= NF; i++) c[$i] = i; h = 1; next }
+  !/^#/ && $c["rank"] == 0 { n++; L[n] = $c["layer_first"]; C[n] = $c["layer_count"]
+    K[n] = $c["kind"]; P[n] = $c["phase"]; M[n] = $c["mb"]; D[n] = $c["end_s"] - $c["start_s"]
+    if (K[n] == "compute" && C[n] == 1 && L[n] >= 0) { if (lo == "" || L[n] < lo) lo = L[n]
+      if (hi == "" || L[n] > hi) hi = L[n] } }
+  END { k = lo + int((hi - lo) / 2)
+    for (i = 1; i <= n; i++) if (L[i] == k && C[i] == 1 && M[i] == 0 &&
+        (K[i] == "compute" || K[i] == "collective")) {
+      if (P[i] == "fwd") f += D[i]; else if (P[i] == "bwd" || P[i] == "recompute") b += D[i] }
+    printf "%.12g %.12g\n", f * 1000, b * 1000 }' "$tmp/lsim/ops.csv")
+lrow="gpt3-1.3b,8,dgx-a100,tp2-pp2-dp2-mb2,16,1024,full,no,0,flash"
+{
+  echo 'name,model,cards,topology,layout,global_batch,seq,recompute,sequence_parallel,zero,attention,quantity,measured,unit,source'
+  echo "lfwd,$lrow,layer_forward_time,$lfwd,ms,ops.csv"
+  echo "lbwd,$lrow,layer_backward_time,$lbwd,ms,ops.csv"
+} >"$tmp/layer.csv"
+expect 0 'MAPE 0\.0% over 2 rows' "$ocsim" validate "$tmp/layer.csv" --out "$tmp/lv"
+awk -F, 'NR > 1 { e = $8; if (e * e > 1e-10) bad = 1; n++ } END { exit bad || n != 2 }' \
+  "$tmp/lv/validation.csv" && ok || bad "layer rows: not ops.csv's sums ($lfwd, $lbwd ms)"
+awk -v f="$lfwd" -v b="$lbwd" 'BEGIN { exit !(f > 0 && b > 1.5 * f) }' && ok ||
+  bad "layer times: forward $lfwd ms, backward $lbwd ms (backward with recompute > 1.5 x forward)"
+
 # --mape: 12.56 misses 12 (exit 1), meets 13.
 expect 1 'MAPE 12\.6% is above --mape 12%' "$ocsim" validate "$tmp/t.csv" --out "$tmp/v" --mape 12
 expect 0 'MAPE 12\.6%' "$ocsim" validate "$tmp/t.csv" --out "$tmp/v" --mape 13
