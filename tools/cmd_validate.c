@@ -181,7 +181,17 @@ static void run_row(struct vrow *v, struct oc_val_row *out, const struct vargs *
     }
     const double t0 = now_s();
     out->fits = 1;
-    if (v->q == Q_LAYER_FWD || v->q == Q_LAYER_BWD) {
+    if (v->q == Q_BUSBW) {
+        struct oc_status st = {{0}};
+        double bw = 0;
+        if (oc_val_allreduce_busbw(v, &bw, &st) != 0) {
+            out->state = OC_VAL_FAILED;
+            snprintf(out->note, sizeof out->note, "failed: %.490s", st.msg);
+            out->runtime_s = now_s() - t0;
+            return;
+        }
+        out->predicted = bw / v->scale;
+    } else if (v->q == Q_LAYER_FWD || v->q == Q_LAYER_BWD) {
         struct oc_sim_buf res = {0};
         struct oc_status st = {{0}};
         if (oc_sim_fork_run(layer_child, v, NULL, &res, &st) != 0 ||

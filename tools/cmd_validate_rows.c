@@ -53,11 +53,11 @@ static const char *const other_cols[] = {
     "name", "notes", "model", "topology", "quantity", "unit", "measured", "source", "stage",
     "hidden_size", "num_attention_heads", "num_hidden_layers", "vocab_size",
     "intermediate_size", "num_key_value_heads", "max_position_embeddings", "model_type",
-    "hidden_act", "tie_word_embeddings"};
+    "hidden_act", "tie_word_embeddings", "bytes"};
 
 const char *const oc_val_q_names[Q_N] = {
     "step_time",          "tflops_per_gpu",     "memory_states",      "memory_activations",
-    "memory_peak",        "layer_forward_time", "layer_backward_time"};
+    "memory_peak",        "layer_forward_time", "layer_backward_time", "allreduce_busbw"};
 
 /* Header names compared without case, '-' as '_'. */
 static int col_of(const struct oc_csv_table *t, const char *name)
@@ -246,13 +246,14 @@ static int row_measure(const struct oc_csv_table *t, int64_t r, struct vrow *v,
     where(t, r, w, sizeof w);
     static const struct {
         const char *unit;
-        int mem; /* 0 time, 1 throughput, 2 memory */
+        int mem; /* 0 time, 1 throughput, 2 memory, 3 bandwidth */
         double scale;
     } units[] = {
         {"s", 0, 1},         {"s/step", 0, 1},     {"s/iter", 0, 1},
         {"ms", 0, 1e-3},     {"ms/step", 0, 1e-3}, {"ms/iter", 0, 1e-3},
         {"tflop/s", 1, 1},   {"tflop/s/gpu", 1, 1}, {"tflops", 1, 1},
         {"gib", 2, 1073741824.0}, {"gb", 2, 1e9},  {"mib", 2, 1048576.0},
+        {"gb/s", 3, 1e9},
     };
     const char *u = cell(t, r, "unit");
     int k = -1;
@@ -261,21 +262,24 @@ static int row_measure(const struct oc_csv_table *t, int64_t r, struct vrow *v,
             k = (int)i;
     if (k < 0)
         return oc_fail(st, "%s: column 'unit': unknown unit '%s' (known: s/step, ms/step, "
-                           "TFLOP/s, GiB, GB, MiB)", w, oc_quote(q, sizeof q, u));
+                           "TFLOP/s, GiB, GB, MiB, GB/s)", w, oc_quote(q, sizeof q, u));
     v->scale = units[k].scale;
     const char *qs = cell(t, r, "quantity");
     int qi = -1;
     for (int i = 0; i < Q_N; i++)
         if (strcmp(qs, oc_val_q_names[i]) == 0)
             qi = i;
-    if (!*qs && units[k].mem < 2)
-        qi = units[k].mem == 0 ? Q_STEP : Q_TFLOPS;
+    if (!*qs && units[k].mem != 2)
+        qi = units[k].mem == 0 ? Q_STEP : units[k].mem == 1 ? Q_TFLOPS : Q_BUSBW;
     if (qi < 0)
         return oc_fail(st, "%s: column 'quantity': '%s' is not one of step_time, "
                            "tflops_per_gpu, memory_states, memory_activations, memory_peak, "
-                           "layer_forward_time, layer_backward_time",
+                           "layer_forward_time, layer_backward_time, allreduce_busbw",
                        w, oc_quote(q, sizeof q, qs));
-    const int kind = qi == Q_TFLOPS ? 1 : qi >= Q_MEM_STATES && qi <= Q_MEM_PEAK ? 2 : 0;
+    const int kind = qi == Q_TFLOPS                           ? 1
+                     : qi >= Q_MEM_STATES && qi <= Q_MEM_PEAK ? 2
+                     : qi == Q_BUSBW                          ? 3
+                                                              : 0;
     if (kind != units[k].mem)
         return oc_fail(st, "%s: column 'unit': '%s' is not a unit of %s", w,
                        oc_quote(q, sizeof q, u), oc_val_q_names[qi]);
@@ -290,6 +294,48 @@ static int row_measure(const struct oc_csv_table *t, int64_t r, struct vrow *v,
     if (cs >= 0 && *oc_csv_table_cell(t, r, cs) &&
         oc_csv_table_i64(t, r, cs, &v->stage, st) != 0)
         return -1;
+    return 0;
+}
+
+/* An all-reduce row (Q_BUSBW): cards, bytes, topology and optionally
+ * collective; no model, no layout. */
+static int read_coll_row(const struct oc_csv_table *t, int64_t r, struct vrow *v,
+                         struct oc_val_row *out, struct oc_status *st)
+{
+    char w[1100], buf[4200], m[OC_MSG_MAX];
+    where(t, r, w, sizeof w);
+    static const char *const need[] = {"cards", "bytes"};
+    int64_t iv[2];
+    for (int i = 0; i < 2; i++) {
+        const int c = col_of(t, need[i]);
+        if (c < 0)
+            return oc_fail(st, "%s: no column '%s' (an allreduce_busbw row needs it)", w,
+                           need[i]);
+        if (oc_csv_table_i64(t, r, c, &iv[i], st) != 0)
+            return -1;
+        if (iv[i] < (i == 0 ? 2 : 1))
+            return oc_fail(st, "%s: column '%s': %lld is not %s", w, need[i],
+                           (long long)iv[i], i == 0 ? "a group of 2 GPUs or more"
+                                                    : "a positive size");
+    }
+    oc_opts_default(&v->o);
+    v->o.cards = iv[0];
+    v->bytes = (double)iv[1];
+    const char *alg = cell(t, r, "collective");
+    if (oc_sim_algo_from_name(*alg ? alg : "auto", &v->algo, st) != 0) {
+        snprintf(m, sizeof m, "%s", st->msg);
+        return oc_fail(st, "%s: column 'collective': %s", w, m);
+    }
+    if (oc_topology_load(resolve(t->path, cell(t, r, "topology"), buf, sizeof buf), &v->o.topo,
+                         st) != 0) {
+        snprintf(m, sizeof m, "%s", st->msg);
+        return oc_fail(st, "%s: column 'topology': %s", w, m);
+    }
+    snprintf(out->layout, sizeof out->layout, "all-reduce of %lld bytes over %lld GPUs",
+             (long long)iv[1], (long long)iv[0]);
+    snprintf(out->model, sizeof out->model, "-");
+    snprintf(out->topology, sizeof out->topology, "%.60s", v->o.topo.name);
+    out->cards = iv[0];
     return 0;
 }
 
@@ -319,6 +365,8 @@ static int read_row(const struct oc_csv_table *t, int64_t r, const struct vargs 
     if (!*topo)
         return oc_fail(st, "%s: column 'topology' is empty (the cluster the run was "
                            "measured on)", w);
+    if (v->q == Q_BUSBW)
+        return read_coll_row(t, r, v, out, st);
     char *argv[2 * NCOLS + 4];
     int argc = 0;
     if (layout_argv(t, r, a, argv, &argc, st) != 0)

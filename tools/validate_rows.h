@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "collective.h"
 #include "csv_read.h"
 #include "options.h"
 #include "replay.h"
@@ -25,6 +26,8 @@ enum vq {
     Q_LAYER_FWD,  /* one layer's forward (compute + TP communication), one
                      micro-batch: simulated at layer grain (full fidelity) */
     Q_LAYER_BWD,  /* the same for its backward, with its recompute */
+    Q_BUSBW,      /* an all-reduce's nccl-tests bus bandwidth: simulated
+                     (cmd_validate_coll.c) */
     Q_N
 };
 extern const char *const oc_val_q_names[Q_N];
@@ -36,6 +39,8 @@ struct vrow {
     enum vq q;
     double scale;     /* the unit in the quantity's base unit (s, TFLOP/s, bytes) */
     int64_t stage;
+    double bytes;          /* Q_BUSBW: the all-reduce's buffer (column 'bytes') */
+    enum oc_sim_algo algo; /* Q_BUSBW: column 'collective', auto by default */
 };
 
 struct vargs {
@@ -50,6 +55,9 @@ struct vargs {
  * -1 with st->msg, one line naming the file, the line and the column. */
 int oc_val_read_tables(const struct vargs *a, struct oc_csv_table *tabs, struct vrow **vr,
                        struct oc_val_row **rows, int64_t *nrows, struct oc_status *st);
+/* Q_BUSBW: the simulated all-reduce of row v as nccl-tests' bus bandwidth,
+ * bytes/s (cmd_validate_coll.c). 0, or -1 with st->msg. */
+int oc_val_allreduce_busbw(const struct vrow *v, double *busbw_Bps, struct oc_status *st);
 /* Lists once on stderr the columns of t that nothing reads. */
 void oc_val_note_unread(const struct oc_csv_table *t);
 
