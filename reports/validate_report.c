@@ -130,8 +130,8 @@ static int write_gp(const char *dir, const struct vplot *vp, const struct oc_plo
         hi = lo * 10;
     oc_gp_script_begin(f, "validation", "predicted against measured, one point per row",
                        "ocsim validate", w, h);
-    fputs("set title \"Predicted vs measured (each row in its own unit: s/step, "
-          "TFLOP/s per GPU, GiB)\"\n"
+    fputs("set title \"Predicted vs measured (each row in its table's unit: s or ms, "
+          "TFLOP/s per GPU, GiB, GB/s)\"\n"
           "set xlabel \"measured\"\nset ylabel \"predicted\"\n"
           "set logscale xy\nset size ratio -1\nset grid\n"
           "set key outside right top noenhanced\n", f);

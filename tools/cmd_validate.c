@@ -9,12 +9,15 @@
  *   - measured, unit, source: the number, its unit and where it comes from
  *     (every row names its source). Units: s/step (s, s/iter), ms/step,
  *     TFLOP/s (model FLOPs per GPU, core/closed_form.h's count, which is
- *     Megatron-LM's without recompute), GiB, GB, MiB.
+ *     Megatron-LM's without recompute), GiB, GB, MiB, GB/s.
  *   - quantity: step_time, tflops_per_gpu (both simulated, as `ocsim
  *     simulate` does), memory_states (weights, gradients and optimizer
  *     states), memory_activations, memory_peak (core/memory.h, as `ocsim
- *     memory`; of the pipeline stage in column `stage`, default 0). May be
- *     left out for s, ms and TFLOP/s.
+ *     memory`; of the pipeline stage in column `stage`, default 0),
+ *     layer_forward_time, layer_backward_time (one layer's ops in the
+ *     full-fidelity replay's timeline), allreduce_busbw (one all-reduce of
+ *     column `bytes` over `cards` GPUs, no model or layout:
+ *     cmd_validate_coll.c). May be left out for s, ms, TFLOP/s and GB/s.
  *   - model: a shipped model name or a config.json path, or the
  *     config.json dimensions in columns of their names (hidden_size,
  *     num_attention_heads, num_hidden_layers, vocab_size, and optionally
@@ -52,7 +55,8 @@ static void help(void)
     puts("usage: ocsim validate TABLE.csv [TABLE.csv ...] [--out DIR] [--mape X]\n"
          "                      [--fidelity fast|full|sym] [--max-cards N]\n\n"
          "Predicts every row of validation tables (measured training runs: step time,\n"
-         "TFLOP/s per GPU or memory per GPU) with the simulator and the memory model, and\n"
+         "TFLOP/s per GPU, memory per GPU, one layer's forward or backward time, or an\n"
+         "all-reduce's bus bandwidth) with the simulator and the memory model, and\n"
          "prints predicted against measured per row with the error (predicted - measured)\n"
          "/ measured, and the mean absolute percentage error (MAPE) per table. Writes\n"
          "DIR/validation.csv and DIR/validation.png and .svg (default DIR: out/validate).\n\n"
