@@ -9,5 +9,6 @@ int oc_cmd_layouts(int argc, char **argv);
 int oc_cmd_memory(int argc, char **argv);
 int oc_cmd_simulate(int argc, char **argv);
 int oc_cmd_sweep(int argc, char **argv);
+int oc_cmd_validate(int argc, char **argv);
 
 #endif

@@ -21,6 +21,8 @@ static const struct command commands[] = {
      "list every TP x PP x DP layout for N cards, its memory per GPU and why it fails"},
     {"memory", oc_cmd_memory, "memory per GPU of one layout, stage by stage"},
     {"compare", oc_cmd_compare, "prediction against measurement: errors, verdict, scatter plot"},
+    {"validate", oc_cmd_validate,
+     "predict published measured runs (a table): error per row, MAPE per table, plot"},
 };
 
 static void usage(FILE *f)
