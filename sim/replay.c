@@ -260,14 +260,26 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     int64_t ntwins = 0;
     int64_t *twins = NULL;
     if (R.sym_asked) {
-        if (oc_schedule_build(s, m, l, &so, st) != 0) {
+        /* without a schedule to hand back (or one only for the timeline),
+         * the ranks the symmetric mode reads and records; all where it
+         * does not hold */
+        unsigned char *only = !sched_out || o->records_only ? oc_rp_sym_only(&R) : NULL;
+        struct oc_schedule_opts so_sym = so;
+        so_sym.only = only;
+        if (oc_schedule_build(s, m, l, &so_sym, st) != 0) {
+            free(only);
             oc_schedule_free(s);
             return -1;
         }
         R.s = s;
         oc_rp_sym_plan(&R, t);
-        if (R.sym)
+        if (R.sym) {
             twins = oc_rp_sym_twins(&R, &ntwins);
+        } else if (only) {
+            oc_schedule_free(s);
+            R.s = NULL;
+        }
+        free(only);
     }
     const int started = engine_start(t, world, o, twins, ntwins, R.sym, st);
     free(twins);
@@ -383,9 +395,12 @@ static int reduced_child(void *arg, struct oc_sim_buf *out, struct oc_status *st
 
 /* The reduced run's timeline on s1 from what reduced_child sent: 0, or -1
  * where the bytes do not fit s1 (an internal error). */
-static int reduced_timeline(const struct oc_sim_buf *b, const struct oc_schedule *s1,
-                            struct oc_metrics *mt1, struct oc_timeline *tl1)
+static int reduced_timeline(const struct oc_sim_buf *b, const struct oc_model *m,
+                            const struct oc_layout *l1, const struct oc_schedule_opts *so,
+                            struct oc_schedule *s1, struct oc_metrics *mt1,
+                            struct oc_timeline *tl1, struct oc_status *st)
 {
+    const int64_t world = oc_layout_world(l1);
     size_t at = 0;
     const unsigned char *d = (const unsigned char *)b->data;
 #define TAKE(dst, bytes)                                                       \
@@ -395,18 +410,17 @@ static int reduced_timeline(const struct oc_sim_buf *b, const struct oc_schedule
         memcpy((dst), d + at, (bytes));                                        \
         at += (bytes);                                                         \
     } while (0)
-    unsigned char *record = oc_xcalloc((size_t)s1->nranks, 1);
-    int64_t *n = oc_xmalloc((size_t)s1->nranks * sizeof *n);
+    unsigned char *record = oc_xcalloc((size_t)world, 1);
+    int64_t *n = oc_xmalloc((size_t)world * sizeof *n);
     memset(tl1, 0, sizeof *tl1);
+    memset(s1, 0, sizeof *s1);
     TAKE(mt1, sizeof *mt1);
-    /* first pass: which ranks are recorded */
+    /* first pass: which ranks are recorded, the only ones s1 needs */
     size_t save = at;
-    for (int64_t r = 0; r < s1->nranks; r++) {
+    for (int64_t r = 0; r < world; r++) {
         int64_t proxy;
         TAKE(&n[r], sizeof n[r]);
         TAKE(&proxy, sizeof proxy);
-        if (n[r] >= 0 && n[r] != s1->ranks[r].n)
-            goto short_read;
         record[r] = n[r] >= 0;
         if (n[r] > 0)
             at += 2 * (size_t)n[r] * sizeof(double);
@@ -414,6 +428,16 @@ static int reduced_timeline(const struct oc_sim_buf *b, const struct oc_schedule
     if (at != b->len)
         goto short_read;
     at = save;
+    struct oc_schedule_opts so1 = *so;
+    so1.only = record;
+    if (oc_schedule_build(s1, m, l1, &so1, st) != 0) {
+        free(record);
+        free(n);
+        return -1;
+    }
+    for (int64_t r = 0; r < world; r++)
+        if (n[r] >= 0 && n[r] != s1->ranks[r].n)
+            goto short_read;
     oc_timeline_init(tl1, s1, record);
     for (int64_t r = 0; r < s1->nranks; r++) {
         at += sizeof n[r];
@@ -432,7 +456,8 @@ short_read:
     free(n);
     if (tl1->start_s)
         oc_timeline_free(tl1);
-    return -1;
+    return oc_fail(st, "replay: the reduced run sent %zu bytes that do not fit its schedule",
+                   b->len);
 }
 
 int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
@@ -452,6 +477,7 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
     l1.global_batch = sp.m1 * l1.dp * l1.micro_batch;
     struct oc_replay_opts o1 = *o;
     o1.steady = 0;
+    o1.records_only = 1; /* its schedule goes no further than its timeline */
     struct reduced_job j = {m, t, &l1, &o1};
     struct oc_sim_buf buf = {0};
     /* a log asked for in the options shows, as the caller's own */
@@ -470,10 +496,7 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
     struct oc_timeline tl1, tl_local;
     struct oc_timeline *tl = tl_out ? tl_out : &tl_local;
     char why[256] = "";
-    int rc = oc_schedule_build(&s1, m, &l1, &so, st);
-    if (rc == 0 && reduced_timeline(&buf, &s1, mt1, &tl1) != 0)
-        rc = oc_fail(st, "replay: the reduced run sent %zu bytes that do not fit its "
-                         "schedule", buf.len);
+    int rc = reduced_timeline(&buf, m, &l1, &so, &s1, mt1, &tl1, st);
     oc_sim_buf_free(&buf);
     int held = 0;
     if (rc == 0) {

@@ -179,6 +179,8 @@ struct oc_replay_opts {
     int layer_grain;               /* test hook: FAST and SYM replay the
                                       layer-grain schedule (tests hold
                                       the chunk grain to it) */
+    int records_only;              /* internal: sched_out needs only the ops of
+                                      the ranks the timeline records */
     int steady;                    /* oc_replay_run_steady (and _forked): the
                                       steady-state fold where it holds
                                       (below) */

@@ -161,6 +161,10 @@ void oc_rp_free(struct replay *R);
 int64_t *oc_rp_sym_twins(const struct replay *R, int64_t *n);
 /* The simulated rank that stands for rank r (its image). */
 int64_t oc_rp_sym_image(const struct replay *R, int64_t r);
+/* The ranks whose ops the symmetric mode's plan reads and its replay
+ * records (TP rank 0 of the replicas on replica 0's nodes; a world-sized
+ * 0/1 array to free): struct oc_schedule_opts.only. */
+unsigned char *oc_rp_sym_only(const struct replay *R);
 /* Before the engine starts, on R->s: does the symmetric mode hold (sets
  * R->sym and R->ksym, or R->sym_why)? */
 void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t);

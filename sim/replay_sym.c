@@ -490,6 +490,19 @@ static int64_t node_replicas(const struct replay *R)
     return d < l->dp && l->dp % d == 0 ? d : 1;
 }
 
+unsigned char *oc_rp_sym_only(const struct replay *R)
+{
+    /* image_of's replicas: dp mod node_replicas at most (oc_rp_sym_plan
+     * tries replica 0, then one node's replicas) */
+    const int64_t dn = node_replicas(R);
+    unsigned char *only = oc_xcalloc((size_t)R->world, 1);
+    for (int64_t r = 0; r < R->world; r++) {
+        const struct oc_coord c = oc_layout_coord(R->l, r);
+        only[r] = c.tp == 0 && c.dp < dn;
+    }
+    return only;
+}
+
 void oc_rp_sym_plan(struct replay *R, const struct oc_topology *t)
 {
     R->sym = 0;
