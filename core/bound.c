@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bound_walk.h"
 #include "cost.h"
 #include "memory.h"
 #include "placement.h"
@@ -480,38 +481,6 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
     return best;
 }
 
-/* The stages' unit orders (oc_schedule_stage_order) of the last layout
- * asked, kept for the next: they read the schedule, p, v and m alone, and
- * a sweep bounds the knob variants of one (p, v, m, schedule) one after
- * the other. One entry, this process's (the sweep plans in one thread);
- * still reachable at exit, not a leak. */
-static struct {
-    enum oc_schedule_kind sched;
-    int64_t p, v, m;
-    struct oc_unit **ord;
-    int64_t *cnt;
-} orders;
-
-static void stage_orders(const struct oc_layout *l, int64_t nm, struct oc_unit ***ord,
-                         int64_t **cnt)
-{
-    const int64_t p = l->pp, v = oc_place_interleaved_chunks(l);
-    if (!orders.ord || orders.sched != l->schedule || orders.p != p || orders.v != v ||
-        orders.m != nm) {
-        for (int64_t i = 0; orders.ord && i < orders.p; i++)
-            free(orders.ord[i]);
-        free(orders.ord);
-        free(orders.cnt);
-        orders.sched = l->schedule, orders.p = p, orders.v = v, orders.m = nm;
-        orders.ord = oc_xcalloc((size_t)p, sizeof *orders.ord);
-        orders.cnt = oc_xcalloc((size_t)p, sizeof *orders.cnt);
-        for (int64_t i = 0; i < p; i++)
-            orders.cnt[i] = oc_schedule_stage_order(l, nm, i, &orders.ord[i]);
-    }
-    *ord = orders.ord;
-    *cnt = orders.cnt;
-}
-
 /* The step along the pipeline's critical path: every stage runs its units
  * in core/schedule.c's order (oc_schedule_stage_order), each no earlier
  * than the unit before it ends and than the message it consumes arrives
@@ -550,59 +519,16 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t g = 0; g + 1 < G; g++)
         hop[g] = hop_s(l, t, msg, g % p, (g + 1) % p);
 
-    struct oc_unit **ord;
-    int64_t *cnt, *pos = oc_xcalloc((size_t)p, sizeof *pos);
-    stage_orders(l, nm, &ord, &cnt);
-    double *clk = oc_xcalloc((size_t)p, sizeof *clk);
-    double *lastb = oc_xcalloc((size_t)G, sizeof *lastb);
-    double *fe = oc_xmalloc((size_t)(nm * G) * sizeof *fe);
-    double *be = oc_xmalloc((size_t)(nm * G) * sizeof *be);
-    for (int64_t k = 0; k < nm * G; k++)
-        fe[k] = be[k] = -1;
-    int64_t left = 0;
-    for (int64_t i = 0; i < p; i++)
-        left += cnt[i];
-    for (int progress = 1; left > 0 && progress;) {
-        progress = 0;
-        for (int64_t i = 0; i < p; i++) {
-            while (pos[i] < cnt[i]) {
-                const struct oc_unit u = ord[i][pos[i]];
-                const int64_t g = (int64_t)u.chunk * p + i, k = (int64_t)u.mb * G + g;
-                /* the producer's end, and the message's time */
-                double ready, h = 0;
-                if (!u.backward) {
-                    ready = g == 0 ? 0 : fe[k - 1];
-                    h = g == 0 ? 0 : hop[g - 1];
-                } else if (g == G - 1) {
-                    ready = fe[k];
-                } else {
-                    ready = be[k + 1];
-                    h = hop[g];
-                }
-                if (ready < 0)
-                    break;
-                /* the transfer starts once both ends are there: the send
-                 * at the producer's end, the RECV when this stage reaches
-                 * it, after its previous unit (schedule.c: RECV, work,
-                 * SEND per unit; SimGrid's mailboxes meet both ends) */
-                const double start = dmax(clk[i], ready) + h;
-                clk[i] = start + (u.backward ? b[g] : f[g]);
-                if (u.backward) {
-                    be[k] = clk[i];
-                    /* ZeRO-2/3 reduce inside the unit, layer by layer;
-                     * the chunk's bucket is posted after it */
-                    lastb[g] = l->zero >= 2 ? start : clk[i];
-                } else {
-                    fe[k] = clk[i];
-                }
-                pos[i]++;
-                left--;
-                progress = 1;
-            }
-        }
-    }
+    /* the units in order (bound_walk.c; a walk of the same inputs is
+     * reused): ZeRO-2/3 reduce inside a backward unit, layer by layer, so
+     * a chunk's gradients are ready from its last backward's start; else
+     * the chunk's bucket is posted after it */
+    struct oc_bound_walk w;
+    const int walked = oc_bound_walk_run(l, nm, f, b, hop, &w);
+    const double *clk = walked ? w.clk : NULL;
+    const double *lastb = walked ? (l->zero >= 2 ? w.bstart : w.bend) : NULL;
     double step = 0;
-    if (left == 0) {
+    if (walked) {
         const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
         int64_t gn, per_node, groups;
         grad_group(l, t, &gn, &per_node, &groups);
@@ -642,11 +568,6 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
         step = dmax(step, node_share_s(m, l, t, ready));
         free(ready);
     }
-    free(pos);
-    free(clk);
-    free(lastb);
-    free(fe);
-    free(be);
     free(f);
     free(b);
     free(hop);
