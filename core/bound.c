@@ -241,22 +241,35 @@ static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
     return (double)(c - 1) * dmax(slice, x) + slice;
 }
 
+/* One layer's forward, backward and recompute, and the TP term, the same
+ * for every chunk of a layout: computed once per bound (the K/V ring's
+ * sizes in cp_attn_s are most of it under CP). */
+struct layer_s {
+    double lf, lb, lr, tp_ar;
+};
+
+static void layer_costs(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_topology *t, const struct oc_cost *c,
+                        struct layer_s *ls)
+{
+    ls->lf = cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_FWD], OC_PHASE_FWD) +
+             c->part_s[OC_PART_MLP][OC_PHASE_FWD];
+    ls->lb = cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_BWD], OC_PHASE_BWD) +
+             c->part_s[OC_PART_MLP][OC_PHASE_BWD];
+    ls->lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+             c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
+    ls->tp_ar = tp_allreduce_s(m, l, t);
+}
+
 /* One forward (*f) and one backward (*b, its recompute included) of local
  * chunk `ch` of `stage` for one micro-batch: compute from the cost table
  * (on s/c tokens under context parallelism, cost.c), the TP terms and the
- * CP ring's steps (cp_attn_s). */
+ * CP ring's steps (cp_attn_s), per layer in *ls. */
 static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
-                     const struct oc_topology *t, const struct oc_cost *c, double tp_ar,
-                     int64_t stage, int64_t ch, double *fo, double *bo)
+                     const struct oc_cost *c, const struct layer_s *ls, int64_t stage,
+                     int64_t ch, double *fo, double *bo)
 {
-    const double lf =
-        cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_FWD], OC_PHASE_FWD) +
-        c->part_s[OC_PART_MLP][OC_PHASE_FWD];
-    const double lb =
-        cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_BWD], OC_PHASE_BWD) +
-        c->part_s[OC_PART_MLP][OC_PHASE_BWD];
-    const double lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
-                      c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
+    const double lf = ls->lf, lb = ls->lb, lr = ls->lr, tp_ar = ls->tp_ar;
     const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
     int64_t nrec = n;
     if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
@@ -279,16 +292,15 @@ static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
 
 static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
                         const struct oc_topology *t, const struct oc_cost *c,
-                        int64_t stage, struct stage_terms *st)
+                        const struct layer_s *ls, int64_t stage, struct stage_terms *st)
 {
     const int64_t nmb = oc_layout_num_micro_batches(l);
     const int64_t v = oc_place_chunks_per_stage(l);
-    const double tp_ar = tp_allreduce_s(m, l, t);
     memset(st, 0, sizeof *st);
     double per_mb = 0;
     for (int64_t ch = 0; ch < v; ch++) {
         double f, b;
-        chunk_fb(m, l, t, c, tp_ar, stage, ch, &f, &b);
+        chunk_fb(m, l, c, ls, stage, ch, &f, &b);
         if (ch == 0) {
             st->f0 = f;
             st->b0 = b;
@@ -498,17 +510,17 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
  * the latest end. 0 where the unit order is not walked (it never stalls
  * for a valid layout). */
 static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, const struct oc_cost *c)
+                           const struct oc_topology *t, const struct oc_cost *c,
+                           const struct layer_s *ls)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), G = p * v;
     const int64_t nm = oc_layout_num_micro_batches(l);
-    const double tp_ar = tp_allreduce_s(m, l, t);
     double *f = oc_xcalloc((size_t)G, sizeof *f), *b = oc_xcalloc((size_t)G, sizeof *b);
     double *hop = oc_xcalloc((size_t)G, sizeof *hop);
     for (int64_t g = 0; g < G; g++) {
         const int64_t i = g % p, ch = g / p;
         double zf, zb;
-        chunk_fb(m, l, t, c, tp_ar, i, ch, &f[g], &b[g]);
+        chunk_fb(m, l, c, ls, i, ch, &f[g], &b[g]);
         zero_chunk_s(m, l, t, i, ch, &zf, &zb);
         f[g] += zf;
         b[g] += zb;
@@ -590,10 +602,12 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     const struct oc_cost c = *cost;
     const int64_t p = l->pp;
     struct stage_terms st0;
+    struct layer_s ls;
+    layer_costs(m, l, t, &c, &ls);
     double fill = 0, drain = 0;
     for (int64_t i = 0; i < p; i++) {
         struct stage_terms st;
-        stage_terms(m, l, t, &c, i, &st);
+        stage_terms(m, l, t, &c, &ls, i, &st);
         if (i == 0)
             st0 = st;
         /* after stage i's last backward: stages i-1..0 each run the
@@ -611,7 +625,7 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
         drain += st.b0;
     }
     /* the pipeline's critical path, messages and DP tail in order */
-    out->path_s = path_bound_s(m, l, t, &c);
+    out->path_s = path_bound_s(m, l, t, &c, &ls);
     if (out->path_s > out->step_s)
         out->step_s = out->path_s;
     /* the NICs' throughput bounds the step whatever overlaps */
