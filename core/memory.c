@@ -18,6 +18,7 @@
 #include "memory.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "placement.h"
 #include "schedule.h"
@@ -169,16 +170,25 @@ static double chunk_layers_bytes(const struct oc_model *m, const struct oc_layou
     return bytes;
 }
 
-double oc_mem_chunk_activation_bytes(const struct oc_model *m,
-                                     const struct oc_layout *l, int64_t stage,
-                                     int64_t chunk)
+/* A chunk's activations, its layers' (chunk_layers_bytes) given. */
+static double chunk_activation_bytes(const struct oc_model *m, const struct oc_layout *l,
+                                     int64_t stage, int64_t chunk, double layers_bytes)
 {
-    double bytes = chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, chunk).count);
+    double bytes = layers_bytes;
     if (oc_place_holds_embed(l, stage, chunk))
         bytes += oc_mem_embed_activation_bytes(m, l);
     if (oc_place_holds_head(l, stage, chunk))
         bytes += oc_mem_head_activation_bytes(m, l);
     return bytes;
+}
+
+double oc_mem_chunk_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l, int64_t stage,
+                                     int64_t chunk)
+{
+    return chunk_activation_bytes(
+        m, l, stage, chunk,
+        chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, chunk).count));
 }
 
 int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
@@ -318,6 +328,49 @@ static void walk_backward(struct walk *w, const struct chunk_fig *c)
     w->units--;
 }
 
+/* The walks of interleaved_peak already done, by their inputs: the unit
+ * order's shape (p, v, warm-up and steady lengths) and the chunks' figures,
+ * compared bit for bit, so a hit returns the doubles the walk would. The
+ * knob variants a sweep judges one after the other (ZeRO stage, overlap,
+ * rank order: memory.h) repeat the activations of a stage with other
+ * parameter bytes, and the stage-split search (stage_split.c) asks the
+ * same stage classes for every knob set. Direct-mapped on a hash of the
+ * inputs; one table per process (the sweep plans in one thread, as the
+ * bound's caches: bound_walk.h), still reachable at exit, not a leak. */
+#define PEAK_WAYS 4096
+struct peak_entry {
+    uint64_t hash;
+    int64_t p, v, warm, steady;
+    int used;
+    size_t cap;   /* doubles in fig */
+    double *fig;  /* act[v], logits[v] */
+    double best, best_logits;
+};
+static struct peak_entry *peak_cache;
+
+static uint64_t peak_hash(int64_t p, int64_t v, int64_t warm, int64_t steady,
+                          const struct chunk_fig *c)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the inputs' bits */
+    const int64_t shape[4] = {p, v, warm, steady};
+    for (int i = 0; i < 4; i++)
+        h = (h ^ (uint64_t)shape[i]) * 1099511628211ULL;
+    for (int64_t k = 0; k < v; k++) {
+        uint64_t a, g;
+        memcpy(&a, &c[k].act, sizeof a);
+        memcpy(&g, &c[k].logits, sizeof g);
+        h = (h ^ a) * 1099511628211ULL;
+        h = (h ^ g) * 1099511628211ULL;
+    }
+    /* the doubles' low bits are mostly zero: fold the high bits down
+     * (splitmix64's finaliser) before the table takes h modulo its size */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
 /* Interleaved 1F1B: replay stage `stage`'s unit order (Megatron-LM's,
  * oc_schedule_warmup and oc_schedule_unit) and return the largest sum of
  * in-flight chunk activations (and, through *logits, the logits held at
@@ -335,9 +388,17 @@ static double interleaved_peak(const struct oc_model *m,
         oc_place_stage_has_head(l, stage) ? oc_mem_logits_bytes(m, l) : 0.0;
 
     const int64_t v = oc_place_chunks_per_stage(l);
-    struct chunk_fig *c = oc_xcalloc((size_t)v, sizeof *c);
+    struct chunk_fig small[16];
+    struct chunk_fig *c = v <= 16 ? small : oc_xcalloc((size_t)v, sizeof *c);
+    /* the chunks of a stage hold the same layers (placement.h): their
+     * layer terms once per count */
+    int64_t last_n = -1;
+    double last_bytes = 0;
     for (int64_t k = 0; k < v; k++) {
-        c[k].act = oc_mem_chunk_activation_bytes(m, l, stage, k);
+        const int64_t n = oc_place_chunk_layers(l, m, stage, k).count;
+        if (n != last_n)
+            last_bytes = chunk_layers_bytes(m, l, n), last_n = n;
+        c[k].act = chunk_activation_bytes(m, l, stage, k, last_bytes);
         c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
     }
     /* The steady phase repeats with period p*v: the chunk of forward
@@ -346,6 +407,21 @@ static double interleaved_peak(const struct oc_model *m,
      * in-flight counts after j and j + p*v are the same; the cool-down only
      * frees. One period therefore sees every state the walk reaches. */
     const int64_t steady = total - warm < l->pp * v ? total - warm : l->pp * v;
+    if (!peak_cache)
+        peak_cache = oc_xcalloc(PEAK_WAYS, sizeof *peak_cache);
+    const uint64_t h = peak_hash(l->pp, v, warm, steady, c);
+    struct peak_entry *e = &peak_cache[h % PEAK_WAYS];
+    int hit = e->used && e->hash == h && e->p == l->pp && e->v == v && e->warm == warm &&
+              e->steady == steady;
+    for (int64_t k = 0; hit && k < v; k++)
+        hit = memcmp(&e->fig[k], &c[k].act, sizeof c[k].act) == 0 &&
+              memcmp(&e->fig[v + k], &c[k].logits, sizeof c[k].logits) == 0;
+    if (hit) {
+        if (c != small)
+            free(c);
+        *logits_at_peak = e->best_logits;
+        return e->best;
+    }
     struct walk w = {0};
     for (int64_t k = 0; k < warm; k++)
         walk_forward(&w, &c[oc_schedule_unit(l, k, 0).chunk]);
@@ -353,10 +429,21 @@ static double interleaved_peak(const struct oc_model *m,
         walk_forward(&w, &c[oc_schedule_unit(l, warm + j, 0).chunk]);
         walk_backward(&w, &c[oc_schedule_unit(l, j, 1).chunk]);
     }
-    free(c);
     OC_ASSERT(w.units == warm);
     /* The replay and the closed-form count must agree. */
     OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));
+    if ((size_t)(2 * v) > e->cap) {
+        e->cap = (size_t)(2 * v);
+        free(e->fig);
+        e->fig = oc_xmalloc(e->cap * sizeof *e->fig);
+    }
+    for (int64_t k = 0; k < v; k++)
+        e->fig[k] = c[k].act, e->fig[v + k] = c[k].logits;
+    e->hash = h, e->p = l->pp, e->v = v, e->warm = warm, e->steady = steady;
+    e->best = w.best, e->best_logits = w.best_logits;
+    e->used = 1;
+    if (c != small)
+        free(c);
     *logits_at_peak = w.best_logits;
     return w.best;
 }
