@@ -281,8 +281,10 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
     int n = 0;
     if (L % (p * v) == 0)
         n = add(n, cap, first, last, 0, 0);
-    /* uneven: PP >= 2, every stage v layers at least, L a multiple of v */
-    if (p < 2 || L > OC_SPLIT_MAX_LAYERS || L < p * v || L % v != 0)
+    /* uneven: PP >= 2, every stage v layers at least, L a multiple of v;
+     * the options after the cap-th are not looked for (search.c's
+     * structural test takes the first alone) */
+    if (n >= cap || p < 2 || L > OC_SPLIT_MAX_LAYERS || L < p * v || L % v != 0)
         return n;
     struct ctx x = {m, l, L, p, v, 0, 0, 0, {NULL, NULL, NULL}};
     for (int i = 0; i < ST_N; i++) {
@@ -305,14 +307,14 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
         n = add(n, cap, first, last, f, e);
     }
     /* 3: Megatron-LM's embedding and loss as one layer each */
-    if (best_split(&x, OBJ_EMBED, 0, &s)) {
+    if (n < cap && best_split(&x, OBJ_EMBED, 0, &s)) {
         canonical(&x, s, &f, &e);
         n = add(n, cap, first, last, f, e);
     }
     /* 4: the lowest peak: where no split fits the device (it is then the
      * closest to fitting), or without a device. Where the time option
      * fits, a split of lower memory is only slower. */
-    if ((limit <= 0 || !time_fits) && best_split(&x, OBJ_MEMORY, 0, &s)) {
+    if (n < cap && (limit <= 0 || !time_fits) && best_split(&x, OBJ_MEMORY, 0, &s)) {
         canonical(&x, s, &f, &e);
         n = add(n, cap, first, last, f, e);
     }
