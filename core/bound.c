@@ -453,10 +453,12 @@ static int64_t node_stages(const struct oc_layout *l, const struct oc_topology *
  * later and the gathers of the stages whose last bucket is ready at T or
  * later cross after T (a gather follows its stage's reductions), at the
  * group bound of each (oc_bound_group_coll_s is linear in the bytes, the
- * groups' shapes are alike). ready[j*v + c]: stage j's chunk c bucket.
- * 0 where the stages do not share a node this way. */
+ * groups' shapes are alike). ready[j*v + c]: stage j's chunk c bucket,
+ * nl[j*v + c] its layers. 0 where the stages do not share a node this
+ * way. */
 static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, const double *ready)
+                           const struct oc_topology *t, const double *ready,
+                           const int64_t *nl)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), q = node_stages(l, t);
     if (q < 2 || l->zero > 1)
@@ -478,7 +480,7 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
                 for (int64_t c = 0; c < v; c++) {
                     last = dmax(last, ready[j * v + c]);
                     if (ready[j * v + c] >= T)
-                        grad += (double)oc_place_chunk_layers(l, m, j, c).count * P;
+                        grad += (double)nl[j * v + c] * P;
                 }
                 if (l->zero == 1 && last >= T)
                     weight += (double)oc_place_stage_layers(l, m, j) * P;
@@ -517,6 +519,12 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     const int64_t nm = oc_layout_num_micro_batches(l);
     double *f = oc_xcalloc((size_t)G, sizeof *f), *b = oc_xcalloc((size_t)G, sizeof *b);
     double *hop = oc_xcalloc((size_t)G, sizeof *hop);
+    /* nl[i*v + ch]: the layers of stage i's chunk ch (the tail's loops
+     * read them per pair of chunks) */
+    int64_t *nl = oc_xcalloc((size_t)G, sizeof *nl);
+    for (int64_t i = 0; i < p; i++)
+        for (int64_t ch = 0; ch < v; ch++)
+            nl[i * v + ch] = oc_place_chunk_layers(l, m, i, ch).count;
     for (int64_t g = 0; g < G; g++) {
         const int64_t i = g % p, ch = g / p;
         double zf, zb;
@@ -561,7 +569,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                         double after = 0;
                         for (int64_t c2 = 0; c2 < v; c2++)
                             if (lastb[c2 * p + i] >= T)
-                                after += (double)oc_place_chunk_layers(l, m, i, c2).count * P;
+                                after += (double)nl[i * v + c2] * P;
                         done = dmax(done, T + oc_bound_forced_coll_s(l, t, kind, pb.grad * after, gn,
                                                            per_node, groups));
                     }
@@ -577,12 +585,13 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
         for (int64_t i = 0; i < p; i++)
             for (int64_t ch = 0; ch < v; ch++)
                 ready[i * v + ch] = l->overlap_grad_reduce ? lastb[ch * p + i] : clk[i];
-        step = dmax(step, node_share_s(m, l, t, ready));
+        step = dmax(step, node_share_s(m, l, t, ready, nl));
         free(ready);
     }
     free(f);
     free(b);
     free(hop);
+    free(nl);
     return step;
 }
 
