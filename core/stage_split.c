@@ -37,7 +37,14 @@ struct ctx {
     int64_t L, p, v;
     double layer_w, embed_w, head_w; /* time of a layer, embedding, head */
     double *mem[ST_N];               /* peak bytes by layer count, <0: unknown */
+    /* stage_mem's even model and layout (its layer count set per call) */
+    struct oc_model even_m;
+    struct oc_layout even_l;
 };
+
+/* The larger of two loads or peaks (finite, never NaN: fmax's NaN rule
+ * is not needed, and its call was a tenth of the search). */
+static double dmax(double a, double b) { return a > b ? a : b; }
 
 /* The time weights from the cost model (cost.h), one micro-batch: a
  * layer's ATTN + MLP forward, backward and recompute; the embedding's and
@@ -82,22 +89,19 @@ static double stage_mem(struct ctx *x, int st, int64_t n)
     OC_ASSERT(n >= 1 && n <= x->L);
     if (x->mem[st][n] >= 0)
         return x->mem[st][n];
-    struct oc_model m = *x->m;
-    m.num_hidden_layers = x->p * n;
-    struct oc_layout l = *x->l;
-    l.first_stage_layers = l.last_stage_layers = 0;
+    x->even_m.num_hidden_layers = x->p * n;
     const int64_t stage = st == ST_FIRST ? 0 : st == ST_MID ? 1 : x->p - 1;
     struct oc_mem_breakdown b;
-    oc_memory_stage(&m, &l, stage, &b);
+    oc_memory_stage(&x->even_m, &x->even_l, stage, &b);
     x->mem[st][n] = b.total_bytes;
     return b.total_bytes;
 }
 
 static double split_peak(struct ctx *x, struct split s)
 {
-    double peak = fmax(stage_mem(x, ST_FIRST, s.f), stage_mem(x, ST_LAST, s.e));
+    double peak = dmax(stage_mem(x, ST_FIRST, s.f), stage_mem(x, ST_LAST, s.e));
     if (x->p > 2)
-        peak = fmax(peak, stage_mem(x, ST_MID, s.k));
+        peak = dmax(peak, stage_mem(x, ST_MID, s.k));
     return peak;
 }
 
@@ -108,10 +112,10 @@ static void loads(const struct ctx *x, struct split s, double lw, double ew,
 {
     const double a = (double)s.f * lw + ew, c = (double)s.e * lw + hw;
     const double b = (double)s.k * lw;
-    *most = fmax(a, c);
+    *most = dmax(a, c);
     *sumsq = a * a + c * c;
     if (x->p > 2) {
-        *most = fmax(*most, b);
+        *most = dmax(*most, b);
         *sumsq += (double)(x->p - 2) * b * b;
     }
 }
@@ -156,7 +160,7 @@ static struct score score_of(struct ctx *x, struct split s, enum objective o)
 static int better(struct score a, struct split sa, struct score b, struct split sb)
 {
     for (int i = 0; i < 3; i++) {
-        const double tol = 1e-9 * fmax(fabs(a.key[i]), fabs(b.key[i]));
+        const double tol = 1e-9 * dmax(fabs(a.key[i]), fabs(b.key[i]));
         if (a.key[i] < b.key[i] - tol)
             return 1;
         if (a.key[i] > b.key[i] + tol)
@@ -199,7 +203,7 @@ static int worse2(double a0, double a1, const struct score *b)
 {
     const double a[2] = {a0, a1};
     for (int i = 0; i < 2; i++) {
-        const double tol = 1e-9 * fmax(fabs(a[i]), fabs(b->key[i]));
+        const double tol = 1e-9 * dmax(fabs(a[i]), fabs(b->key[i]));
         if (a[i] > b->key[i] + tol)
             return 1;
         if (a[i] < b->key[i] - tol)
@@ -286,7 +290,8 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
      * structural test takes the first alone) */
     if (n >= cap || p < 2 || L > OC_SPLIT_MAX_LAYERS || L < p * v || L % v != 0)
         return n;
-    struct ctx x = {m, l, L, p, v, 0, 0, 0, {NULL, NULL, NULL}};
+    struct ctx x = {m, l, L, p, v, 0, 0, 0, {NULL, NULL, NULL}, *m, *l};
+    x.even_l.first_stage_layers = x.even_l.last_stage_layers = 0;
     for (int i = 0; i < ST_N; i++) {
         x.mem[i] = oc_xmalloc((size_t)(L + 1) * sizeof *x.mem[i]);
         for (int64_t j = 0; j <= L; j++)
