@@ -371,6 +371,41 @@ static uint64_t peak_hash(int64_t p, int64_t v, int64_t warm, int64_t steady,
     return h ^ (h >> 33);
 }
 
+/* The chunks of the first n forward and backward units of an interleaved
+ * order (oc_schedule_unit: they depend on p and v alone), kept for the
+ * next walks of the same (p, v): the walk reads them for every unit. */
+#define SEQ_WAYS 8
+static struct seq_entry {
+    int64_t p, v, n;
+    int32_t *fwd, *bwd;
+} seq_cache[SEQ_WAYS];
+static int seq_next;
+
+static const struct seq_entry *unit_chunks(const struct oc_layout *l, int64_t n)
+{
+    const int64_t p = l->pp, v = oc_place_interleaved_chunks(l);
+    struct seq_entry *e = NULL;
+    for (int i = 0; i < SEQ_WAYS && !e; i++)
+        if (seq_cache[i].fwd && seq_cache[i].p == p && seq_cache[i].v == v)
+            e = &seq_cache[i];
+    if (e && e->n >= n)
+        return e;
+    if (!e) {
+        e = &seq_cache[seq_next];
+        seq_next = (seq_next + 1) % SEQ_WAYS;
+    }
+    free(e->fwd);
+    free(e->bwd);
+    e->p = p, e->v = v, e->n = n > 0 ? n : 1;
+    e->fwd = oc_xmalloc((size_t)e->n * sizeof *e->fwd);
+    e->bwd = oc_xmalloc((size_t)e->n * sizeof *e->bwd);
+    for (int64_t k = 0; k < e->n; k++) {
+        e->fwd[k] = oc_schedule_unit(l, k, 0).chunk;
+        e->bwd[k] = oc_schedule_unit(l, k, 1).chunk;
+    }
+    return e;
+}
+
 /* Interleaved 1F1B: replay stage `stage`'s unit order (Megatron-LM's,
  * oc_schedule_warmup and oc_schedule_unit) and return the largest sum of
  * in-flight chunk activations (and, through *logits, the logits held at
@@ -422,12 +457,13 @@ static double interleaved_peak(const struct oc_model *m,
         *logits_at_peak = e->best_logits;
         return e->best;
     }
+    const struct seq_entry *u = unit_chunks(l, warm + steady);
     struct walk w = {0};
     for (int64_t k = 0; k < warm; k++)
-        walk_forward(&w, &c[oc_schedule_unit(l, k, 0).chunk]);
+        walk_forward(&w, &c[u->fwd[k]]);
     for (int64_t j = 0; j < steady; j++) {
-        walk_forward(&w, &c[oc_schedule_unit(l, warm + j, 0).chunk]);
-        walk_backward(&w, &c[oc_schedule_unit(l, j, 1).chunk]);
+        walk_forward(&w, &c[u->fwd[warm + j]]);
+        walk_backward(&w, &c[u->bwd[j]]);
     }
     OC_ASSERT(w.units == warm);
     /* The replay and the closed-form count must agree. */
