@@ -329,39 +329,37 @@ static void walk_backward(struct walk *w, const struct chunk_fig *c)
 }
 
 /* The walks of interleaved_peak already done, by their inputs: the unit
- * order's shape (p, v, warm-up and steady lengths) and the chunks' figures,
- * compared bit for bit, so a hit returns the doubles the walk would. The
- * knob variants a sweep judges one after the other (ZeRO stage, overlap,
- * rank order: memory.h) repeat the activations of a stage with other
- * parameter bytes, and the stage-split search (stage_split.c) asks the
- * same stage classes for every knob set. Direct-mapped on a hash of the
- * inputs; one table per process (the sweep plans in one thread, as the
- * bound's caches: bound_walk.h), still reachable at exit, not a leak. */
+ * order's shape (p, v, warm-up and steady lengths) and what the chunks'
+ * figures are made of (a chunk's layer bytes, the embedding's and the
+ * head's extra bytes and the logits, and which chunk holds each), compared
+ * bit for bit, so a hit returns the doubles the walk would. The knob
+ * variants a sweep judges one after the other (ZeRO stage, overlap, rank
+ * order: memory.h) repeat the activations of a stage with other parameter
+ * bytes, and the stage-split search (stage_split.c) asks the same stage
+ * classes for every knob set. Direct-mapped on a hash of the inputs; one
+ * table per process (the sweep plans in one thread, as the bound's caches:
+ * bound_walk.h), still reachable at exit, not a leak. */
 #define PEAK_WAYS 4096
+struct peak_key {
+    int64_t p, v, warm, steady, ke, kh; /* ke, kh: the embedding's and the
+                                           head's chunk, -1 none */
+    double layers, embed, head, logits;
+};
+_Static_assert(sizeof(struct peak_key) == 10 * sizeof(uint64_t), "no padding in the key");
 struct peak_entry {
-    uint64_t hash;
-    int64_t p, v, warm, steady;
+    struct peak_key k;
     int used;
-    size_t cap;   /* doubles in fig */
-    double *fig;  /* act[v], logits[v] */
     double best, best_logits;
 };
 static struct peak_entry *peak_cache;
 
-static uint64_t peak_hash(int64_t p, int64_t v, int64_t warm, int64_t steady,
-                          const struct chunk_fig *c)
+static uint64_t peak_hash(const struct peak_key *k)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the inputs' bits */
-    const int64_t shape[4] = {p, v, warm, steady};
-    for (int i = 0; i < 4; i++)
-        h = (h ^ (uint64_t)shape[i]) * 1099511628211ULL;
-    for (int64_t k = 0; k < v; k++) {
-        uint64_t a, g;
-        memcpy(&a, &c[k].act, sizeof a);
-        memcpy(&g, &c[k].logits, sizeof g);
-        h = (h ^ a) * 1099511628211ULL;
-        h = (h ^ g) * 1099511628211ULL;
-    }
+    uint64_t w[10];
+    memcpy(w, k, sizeof w);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the key's words */
+    for (int i = 0; i < 10; i++)
+        h = (h ^ w[i]) * 1099511628211ULL;
     /* the doubles' low bits are mostly zero: fold the high bits down
      * (splitmix64's finaliser) before the table takes h modulo its size */
     h ^= h >> 33;
@@ -423,39 +421,36 @@ static double interleaved_peak(const struct oc_model *m,
         oc_place_stage_has_head(l, stage) ? oc_mem_logits_bytes(m, l) : 0.0;
 
     const int64_t v = oc_place_chunks_per_stage(l);
-    struct chunk_fig small[16];
-    struct chunk_fig *c = v <= 16 ? small : oc_xcalloc((size_t)v, sizeof *c);
-    /* the chunks of a stage hold the same layers (placement.h): their
-     * layer terms once per count */
-    int64_t last_n = -1;
-    double last_bytes = 0;
-    for (int64_t k = 0; k < v; k++) {
-        const int64_t n = oc_place_chunk_layers(l, m, stage, k).count;
-        if (n != last_n)
-            last_bytes = chunk_layers_bytes(m, l, n), last_n = n;
-        c[k].act = chunk_activation_bytes(m, l, stage, k, last_bytes);
-        c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
-    }
     /* The steady phase repeats with period p*v: the chunk of forward
      * warm+j and of backward j are periodic in j (oc_schedule_unit), and
      * one period runs every chunk p times in each direction, so the
      * in-flight counts after j and j + p*v are the same; the cool-down only
      * frees. One period therefore sees every state the walk reaches. */
     const int64_t steady = total - warm < l->pp * v ? total - warm : l->pp * v;
+    /* The chunks' figures from their parts (placement.h): every chunk of
+     * a stage holds n_i/v layers; the embedding is global chunk 0 (this
+     * stage's chunk 0 or none), the head the last (chunk v-1 or none). */
+    struct peak_key key;
+    memset(&key, 0, sizeof key); /* the hash reads every byte */
+    key.p = l->pp, key.v = v, key.warm = warm, key.steady = steady;
+    key.ke = oc_place_holds_embed(l, stage, 0) ? 0 : -1;
+    key.kh = oc_place_holds_head(l, stage, v - 1) ? v - 1 : -1;
+    key.layers = chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, 0).count);
+    key.embed = key.ke >= 0 ? oc_mem_embed_activation_bytes(m, l) : 0.0;
+    key.head = key.kh >= 0 ? oc_mem_head_activation_bytes(m, l) : 0.0;
+    key.logits = logit_bytes;
     if (!peak_cache)
         peak_cache = oc_xcalloc(PEAK_WAYS, sizeof *peak_cache);
-    const uint64_t h = peak_hash(l->pp, v, warm, steady, c);
-    struct peak_entry *e = &peak_cache[h % PEAK_WAYS];
-    int hit = e->used && e->hash == h && e->p == l->pp && e->v == v && e->warm == warm &&
-              e->steady == steady;
-    for (int64_t k = 0; hit && k < v; k++)
-        hit = memcmp(&e->fig[k], &c[k].act, sizeof c[k].act) == 0 &&
-              memcmp(&e->fig[v + k], &c[k].logits, sizeof c[k].logits) == 0;
-    if (hit) {
-        if (c != small)
-            free(c);
+    struct peak_entry *e = &peak_cache[peak_hash(&key) % PEAK_WAYS];
+    if (e->used && memcmp(&e->k, &key, sizeof key) == 0) {
         *logits_at_peak = e->best_logits;
         return e->best;
+    }
+    struct chunk_fig small[16];
+    struct chunk_fig *c = v <= 16 ? small : oc_xcalloc((size_t)v, sizeof *c);
+    for (int64_t k = 0; k < v; k++) {
+        c[k].act = chunk_activation_bytes(m, l, stage, k, key.layers);
+        c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
     }
     const struct seq_entry *u = unit_chunks(l, warm + steady);
     struct walk w = {0};
@@ -468,14 +463,7 @@ static double interleaved_peak(const struct oc_model *m,
     OC_ASSERT(w.units == warm);
     /* The replay and the closed-form count must agree. */
     OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));
-    if ((size_t)(2 * v) > e->cap) {
-        e->cap = (size_t)(2 * v);
-        free(e->fig);
-        e->fig = oc_xmalloc(e->cap * sizeof *e->fig);
-    }
-    for (int64_t k = 0; k < v; k++)
-        e->fig[k] = c[k].act, e->fig[v + k] = c[k].logits;
-    e->hash = h, e->p = l->pp, e->v = v, e->warm = warm, e->steady = steady;
+    e->k = key;
     e->best = w.best, e->best_logits = w.best_logits;
     e->used = 1;
     if (c != small)
