@@ -157,8 +157,8 @@ static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
  * them on the DP links, which they share (a throughput bound: the sum of
  * each collective's bytes over the capacity it must cross). */
 static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, int64_t stage, int forced,
-                           double *blocking_s)
+                           const struct oc_topology *t, const int64_t *nl, int64_t stage,
+                           int forced, double *blocking_s)
 {
     *blocking_s = 0;
     double ag1, rs1;
@@ -167,7 +167,7 @@ static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
     const int64_t nmb = oc_layout_num_micro_batches(l), v = oc_place_chunks_per_stage(l);
     double all = 0;
     for (int64_t ch = 0; ch < v; ch++) {
-        const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+        const int64_t n = nl[stage * v + ch];
         if (n < 1)
             continue;
         const double per_mb = (double)n * (rs1 + (l->zero == 3 ? 2 * ag1 : 0));
@@ -181,10 +181,10 @@ static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
 }
 
 static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *l,
-                              const struct oc_topology *t, int64_t stage)
+                              const struct oc_topology *t, const int64_t *nl, int64_t stage)
 {
     double b;
-    zero_units_s(m, l, t, stage, 1, &b);
+    zero_units_s(m, l, t, nl, stage, 1, &b);
     return b;
 }
 
@@ -246,6 +246,7 @@ static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
  * sizes in cp_attn_s are most of it under CP). */
 struct layer_s {
     double lf, lb, lr, tp_ar;
+    const int64_t *nl; /* nl[stage * v + ch]: the layers of a chunk */
 };
 
 static void layer_costs(const struct oc_model *m, const struct oc_layout *l,
@@ -270,7 +271,7 @@ static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
                      int64_t ch, double *fo, double *bo)
 {
     const double lf = ls->lf, lb = ls->lb, lr = ls->lr, tp_ar = ls->tp_ar;
-    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+    const int64_t n = ls->nl[stage * oc_place_chunks_per_stage(l) + ch];
     int64_t nrec = n;
     if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
         nrec = imin(l->recompute_layers, n);
@@ -307,7 +308,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         }
         per_mb += f + b;
     }
-    st->work = (double)nmb * per_mb + zero_blocking_s(m, l, t, stage);
+    st->work = (double)nmb * per_mb + zero_blocking_s(m, l, t, ls->nl, stage);
 
     /* The tail: DP reduction not overlapped, the weight all-gather of the
      * distributed optimizer, AdamW over the rank's (shard of) parameters. */
@@ -322,7 +323,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         double reduced = (double)params;
         if (l->overlap_grad_reduce || l->zero >= 2) {
             /* only the chunk-0 bucket surely starts after the last backward */
-            const int64_t n0 = oc_place_chunk_layers(l, m, stage, 0).count;
+            const int64_t n0 = ls->nl[stage * v];
             reduced = (double)n0 * (double)oc_model_layer_params_tp(m, l->tp);
         }
         st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node, groups);
@@ -414,12 +415,10 @@ static double hop_s(const struct oc_layout *l, const struct oc_topology *t, doub
  * parameters before its forward and again before its backward; ZeRO-2/3
  * reduce-scatter its gradients after its backward). */
 static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
-                         const struct oc_topology *t, int64_t stage, int64_t ch, double *zf,
-                         double *zb)
+                         const struct oc_topology *t, int64_t n, double *zf, double *zb)
 {
     *zf = *zb = 0;
     double ag1, rs1;
-    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
     if (n < 1 || !zero_layer_colls(m, l, t, 1, &ag1, &rs1))
         return;
     if (!l->overlap_grad_reduce) {
@@ -519,17 +518,12 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     const int64_t nm = oc_layout_num_micro_batches(l);
     double *f = oc_xcalloc((size_t)G, sizeof *f), *b = oc_xcalloc((size_t)G, sizeof *b);
     double *hop = oc_xcalloc((size_t)G, sizeof *hop);
-    /* nl[i*v + ch]: the layers of stage i's chunk ch (the tail's loops
-     * read them per pair of chunks) */
-    int64_t *nl = oc_xcalloc((size_t)G, sizeof *nl);
-    for (int64_t i = 0; i < p; i++)
-        for (int64_t ch = 0; ch < v; ch++)
-            nl[i * v + ch] = oc_place_chunk_layers(l, m, i, ch).count;
+    const int64_t *nl = ls->nl;
     for (int64_t g = 0; g < G; g++) {
         const int64_t i = g % p, ch = g / p;
         double zf, zb;
         chunk_fb(m, l, c, ls, i, ch, &f[g], &b[g]);
-        zero_chunk_s(m, l, t, i, ch, &zf, &zb);
+        zero_chunk_s(m, l, t, nl[i * v + ch], &zf, &zb);
         f[g] += zf;
         b[g] += zb;
     }
@@ -591,7 +585,6 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     free(f);
     free(b);
     free(hop);
-    free(nl);
     return step;
 }
 
@@ -613,6 +606,14 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     struct stage_terms st0;
     struct layer_s ls;
     layer_costs(m, l, t, &c, &ls);
+    /* the chunks' layers, read per chunk (and per pair of chunks in the
+     * path's tail) */
+    const int64_t v = oc_place_chunks_per_stage(l);
+    int64_t *nl = oc_xcalloc((size_t)(p * v), sizeof *nl);
+    for (int64_t i = 0; i < p; i++)
+        for (int64_t ch = 0; ch < v; ch++)
+            nl[i * v + ch] = oc_place_chunk_layers(l, m, i, ch).count;
+    ls.nl = nl;
     double fill = 0, drain = 0;
     for (int64_t i = 0; i < p; i++) {
         struct stage_terms st;
@@ -647,12 +648,14 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t k0 = 0; k0 < p; k0 += q) {
         double z = 0, blocking;
         for (int64_t i = k0; i < k0 + q && i < p; i++) {
-            z += zero_units_s(m, l, t, i, 0, &blocking);
+            z += zero_units_s(m, l, t, nl, i, 0, &blocking);
             /* one stage's own group under the forced algorithm */
-            out->zero_link_s = dmax(out->zero_link_s, zero_units_s(m, l, t, i, 1, &blocking));
+            out->zero_link_s =
+                dmax(out->zero_link_s, zero_units_s(m, l, t, nl, i, 1, &blocking));
         }
         out->zero_link_s = dmax(out->zero_link_s, z);
     }
     if (out->zero_link_s > out->step_s)
         out->step_s = out->zero_link_s;
+    free(nl);
 }
