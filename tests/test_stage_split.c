@@ -363,9 +363,9 @@ static void test_order_free(void)
     for (int64_t i = 0; i < k; i++)
         at[i + 1] = at[i] + lay[i].pp;
     double *mem = calloc((size_t)at[k], sizeof *mem);
-    int64_t (*f)[OC_SPLIT_MAX] = calloc((size_t)k, sizeof *f);
-    int64_t (*e)[OC_SPLIT_MAX] = calloc((size_t)k, sizeof *e);
-    int *no = calloc((size_t)k, sizeof *no);
+    int64_t (*f)[OC_SPLIT_MAX] = calloc((size_t)k + 1, sizeof *f);
+    int64_t (*e)[OC_SPLIT_MAX] = calloc((size_t)k + 1, sizeof *e);
+    int *no = calloc((size_t)k + 1, sizeof *no);
     for (int64_t i = 0; i < k; i++) {
         for (int64_t j = 0; j < lay[i].pp; j++) {
             struct oc_mem_breakdown mb;
