@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "bound_walk.h"
 #include "cost.h"
 #include "memory.h"
 #include "placement.h"
@@ -156,8 +157,8 @@ static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
  * them on the DP links, which they share (a throughput bound: the sum of
  * each collective's bytes over the capacity it must cross). */
 static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, int64_t stage, int forced,
-                           double *blocking_s)
+                           const struct oc_topology *t, const int64_t *nl, int64_t stage,
+                           int forced, double *blocking_s)
 {
     *blocking_s = 0;
     double ag1, rs1;
@@ -166,7 +167,7 @@ static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
     const int64_t nmb = oc_layout_num_micro_batches(l), v = oc_place_chunks_per_stage(l);
     double all = 0;
     for (int64_t ch = 0; ch < v; ch++) {
-        const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+        const int64_t n = nl[stage * v + ch];
         if (n < 1)
             continue;
         const double per_mb = (double)n * (rs1 + (l->zero == 3 ? 2 * ag1 : 0));
@@ -180,10 +181,10 @@ static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
 }
 
 static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *l,
-                              const struct oc_topology *t, int64_t stage)
+                              const struct oc_topology *t, const int64_t *nl, int64_t stage)
 {
     double b;
-    zero_units_s(m, l, t, stage, 1, &b);
+    zero_units_s(m, l, t, nl, stage, 1, &b);
     return b;
 }
 
@@ -240,23 +241,37 @@ static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
     return (double)(c - 1) * dmax(slice, x) + slice;
 }
 
+/* One layer's forward, backward and recompute, and the TP term, the same
+ * for every chunk of a layout: computed once per bound (the K/V ring's
+ * sizes in cp_attn_s are most of it under CP). */
+struct layer_s {
+    double lf, lb, lr, tp_ar;
+    const int64_t *nl; /* nl[stage * v + ch]: the layers of a chunk */
+};
+
+static void layer_costs(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_topology *t, const struct oc_cost *c,
+                        struct layer_s *ls)
+{
+    ls->lf = cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_FWD], OC_PHASE_FWD) +
+             c->part_s[OC_PART_MLP][OC_PHASE_FWD];
+    ls->lb = cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_BWD], OC_PHASE_BWD) +
+             c->part_s[OC_PART_MLP][OC_PHASE_BWD];
+    ls->lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
+             c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
+    ls->tp_ar = tp_allreduce_s(m, l, t);
+}
+
 /* One forward (*f) and one backward (*b, its recompute included) of local
  * chunk `ch` of `stage` for one micro-batch: compute from the cost table
  * (on s/c tokens under context parallelism, cost.c), the TP terms and the
- * CP ring's steps (cp_attn_s). */
+ * CP ring's steps (cp_attn_s), per layer in *ls. */
 static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
-                     const struct oc_topology *t, const struct oc_cost *c, double tp_ar,
-                     int64_t stage, int64_t ch, double *fo, double *bo)
+                     const struct oc_cost *c, const struct layer_s *ls, int64_t stage,
+                     int64_t ch, double *fo, double *bo)
 {
-    const double lf =
-        cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_FWD], OC_PHASE_FWD) +
-        c->part_s[OC_PART_MLP][OC_PHASE_FWD];
-    const double lb =
-        cp_attn_s(m, l, t, c->part_s[OC_PART_ATTN][OC_PHASE_BWD], OC_PHASE_BWD) +
-        c->part_s[OC_PART_MLP][OC_PHASE_BWD];
-    const double lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
-                      c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
-    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+    const double lf = ls->lf, lb = ls->lb, lr = ls->lr, tp_ar = ls->tp_ar;
+    const int64_t n = ls->nl[stage * oc_place_chunks_per_stage(l) + ch];
     int64_t nrec = n;
     if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
         nrec = imin(l->recompute_layers, n);
@@ -278,23 +293,22 @@ static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
 
 static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
                         const struct oc_topology *t, const struct oc_cost *c,
-                        int64_t stage, struct stage_terms *st)
+                        const struct layer_s *ls, int64_t stage, struct stage_terms *st)
 {
     const int64_t nmb = oc_layout_num_micro_batches(l);
     const int64_t v = oc_place_chunks_per_stage(l);
-    const double tp_ar = tp_allreduce_s(m, l, t);
     memset(st, 0, sizeof *st);
     double per_mb = 0;
     for (int64_t ch = 0; ch < v; ch++) {
         double f, b;
-        chunk_fb(m, l, t, c, tp_ar, stage, ch, &f, &b);
+        chunk_fb(m, l, c, ls, stage, ch, &f, &b);
         if (ch == 0) {
             st->f0 = f;
             st->b0 = b;
         }
         per_mb += f + b;
     }
-    st->work = (double)nmb * per_mb + zero_blocking_s(m, l, t, stage);
+    st->work = (double)nmb * per_mb + zero_blocking_s(m, l, t, ls->nl, stage);
 
     /* The tail: DP reduction not overlapped, the weight all-gather of the
      * distributed optimizer, AdamW over the rank's (shard of) parameters. */
@@ -309,7 +323,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         double reduced = (double)params;
         if (l->overlap_grad_reduce || l->zero >= 2) {
             /* only the chunk-0 bucket surely starts after the last backward */
-            const int64_t n0 = oc_place_chunk_layers(l, m, stage, 0).count;
+            const int64_t n0 = ls->nl[stage * v];
             reduced = (double)n0 * (double)oc_model_layer_params_tp(m, l->tp);
         }
         st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node, groups);
@@ -401,12 +415,10 @@ static double hop_s(const struct oc_layout *l, const struct oc_topology *t, doub
  * parameters before its forward and again before its backward; ZeRO-2/3
  * reduce-scatter its gradients after its backward). */
 static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
-                         const struct oc_topology *t, int64_t stage, int64_t ch, double *zf,
-                         double *zb)
+                         const struct oc_topology *t, int64_t n, double *zf, double *zb)
 {
     *zf = *zb = 0;
     double ag1, rs1;
-    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
     if (n < 1 || !zero_layer_colls(m, l, t, 1, &ag1, &rs1))
         return;
     if (!l->overlap_grad_reduce) {
@@ -440,10 +452,12 @@ static int64_t node_stages(const struct oc_layout *l, const struct oc_topology *
  * later and the gathers of the stages whose last bucket is ready at T or
  * later cross after T (a gather follows its stage's reductions), at the
  * group bound of each (oc_bound_group_coll_s is linear in the bytes, the
- * groups' shapes are alike). ready[j*v + c]: stage j's chunk c bucket.
- * 0 where the stages do not share a node this way. */
+ * groups' shapes are alike). ready[j*v + c]: stage j's chunk c bucket,
+ * nl[j*v + c] its layers. 0 where the stages do not share a node this
+ * way. */
 static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, const double *ready)
+                           const struct oc_topology *t, const double *ready,
+                           const int64_t *nl)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), q = node_stages(l, t);
     if (q < 2 || l->zero > 1)
@@ -465,7 +479,7 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
                 for (int64_t c = 0; c < v; c++) {
                     last = dmax(last, ready[j * v + c]);
                     if (ready[j * v + c] >= T)
-                        grad += (double)oc_place_chunk_layers(l, m, j, c).count * P;
+                        grad += (double)nl[j * v + c] * P;
                 }
                 if (l->zero == 1 && last >= T)
                     weight += (double)oc_place_stage_layers(l, m, j) * P;
@@ -478,38 +492,6 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
         }
     }
     return best;
-}
-
-/* The stages' unit orders (oc_schedule_stage_order) of the last layout
- * asked, kept for the next: they read the schedule, p, v and m alone, and
- * a sweep bounds the knob variants of one (p, v, m, schedule) one after
- * the other. One entry, this process's (the sweep plans in one thread);
- * still reachable at exit, not a leak. */
-static struct {
-    enum oc_schedule_kind sched;
-    int64_t p, v, m;
-    struct oc_unit **ord;
-    int64_t *cnt;
-} orders;
-
-static void stage_orders(const struct oc_layout *l, int64_t nm, struct oc_unit ***ord,
-                         int64_t **cnt)
-{
-    const int64_t p = l->pp, v = oc_place_interleaved_chunks(l);
-    if (!orders.ord || orders.sched != l->schedule || orders.p != p || orders.v != v ||
-        orders.m != nm) {
-        for (int64_t i = 0; orders.ord && i < orders.p; i++)
-            free(orders.ord[i]);
-        free(orders.ord);
-        free(orders.cnt);
-        orders.sched = l->schedule, orders.p = p, orders.v = v, orders.m = nm;
-        orders.ord = oc_xcalloc((size_t)p, sizeof *orders.ord);
-        orders.cnt = oc_xcalloc((size_t)p, sizeof *orders.cnt);
-        for (int64_t i = 0; i < p; i++)
-            orders.cnt[i] = oc_schedule_stage_order(l, nm, i, &orders.ord[i]);
-    }
-    *ord = orders.ord;
-    *cnt = orders.cnt;
 }
 
 /* The step along the pipeline's critical path: every stage runs its units
@@ -529,18 +511,19 @@ static void stage_orders(const struct oc_layout *l, int64_t nm, struct oc_unit *
  * the latest end. 0 where the unit order is not walked (it never stalls
  * for a valid layout). */
 static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, const struct oc_cost *c)
+                           const struct oc_topology *t, const struct oc_cost *c,
+                           const struct layer_s *ls)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), G = p * v;
     const int64_t nm = oc_layout_num_micro_batches(l);
-    const double tp_ar = tp_allreduce_s(m, l, t);
     double *f = oc_xcalloc((size_t)G, sizeof *f), *b = oc_xcalloc((size_t)G, sizeof *b);
     double *hop = oc_xcalloc((size_t)G, sizeof *hop);
+    const int64_t *nl = ls->nl;
     for (int64_t g = 0; g < G; g++) {
         const int64_t i = g % p, ch = g / p;
         double zf, zb;
-        chunk_fb(m, l, t, c, tp_ar, i, ch, &f[g], &b[g]);
-        zero_chunk_s(m, l, t, i, ch, &zf, &zb);
+        chunk_fb(m, l, c, ls, i, ch, &f[g], &b[g]);
+        zero_chunk_s(m, l, t, nl[i * v + ch], &zf, &zb);
         f[g] += zf;
         b[g] += zb;
     }
@@ -550,59 +533,16 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t g = 0; g + 1 < G; g++)
         hop[g] = hop_s(l, t, msg, g % p, (g + 1) % p);
 
-    struct oc_unit **ord;
-    int64_t *cnt, *pos = oc_xcalloc((size_t)p, sizeof *pos);
-    stage_orders(l, nm, &ord, &cnt);
-    double *clk = oc_xcalloc((size_t)p, sizeof *clk);
-    double *lastb = oc_xcalloc((size_t)G, sizeof *lastb);
-    double *fe = oc_xmalloc((size_t)(nm * G) * sizeof *fe);
-    double *be = oc_xmalloc((size_t)(nm * G) * sizeof *be);
-    for (int64_t k = 0; k < nm * G; k++)
-        fe[k] = be[k] = -1;
-    int64_t left = 0;
-    for (int64_t i = 0; i < p; i++)
-        left += cnt[i];
-    for (int progress = 1; left > 0 && progress;) {
-        progress = 0;
-        for (int64_t i = 0; i < p; i++) {
-            while (pos[i] < cnt[i]) {
-                const struct oc_unit u = ord[i][pos[i]];
-                const int64_t g = (int64_t)u.chunk * p + i, k = (int64_t)u.mb * G + g;
-                /* the producer's end, and the message's time */
-                double ready, h = 0;
-                if (!u.backward) {
-                    ready = g == 0 ? 0 : fe[k - 1];
-                    h = g == 0 ? 0 : hop[g - 1];
-                } else if (g == G - 1) {
-                    ready = fe[k];
-                } else {
-                    ready = be[k + 1];
-                    h = hop[g];
-                }
-                if (ready < 0)
-                    break;
-                /* the transfer starts once both ends are there: the send
-                 * at the producer's end, the RECV when this stage reaches
-                 * it, after its previous unit (schedule.c: RECV, work,
-                 * SEND per unit; SimGrid's mailboxes meet both ends) */
-                const double start = dmax(clk[i], ready) + h;
-                clk[i] = start + (u.backward ? b[g] : f[g]);
-                if (u.backward) {
-                    be[k] = clk[i];
-                    /* ZeRO-2/3 reduce inside the unit, layer by layer;
-                     * the chunk's bucket is posted after it */
-                    lastb[g] = l->zero >= 2 ? start : clk[i];
-                } else {
-                    fe[k] = clk[i];
-                }
-                pos[i]++;
-                left--;
-                progress = 1;
-            }
-        }
-    }
+    /* the units in order (bound_walk.c; a walk of the same inputs is
+     * reused): ZeRO-2/3 reduce inside a backward unit, layer by layer, so
+     * a chunk's gradients are ready from its last backward's start; else
+     * the chunk's bucket is posted after it */
+    struct oc_bound_walk w;
+    const int walked = oc_bound_walk_run(l, nm, f, b, hop, &w);
+    const double *clk = walked ? w.clk : NULL;
+    const double *lastb = walked ? (l->zero >= 2 ? w.bstart : w.bend) : NULL;
     double step = 0;
-    if (left == 0) {
+    if (walked) {
         const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
         int64_t gn, per_node, groups;
         grad_group(l, t, &gn, &per_node, &groups);
@@ -623,7 +563,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                         double after = 0;
                         for (int64_t c2 = 0; c2 < v; c2++)
                             if (lastb[c2 * p + i] >= T)
-                                after += (double)oc_place_chunk_layers(l, m, i, c2).count * P;
+                                after += (double)nl[i * v + c2] * P;
                         done = dmax(done, T + oc_bound_forced_coll_s(l, t, kind, pb.grad * after, gn,
                                                            per_node, groups));
                     }
@@ -639,14 +579,9 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
         for (int64_t i = 0; i < p; i++)
             for (int64_t ch = 0; ch < v; ch++)
                 ready[i * v + ch] = l->overlap_grad_reduce ? lastb[ch * p + i] : clk[i];
-        step = dmax(step, node_share_s(m, l, t, ready));
+        step = dmax(step, node_share_s(m, l, t, ready, nl));
         free(ready);
     }
-    free(pos);
-    free(clk);
-    free(lastb);
-    free(fe);
-    free(be);
     free(f);
     free(b);
     free(hop);
@@ -669,10 +604,20 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     const struct oc_cost c = *cost;
     const int64_t p = l->pp;
     struct stage_terms st0;
+    struct layer_s ls;
+    layer_costs(m, l, t, &c, &ls);
+    /* the chunks' layers, read per chunk (and per pair of chunks in the
+     * path's tail) */
+    const int64_t v = oc_place_chunks_per_stage(l);
+    int64_t *nl = oc_xcalloc((size_t)(p * v), sizeof *nl);
+    for (int64_t i = 0; i < p; i++)
+        for (int64_t ch = 0; ch < v; ch++)
+            nl[i * v + ch] = oc_place_chunk_layers(l, m, i, ch).count;
+    ls.nl = nl;
     double fill = 0, drain = 0;
     for (int64_t i = 0; i < p; i++) {
         struct stage_terms st;
-        stage_terms(m, l, t, &c, i, &st);
+        stage_terms(m, l, t, &c, &ls, i, &st);
         if (i == 0)
             st0 = st;
         /* after stage i's last backward: stages i-1..0 each run the
@@ -690,7 +635,7 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
         drain += st.b0;
     }
     /* the pipeline's critical path, messages and DP tail in order */
-    out->path_s = path_bound_s(m, l, t, &c);
+    out->path_s = path_bound_s(m, l, t, &c, &ls);
     if (out->path_s > out->step_s)
         out->step_s = out->path_s;
     /* the NICs' throughput bounds the step whatever overlaps */
@@ -703,12 +648,14 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t k0 = 0; k0 < p; k0 += q) {
         double z = 0, blocking;
         for (int64_t i = k0; i < k0 + q && i < p; i++) {
-            z += zero_units_s(m, l, t, i, 0, &blocking);
+            z += zero_units_s(m, l, t, nl, i, 0, &blocking);
             /* one stage's own group under the forced algorithm */
-            out->zero_link_s = dmax(out->zero_link_s, zero_units_s(m, l, t, i, 1, &blocking));
+            out->zero_link_s =
+                dmax(out->zero_link_s, zero_units_s(m, l, t, nl, i, 1, &blocking));
         }
         out->zero_link_s = dmax(out->zero_link_s, z);
     }
     if (out->zero_link_s > out->step_s)
         out->step_s = out->zero_link_s;
+    free(nl);
 }

@@ -18,6 +18,7 @@
 #include "memory.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "placement.h"
 #include "schedule.h"
@@ -169,16 +170,25 @@ static double chunk_layers_bytes(const struct oc_model *m, const struct oc_layou
     return bytes;
 }
 
-double oc_mem_chunk_activation_bytes(const struct oc_model *m,
-                                     const struct oc_layout *l, int64_t stage,
-                                     int64_t chunk)
+/* A chunk's activations, its layers' (chunk_layers_bytes) given. */
+static double chunk_activation_bytes(const struct oc_model *m, const struct oc_layout *l,
+                                     int64_t stage, int64_t chunk, double layers_bytes)
 {
-    double bytes = chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, chunk).count);
+    double bytes = layers_bytes;
     if (oc_place_holds_embed(l, stage, chunk))
         bytes += oc_mem_embed_activation_bytes(m, l);
     if (oc_place_holds_head(l, stage, chunk))
         bytes += oc_mem_head_activation_bytes(m, l);
     return bytes;
+}
+
+double oc_mem_chunk_activation_bytes(const struct oc_model *m,
+                                     const struct oc_layout *l, int64_t stage,
+                                     int64_t chunk)
+{
+    return chunk_activation_bytes(
+        m, l, stage, chunk,
+        chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, chunk).count));
 }
 
 int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
@@ -318,6 +328,82 @@ static void walk_backward(struct walk *w, const struct chunk_fig *c)
     w->units--;
 }
 
+/* The walks of interleaved_peak already done, by their inputs: the unit
+ * order's shape (p, v, warm-up and steady lengths) and what the chunks'
+ * figures are made of (a chunk's layer bytes, the embedding's and the
+ * head's extra bytes and the logits, and which chunk holds each), compared
+ * bit for bit, so a hit returns the doubles the walk would. The knob
+ * variants a sweep judges one after the other (ZeRO stage, overlap, rank
+ * order: memory.h) repeat the activations of a stage with other parameter
+ * bytes, and the stage-split search (stage_split.c) asks the same stage
+ * classes for every knob set. Direct-mapped on a hash of the inputs; one
+ * table per process (the sweep plans in one thread, as the bound's caches:
+ * bound_walk.h), still reachable at exit, not a leak. */
+#define PEAK_WAYS 4096
+struct peak_key {
+    int64_t p, v, warm, steady, ke, kh; /* ke, kh: the embedding's and the
+                                           head's chunk, -1 none */
+    double layers, embed, head, logits;
+};
+_Static_assert(sizeof(struct peak_key) == 10 * sizeof(uint64_t), "no padding in the key");
+struct peak_entry {
+    struct peak_key k;
+    int used;
+    double best, best_logits;
+};
+static struct peak_entry *peak_cache;
+
+static uint64_t peak_hash(const struct peak_key *k)
+{
+    uint64_t w[10];
+    memcpy(w, k, sizeof w);
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a over the key's words */
+    for (int i = 0; i < 10; i++)
+        h = (h ^ w[i]) * 1099511628211ULL;
+    /* the doubles' low bits are mostly zero: fold the high bits down
+     * (splitmix64's finaliser) before the table takes h modulo its size */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 33);
+}
+
+/* The chunks of the first n forward and backward units of an interleaved
+ * order (oc_schedule_unit: they depend on p and v alone), kept for the
+ * next walks of the same (p, v): the walk reads them for every unit. */
+#define SEQ_WAYS 8
+static struct seq_entry {
+    int64_t p, v, n;
+    int32_t *fwd, *bwd;
+} seq_cache[SEQ_WAYS];
+static int seq_next;
+
+static const struct seq_entry *unit_chunks(const struct oc_layout *l, int64_t n)
+{
+    const int64_t p = l->pp, v = oc_place_interleaved_chunks(l);
+    struct seq_entry *e = NULL;
+    for (int i = 0; i < SEQ_WAYS && !e; i++)
+        if (seq_cache[i].fwd && seq_cache[i].p == p && seq_cache[i].v == v)
+            e = &seq_cache[i];
+    if (e && e->n >= n)
+        return e;
+    if (!e) {
+        e = &seq_cache[seq_next];
+        seq_next = (seq_next + 1) % SEQ_WAYS;
+    }
+    free(e->fwd);
+    free(e->bwd);
+    e->p = p, e->v = v, e->n = n > 0 ? n : 1;
+    e->fwd = oc_xmalloc((size_t)e->n * sizeof *e->fwd);
+    e->bwd = oc_xmalloc((size_t)e->n * sizeof *e->bwd);
+    for (int64_t k = 0; k < e->n; k++) {
+        e->fwd[k] = oc_schedule_unit(l, k, 0).chunk;
+        e->bwd[k] = oc_schedule_unit(l, k, 1).chunk;
+    }
+    return e;
+}
+
 /* Interleaved 1F1B: replay stage `stage`'s unit order (Megatron-LM's,
  * oc_schedule_warmup and oc_schedule_unit) and return the largest sum of
  * in-flight chunk activations (and, through *logits, the logits held at
@@ -335,28 +421,53 @@ static double interleaved_peak(const struct oc_model *m,
         oc_place_stage_has_head(l, stage) ? oc_mem_logits_bytes(m, l) : 0.0;
 
     const int64_t v = oc_place_chunks_per_stage(l);
-    struct chunk_fig *c = oc_xcalloc((size_t)v, sizeof *c);
-    for (int64_t k = 0; k < v; k++) {
-        c[k].act = oc_mem_chunk_activation_bytes(m, l, stage, k);
-        c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
-    }
     /* The steady phase repeats with period p*v: the chunk of forward
      * warm+j and of backward j are periodic in j (oc_schedule_unit), and
      * one period runs every chunk p times in each direction, so the
      * in-flight counts after j and j + p*v are the same; the cool-down only
      * frees. One period therefore sees every state the walk reaches. */
     const int64_t steady = total - warm < l->pp * v ? total - warm : l->pp * v;
+    /* The chunks' figures from their parts (placement.h): every chunk of
+     * a stage holds n_i/v layers; the embedding is global chunk 0 (this
+     * stage's chunk 0 or none), the head the last (chunk v-1 or none). */
+    struct peak_key key;
+    memset(&key, 0, sizeof key); /* the hash reads every byte */
+    key.p = l->pp, key.v = v, key.warm = warm, key.steady = steady;
+    key.ke = oc_place_holds_embed(l, stage, 0) ? 0 : -1;
+    key.kh = oc_place_holds_head(l, stage, v - 1) ? v - 1 : -1;
+    key.layers = chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, 0).count);
+    key.embed = key.ke >= 0 ? oc_mem_embed_activation_bytes(m, l) : 0.0;
+    key.head = key.kh >= 0 ? oc_mem_head_activation_bytes(m, l) : 0.0;
+    key.logits = logit_bytes;
+    if (!peak_cache)
+        peak_cache = oc_xcalloc(PEAK_WAYS, sizeof *peak_cache);
+    struct peak_entry *e = &peak_cache[peak_hash(&key) % PEAK_WAYS];
+    if (e->used && memcmp(&e->k, &key, sizeof key) == 0) {
+        *logits_at_peak = e->best_logits;
+        return e->best;
+    }
+    struct chunk_fig small[16];
+    struct chunk_fig *c = v <= 16 ? small : oc_xcalloc((size_t)v, sizeof *c);
+    for (int64_t k = 0; k < v; k++) {
+        c[k].act = chunk_activation_bytes(m, l, stage, k, key.layers);
+        c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
+    }
+    const struct seq_entry *u = unit_chunks(l, warm + steady);
     struct walk w = {0};
     for (int64_t k = 0; k < warm; k++)
-        walk_forward(&w, &c[oc_schedule_unit(l, k, 0).chunk]);
+        walk_forward(&w, &c[u->fwd[k]]);
     for (int64_t j = 0; j < steady; j++) {
-        walk_forward(&w, &c[oc_schedule_unit(l, warm + j, 0).chunk]);
-        walk_backward(&w, &c[oc_schedule_unit(l, j, 1).chunk]);
+        walk_forward(&w, &c[u->fwd[warm + j]]);
+        walk_backward(&w, &c[u->bwd[j]]);
     }
-    free(c);
     OC_ASSERT(w.units == warm);
     /* The replay and the closed-form count must agree. */
     OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));
+    e->k = key;
+    e->best = w.best, e->best_logits = w.best_logits;
+    e->used = 1;
+    if (c != small)
+        free(c);
     *logits_at_peak = w.best_logits;
     return w.best;
 }

@@ -289,7 +289,7 @@ static int structural_ok(struct emit *e, const struct oc_layout *l, char *why, s
     p.overlap_grad_reduce = 0;
     p.coll = OC_COLL_CHOICE_AUTO;
     int64_t f[MAXSPLIT], la[MAXSPLIT];
-    if (oc_stage_split_options(e->m, &p, f, la, MAXSPLIT) > 0)
+    if (oc_stage_split_options(e->m, &p, f, la, 1) > 0) /* the first alone */
         p.first_stage_layers = f[0], p.last_stage_layers = la[0];
     struct oc_status st = {{0}};
     if (oc_layout_validate(&p, e->m, e->t, e->s->cards, &st) == 0)

@@ -37,7 +37,14 @@ struct ctx {
     int64_t L, p, v;
     double layer_w, embed_w, head_w; /* time of a layer, embedding, head */
     double *mem[ST_N];               /* peak bytes by layer count, <0: unknown */
+    /* stage_mem's even model and layout (its layer count set per call) */
+    struct oc_model even_m;
+    struct oc_layout even_l;
 };
+
+/* The larger of two loads or peaks (finite, never NaN: fmax's NaN rule
+ * is not needed, and its call was a tenth of the search). */
+static double dmax(double a, double b) { return a > b ? a : b; }
 
 /* The time weights from the cost model (cost.h), one micro-batch: a
  * layer's ATTN + MLP forward, backward and recompute; the embedding's and
@@ -82,22 +89,19 @@ static double stage_mem(struct ctx *x, int st, int64_t n)
     OC_ASSERT(n >= 1 && n <= x->L);
     if (x->mem[st][n] >= 0)
         return x->mem[st][n];
-    struct oc_model m = *x->m;
-    m.num_hidden_layers = x->p * n;
-    struct oc_layout l = *x->l;
-    l.first_stage_layers = l.last_stage_layers = 0;
+    x->even_m.num_hidden_layers = x->p * n;
     const int64_t stage = st == ST_FIRST ? 0 : st == ST_MID ? 1 : x->p - 1;
     struct oc_mem_breakdown b;
-    oc_memory_stage(&m, &l, stage, &b);
+    oc_memory_stage(&x->even_m, &x->even_l, stage, &b);
     x->mem[st][n] = b.total_bytes;
     return b.total_bytes;
 }
 
 static double split_peak(struct ctx *x, struct split s)
 {
-    double peak = fmax(stage_mem(x, ST_FIRST, s.f), stage_mem(x, ST_LAST, s.e));
+    double peak = dmax(stage_mem(x, ST_FIRST, s.f), stage_mem(x, ST_LAST, s.e));
     if (x->p > 2)
-        peak = fmax(peak, stage_mem(x, ST_MID, s.k));
+        peak = dmax(peak, stage_mem(x, ST_MID, s.k));
     return peak;
 }
 
@@ -108,10 +112,10 @@ static void loads(const struct ctx *x, struct split s, double lw, double ew,
 {
     const double a = (double)s.f * lw + ew, c = (double)s.e * lw + hw;
     const double b = (double)s.k * lw;
-    *most = fmax(a, c);
+    *most = dmax(a, c);
     *sumsq = a * a + c * c;
     if (x->p > 2) {
-        *most = fmax(*most, b);
+        *most = dmax(*most, b);
         *sumsq += (double)(x->p - 2) * b * b;
     }
 }
@@ -156,7 +160,7 @@ static struct score score_of(struct ctx *x, struct split s, enum objective o)
 static int better(struct score a, struct split sa, struct score b, struct split sb)
 {
     for (int i = 0; i < 3; i++) {
-        const double tol = 1e-9 * fmax(fabs(a.key[i]), fabs(b.key[i]));
+        const double tol = 1e-9 * dmax(fabs(a.key[i]), fabs(b.key[i]));
         if (a.key[i] < b.key[i] - tol)
             return 1;
         if (a.key[i] > b.key[i] + tol)
@@ -199,7 +203,7 @@ static int worse2(double a0, double a1, const struct score *b)
 {
     const double a[2] = {a0, a1};
     for (int i = 0; i < 2; i++) {
-        const double tol = 1e-9 * fmax(fabs(a[i]), fabs(b->key[i]));
+        const double tol = 1e-9 * dmax(fabs(a[i]), fabs(b->key[i]));
         if (a[i] > b->key[i] + tol)
             return 1;
         if (a[i] < b->key[i] - tol)
@@ -281,10 +285,13 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
     int n = 0;
     if (L % (p * v) == 0)
         n = add(n, cap, first, last, 0, 0);
-    /* uneven: PP >= 2, every stage v layers at least, L a multiple of v */
-    if (p < 2 || L > OC_SPLIT_MAX_LAYERS || L < p * v || L % v != 0)
+    /* uneven: PP >= 2, every stage v layers at least, L a multiple of v;
+     * the options after the cap-th are not looked for (search.c's
+     * structural test takes the first alone) */
+    if (n >= cap || p < 2 || L > OC_SPLIT_MAX_LAYERS || L < p * v || L % v != 0)
         return n;
-    struct ctx x = {m, l, L, p, v, 0, 0, 0, {NULL, NULL, NULL}};
+    struct ctx x = {m, l, L, p, v, 0, 0, 0, {NULL, NULL, NULL}, *m, *l};
+    x.even_l.first_stage_layers = x.even_l.last_stage_layers = 0;
     for (int i = 0; i < ST_N; i++) {
         x.mem[i] = oc_xmalloc((size_t)(L + 1) * sizeof *x.mem[i]);
         for (int64_t j = 0; j <= L; j++)
@@ -305,14 +312,14 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
         n = add(n, cap, first, last, f, e);
     }
     /* 3: Megatron-LM's embedding and loss as one layer each */
-    if (best_split(&x, OBJ_EMBED, 0, &s)) {
+    if (n < cap && best_split(&x, OBJ_EMBED, 0, &s)) {
         canonical(&x, s, &f, &e);
         n = add(n, cap, first, last, f, e);
     }
     /* 4: the lowest peak: where no split fits the device (it is then the
      * closest to fitting), or without a device. Where the time option
      * fits, a split of lower memory is only slower. */
-    if ((limit <= 0 || !time_fits) && best_split(&x, OBJ_MEMORY, 0, &s)) {
+    if (n < cap && (limit <= 0 || !time_fits) && best_split(&x, OBJ_MEMORY, 0, &s)) {
         canonical(&x, s, &f, &e);
         n = add(n, cap, first, last, f, e);
     }

@@ -67,7 +67,8 @@
 /* The splits of m's layers over l's pipeline worth trying for layout l
  * (its tp, pp, v, batch, sequence and knobs set; its first/last ignored):
  * writes up to cap (first, last) pairs into first[] and last[] in the
- * order above. Returns how many (0: none, for example PP 1 with L not
+ * order above (those after the cap-th are not searched: cap 1 is the
+ * cheapest way to the first). Returns how many (0: none, for example PP 1 with L not
  * divisible, which cannot happen, or more stages than layers). t may be
  * NULL (FLOP weights, no memory limit). */
 int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *l,

@@ -96,6 +96,62 @@ static void test_knobs_seen(void)
     CU_ASSERT_TRUE(on.compute_s > 0 && on.pipeline_s > 0);
 }
 
+/* The bound of a layout does not depend on what was bounded before it
+ * (core/bound_walk.h keeps the critical path's walks by their inputs and
+ * hands a layout another's walk when they are equal): the valid candidates
+ * of a search, bounded in the enumeration's order (where the knob variants
+ * that share a walk come a few apart) and again in the reverse order and
+ * with a stride (other walks in the cache at each step), give the same
+ * doubles bit for bit. A key that missed an input the walk reads would give
+ * some layout another's walk in one order and not in the other. */
+static void test_order_free(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load(&m, &t, "gpt3-1.3b") == 0);
+    struct oc_layout b;
+    oc_layout_default(&b);
+    b.global_batch = 64;
+    b.seq_length = 1024;
+    struct oc_search_space s;
+    oc_search_space_default(&s, 16, &b);
+    struct oc_candidate *c = NULL;
+    const int64_t n = oc_search_enumerate(&s, &m, &t, &c, NULL);
+    struct oc_layout *lay = calloc((size_t)n + 1, sizeof *lay);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (c[i].valid)
+            lay[k++] = c[i].layout;
+    CU_ASSERT_TRUE_FATAL(k > 1000);
+    struct oc_bound *fwd = calloc((size_t)k, sizeof *fwd);
+    for (int64_t i = 0; i < k; i++)
+        oc_bound_step(&m, &lay[i], &t, &fwd[i]);
+    int64_t bad = 0, shared = 0;
+    for (int64_t i = k - 1; i >= 0; i--) {
+        struct oc_bound r;
+        oc_bound_step(&m, &lay[i], &t, &r);
+        bad += memcmp(&r, &fwd[i], sizeof r) != 0;
+    }
+    for (int64_t j = 0; j < 7; j++)
+        for (int64_t i = j; i < k; i += 7) {
+            struct oc_bound r;
+            oc_bound_step(&m, &lay[i], &t, &r);
+            bad += memcmp(&r, &fwd[i], sizeof r) != 0;
+        }
+    /* the space holds layouts that share a walk: ZeRO 0 and 1 variants of
+     * one layout (the same units; only the tail differs), a few dozen
+     * candidates apart */
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = i + 1; j < k && j < i + 200 && lay[i].zero == 0; j++)
+            shared += lay[j].zero == 1 &&
+                      oc_layout_cmp_except(&lay[i], &lay[j], OC_LAYOUT_NAMED_ZERO) == 0;
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT_TRUE(shared > 0);
+    free(fwd);
+    free(lay);
+    free(c);
+}
+
 /* ---- bound <= simulated ------------------------------------------------ */
 
 struct got {
@@ -183,6 +239,7 @@ static CU_TestInfo tests[] = {
     {"group collective by hand", test_group_coll_by_hand},
     {"forced collective algorithms by hand", test_forced_coll_by_hand},
     {"knobs seen", test_knobs_seen},
+    {"a bound does not depend on the ones before", test_order_free},
     {"bound <= simulated, tiny on 8", test_below_sim_tiny},
     {"bound <= simulated, gpt3-1.3b on 16", test_below_sim_gpt},
     {"bound <= simulated, llama2-13b on 32", test_below_sim_13b},

@@ -25,6 +25,7 @@
 #include "memory.h"
 #include "model.h"
 #include "placement.h"
+#include "search.h"
 #include "stage_split.h"
 #include "test_util.h"
 #include "topology.h"
@@ -325,6 +326,83 @@ static void test_enumerate_48(void)
     free(c);
 }
 
+/* Memory and the split options do not depend on what was asked before
+ * (core/memory.c keeps the interleaved peak's walks by their inputs, and
+ * the sweep asks the ZeRO and overlap variants of a layout one after the
+ * other): the valid candidates of a search (interleaved at every depth the
+ * layers allow, every knob), in the enumeration's order, in reverse and
+ * with a stride, give every stage the same bytes, bit for bit, and the
+ * same options;
+ * and the first option asked alone (cap 1, search.c's structural test) is
+ * the first of all of them. */
+static void test_order_free(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("llama2-13b", &m, &st), 0);
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
+    struct oc_layout b;
+    oc_layout_default(&b);
+    b.global_batch = 64;
+    b.seq_length = 2048;
+    struct oc_search_space s;
+    oc_search_space_default(&s, 16, &b);
+    struct oc_candidate *c = NULL;
+    const int64_t n = oc_search_enumerate(&s, &m, &t, &c, NULL);
+    struct oc_layout *lay = calloc((size_t)n + 1, sizeof *lay);
+    int64_t k = 0, inter = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (c[i].valid) {
+            lay[k++] = c[i].layout;
+            inter += c[i].layout.schedule == OC_SCHED_INTERLEAVED;
+        }
+    CU_ASSERT_TRUE_FATAL(k > 1000 && inter > 100);
+    /* every stage's bytes (the walk differs per stage: its warm-up) */
+    int64_t *at = calloc((size_t)k + 1, sizeof *at);
+    for (int64_t i = 0; i < k; i++)
+        at[i + 1] = at[i] + lay[i].pp;
+    double *mem = calloc((size_t)at[k], sizeof *mem);
+    int64_t (*f)[OC_SPLIT_MAX] = calloc((size_t)k + 1, sizeof *f);
+    int64_t (*e)[OC_SPLIT_MAX] = calloc((size_t)k + 1, sizeof *e);
+    int *no = calloc((size_t)k + 1, sizeof *no);
+    for (int64_t i = 0; i < k; i++) {
+        for (int64_t j = 0; j < lay[i].pp; j++) {
+            struct oc_mem_breakdown mb;
+            oc_memory_stage(&m, &lay[i], j, &mb);
+            mem[at[i] + j] = mb.total_bytes;
+        }
+        no[i] = oc_stage_split_options_on(&m, &lay[i], &t, f[i], e[i], OC_SPLIT_MAX);
+    }
+    int64_t bad = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t j = 0; j < (pass ? 7 : 1); j++)
+            for (int64_t q = j; q < k; q += pass ? 7 : 1) {
+                const int64_t i = pass ? q : k - 1 - q;
+                int64_t f2[OC_SPLIT_MAX], e2[OC_SPLIT_MAX], f1, e1;
+                for (int64_t y = 0; y < lay[i].pp; y++) {
+                    const int64_t x = pass ? y : lay[i].pp - 1 - y; /* stages reversed too */
+                    struct oc_mem_breakdown mb;
+                    oc_memory_stage(&m, &lay[i], x, &mb);
+                    bad += memcmp(&mb.total_bytes, &mem[at[i] + x], sizeof mb.total_bytes) != 0;
+                }
+                const int n2 = oc_stage_split_options_on(&m, &lay[i], &t, f2, e2, OC_SPLIT_MAX);
+                bad += n2 != no[i];
+                for (int o = 0; o < n2 && n2 == no[i]; o++)
+                    bad += f2[o] != f[i][o] || e2[o] != e[i][o];
+                const int n1 = oc_stage_split_options_on(&m, &lay[i], &t, &f1, &e1, 1);
+                bad += n1 != (no[i] > 0) || (n1 && (f1 != f[i][0] || e1 != e[i][0]));
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(no);
+    free(e);
+    free(f);
+    free(mem);
+    free(at);
+    free(lay);
+    free(c);
+}
+
 static CU_TestInfo tests[] = {
     {"pp12_first5_last5", test_pp12_first5_last5},
     {"pp4_v2_uneven", test_pp4_v2_uneven},
@@ -333,6 +411,7 @@ static CU_TestInfo tests[] = {
     {"options_by_hand", test_options_by_hand},
     {"options_70b", test_options_70b},
     {"enumerate_48", test_enumerate_48},
+    {"order_free", test_order_free},
     CU_TEST_INFO_NULL,
 };
 

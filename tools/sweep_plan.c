@@ -72,7 +72,6 @@ const char *oc_item_reason_of(const struct item *it)
  * only in knobs they do not read (the search emits the collective
  * algorithm, the rank order and the overlap innermost). */
 #define MEM_WAYS 32 /* the stage splits of one knob set vary innermost */
-#define BOUND_WAYS 64
 struct plan_cache {
     /* memory.c reads none of order, coll, overlap (but under ZeRO-3) */
     struct oc_layout mem_key[MEM_WAYS];
@@ -83,12 +82,6 @@ struct plan_cache {
                                    attention, precision */
     struct oc_cost cost;
     int cost_ok;
-    /* the bounds of the last layouts (the coll variants of one, BOUND_WAYS
-     * apart at most in the enumeration, differ only where the forced
-     * algorithm's route is bounded: bound.h) */
-    struct oc_layout bound_key[BOUND_WAYS];
-    double bound[BOUND_WAYS];
-    int bound_n, bound_next;
 };
 
 static struct oc_layout mem_key(const struct oc_layout *l)
@@ -110,26 +103,6 @@ static struct oc_layout cost_key(const struct oc_layout *l)
     k.recompute = l->recompute, k.recompute_layers = l->recompute_layers;
     k.attention = l->attention, k.precision = l->precision;
     return k;
-}
-
-/* The layout's lower bound (bound.h), from the cache when the same layout
- * had it; pc->cost is l's. */
-static double plan_bound(struct plan_cache *pc, const struct oc_opts *o,
-                         const struct oc_layout *l)
-{
-    struct oc_layout k = *l;
-    for (int i = 0; i < pc->bound_n; i++)
-        if (memcmp(&k, &pc->bound_key[i], sizeof k) == 0)
-            return pc->bound[i];
-    struct oc_bound b;
-    oc_bound_step_cost(&o->model, l, &o->topo, &pc->cost, &b);
-    const int i = pc->bound_next;
-    pc->bound_key[i] = k;
-    pc->bound[i] = b.step_s;
-    pc->bound_next = (i + 1) % BOUND_WAYS;
-    if (pc->bound_n < BOUND_WAYS)
-        pc->bound_n++;
-    return b.step_s;
 }
 
 /* The closed-form peak of legal layout l (from the cache when a layout
@@ -232,8 +205,24 @@ static int64_t mark_dominated(struct oc_plan *p)
 {
     int64_t k;
     int64_t *v = pending_items(p, &k);
+    /* The recompute variants of a layout share its structural knobs (tp,
+     * cp, pp, dp, micro-batch, schedule), which the enumeration keeps
+     * outside recompute (search.h): each run of items with the same
+     * structural knobs holds whole groups, and is sorted alone. */
     dom_plan = p;
-    qsort(v, (size_t)k, sizeof *v, cmp_dom);
+    for (int64_t a = 0; a < k;) {
+        const struct oc_layout *x = &p->items[v[a]].layout;
+        int64_t b = a + 1;
+        for (; b < k; b++) {
+            const struct oc_layout *y = &p->items[v[b]].layout;
+            if (y->tp != x->tp || y->cp != x->cp || y->pp != x->pp || y->dp != x->dp ||
+                y->micro_batch != x->micro_batch || y->schedule != x->schedule ||
+                y->vchunks != x->vchunks)
+                break;
+        }
+        qsort(v + a, (size_t)(b - a), sizeof *v, cmp_dom);
+        a = b;
+    }
     dom_plan = NULL;
     unsigned char *dom = oc_xcalloc((size_t)(k ? k : 1), 1);
     for (int64_t a = 0; a < k;) {
@@ -425,7 +414,12 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_s
             oc_cost_init(&pc->cost, &o->model, &it->layout, &o->topo);
             pc->cost_key = ck, pc->cost_ok = 1;
         }
-        it->bound_s = plan_bound(pc, o, &it->layout);
+        /* (no two items share a layout: the bound of each is its own; the
+         * critical path's walk is what its knob variants share,
+         * core/bound_walk.h) */
+        struct oc_bound bd;
+        oc_bound_step_cost(&o->model, &it->layout, &o->topo, &pc->cost, &bd);
+        it->bound_s = bd.step_s;
         p->items[kept++] = *it;
     }
     p->n = kept;
