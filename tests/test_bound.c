@@ -46,7 +46,8 @@ static void test_group_coll_by_hand(void)
  *   8 ranks in one node: the ring as auto's, 15.75 ms;
  *   16 ranks, 1 per node, 8 groups leaving each node: a flow gets at most
  *   100e9 / 8 = 12.5 GB/s: ring 0.9 * 1.875e9 / 12.5e9 = 135 ms (the
- *   node bound's too); tree 72 ms, below the node bound: 135 ms. */
+ *   node bound's too); tree: 16 nodes, 3 S through a leader's flow
+ *   (below), 3 * 72 = 216 ms. */
 static void test_forced_coll_by_hand(void)
 {
     struct oc_topology t = node8();
@@ -58,10 +59,26 @@ static void test_forced_coll_by_hand(void)
         l.coll = c[i];
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 8, 1), two_nodes[i], 1e-12);
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 8, 8, 1), 15.75e-3, 1e-12);
-        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 1, 8), 135e-3, 1e-12);
+        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 1, 8),
+                      c[i] == OC_COLL_CHOICE_TREE ? 216e-3 : 135e-3, 1e-12);
     }
     l.coll = OC_COLL_CHOICE_RING;
     OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 1, 1e9, 16, 8, 1), 33.75e-3, 1e-12);
+    /* the tree on more nodes (one rank per node, one group: a flow gets
+     * one 25 GB/s NIC, 40 ms per S, 36 ms with the margin; the node bound
+     * 0.9 * 2(N-1)/N S over the node's 100 GB/s is below, 16.9 ms at
+     * most): an all-reduce takes 1 S in through a leader's NIC on 2
+     * nodes (36 ms), 2 S on 3 and 4 (72 ms: the root's two children), 3 S
+     * from 5 (108 ms: node 1's two children and its parent); a
+     * reduce-scatter 1 S on 2 nodes, 2 S from 3 (coll_tree.c) */
+    l.coll = OC_COLL_CHOICE_TREE;
+    const int64_t nodes[5] = {2, 3, 4, 5, 16};
+    const double ar[5] = {36e-3, 72e-3, 72e-3, 108e-3, 108e-3};
+    const double rs[5] = {36e-3, 72e-3, 72e-3, 72e-3, 72e-3};
+    for (int i = 0; i < 5; i++) {
+        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, nodes[i], 1, 1), ar[i], 1e-12);
+        OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 1, 1e9, nodes[i], 1, 1), rs[i], 1e-12);
+    }
     CU_ASSERT_EQUAL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 1, 1, 1), 0);
 }
 
