@@ -90,22 +90,33 @@ cases=(
   "sym+fold|64|llama2-70b|h100-100g|tp2-pp16-dp1-cp2-mb1-1f1b-rnone-coll=hier|"
 )
 
+# Every simulation (each case's fast and sym) goes through a pool of two
+# processes, the machine's two cores: a slot frees as soon as its run
+# ends, so a short sym run does not leave a core idle until its fast twin
+# ends. The checks follow, case by case, once all have run.
+simulate() { # N FIDELITY: case N's run at that fidelity; its exit code in N.F.rc
+  local c=${cases[$(($1 - 1))]} expect cards model topo layout extra
+  IFS='|' read -r expect cards model topo layout extra <<<"$c"
+  # shellcheck disable=SC2086
+  "$ocsim" simulate --cards "$cards" --model "$model" --topology "$topo" \
+    --layout "$layout" $extra --fidelity "$2" --out "$tmp/$1.$2" \
+    --log ocsim_sym.thres:debug >"$tmp/$1.$2.out" 2>&1
+  echo $? >"$tmp/$1.$2.rc"
+}
+for i in "${!cases[@]}"; do
+  for f in fast sym; do
+    while [ "$(jobs -rp | wc -l)" -ge 2 ]; do wait -n; done
+    simulate $((i + 1)) $f &
+  done
+done
+wait
+
 for c in "${cases[@]}"; do
   IFS='|' read -r expect cards model topo layout extra <<<"$c"
   n=$((n + 1))
-  # the two fidelities at once (two processes: the machine's two cores)
-  pids=()
-  for f in fast sym; do
-    # shellcheck disable=SC2086
-    "$ocsim" simulate --cards "$cards" --model "$model" --topology "$topo" \
-      --layout "$layout" $extra --fidelity $f --out "$tmp/$n.$f" \
-      --log ocsim_sym.thres:debug >"$tmp/$n.$f.out" 2>&1 &
-    pids+=($!)
-  done
   ranok=1
-  for i in 0 1; do
-    f=$([ $i = 0 ] && echo fast || echo sym)
-    if ! wait "${pids[$i]}"; then
+  for f in fast sym; do
+    if [ "$(cat "$tmp/$n.$f.rc" 2>/dev/null)" != 0 ]; then
       echo "FAIL $layout ($f): simulate failed"; sed 's/^/  /' "$tmp/$n.$f.out" | tail -3
       ranok=0
     fi
