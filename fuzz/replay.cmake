@@ -31,6 +31,8 @@ endforeach()
 
 set(OC_FUZZ_SECONDS 20 CACHE STRING "seconds ctest's fuzz_smoke fuzzes each target")
 add_test(NAME fuzz_smoke COMMAND bash ${PROJECT_SOURCE_DIR}/tools/fuzz.sh ${OC_FUZZ_SECONDS})
+# COST: ctest -j2 starts it first, beside the other long one-process test
+# (exec_cuda_emu, tests/CMakeLists.txt), rather than last and alone.
 set_tests_properties(fuzz_smoke PROPERTIES
   ENVIRONMENT "OCSIM_FUZZ_BUILD=${CMAKE_BINARY_DIR}/fuzz-clang"
-  SKIP_RETURN_CODE 77 TIMEOUT 1800)
+  SKIP_RETURN_CODE 77 TIMEOUT 1800 COST 150)
