@@ -1,8 +1,10 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 840 lines, over the ~800 guideline after the ZeRO-2/3 and CP
- * hooks (their ops live in schedule_zero.c and schedule_cp.c). The seam
- * left: the per-rank end of step (DP reduction, embedding all-reduce,
+ * Size: about 915 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * hooks (their ops live in schedule_zero.c and schedule_cp.c) and the DP
+ * buckets' split of the last backward (the buckets themselves in
+ * schedule_bucket.c; the split needs this file's sinks). The seam left:
+ * the per-rank end of step (DP reduction, embedding all-reduce,
  * optimizer, ZeRO gathers in emit_rank) into a schedule_step.c.
  *
  * What this file is: the one place that turns (t, p, d, m, v, schedule,
@@ -41,7 +43,9 @@
  *   the head all-reduces its input gradient.
  * - The DP gradient reduction and the tied-embedding all-reduce follow
  *   Megatron-LM's finalize_model_grads order (DP first, then embedding);
- *   the WAIT sits right before the optimizer step.
+ *   the WAIT sits right before the optimizer step. Under
+ *   overlap_grad_reduce the DP buckets (schedule_bucket.h) are issued
+ *   inside each chunk's last backward, before its pipeline send.
  */
 #include "schedule.h"
 
