@@ -593,6 +593,10 @@ static void put_bwd_buckets(const struct ctx *x, struct sink *k,
         o.coll = (uint8_t)(x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE);
         o.group = OC_GROUP_DP;
         o.async = 1;
+        /* one DP stream: NCCL runs a communicator's collectives in issue
+         * order, so a bucket waits for the one before (the simulator's
+         * ZeRO reduce stream, schedule_zero.h, serves the same) */
+        o.tag = OC_ZERO_STREAM_REDUCE;
         o.bytes = x->pb.grad * b->params;
         o.layer_first = (int32_t)b->layer_first;
         o.layer_count = (int32_t)b->layer_count;
