@@ -660,15 +660,16 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
      * each becomes an all-gather plus a reduce-scatter, the same bytes on a
      * ring (Korthikanti section 4.2.2). Full recompute reruns the forward's
      * two. */
-    double tp_layer_s = 0;
+    double tp_layer_s = 0, tp_bwd_layer_s = 0;
     if (tp > 1) {
         double bw, lat;
         group_link(l, t, CF_TP, &bw, &lat);
         /* rfull<k>: two more in the recomputed layers only */
-        const double per_layer =
-            4.0 + 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) / (lpc > 0 ? lpc : 1.0);
-        tp_layer_s = per_layer *
-                     oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
+        const double rec = 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
+                           (lpc > 0 ? lpc : 1.0);
+        const double ar = oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
+        tp_layer_s = (4.0 + rec) * ar;
+        tp_bwd_layer_s = (2.0 + rec) * ar; /* the backward's and the recompute's */
     }
     const double tp_chunk_s = lpc * tp_layer_s;
 
@@ -709,13 +710,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     /* DP: the gradients of the largest stage, which finishes last. */
     const int64_t params = largest_stage_params(m, l);
     /* one layer's backward as the schedule runs it: its compute and
-     * recompute, and its TP collectives (2, and 2 more recomputed) */
-    const double tp_bwd_layer_s =
-        tp_layer_s > 0 ? tp_layer_s * (2.0 + 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
-                                                 (lpc > 0 ? lpc : 1.0)) /
-                             (4.0 + 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
-                                        (lpc > 0 ? lpc : 1.0))
-                       : 0.0;
+     * recompute, and their TP collectives (tp_bwd_layer_s) */
     const double dp_exposed_s =
         dp_exposed_time_s(m, l, t, &c, params, v, layer_bwd_s + tp_bwd_layer_s, out);
 
