@@ -3,6 +3,7 @@
 #include "bound.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bound_walk.h"
@@ -10,6 +11,7 @@
 #include "memory.h"
 #include "placement.h"
 #include "schedule.h"
+#include "schedule_bucket.h"
 #include "schedule_cp.h"
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -199,6 +201,24 @@ static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *
     return b;
 }
 
+/* Layers of chunk ch of `stage` whose gradients surely start their DP
+ * reduction after the chunk's last backward: all of them, but under
+ * --overlap-grad-reduce without ZeRO-2/3 only its last bucket's (the
+ * chunk's first layers: schedule_bucket.h; the others start during that
+ * backward). */
+static double late_layers(const struct oc_model *m, const struct oc_layout *l, int64_t stage,
+                          int64_t ch)
+{
+    const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
+    if (!l->overlap_grad_reduce || l->zero >= 2 || n < 1)
+        return (double)n;
+    struct oc_dp_bucket *b = oc_xmalloc((size_t)oc_dp_buckets_cap(m, l) * sizeof *b);
+    const int64_t nb = oc_dp_buckets(m, l, stage, ch, oc_dp_bucket_size(l), b);
+    const double late = (double)b[nb - 1].layer_count;
+    free(b);
+    return late;
+}
+
 /* Per-stage terms of the bound: one forward and one backward of chunk 0
  * (the fill and drain each stage adds to the later ones), the stage's
  * compute over the step, and its tail after the last backward. */
@@ -333,9 +353,9 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         const int kind = l->zero >= 1 ? 1 : 0;
         double reduced = (double)params;
         if (l->overlap_grad_reduce || l->zero >= 2) {
-            /* only the chunk-0 bucket surely starts after the last backward */
-            const int64_t n0 = ls->nl[stage * v];
-            reduced = (double)n0 * (double)oc_model_layer_params_tp(m, l->tp);
+            /* only the chunk-0 bucket (overlap: its last DP bucket)
+             * surely starts after the last backward */
+            reduced = late_layers(m, l, stage, 0) * (double)oc_model_layer_params_tp(m, l->tp);
         }
         st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node, groups);
         if (l->zero == 1)
@@ -490,7 +510,7 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
                 for (int64_t c = 0; c < v; c++) {
                     last = dmax(last, ready[j * v + c]);
                     if (ready[j * v + c] >= T)
-                        grad += (double)nl[j * v + c] * P;
+                        grad += late_layers(m, l, j, c) * P;
                 }
                 if (l->zero == 1 && last >= T)
                     weight += (double)oc_place_stage_layers(l, m, j) * P;
@@ -574,7 +594,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                         double after = 0;
                         for (int64_t c2 = 0; c2 < v; c2++)
                             if (lastb[c2 * p + i] >= T)
-                                after += (double)nl[i * v + c2] * P;
+                                after += late_layers(m, l, i, c2) * P;
                         done = dmax(done, T + oc_bound_forced_coll_s(l, t, kind, pb.grad * after, gn,
                                                            per_node, groups));
                     }

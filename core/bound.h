@@ -26,7 +26,8 @@
  *     et al. 2021, section 2.2: the bubble in these terms);
  *   - after the last backward of each stage: the DP reduction that nothing
  *     overlaps (all of the stage's gradients without --overlap-grad-reduce,
- *     the chunk-0 bucket with it: it starts after the last backward), the
+ *     with it the last DP bucket of chunk 0, the one holding its first
+ *     layers (schedule_bucket.h): it starts after the last backward), the
  *     distributed optimizer's weight all-gather, and the AdamW step;
  *     a DP collective of S bytes over N ranks on G nodes at the bandwidth
  *     lower bound of Patarasuk and Yuan 2009 (all-reduce 2(N-1)/N * S/B)
@@ -65,7 +66,7 @@
  * the weight all-gather and the optimizer after it; and where a node
  * holds several whole stages of one replica (tp-pp-dp), their DP traffic
  * on that node's NICs together: every bucket ready at T or later crosses
- * after T. It holds the pipeline messages and the 1F1B dependency chain
+ * after T (of a chunk under overlap, only its last DP bucket surely is). It holds the pipeline messages and the 1F1B dependency chain
  * that the fill-and-drain term above leaves out. Under context
  * parallelism each attention part takes (c-1) max(slice, K/V hop) + slice
  * (schedule_cp.h's ring); ZeRO-2/3's unit collectives of the stages that

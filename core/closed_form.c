@@ -10,12 +10,14 @@
 #include "closed_form.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cost.h"
 #include "memory.h"
 #include "placement.h"
 #include "schedule.h"
+#include "schedule_bucket.h"
 #include "schedule_cp.h"
 #include "status.h"
 
@@ -501,14 +503,60 @@ static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layo
     return blocking + (rest > 0 ? rest : 0.0);
 }
 
+/* --overlap-grad-reduce without ZeRO-2/3: Megatron-Core's DP buckets
+ * (schedule_bucket.h) of `stage`, fired during the last micro-batch's
+ * backward of each chunk as the schedule issues them. That backward of each
+ * chunk runs back to back (chunk v-1 first, chunk 0 last, as the stage's
+ * last units; the schedule may leave gaps between them, which only hide
+ * more), layer_s per layer (backward, recompute, TP collectives), the head's
+ * backward before the chunk's layers and the embedding's after; a bucket's
+ * ring starts once its last layer is done and the bucket before it is over
+ * (one DP stream). Sets *total_s to the buckets' rings; returns what runs
+ * past the end of the last backward. */
+static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_layout *l,
+                                   const struct oc_cost *c, int64_t stage, int64_t dg,
+                                   double bw, double lat, double mem_Bps, double layer_s,
+                                   double *total_s)
+{
+    struct oc_dp_bucket *b = oc_xmalloc((size_t)oc_dp_buckets_cap(m, l) * sizeof *b);
+    const double grad = oc_mem_param_bytes(l).grad;
+    double now = 0, free_at = 0;
+    *total_s = 0;
+    for (int64_t ch = oc_place_chunks_per_stage(l) - 1; ch >= 0; ch--) {
+        const int64_t nb = oc_dp_buckets(m, l, stage, ch, oc_dp_bucket_size(l), b);
+        for (int64_t j = 0; j < nb; j++) {
+            now += (double)b[j].layer_count * layer_s +
+                   (b[j].head ? c->part_s[OC_PART_HEAD][OC_PHASE_BWD] : 0.0) +
+                   (b[j].embed ? c->part_s[OC_PART_EMBED][OC_PHASE_BWD] : 0.0);
+            const double r = oc_cf_ring_allreduce_s(dg, grad * b[j].params, bw, lat, mem_Bps);
+            free_at = (free_at > now ? free_at : now) + r;
+            *total_s += r;
+        }
+    }
+    free(b);
+    return free_at > now ? free_at - now : 0.0;
+}
+
+/* The first stage of the most parameters (largest_stage_params's). */
+static int64_t largest_stage(const struct oc_model *m, const struct oc_layout *l)
+{
+    int64_t best = 0;
+    for (int64_t i = 1; i < l->pp; i++)
+        if (oc_mem_stage_params(m, l, i) > oc_mem_stage_params(m, l, best))
+            best = i;
+    return best;
+}
+
 /* DP: a ring all-reduce of the gradients of `params` parameters (memory.h's
  * bytes per gradient, the run's precision)
  * (reduce-scatter plus all-gather when the optimizer is sharded: the same
  * bytes) into out->dp_comm_s; returns the part of it the step waits for.
- * Needs out->bwd_chunk_s. */
+ * Needs out->bwd_chunk_s; layer_s: one layer's backward with its recompute
+ * and TP collectives. */
 static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout *l,
-                                const struct oc_topology *t, int64_t params,
-                                int64_t v, struct oc_cf_step *out)
+                                const struct oc_topology *t, const struct oc_cost *c,
+                                int64_t params, int64_t v, double layer_s,
+                                struct oc_cf_step *out)
 {
     const int64_t dg = l->dp * cf_cp(l); /* the DP x CP gradient group */
     if (dg <= 1)
@@ -519,16 +567,13 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
                                             bw, lat, oc_cost_mem_Bps(t));
     if (l->zero >= 2)
         return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v, out);
-    double dp_exposed_s = out->dp_comm_s;
-    /* Megatron-LM's --overlap-grad-reduce starts the buckets during the
-     * last micro-batch's backward (earlier micro-batches only
-     * accumulate): that backward hides as much. */
-    if (l->overlap_grad_reduce) {
-        dp_exposed_s -= (double)v * out->bwd_chunk_s;
-        if (dp_exposed_s < 0)
-            dp_exposed_s = 0;
-    }
-    return dp_exposed_s;
+    /* Megatron-Core's --overlap-grad-reduce starts each bucket during the
+     * last micro-batch's backward (earlier micro-batches only accumulate)
+     * once its layers are done: what the rest of that backward hides. */
+    if (l->overlap_grad_reduce)
+        return dp_buckets_exposed_s(m, l, c, largest_stage(m, l), dg, bw, lat,
+                                    oc_cost_mem_Bps(t), layer_s, &out->dp_comm_s);
+    return out->dp_comm_s;
 }
 
 double oc_cf_cp_ring_s(int64_t cp, double bytes, double bw_Bps, double lat_s)
@@ -615,15 +660,16 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
      * each becomes an all-gather plus a reduce-scatter, the same bytes on a
      * ring (Korthikanti section 4.2.2). Full recompute reruns the forward's
      * two. */
-    double tp_layer_s = 0;
+    double tp_layer_s = 0, tp_bwd_layer_s = 0;
     if (tp > 1) {
         double bw, lat;
         group_link(l, t, CF_TP, &bw, &lat);
         /* rfull<k>: two more in the recomputed layers only */
-        const double per_layer =
-            4.0 + 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) / (lpc > 0 ? lpc : 1.0);
-        tp_layer_s = per_layer *
-                     oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
+        const double rec = 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
+                           (lpc > 0 ? lpc : 1.0);
+        const double ar = oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
+        tp_layer_s = (4.0 + rec) * ar;
+        tp_bwd_layer_s = (2.0 + rec) * ar; /* the backward's and the recompute's */
     }
     const double tp_chunk_s = lpc * tp_layer_s;
 
@@ -663,7 +709,10 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
 
     /* DP: the gradients of the largest stage, which finishes last. */
     const int64_t params = largest_stage_params(m, l);
-    const double dp_exposed_s = dp_exposed_time_s(m, l, t, params, v, out);
+    /* one layer's backward as the schedule runs it: its compute and
+     * recompute, and their TP collectives (tp_bwd_layer_s) */
+    const double dp_exposed_s =
+        dp_exposed_time_s(m, l, t, &c, params, v, layer_bwd_s + tp_bwd_layer_s, out);
 
     /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
      * rank updates (1/d of them when sharded). */

@@ -185,7 +185,11 @@ double oc_cf_model_flops_per_step(const struct oc_model *m,
  * sits in one node under the layout's rank order, otherwise
  * oc_topology_inter_Bps with one flow per group crossing the node. DP
  * reduces the larger of the first and last stage's gradients; with
- * overlap_grad_reduce the last micro-batch's backward hides part of it.
+ * overlap_grad_reduce Megatron-Core's buckets (schedule_bucket.h) start
+ * during the last micro-batch's backward of each chunk, as their layers
+ * finish, and the rest of that backward hides them (those backwards taken
+ * back to back: exact for one chunk per stage, a bound on what hides with
+ * interleaving, whose gaps hide more).
  * ZeRO-2/3: oc_cf_zero_dp_comm_s of that stage instead, with overlap less
  * what the step's compute may hide (an estimate, not a bound).
  * The all-reduces charge their reductions at oc_cost_mem_Bps. */

@@ -476,7 +476,6 @@ void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
 double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
                     const struct oc_layout *l, const struct oc_model *m)
 {
-    (void)m; /* the table was built for this model at init */
     OC_ASSERT(op->kind == OC_OP_COMPUTE);
     /* The optimizer step is memory-bound: the schedule puts the bytes it
      * moves (28 per parameter the rank updates, fewer parameters when the
@@ -505,18 +504,34 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
     case OC_PART_CHUNK: {
         double s = (c->part_s[OC_PART_ATTN][ph] + c->part_s[OC_PART_MLP][ph]) *
                    (double)op->layer_count;
+        /* A piece of a chunk (fewer layers than the chunk: the backward
+         * split at its DP gradient buckets, schedule_bucket.h) carries the
+         * embedding if it starts at the chunk's first layer, the head if it
+         * ends at its last, and rfull<k>'s recompute of the chunk's first k
+         * layers where it covers them. */
+        int emb = 1, head = 1;
+        int64_t rec = oc_mem_recomputed_layers(l, op->layer_count);
+        if (op->layer_first >= 0) {
+            const struct oc_layer_range lr =
+                oc_place_chunk_layers(l, m, op->stage, op->chunk);
+            if (op->layer_count < lr.count) {
+                emb = op->layer_first == lr.first;
+                head = op->layer_first + op->layer_count == lr.first + lr.count;
+                rec = oc_mem_recomputed_layers(l, lr.count) - (op->layer_first - lr.first);
+                rec = rec < 0 ? 0 : rec > op->layer_count ? op->layer_count : rec;
+            }
+        }
         /* A chunk-grain backward carries its layers' recompute, as the
          * layer grain emits it just before each layer's backward (under
          * rfull<k> the first k layers' only: memory.h). */
         if (ph == OC_PHASE_BWD)
             s += (c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
                   c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE]) *
-                 (l->recompute == OC_RECOMPUTE_FULL
-                      ? (double)oc_mem_recomputed_layers(l, op->layer_count)
-                      : (double)op->layer_count);
-        if (oc_place_holds_embed(l, op->stage, op->chunk))
+                 (l->recompute == OC_RECOMPUTE_FULL ? (double)rec
+                                                    : (double)op->layer_count);
+        if (emb && oc_place_holds_embed(l, op->stage, op->chunk))
             s += c->part_s[OC_PART_EMBED][ph];
-        if (oc_place_holds_head(l, op->stage, op->chunk))
+        if (head && oc_place_holds_head(l, op->stage, op->chunk))
             s += c->part_s[OC_PART_HEAD][ph];
         return s;
     }

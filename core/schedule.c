@@ -1,8 +1,10 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 840 lines, over the ~800 guideline after the ZeRO-2/3 and CP
- * hooks (their ops live in schedule_zero.c and schedule_cp.c). The seam
- * left: the per-rank end of step (DP reduction, embedding all-reduce,
+ * Size: about 915 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * hooks (their ops live in schedule_zero.c and schedule_cp.c) and the DP
+ * buckets' split of the last backward (the buckets themselves in
+ * schedule_bucket.c; the split needs this file's sinks). The seam left:
+ * the per-rank end of step (DP reduction, embedding all-reduce,
  * optimizer, ZeRO gathers in emit_rank) into a schedule_step.c.
  *
  * What this file is: the one place that turns (t, p, d, m, v, schedule,
@@ -41,7 +43,9 @@
  *   the head all-reduces its input gradient.
  * - The DP gradient reduction and the tied-embedding all-reduce follow
  *   Megatron-LM's finalize_model_grads order (DP first, then embedding);
- *   the WAIT sits right before the optimizer step.
+ *   the WAIT sits right before the optimizer step. Under
+ *   overlap_grad_reduce the DP buckets (schedule_bucket.h) are issued
+ *   inside each chunk's last backward, before its pipeline send.
  */
 #include "schedule.h"
 
@@ -49,6 +53,7 @@
 
 #include "memory.h"
 #include "placement.h"
+#include "schedule_bucket.h"
 #include "schedule_zero.h"
 #include "schedule_cp.h"
 
@@ -136,6 +141,8 @@ struct ctx {
     double tp_bytes, ce_bytes, p2p_bytes, embed_grad_bytes;
     struct oc_mem_param_bytes pb; /* per parameter, the run's precision */
     struct oc_zero_ctx zc;        /* ZeRO-2/3 per-unit ops (schedule_zero.h) */
+    int dp_async;                 /* DP buckets during the last backward */
+    int64_t bucket_size, bucket_cap; /* schedule_bucket.h */
 };
 
 /* Per-stage data shared by every rank of the stage. */
@@ -145,6 +152,11 @@ struct stage_info {
     int64_t *last_bwd;       /* v entries: index of the chunk's last backward */
     double *act_bytes;       /* v entries: memory.c's chunk activations */
     struct unit_sum *sums;   /* 2*v entries: [chunk*2 + backward] */
+    /* dp_async: v*bucket_cap entries each, [chunk*cap + j]: the chunk's
+     * DP buckets (schedule_bucket.h) and their share of its backward */
+    struct oc_dp_bucket *bk;
+    struct unit_sum *bsums;
+    int64_t *nbk;            /* v entries */
     int64_t count;           /* ops per rank, -1 until counted */
 };
 
@@ -344,9 +356,13 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
     }
 }
 
-/* Compute and TP collectives of a backward unit, layer grain. */
-static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
-                      int64_t stage, int64_t c, int first, int last)
+/* Compute and TP collectives of a backward unit's chunk-local layers
+ * jhi-1 down to jlo, after the head's backward if `last` and before the
+ * embedding's if `first`, layer grain (a whole unit: bwd_parts; a DP
+ * bucket's share of it: put_bwd_buckets). */
+static void bwd_span(const struct ctx *x, struct sink *k, int64_t mb,
+                     int64_t stage, int64_t c, int64_t jhi, int64_t jlo,
+                     int first, int last)
 {
     const struct oc_layer_range lr =
         oc_place_chunk_layers(x->l, x->model, stage, c);
@@ -365,7 +381,7 @@ static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
     /* rfull<k>: the first k layers of the chunk (memory.h) */
     const int64_t recomputed = oc_mem_recomputed_layers(x->l, lr.count);
     const struct oc_zero_at za = oc_zero_at(&x->zc, OC_PHASE_BWD, mb, stage, c);
-    for (int64_t j = lr.count - 1; j >= 0; j--) {
+    for (int64_t j = jhi - 1; j >= jlo; j--) {
         int64_t layer = lr.first + j;
         oc_zero_layer_begin(&x->zc, zput, k, &za, lr.count - 1 - j, lr.count, layer,
                             layer - 1);
@@ -395,13 +411,19 @@ static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
     }
 }
 
-/* OC_GRAIN_CHUNK: the unit's merged compute and TP collectives. */
-static void merged_parts(const struct ctx *x, struct sink *k,
-                         const struct unit_sum *u, enum oc_phase ph,
-                         int64_t mb, int64_t stage, int64_t c)
+static void bwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
+                      int64_t stage, int64_t c, int first, int last)
 {
-    const struct oc_layer_range lr =
-        oc_place_chunk_layers(x->l, x->model, stage, c);
+    const int64_t n = oc_place_chunk_layers(x->l, x->model, stage, c).count;
+    bwd_span(x, k, mb, stage, c, n, 0, first, last);
+}
+
+/* OC_GRAIN_CHUNK: the unit's merged compute and TP collectives. */
+static void merged_range(const struct ctx *x, struct sink *k,
+                         const struct unit_sum *u, enum oc_phase ph,
+                         int64_t mb, int64_t stage, int64_t c,
+                         struct oc_layer_range lr)
+{
     struct oc_op o = op_new(OC_OP_COLLECTIVE, ph, OC_PART_CHUNK, mb, stage, c);
     o.group = OC_GROUP_TP;
     o.bytes = x->tp_bytes;
@@ -442,6 +464,14 @@ static void merged_parts(const struct ctx *x, struct sink *k,
     }
 }
 
+static void merged_parts(const struct ctx *x, struct sink *k,
+                         const struct unit_sum *u, enum oc_phase ph,
+                         int64_t mb, int64_t stage, int64_t c)
+{
+    merged_range(x, k, u, ph, mb, stage, c,
+                 oc_place_chunk_layers(x->l, x->model, stage, c));
+}
+
 /* Tag of a pipeline message: unique per (sender, receiver) because the
  * sender's (micro-batch, chunk, direction) names its receiver. */
 static int64_t p2p_tag(const struct ctx *x, int64_t mb, int64_t sender_chunk,
@@ -468,22 +498,6 @@ static void put_p2p(const struct ctx *x, struct sink *k, enum oc_op_kind kind,
     put(k, &o);
 }
 
-/* Parameters of chunk c on a rank of `stage` holding `params` in all: Lc
- * layers' TP shards, plus what the stage holds beyond its layers
- * (embedding, head) on the chunk that holds that part. */
-static double chunk_params(const struct ctx *x, int64_t stage, int64_t c,
-                           int64_t params)
-{
-    if (x->v == 1)
-        return (double)params;
-    double layers = (double)oc_place_chunk_layers(x->l, x->model, stage, c).count *
-                    (double)oc_model_layer_params_tp(x->model, x->t);
-    double extra = (double)params - (double)x->v * layers;
-    if (extra < 0) /* memory.c counts differently: split evenly */
-        return (double)params / (double)x->v;
-    return layers + (c == oc_place_stage_extra_chunk(x->l, stage) ? extra : 0.0);
-}
-
 /* The rank of my (tp, dp) that runs chunk `at`. */
 static int64_t chunk_rank(const struct ctx *x, struct oc_coord me,
                           struct oc_chunk_at at)
@@ -502,6 +516,10 @@ struct unit_at {
     struct oc_layer_range layers;
     double act_bytes;
     const struct unit_sum *sum;
+    /* the chunk's last backward under dp_async: its DP buckets */
+    const struct oc_dp_bucket *bk;
+    const struct unit_sum *bsums;
+    int64_t nbk;
 };
 
 /* A forward unit receives from the previous chunk in model order and sends
@@ -515,7 +533,8 @@ static struct unit_at unit_at_of(const struct ctx *x,
     struct unit_at a = {u, me.pp, oc_place_holds_embed(x->l, me.pp, c),
                         oc_place_holds_head(x->l, me.pp, c), -1, -1, -1,
                         oc_place_chunk_layers(x->l, x->model, me.pp, c),
-                        si->act_bytes[c], &si->sums[c * 2 + u.backward]};
+                        si->act_bytes[c], &si->sums[c * 2 + u.backward],
+                        NULL, NULL, 0};
     int64_t prev = -1, next = -1;
     if (!a.first) {
         const struct oc_chunk_at at = oc_place_chunk_at(x->l, g - 1);
@@ -547,6 +566,47 @@ static void put_unit_msg(const struct ctx *x, struct sink *k,
                 p2p_tag(x, a->u.mb, in ? a->from_chunk : a->u.chunk, dir));
 }
 
+/* --overlap-grad-reduce, a chunk's last backward: the backward split at
+ * the chunk's DP buckets (schedule_bucket.h), each bucket's asynchronous
+ * reduction issued right after the compute of its last layer, as
+ * Megatron-Core's DDP launches it once the bucket's gradients are all in.
+ * Chunk grain: one merged piece per bucket, the unit's compute and TP
+ * collectives split exactly (the pieces sum to the unit; cost.c times a
+ * piece by its layers); with CP's merged ring the unit stays whole and its
+ * buckets follow it. */
+static void put_bwd_buckets(const struct ctx *x, struct sink *k,
+                            const struct unit_at *a)
+{
+    const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
+    const int whole = x->grain != OC_GRAIN_LAYER && k->ring;
+    if (whole)
+        merged_parts(x, k, a->sum, OC_PHASE_BWD, mb, stage, c);
+    for (int64_t j = 0; j < a->nbk; j++) {
+        const struct oc_dp_bucket *b = &a->bk[j];
+        const int64_t lo = b->layer_first - a->layers.first;
+        if (x->grain == OC_GRAIN_LAYER)
+            bwd_span(x, k, mb, stage, c, lo + b->layer_count, lo, b->embed, b->head);
+        else if (!whole)
+            merged_range(x, k, &a->bsums[j], OC_PHASE_BWD, mb, stage, c,
+                         (struct oc_layer_range){b->layer_first, b->layer_count});
+        struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, c);
+        o.coll = (uint8_t)(x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE);
+        o.group = OC_GROUP_DP;
+        o.async = 1;
+        /* one DP stream: NCCL runs a communicator's collectives in issue
+         * order, so a bucket waits for the one before (the simulator's
+         * ZeRO reduce stream, schedule_zero.h, serves the same) */
+        o.tag = OC_ZERO_STREAM_REDUCE;
+        o.bytes = x->pb.grad * b->params;
+        o.layer_first = (int32_t)b->layer_first;
+        o.layer_count = (int32_t)b->layer_count;
+        put(k, &o);
+    }
+    if (x->grain != OC_GRAIN_LAYER && a->last)
+        put_mem(x, k, OC_OP_FREE, OC_BUF_LOGITS, OC_PHASE_BWD, mb, stage, c, -1, 0,
+                x->logits_bytes);
+}
+
 /* A unit's work between its messages: the forward keeps its activations
  * and computes; the backward computes (and drops the logits). */
 static void put_unit_work(const struct ctx *x, struct sink *k,
@@ -570,6 +630,8 @@ static void put_unit_work(const struct ctx *x, struct sink *k,
         oc_zero_chunk_begin(&x->zc, zput, k, &za);
         merged_parts(x, k, a->sum, OC_PHASE_FWD, mb, stage, c);
         oc_zero_chunk_end(&x->zc, zput, k, &za);
+    } else if (a->nbk > 0) { /* dp_async: not with ZeRO-2/3 */
+        put_bwd_buckets(x, k, a);
     } else if (x->grain == OC_GRAIN_LAYER) {
         bwd_parts(x, k, mb, stage, c, a->first, a->last);
     } else {
@@ -609,13 +671,17 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_OPTIMIZER, OC_PHASE_FWD, -1, stage, 0,
             -1, 0, x->pb.optimizer * opt_params);
 
-    /* ZeRO-2/3 reduce per unit instead (schedule_zero.c) */
-    int dp_async = x->dg > 1 && x->l->overlap_grad_reduce && !x->zc.on;
+    const int dp_async = x->dp_async;
     enum oc_coll_kind dp_coll =
         x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
 
     for (int64_t i = 0; i < si->nunits; i++) {
-        const struct unit_at a = unit_at_of(x, si, rank, si->order[i]);
+        struct unit_at a = unit_at_of(x, si, rank, si->order[i]);
+        if (dp_async && i == si->last_bwd[a.u.chunk]) {
+            a.bk = &si->bk[a.u.chunk * x->bucket_cap];
+            a.bsums = &si->bsums[a.u.chunk * x->bucket_cap];
+            a.nbk = si->nbk[a.u.chunk];
+        }
         put_unit_msg(x, &k, &a, OC_OP_RECV);
         put_unit_work(x, &k, &a);
         put_unit_msg(x, &k, &a, OC_OP_SEND);
@@ -623,20 +689,6 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
             continue;
         put_mem(x, &k, OC_OP_FREE, OC_BUF_ACTIVATIONS, OC_PHASE_BWD, a.u.mb,
                 stage, a.u.chunk, a.layers.first, a.layers.count, a.act_bytes);
-        /* --overlap-grad-reduce: the chunk's gradients are final after its
-         * last backward; Megatron-LM starts their DP reduction there (one
-         * bucket per chunk here). */
-        if (dp_async && i == si->last_bwd[a.u.chunk]) {
-            struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD,
-                                    OC_PART_ALL, -1, stage, a.u.chunk);
-            o.coll = (uint8_t)dp_coll;
-            o.group = OC_GROUP_DP;
-            o.async = 1;
-            o.bytes = x->pb.grad * chunk_params(x, stage, a.u.chunk, params);
-            o.layer_first = (int32_t)a.layers.first;
-            o.layer_count = (int32_t)a.layers.count;
-            put(&k, &o);
-        }
     }
 
     /* Megatron-LM finalize_model_grads: DP gradient reduction, then the
@@ -689,6 +741,9 @@ static void stage_info_free(struct stage_info *si, int64_t p)
         free(si[i].last_bwd);
         free(si[i].act_bytes);
         free(si[i].order);
+        free(si[i].bk);
+        free(si[i].bsums);
+        free(si[i].nbk);
     }
     free(si);
 }
@@ -720,6 +775,22 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
         bwd_parts(x, &k, 0, stage, c, first, last);
     }
     si->count = -1;
+    if (!x->dp_async)
+        return;
+    const int64_t cap = x->bucket_cap;
+    si->bk = oc_xmalloc((size_t)(x->v * cap) * sizeof *si->bk);
+    si->bsums = oc_xcalloc((size_t)(x->v * cap), sizeof *si->bsums);
+    si->nbk = oc_xmalloc((size_t)x->v * sizeof *si->nbk);
+    for (int64_t c = 0; c < x->v; c++) {
+        struct oc_dp_bucket *b = &si->bk[c * cap];
+        si->nbk[c] = oc_dp_buckets(x->model, x->l, stage, c, x->bucket_size, b);
+        const int64_t f = oc_place_chunk_layers(x->l, x->model, stage, c).first;
+        for (int64_t j = 0; j < si->nbk[c]; j++) {
+            struct sink k = {NULL, &si->bsums[c * cap + j], x->cp > 1 ? &ring : NULL};
+            const int64_t lo = b[j].layer_first - f;
+            bwd_span(x, &k, 0, stage, c, lo + b[j].layer_count, lo, b[j].embed, b[j].head);
+        }
+    }
 }
 
 int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
@@ -800,6 +871,10 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.ce_bytes = 4.0 * sd * bd;
     x.p2p_bytes = x.sp ? x.tp_bytes / td : x.tp_bytes;
     oc_zero_ctx_init(&x.zc, m, l, o->grain, o->emit_memory);
+    /* ZeRO-2/3 reduce per unit instead (schedule_zero.c) */
+    x.dp_async = x.dg > 1 && l->overlap_grad_reduce && !x.zc.on;
+    x.bucket_size = oc_dp_bucket_size(l);
+    x.bucket_cap = oc_dp_buckets_cap(m, l);
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
 
     struct stage_info *si = oc_xcalloc((size_t)x.p, sizeof *si);

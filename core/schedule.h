@@ -26,8 +26,9 @@
  *   COLLECTIVE  all-reduce, all-gather, reduce-scatter over a named group
  *               (TP, DP, embedding); the full buffer's bytes, `count` back-to-back
  *               repetitions of the same collective. Blocking, unless `async`
- *               (DP gradient buckets under overlap_grad_reduce), which the
- *               rank starts and goes on.
+ *               (DP gradient buckets under overlap_grad_reduce,
+ *               schedule_bucket.h, on DP stream tag OC_ZERO_STREAM_REDUCE:
+ *               run in issue order), which the rank starts and goes on.
  *               Under context parallelism (cp > 1) each attention part
  *               also runs a ring of SEND/RECV (p2p OC_P2P_KV) between CP
  *               neighbours, between c slices of its compute

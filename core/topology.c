@@ -387,15 +387,19 @@ double oc_topology_intra_Bps(const struct oc_topology *t)
 }
 
 /* One flow cannot exceed one NIC; `flows` flows share all NICs of the node
- * evenly; above the leaf switch (switch_levels > 1) the uplinks carry
- * 1/oversubscription of the leaf's downlink bandwidth. */
+ * evenly; above the leaf switch (switch_levels > 1) the node's share of the
+ * uplinks, all NICs / oversubscription, is shared by the flows that cross
+ * it, max-min as in the simulator's up<n> link (sim/platform.c): it limits
+ * them only when they would exceed it. One flow on 8 NICs at 2:1 keeps its
+ * full NIC (the uplinks carry 4 NICs' worth); 8 flows get half a NIC each. */
 double oc_topology_inter_Bps(const struct oc_topology *t, int64_t flows_per_node)
 {
     OC_ASSERT(flows_per_node >= 1);
-    double all = (double)t->nics_per_node * t->nic_bandwidth_Bps /
-                 (double)flows_per_node;
-    double bw = fmin(t->nic_bandwidth_Bps, all);
-    return t->switch_levels > 1 ? bw / t->oversubscription : bw;
+    const double nics = (double)t->nics_per_node * t->nic_bandwidth_Bps;
+    double bw = fmin(t->nic_bandwidth_Bps, nics / (double)flows_per_node);
+    if (t->switch_levels > 1)
+        bw = fmin(bw, nics / t->oversubscription / (double)flows_per_node);
+    return bw;
 }
 
 /* NIC (and software) latency once, plus each switch crossed: 1 with one

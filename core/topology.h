@@ -133,8 +133,9 @@ int oc_topology_same_node(const struct oc_topology *t, int64_t gpu_a,
 double oc_topology_intra_Bps(const struct oc_topology *t);
 /* One flow's bandwidth between nodes when `flows_per_node` flows leave the
  * node at once (for example the 8 DP rings of a TP-8 layout): each flow gets
- * min(one NIC, all NICs / flows), divided by the oversubscription when the
- * route climbs above the leaf switch (switch_levels > 1). */
+ * min(one NIC, all NICs / flows), and when the route climbs above the leaf
+ * switch (switch_levels > 1) at most its share of the node's uplinks,
+ * all NICs / oversubscription / flows (max-min: a lone flow keeps its NIC). */
 double oc_topology_inter_Bps(const struct oc_topology *t, int64_t flows_per_node);
 /* Latency of one message between nodes: NIC latency plus one switch hop per
  * switch traversed (1 with one switch, 3 up and down a leaf-spine tree...). */

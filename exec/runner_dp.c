@@ -1,8 +1,9 @@
 /* runner_dp.c: the runner's data-parallel side (see runner.h, "Sharded
  * optimizer states", and runner_priv.h for the runner's files).
  *
- * What this file is: the DP reduction buckets (one per chunk with
- * overlap_grad_reduce, else one), the slices of ZeRO-1 (slice j of d of
+ * What this file is: the DP reduction buckets (Megatron-Core's, those
+ * the schedule issues, with overlap_grad_reduce: schedule_bucket.h; else
+ * one), the slices of ZeRO-1 (slice j of d of
  * every tensor: oc_params_slice), the reduce-scatter's packing and the
  * weights' all-gather, AdamW over the arena or this DP rank's slices (the
  * ones its optimizer states were allocated for, params.h), the tied embedding's
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 
 #include "placement.h"
+#include "schedule_bucket.h"
 
 /* ------------------------------------------------------------------ */
 /* DP buckets and sharding                                              */
@@ -78,17 +80,69 @@ static int64_t tensor_chunk(const struct oc_runner *r, const struct oc_param_ten
     return oc_place_head(r->l).chunk;
 }
 
+/* Overlap: a tensor's bucket among the schedule's (the chunk's buckets of
+ * schedule_bucket.h, chunk after chunk from first[chunk]): by its layer,
+ * the embedding's with the chunk's first layer, the head's with its last. */
+static int64_t tensor_bucket_of(const struct oc_runner *r, const struct oc_param_tensor *t,
+                                const struct oc_dp_bucket *b, const int64_t *first,
+                                const int64_t *nb)
+{
+    /* a tied embedding's copy on the last stage is the head */
+    const int embed = (t->kind == OC_P_WTE || t->kind == OC_P_WPE) &&
+                      oc_place_stage_has_embed(r->l, r->me.pp);
+    const int64_t c = t->layer >= 0 ? tensor_chunk(r, t)
+                      : embed       ? oc_place_embed(r->l).chunk
+                                    : oc_place_head(r->l).chunk;
+    for (int64_t j = first[c]; j < first[c] + nb[c]; j++) {
+        const struct oc_dp_bucket *k = &b[j];
+        if (t->layer >= 0 ? t->layer >= k->layer_first &&
+                                t->layer < k->layer_first + k->layer_count
+                          : (embed ? k->embed : k->head))
+            return j;
+    }
+    OC_ASSERT(!"a tensor in no DP bucket");
+    return -1;
+}
+
 void oc_rn_buckets_init(struct oc_runner *r)
 {
     const int overlap = r->dp > 1 && r->l->overlap_grad_reduce;
-    r->nbk = overlap ? r->v : 1;
+    /* overlap: Megatron-Core's buckets, as the schedule issues them */
+    struct oc_dp_bucket *bs = NULL;
+    int64_t *first = NULL, *nb = NULL;
+    r->nbk = 1;
+    if (overlap) {
+        const int64_t cap = oc_dp_buckets_cap(r->model, r->l);
+        bs = oc_xmalloc((size_t)(r->v * cap) * sizeof *bs);
+        first = oc_xmalloc((size_t)r->v * sizeof *first);
+        nb = oc_xmalloc((size_t)r->v * sizeof *nb);
+        r->nbk = 0;
+        for (int64_t c = 0; c < r->v; c++) {
+            first[c] = r->nbk;
+            nb[c] = oc_dp_buckets(r->model, r->l, r->me.pp, c, oc_dp_bucket_size(r->l),
+                                  bs + r->nbk);
+            r->nbk += nb[c];
+        }
+    }
     r->bk = oc_xcalloc((size_t)r->nbk, sizeof *r->bk);
+    for (int64_t b = 0; b < r->nbk; b++) {
+        r->bk[b].chunk = -1;
+        r->bk[b].layer_first = -1;
+    }
+    for (int64_t c = 0; overlap && c < r->v; c++)
+        for (int64_t j = first[c]; j < first[c] + nb[c]; j++) {
+            r->bk[j].chunk = c;
+            r->bk[j].layer_first = bs[j].layer_first;
+        }
     r->tensor_bucket = oc_xmalloc((size_t)r->p.nt * sizeof *r->tensor_bucket);
     for (int64_t i = 0; i < r->p.nt; i++) {
-        int64_t b = overlap ? tensor_chunk(r, &r->p.t[i]) : 0;
+        int64_t b = overlap ? tensor_bucket_of(r, &r->p.t[i], bs, first, nb) : 0;
         r->tensor_bucket[i] = b;
         r->bk[b].nt++;
     }
+    free(bs);
+    free(first);
+    free(nb);
     for (int64_t b = 0; b < r->nbk; b++) {
         struct oc_runner_bucket *k = &r->bk[b];
         k->tensors = oc_xmalloc((size_t)(k->nt > 0 ? k->nt : 1) * sizeof *k->tensors);
@@ -332,7 +386,10 @@ int oc_rn_run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
     if (op->coll != want)
         return oc_fail(st, "a DP gradient %s, the layout asks for a %s",
                        oc_coll_name(op->coll), oc_coll_name(want));
-    int64_t b = op->async ? op->chunk : 0;
+    int64_t b = op->async ? -1 : 0;
+    for (int64_t j = 0; op->async && j < r->nbk; j++)
+        if (r->bk[j].chunk == op->chunk && r->bk[j].layer_first == op->layer_first)
+            b = j;
     if (b < 0 || b >= r->nbk || (op->async != 0) != (r->l->overlap_grad_reduce != 0))
         return oc_fail(st, "a DP reduction of chunk %d that the runner has no "
                            "bucket for", op->chunk);

@@ -37,6 +37,8 @@ struct oc_runner_bucket {
     float *mine;      /* reduce-scatter output: this rank's block */
     int in_flight;
     int sp_summed;    /* this step's SP-partial gradients are summed over TP */
+    int64_t chunk, layer_first; /* overlap: the schedule's bucket it is
+                                   (schedule_bucket.h), else -1 */
 };
 
 enum { PEND_SEND, PEND_BUCKET };

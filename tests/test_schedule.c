@@ -22,6 +22,7 @@
 #include "memory.h"
 #include "model.h"
 #include "schedule.h"
+#include "schedule_bucket.h"
 #include "schedule_fixtures.h"
 #include "test_util.h"
 
@@ -439,6 +440,110 @@ static void test_op_fields(void)
 }
 
 /* ------------------------------------------------------------------ */
+/* DP buckets (schedule_bucket.h): gpt3-1.3b tp2-pp2-dp8, the case */
+
+/* h = 2048, f = 8192, L = 24, V = 50 257 (25 129 rows a TP rank), P =
+ * 2048, tied. Megatron-Core's bucket: max(40M, 1M * 8) = 40M parameters.
+ * A layer's TP shard Pl is about 25.2M (12h^2/2 plus biases and norms), so
+ * two layers close a bucket. Stage 0 (layers 0-11 and the embedding,
+ * 25 129*2048 + 2048*2048 = 55 658 496) walked backwards: [10-11], [8-9],
+ * ..., [0-1] + embedding: 6 buckets. Stage 1 (layers 12-23 and the head:
+ * final norm 2*2048 plus the tied copy 25 129*2048 = 51 468 288): layer
+ * 23 + head (76.7M) alone, then [21-22] ... [13-14], and [12] left at the
+ * end: 7 buckets. Each sums to the stage's parameters; in the schedule,
+ * each bucket's async all-reduce follows its first layer's attention
+ * backward (its TP all-reduce) of the last micro-batch, the embedding's
+ * backward for stage 0's last. */
+static void test_dp_buckets(void)
+{
+    struct oc_model m;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_model_load("gpt3-1.3b", &m, &st), 0);
+    struct cfg c = {2, 2, 8, 4, OC_SCHED_1F1B, 1, 0, OC_RECOMPUTE_NONE,
+                    0, 1, OC_ORDER_TP_DP_PP};
+    struct oc_layout l = make_layout(&c);
+    CU_ASSERT_EQUAL(oc_dp_bucket_size(&l), 40000000);
+    const double Pl = (double)oc_model_layer_params_tp(&m, 2);
+    CU_ASSERT_FATAL(Pl > 20e6 && Pl < 40e6);
+    struct oc_dp_bucket b[12];
+    const int64_t n0 = oc_dp_buckets(&m, &l, 0, 0, 40000000, b);
+    CU_ASSERT_EQUAL_FATAL(n0, 6);
+    for (int64_t j = 0; j < 6; j++) {
+        CU_ASSERT_EQUAL(b[j].layer_first, 10 - 2 * j);
+        CU_ASSERT_EQUAL(b[j].layer_count, 2);
+        CU_ASSERT_EQUAL(b[j].head, 0);
+        CU_ASSERT_EQUAL(b[j].embed, j == 5);
+        OC_ASSERT_REL(b[j].params, 2 * Pl + (j == 5 ? 55658496.0 : 0.0), 1e-15);
+    }
+    const int64_t n1 = oc_dp_buckets(&m, &l, 1, 0, 40000000, b);
+    CU_ASSERT_EQUAL_FATAL(n1, 7);
+    const int64_t first[7] = {23, 21, 19, 17, 15, 13, 12}, count[7] = {1, 2, 2, 2, 2, 2, 1};
+    double sum1 = 0;
+    for (int64_t j = 0; j < 7; j++) {
+        CU_ASSERT_EQUAL(b[j].layer_first, first[j]);
+        CU_ASSERT_EQUAL(b[j].layer_count, count[j]);
+        CU_ASSERT_EQUAL(b[j].head, j == 0);
+        CU_ASSERT_EQUAL(b[j].embed, 0);
+        sum1 += b[j].params;
+    }
+    OC_ASSERT_REL(b[0].params, Pl + 51468288.0, 1e-15);
+    OC_ASSERT_REL(sum1, (double)oc_mem_stage_params(&m, &l, 1), 1e-15);
+
+    struct oc_schedule s;
+    build(&s, &m, &l, OC_GRAIN_LAYER);
+    for (int64_t r = 0; r < s.nranks; r++) {
+        const struct oc_rank_ops *ro = &s.ranks[r];
+        const int64_t stage = oc_layout_coord(&l, r).pp;
+        int64_t nb = 0;
+        double bytes = 0;
+        for (int64_t k = 0; k < ro->n; k++) {
+            const struct oc_op *o = &ro->ops[k];
+            if (o->kind != OC_OP_COLLECTIVE || o->group != OC_GROUP_DP)
+                continue;
+            CU_ASSERT_EQUAL(o->async, 1);
+            bytes += o->bytes;
+            nb++;
+            /* the compute before it (past its TP all-reduce) */
+            int64_t q = k - 1;
+            while (q > 0 && ro->ops[q].kind != OC_OP_COMPUTE)
+                q--;
+            const struct oc_op *pc = &ro->ops[q];
+            CU_ASSERT_EQUAL(pc->phase, OC_PHASE_BWD);
+            CU_ASSERT_EQUAL(pc->mb, 3);
+            if (stage == 0 && o->layer_first == 0) {
+                CU_ASSERT_EQUAL(pc->part, OC_PART_EMBED);
+            } else {
+                CU_ASSERT_EQUAL(pc->part, OC_PART_ATTN);
+                CU_ASSERT_EQUAL(pc->layer_first, o->layer_first);
+            }
+        }
+        CU_ASSERT_EQUAL(nb, stage == 0 ? 6 : 7);
+        OC_ASSERT_REL(bytes, 2.0 * (double)oc_mem_stage_params(&m, &l, stage), 1e-12);
+    }
+    oc_schedule_free(&s);
+
+    /* chunk grain: the merged backward split in the same places, the
+     * pieces' FLOPs summing to the unit's */
+    build(&s, &m, &l, OC_GRAIN_CHUNK);
+    const struct oc_rank_ops *ro = &s.ranks[0];
+    double piece = 0, whole = 0;
+    int64_t nb = 0;
+    for (int64_t k = 0; k < ro->n; k++) {
+        const struct oc_op *o = &ro->ops[k];
+        if (o->kind == OC_OP_COMPUTE && o->phase == OC_PHASE_BWD)
+            *(o->mb == 3 ? &piece : o->mb == 2 ? &whole : &(double){0}) += o->flops;
+        if (o->kind == OC_OP_COLLECTIVE && o->group == OC_GROUP_DP) {
+            nb++;
+            CU_ASSERT_EQUAL(ro->ops[k - 1].kind == OC_OP_COMPUTE ||
+                                ro->ops[k - 1].group == OC_GROUP_TP, 1);
+        }
+    }
+    CU_ASSERT_EQUAL(nb, 6);
+    OC_ASSERT_REL(piece, whole, 1e-12);
+    oc_schedule_free(&s);
+}
+
+/* ------------------------------------------------------------------ */
 /* DP: blocking vs overlapped, ZeRO-1                                   */
 
 static void test_dp_reduction(void)
@@ -467,12 +572,21 @@ static void test_dp_reduction(void)
                 sum += o->bytes;
                 CU_ASSERT_EQUAL(o->coll, OC_COLL_REDUCESCATTER);
                 seen_chunk[o->chunk]++;
-                /* preceded by the FREE of the chunk's last backward, and no
-                 * later unit of that chunk */
-                CU_ASSERT_EQUAL(ro->ops[k - 1].kind, OC_OP_FREE);
-                CU_ASSERT_EQUAL(ro->ops[k - 1].chunk, o->chunk);
+                /* the tiny model's chunk is one bucket (far below
+                 * Megatron's 40M parameters): issued right after the
+                 * compute (or its TP collective) of the chunk's last
+                 * backward, of the last micro-batch, inside the unit (only
+                 * its send and the activations' FREE after it) */
+                const struct oc_op *pv = &ro->ops[k - 1];
+                CU_ASSERT(pv->kind == OC_OP_COMPUTE ||
+                          (pv->kind == OC_OP_COLLECTIVE && pv->group == OC_GROUP_TP));
+                CU_ASSERT_EQUAL(pv->phase, OC_PHASE_BWD);
+                CU_ASSERT_EQUAL(pv->chunk, o->chunk);
+                CU_ASSERT_EQUAL(pv->mb, 3);
                 for (int64_t j = k + 1; j < ro->n; j++)
-                    CU_ASSERT(!(ro->ops[j].mb >= 0 && ro->ops[j].chunk == o->chunk));
+                    CU_ASSERT(!(ro->ops[j].mb >= 0 && ro->ops[j].chunk == o->chunk &&
+                                ro->ops[j].kind != OC_OP_SEND &&
+                                ro->ops[j].kind != OC_OP_FREE));
             }
         }
         CU_ASSERT_EQUAL(n_async, 2);
@@ -706,6 +820,7 @@ static CU_TestInfo tests[] = {
     {"interleaved_same_work", test_interleaved_same_work},
     {"chunk_grain_totals", test_chunk_grain_totals},
     {"op_fields", test_op_fields},
+    {"dp_buckets", test_dp_buckets},
     {"dp_reduction", test_dp_reduction},
     {"fp32 bytes", test_fp32_bytes},
     {"groups", test_groups},

@@ -172,6 +172,61 @@ static void check_dp_overlap(enum oc_sim_fidelity fid)
 static void test_dp_overlap_fast(void) { check_dp_overlap(OC_SIM_FAST); }
 static void test_dp_overlap_full(void) { check_dp_overlap(OC_SIM_FULL); }
 
+/* Megatron-Core's buckets within a chunk (schedule_bucket.h): the tiny
+ * model widened to h = 2048, f = 8192 (a = 16 heads), L = 2 layers,
+ * tp1-pp1-dp2-nozero on 2 nodes of one GPU and one NIC each, m = 2
+ * micro-batches (G = 4); the DP ring of S bytes over N = 2 takes
+ * S/BN + 2*LN as above. A layer holds 12h^2 + 13h = 50 358 272
+ * parameters, above Megatron's bucket of max(40M, 1M*2) = 40M: walking the
+ * chunk backwards each layer closes a bucket,
+ *   A = layer 1 + the head (final norm 2h + untied V*h = 1 052 672):
+ *       S_A = 2 * 51 410 944 = 102 821 888 bytes,
+ *   B = layer 0 + the embedding (V*h + P*h = 1 310 720):
+ *       S_B = 2 * 51 668 992 = 103 337 984 bytes.
+ * The last micro-batch's backward runs the head and layer 1 (b/2), issues
+ * A, runs layer 0 (b/2, longer than A's ring: asserted) and the embedding,
+ * issues B; the head, the embedding and the optimizer cost nothing here
+ * (uniform stages). With T = m(f + b):
+ *   overlap:     step = T + S_B/BN + 2*LN = exposed + T,
+ *                dp_comm = (S_A + S_B)/BN + 4*LN;
+ *   no overlap:  step = T + (S_A + S_B)/BN + 2*LN.
+ * Overlap hides S_A/BN = 4.11287552 ms: the bucket of layer 1 and the
+ * head. With one bucket per chunk issued after its last backward, as the
+ * schedule did before, it hid nothing. */
+static void check_dp_buckets(enum oc_sim_fidelity fid)
+{
+    struct oc_model m = tiny_untied();
+    m.hidden_size = 2048;
+    m.num_attention_heads = 16;
+    m.num_key_value_heads = 16;
+    m.intermediate_size = 8192;
+    m.num_hidden_layers = 2;
+    struct oc_topology t = topo_attr(1, 1e20, 0);
+    struct oc_layout l = lay("tp1-pp1-dp2-nozero", 4);
+    l.overlap_grad_reduce = 1;
+    CU_ASSERT_EQUAL_FATAL(oc_layout_num_micro_batches(&l), 2);
+    CU_ASSERT_EQUAL_FATAL(oc_model_layer_params_tp(&m, 1), 50358272);
+    double f, b;
+    chunk_costs(&m, &l, &t, &f, &b);
+    const double SA = 102821888.0, SB = 103337984.0, T = 2 * (f + b);
+    CU_ASSERT_FATAL(SA / BN + 2 * LN < 0.5 * b);
+
+    struct oc_metrics *ov = replay(&m, &t, &l, fid);
+    OC_ASSERT_REL(ov->step_time_s, T + SB / BN + 2 * LN, 1e-9);
+    OC_ASSERT_REL(ov->stage[0].exposed_comm_s, SB / BN + 2 * LN, 1e-9);
+    OC_ASSERT_REL(ov->stage[0].dp_comm_s, (SA + SB) / BN + 4 * LN, 1e-9);
+
+    l.overlap_grad_reduce = 0;
+    struct oc_metrics *bl = replay(&m, &t, &l, fid);
+    OC_ASSERT_REL(bl->step_time_s, T + (SA + SB) / BN + 2 * LN, 1e-9);
+    OC_ASSERT_REL(bl->step_time_s - ov->step_time_s, 4.11287552e-3, 1e-6);
+    free(ov);
+    free(bl);
+}
+
+static void test_dp_buckets_fast(void) { check_dp_buckets(OC_SIM_FAST); }
+static void test_dp_buckets_full(void) { check_dp_buckets(OC_SIM_FULL); }
+
 /* ---- a slow pipeline link ---------------------------------------------- */
 
 /* tp1-pp2-dp1, 1F1B, m = 2 micro-batches, the two stages on one node
@@ -228,6 +283,8 @@ static void test_slow_link_full(void) { check_slow_pipeline_link(OC_SIM_FULL); }
 static CU_TestInfo tests[] = {
     {"DP overlap hides chunk 1's transfer, fast", test_dp_overlap_fast},
     {"DP overlap hides chunk 1's transfer, full", test_dp_overlap_full},
+    {"DP buckets within a chunk hide layer 1's, fast", test_dp_buckets_fast},
+    {"DP buckets within a chunk hide layer 1's, full", test_dp_buckets_full},
     {"slow pipeline link: transfer exposed, not bubble, fast", test_slow_link_fast},
     {"slow pipeline link: transfer exposed, not bubble, full", test_slow_link_full},
     CU_TEST_INFO_NULL,

@@ -99,6 +99,8 @@ static void test_platform_routes(void)
     OC_ASSERT_REL(r.lat_inter_s, 6e-6, 1e-12);
     OC_ASSERT_REL(r.lat_inter_s, oc_topology_inter_latency_s(&t), 1e-12);
     OC_ASSERT_REL(r.bw_inter_Bps, 12.5e9, 1e-12);
+    /* the closed form's lone flow (core/topology.c): the same */
+    OC_ASSERT_REL(r.bw_inter_Bps, oc_topology_inter_Bps(&t, 1), 1e-12);
     CU_ASSERT_EQUAL(r.names_intra, 1);
     CU_ASSERT_EQUAL(r.names_inter, 1);
     CU_ASSERT_EQUAL(r.names_back, 1);

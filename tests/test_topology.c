@@ -178,9 +178,10 @@ static void test_dgx_and_h200(void)
     CU_ASSERT_EQUAL(oc_topology_nodes(&t, 8), 1);
 }
 
-/* eth25g: one 25 Gb/s port (3.125e9 B/s), leaf-spine, 2:1.
- *   inter_Bps(1) = min(3.125e9, 3.125e9) / 2 = 1.5625e9
- *   inter_Bps(8) = min(3.125e9, 3.125e9/8) / 2 = 390625000 / 2 = 195312500
+/* eth25g: one 25 Gb/s port (3.125e9 B/s), leaf-spine, 2:1: the node's
+ * uplink share is 3.125e9/2 = 1.5625e9, below its one port.
+ *   inter_Bps(1) = min(3.125e9, 3.125e9, 1.5625e9) = 1.5625e9
+ *   inter_Bps(8) = min(3.125e9, 3.125e9/8, 1.5625e9/8) = 195312500
  *   latency = 1e-5 + 3*1e-6 = 1.3e-5 */
 static void test_eth25g(void)
 {
@@ -195,8 +196,9 @@ static void test_eth25g(void)
  * 2 NICs of 1e10 B/s, 2 switch levels, oversubscription 4.
  *   nodes(9) = ceil(9/4) = 3; nodes(8) = 2; nodes(1) = 1; nodes(0) = 0
  *   same_node(3, 4) = 0 (nodes 0 and 1); same_node(4, 7) = 1
- *   inter_Bps(1) = min(1e10, 2e10/1) / 4 = 2.5e9
- *   inter_Bps(4) = min(1e10, 2e10/4) / 4 = 5e9 / 4 = 1.25e9
+ *   (the node's uplink share 2e10/4 = 5e9, max-min over the flows)
+ *   inter_Bps(1) = min(1e10, 2e10/1, 5e9/1) = 5e9
+ *   inter_Bps(4) = min(1e10, 2e10/4, 5e9/4) = 1.25e9
  *   latency = 2e-6 + (2*2 - 1)*5e-7 = 3.5e-6 */
 static void test_user_file_and_helpers(void)
 {
@@ -211,7 +213,7 @@ static void test_user_file_and_helpers(void)
     CU_ASSERT_EQUAL(oc_topology_same_node(&t, 3, 4), 0);
     CU_ASSERT_EQUAL(oc_topology_same_node(&t, 4, 7), 1);
     CU_ASSERT_EQUAL(oc_topology_same_node(&t, 0, 0), 1);
-    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 1), 2.5e9, 1.0);
+    CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 1), 5e9, 1.0);
     CU_ASSERT_DOUBLE_EQUAL(oc_topology_inter_Bps(&t, 4), 1.25e9, 1.0);
     OC_ASSERT_REL(oc_topology_inter_latency_s(&t), 3.5e-6, 1e-12);
 
@@ -475,7 +477,36 @@ static void test_messages_escaped(void)
     EXPECT_ERROR(path, "/a\\nb\\xff.json: must hold a JSON object");
 }
 
+/* Oversubscription is max-min on the node's share of the uplinks, as the
+ * simulator's up<n> link (sim/platform.c): 8 NICs of 25e9 B/s, leaf-spine
+ * at 2:1, so the uplinks carry 8*25e9/2 = 100e9 B/s, 4 NICs' worth.
+ *   1 flow:   min(25e9, 200e9, 100e9)        = 25e9 (its full NIC; the
+ *             uplinks are not full: dividing by 2 would give 12.5e9)
+ *   4 flows:  min(25e9, 200e9/4, 100e9/4)    = 25e9 (exactly full)
+ *   5 flows:  min(25e9, 40e9, 100e9/5)       = 20e9
+ *   8 flows:  min(25e9, 25e9, 100e9/8)       = 12.5e9
+ *   16 flows: min(25e9, 12.5e9, 100e9/16)    = 6.25e9
+ * One switch (no uplinks): 8 flows min(25e9, 25e9) = 25e9. */
+static void test_oversub_max_min(void)
+{
+    struct oc_topology t;
+    memset(&t, 0, sizeof t);
+    t.gpus_per_node = 8;
+    t.nics_per_node = 8;
+    t.nic_bandwidth_Bps = 25e9;
+    t.switch_levels = 2;
+    t.oversubscription = 2;
+    OC_ASSERT_REL(oc_topology_inter_Bps(&t, 1), 25e9, 1e-15);
+    OC_ASSERT_REL(oc_topology_inter_Bps(&t, 4), 25e9, 1e-15);
+    OC_ASSERT_REL(oc_topology_inter_Bps(&t, 5), 20e9, 1e-15);
+    OC_ASSERT_REL(oc_topology_inter_Bps(&t, 8), 12.5e9, 1e-15);
+    OC_ASSERT_REL(oc_topology_inter_Bps(&t, 16), 6.25e9, 1e-15);
+    t.switch_levels = 1;
+    OC_ASSERT_REL(oc_topology_inter_Bps(&t, 8), 25e9, 1e-15);
+}
+
 static CU_TestInfo topology_tests[] = {
+    {"oversubscription: max-min on the uplinks", test_oversub_max_min},
     {"every shipped topology loads, with sources", test_every_shipped_topology_loads_with_sources},
     {"h100-100g values and helpers", test_h100_100g},
     {"dgx-h100, dgx-a100, h200-node", test_dgx_and_h200},
