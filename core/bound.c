@@ -205,12 +205,20 @@ static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *
  * reduction after the chunk's last backward: all of them, but under
  * --overlap-grad-reduce without ZeRO-2/3 only its last bucket's (the
  * chunk's first layers: schedule_bucket.h; the others start during that
- * backward). */
+ * backward). ZeRO-2/3 reduce-scatter each layer unit's gradients after
+ * its backward (schedule_zero.h): without overlap on the compute stream,
+ * inside the backward (zero_blocking_s charges them in the stage's work,
+ * so none here: charging them again put the bound of gpt3-1.3b
+ * tp1-pp1-dp16-mb2-zero3-noovl on 16 h100-100g at 0.379 s over its
+ * simulated 0.363 s); with overlap async, and at layer grain only the
+ * chunk's first layer's is surely issued after its last compute. */
 static double late_layers(const struct oc_model *m, const struct oc_layout *l, int64_t stage,
                           int64_t ch)
 {
     const int64_t n = oc_place_chunk_layers(l, m, stage, ch).count;
-    if (!l->overlap_grad_reduce || l->zero >= 2 || n < 1)
+    if (l->zero >= 2)
+        return l->overlap_grad_reduce && n > 0 ? 1.0 : 0.0;
+    if (!l->overlap_grad_reduce || n < 1)
         return (double)n;
     struct oc_dp_bucket *b = oc_xmalloc((size_t)oc_dp_buckets_cap(m, l) * sizeof *b);
     const int64_t nb = oc_dp_buckets(m, l, stage, ch, oc_dp_bucket_size(l), b);
