@@ -77,8 +77,10 @@
  * all-reduce, contention beyond the above. Knobs that are not modelled
  * fully are bounded by what is certain: context parallelism by compute
  * and TP terms on the rank's s/c tokens and the DP x CP tail (no K/V
- * ring), ZeRO-2/3's tail by the zero-1 terms without the weight
- * all-gather.
+ * ring), ZeRO-2/3's tail by the reduce-scatter of what surely comes
+ * after the last backward (nothing without overlap: the layers'
+ * reduce-scatters block inside it and are in the work; with overlap the
+ * chunk's first layer's), without the weight all-gather.
  */
 #ifndef OC_BOUND_H
 #define OC_BOUND_H
