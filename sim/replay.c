@@ -100,8 +100,28 @@ static void fold_rows(const struct replay *R, struct oc_timeline *tl)
     }
 }
 
-/* After the run: a SEND ends when its message arrived, an async collective
- * when it completed (timeline.h); then the figures (step_metrics.h). */
+/* The grain of the schedule a replay runs: chunk for FAST and SYM (unless
+ * the layer_grain test hook), layer for FULL (replay.h). */
+static enum oc_grain replay_grain(const struct oc_replay_opts *o)
+{
+    return oc_replay_fidelity_used(o) != OC_SIM_FULL && !o->layer_grain ? OC_GRAIN_CHUNK
+                                                                        : OC_GRAIN_LAYER;
+}
+
+/* A filled timeline's figures: a SEND ends when its message arrived
+ * (timeline.h), then step_metrics.h. */
+static void timeline_figures(struct oc_timeline *tl, const struct oc_model *m,
+                             const struct oc_layout *l, const struct oc_topology *t,
+                             struct oc_metrics *out)
+{
+    oc_timeline_send_arrivals(tl);
+    oc_metrics_init(out, l);
+    oc_step_metrics(tl, out);
+    oc_metrics_finish(out, m, t);
+}
+
+/* After the run: an async collective ends when it completed (timeline.h);
+ * then the figures. */
 static void replay_metrics(const struct replay *R, const struct oc_topology *t,
                            struct oc_timeline *tl, struct oc_metrics *out)
 {
@@ -113,10 +133,7 @@ static void replay_metrics(const struct replay *R, const struct oc_topology *t,
         }
     }
     fold_rows(R, tl);
-    oc_timeline_send_arrivals(tl);
-    oc_metrics_init(out, R->l);
-    oc_step_metrics(tl, out);
-    oc_metrics_finish(out, R->m, t);
+    timeline_figures(tl, R->m, R->l, t, out);
     out->sim_micro_batches = R->s->num_micro_batches;
     /* which forced collective choices would have run this very replay */
     out->coll_same = 0;
@@ -251,8 +268,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     struct oc_schedule local;
     struct oc_schedule *s = sched_out ? sched_out : &local;
     memset(&local, 0, sizeof local);
-    const struct oc_schedule_opts so = {
-        R.fast && !o->layer_grain ? OC_GRAIN_CHUNK : OC_GRAIN_LAYER, 1, NULL};
+    const struct oc_schedule_opts so = {replay_grain(o), 1, NULL};
     /* The symmetric mode decides before the engine starts whether it holds
      * (it runs on a reduced platform, replay_sym.c). Else the engine
      * first: a bad platform file or --cfg fails before the schedule is
@@ -486,10 +502,7 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
         oc_sim_buf_free(&buf);
         return -1;
     }
-    const struct oc_schedule_opts so = {
-        oc_replay_fidelity_used(o) != OC_SIM_FULL && !o->layer_grain ? OC_GRAIN_CHUNK
-                                                                     : OC_GRAIN_LAYER,
-        1, NULL};
+    const struct oc_schedule_opts so = {replay_grain(o), 1, NULL};
     struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1);
     struct oc_schedule s1, local;
     struct oc_schedule *s = sched_out ? sched_out : &local;
@@ -515,10 +528,7 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
         if (rc == 0 &&
             oc_rp_steady_unfold(&s1, &tl1, s, tl, &sp, why, sizeof why) == 0) {
             held = 1;
-            oc_timeline_send_arrivals(tl);
-            oc_metrics_init(out, l);
-            oc_step_metrics(tl, out);
-            oc_metrics_finish(out, m, t);
+            timeline_figures(tl, m, l, t, out);
             out->coll_same = mt1->coll_same;
             out->sim_micro_batches = sp.m1;
             if (!tl_out)
