@@ -180,7 +180,9 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
         ovl[no++] = B->overlap_grad_reduce;
     else
         ovl[no++] = 1, ovl[no++] = 0;
-    if (fixed(s, OC_LAYOUT_NAMED_ORDER) || b0->pp == 1 || b0->dp == 1 || one_node)
+    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
+    const int whole_nodes = !s->platform_file && (b0->tp * (b0->cp > 1 ? b0->cp : 1)) % gpn == 0;
+    if (fixed(s, OC_LAYOUT_NAMED_ORDER) || b0->pp == 1 || b0->dp == 1 || one_node || whole_nodes)
         order[nor++] = B->order;
     else
         order[nor++] = OC_ORDER_TP_DP_PP, order[nor++] = OC_ORDER_TP_PP_DP;

@@ -36,7 +36,14 @@
  * among those searched):
  *   SP without TP (t = 1); ZeRO stage and overlap without DP (d = 1);
  *   rank order with p = 1 or d = 1, or inside one node (every GPU of the
- *   generated node has the same links); interleaving with p = 1; the
+ *   generated node has the same links), or where every TP x CP block
+ *   fills whole nodes (t*c a multiple of the GPUs per node) on the
+ *   generated platform: each node then holds ranks of one (stage,
+ *   replica) only, both orders give every group the same node count and
+ *   members per node, and the generated nodes are alike (each the same
+ *   NICs and uplink share into one fabric router, sim/platform.c), so the
+ *   two runs are one up to renaming the nodes (llama2-70b
+ *   tp1-pp16-dp8-cp8 on 1024: equal to the last digit); interleaving with p = 1; the
  *   collective algorithm of a layout with no collective group of two or
  *   more ranks (only auto), ring and hier where every collective group lies
  *   inside one node (auto runs the ring there, and the two-level ring has
@@ -77,6 +84,10 @@ struct oc_search_space {
     double batch_tolerance; /* > 0: each layout's nearest global batch
                                within it (core/batch.h); 0: base's */
     int even_stages;        /* only the even split (--even-stages) */
+    int platform_file;      /* the run takes a user's SimGrid platform
+                               (--platform): its nodes may differ, so rank
+                               order is searched wherever it moves a
+                               block between nodes */
 };
 
 struct oc_search_counts {

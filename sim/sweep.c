@@ -170,9 +170,16 @@ static void worker(int job_fd, int res_fd, const struct oc_model *m,
         const int32_t idx = j.index;
         memset(r, 0, sizeof *r);
         r->index = idx;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         simulate_one(r, idx, &j.layout, m, t, o, h);
-        XBT_DEBUG("worker %ld: layout %d %s%s%s", (long)getpid(), (int)idx,
-                  r->ok ? "simulated" : "failed", r->ok ? "" : ": ", r->ok ? "" : r->err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        char label[256];
+        oc_layout_format(&j.layout, label, sizeof label);
+        XBT_DEBUG("worker %ld: layout %d %s %s in %.3f s%s%s", (long)getpid(), (int)idx, label,
+                  r->ok ? "simulated" : "failed",
+                  (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+                  r->ok ? "" : ": ", r->ok ? "" : r->err);
         if (write_all(res_fd, r, sizeof *r) != 0)
             break;
     }

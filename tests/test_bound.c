@@ -285,6 +285,43 @@ static void test_below_sim_zero_noovl(void)
     check_below_sim(&m, &t, lay, 6, "gpt3-1.3b zero2/3", 16);
 }
 
+/* Under --overlap-grad-reduce every DP bucket of a chunk fires during its
+ * last backward (core/schedule_bucket.h), so none starts before that
+ * backward starts, and the stage's buckets run one after the other. With
+ * one micro-batch on one stage (gpt3-1.3b tp1-pp1-dp16-mb1, global batch
+ * 16, on 16 h100-100g: two nodes of one 12.5 GB/s NIC) the reduction of
+ * all 24 layers' gradients, 24 P x 2 bytes (P a layer's parameters),
+ * crosses the node's NIC after the backward starts: at least
+ * 0.9 x 2 x (1/2) x 48 P / 12.5e9 s (the node as one member of a
+ * two-member all-reduce, bound.h), about 0.17 s, most of the step; the
+ * bound charged only the last bucket (one layer) after the backward, so it
+ * was below 0.03 s. Bound <= simulated for it and its ZeRO-1 and
+ * interleaved variants. */
+static void test_buckets_after_backward_start(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load(&m, &t, "gpt3-1.3b") == 0);
+    const char *names[] = {"tp1-pp1-dp16-mb1-1f1b-zero0", "tp1-pp1-dp16-mb1-1f1b-zero1",
+                           "tp1-pp2-dp8-mb1-v2-zero0", "tp1-pp2-dp8-mb1-1f1b-zero1"};
+    struct oc_layout lay[4];
+    for (int i = 0; i < 4; i++) {
+        struct oc_status st = {{0}};
+        oc_layout_default(&lay[i]);
+        CU_ASSERT_EQUAL_FATAL(oc_layout_parse(&lay[i], names[i], &st), 0);
+        lay[i].global_batch = 16;
+        lay[i].seq_length = 1024;
+    }
+    const double P = (double)oc_model_layer_params_tp(&m, 1);
+    const double all = 0.9 * 2 * 0.5 * 24 * P * 2 / 12.5e9;
+    CU_ASSERT_TRUE(all > 0.15 && all < 0.2);
+    struct oc_bound bd;
+    oc_bound_step(&m, &lay[0], &t, &bd);
+    CU_ASSERT_TRUE(bd.path_s > all);
+    CU_ASSERT_TRUE(bd.step_s >= bd.path_s);
+    check_below_sim(&m, &t, lay, 4, "gpt3-1.3b buckets", 16);
+}
+
 static void test_below_sim_tiny(void) { bound_below_sim("tiny", 8, 16, 128, 60); }
 static void test_below_sim_gpt(void) { bound_below_sim("gpt3-1.3b", 16, 32, 1024, 40); }
 /* four nodes of one 12.5 GB/s NIC each: pipeline messages and DP rings
@@ -300,6 +337,7 @@ static CU_TestInfo tests[] = {
     {"bound <= simulated, gpt3-1.3b on 16", test_below_sim_gpt},
     {"bound <= simulated, llama2-13b on 32", test_below_sim_13b},
     {"bound <= simulated, ZeRO-2/3 with and without overlap", test_below_sim_zero_noovl},
+    {"DP buckets after the last backward's start", test_buckets_after_backward_start},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {

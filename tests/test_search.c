@@ -166,7 +166,7 @@ static void test_across_nodes(void)
     int64_t k = oc_search_enumerate(&s, &m, &t, &c, &n);
     CU_ASSERT_TRUE(k > 0);
     CU_ASSERT_TRUE(labels_distinct(c, k));
-    int hier = 0, pp_dp_order = 0, in_node = 0;
+    int hier = 0, pp_dp_order = 0, in_node = 0, whole = 0;
     for (int64_t i = 0; i < k; i++) {
         const struct oc_layout *l = &c[i].layout;
         hier += l->coll == OC_COLL_CHOICE_HIER;
@@ -179,11 +179,35 @@ static void test_across_nodes(void)
         if (l->order == OC_ORDER_TP_PP_DP) {
             pp_dp_order++;
             CU_ASSERT_TRUE(l->pp > 1 && l->dp > 1);
+            /* a TP x CP block of whole nodes: both orders put one
+             * (stage, replica) on each node, alike on the generated
+             * platform (search.h) */
+            CU_ASSERT_TRUE((l->tp * l->cp) % 8 != 0);
         }
+        whole += l->tp * l->cp == 8 && l->pp > 1 && l->dp > 1;
     }
     CU_ASSERT_TRUE(hier > 0);
     CU_ASSERT_TRUE(in_node > 0);
     CU_ASSERT_TRUE(pp_dp_order > 0);
+    CU_ASSERT_TRUE(whole == 0); /* 16 cards: p = d = 2 needs 32 */
+    /* 32 cards: tp4-cp2-pp2-dp2 has one order; on a user's platform, two */
+    struct oc_search_space s32 = space(32);
+    s32.base.global_batch = 64;
+    s32.max_cp = 2;
+    for (int plat = 0; plat < 2; plat++) {
+        s32.platform_file = plat;
+        struct oc_candidate *c32 = NULL;
+        int64_t k32 = oc_search_enumerate(&s32, &m, &t, &c32, NULL);
+        int orders[2] = {0, 0};
+        for (int64_t i = 0; i < k32; i++) {
+            const struct oc_layout *l = &c32[i].layout;
+            if (l->tp == 4 && l->cp == 2 && l->pp == 2 && l->dp == 2 && c32[i].valid)
+                orders[l->order == OC_ORDER_TP_PP_DP]++;
+        }
+        CU_ASSERT_TRUE(orders[0] > 0);
+        CU_ASSERT_EQUAL(orders[1] > 0, plat);
+        free(c32);
+    }
     char d[1024];
     oc_search_describe(&s, &n, d, sizeof d);
     CU_ASSERT_PTR_NOT_NULL(strstr(d, "tp 1-16"));
