@@ -1,0 +1,679 @@
+/* cmd_goodput.c: `ocsim goodput`, failures, checkpoints and goodput of a
+ * long run of one layout: the checkpoint's size and save time from the
+ * layout's model state, the job's mean time between failures, the best
+ * checkpoint interval (Young, Daly), the expected useful fraction of wall
+ * time (core/goodput.h) and a seeded simulation of the run with Poisson
+ * failures over many trials; goodput.csv, trials.csv and a plot of goodput
+ * against the interval in --out.
+ *
+ * Its own flags (goodput_flag) are taken out of argv first; the rest
+ * (--cards, --model, the layout, the simulation's) go to cli/options.c as
+ * `ocsim simulate` parses them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "csv_table.h"
+#include "format.h"
+#include "goodput.h"
+#include "options.h"
+#include "paths.h"
+#include "plot_goodput.h"
+#include "replay.h"
+#include "sim_opts.h"
+
+#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM | OC_OPT_RESERVE)
+
+/* --trials's bound: a million trials of a month take seconds. */
+#define TRIALS_MAX 1000000
+/* --days's bound: a century; a run is months. */
+#define DAYS_MAX 36500.0
+/* Points of the interval curve, and trials per point (fewer than --trials:
+ * the curve shows the trend, the asked interval gets the full count). */
+#define CURVE_POINTS 41
+#define CURVE_TRIALS_MAX 200
+#define CURVE_MAX (CURVE_POINTS + 2)
+
+/* The flags of this command alone (0: not given). */
+struct gflags {
+    double step_s;        /* --step-time */
+    double days;          /* --days (30) */
+    double failures;      /* --failures F in --days */
+    double mtbf_s;        /* --mtbf */
+    double rate;          /* --failure-rate, per unit below */
+    int rate_per_node;    /* 1: per node-hour, 0: per GPU-hour */
+    double interval_s;    /* --interval; 0: the best */
+    double interval_steps; /* --interval Nsteps */
+    double save_s, load_s; /* --save-time, --load-time; < 0: from the size */
+    double ckpt_bytes;    /* --checkpoint-size; 0: from the layout */
+    double wbw_node, wbw_total, rbw_node, rbw_total;
+    double restart_s;     /* --restart-time */
+    int64_t trials;
+    uint64_t seed;
+    int source_count;     /* how many of --failures, --mtbf, --failure-rate */
+};
+
+static void help(void)
+{
+    puts("usage: ocsim goodput --cards N --layout tp8-pp4-dp2 [--model M] [--topology T]\n"
+         "                     [--step-time T] [--days 30] [--failures F | --mtbf T |\n"
+         "                     --failure-rate R[/gpu-hour|/node-hour]] [--interval T]\n"
+         "                     [--save-time T] [--restart-time T] [--out DIR] [...]\n\n"
+         "Failures, checkpoints and goodput of a long run of one layout. The checkpoint\n"
+         "is the layout's model state (weights and optimizer states per rank, as\n"
+         "`ocsim memory` sizes them, sharded as the layout shards them); its save\n"
+         "takes the busiest node's bytes over the node's storage bandwidth or the\n"
+         "whole over the file system's, whichever is longer. Failures are a Poisson\n"
+         "process of the job's MTBF. Prints the best interval (Young 1974, Daly\n"
+         "2006 and the exact optimum of Daly's expected time), the expected useful\n"
+         "fraction of wall time at the asked interval and at the best, and the\n"
+         "distribution over --trials seeded simulations of --days (mean, p5, p50,\n"
+         "p95). Writes DIR/goodput.csv (goodput against interval), DIR/trials.csv\n"
+         "(one row per trial at the asked interval) and DIR/goodput.png and .svg\n"
+         "(default DIR: out/goodput). Exit code 0, or 2 on bad input.\n\n"
+         "Times take a unit: 90s, 30m (or 30min), 2h, 1.5d; a bare number is seconds.\n"
+         "Sizes: 1.2TB, 800GB; bandwidths: 50GB/s, 400Gb/s (bits), a bare number\n"
+         "bytes or bytes per second.\n\n"
+         "Goodput options:\n"
+         "  --step-time T       one training step (default: simulated, as `ocsim\n"
+         "                      simulate` does); intervals round to whole steps\n"
+         "  --days D            the run's length (30)\n"
+         "  --failures F        F failures over --days: MTBF = days / F (the seeds'\n"
+         "                      case: --days 30 --failures 17)\n"
+         "  --mtbf T            the job's mean time between failures\n"
+         "  --failure-rate R    failures per GPU-hour (R/gpu-hour) or per node-hour\n"
+         "                      (R/node-hour); default 1.97e-5/gpu-hour, Llama 3's\n"
+         "                      419 interruptions in 54 days on 16,384 GPUs (Dubey et\n"
+         "                      al. 2024, section 3.3.4)\n"
+         "  --interval T        compute between checkpoints (T, or Nsteps); default\n"
+         "                      the best\n"
+         "  --save-time T       a measured blocking save (ocsim-exec --save prints\n"
+         "                      \"checkpoint: saved ... in T\"); default size / bandwidth\n"
+         "  --load-time T       a measured load; default size / read bandwidth\n"
+         "  --checkpoint-size B the whole checkpoint (default: the layout's state)\n"
+         "  --write-bw-node BW  storage write bandwidth per node (50GB/s, ESTIMATE)\n"
+         "  --write-bw-total BW the file system's aggregate write (2TB/s, Llama 3)\n"
+         "  --read-bw-node BW   per node read (50GB/s)\n"
+         "  --read-bw-total BW  aggregate read (2TB/s)\n"
+         "  --restart-time T    failure to restart beyond loading (10m, ESTIMATE)\n"
+         "  --trials N          simulated runs (1000)\n"
+         "  --seed S            the failures' seed (1): same seed, same numbers\n");
+    oc_opts_print_help(stdout, GROUPS);
+}
+
+/* ---- values -------------------------------------------------------------- */
+
+/* A finite number at the start of s; *end after it. */
+static int number(const char *s, double *v, const char **end)
+{
+    char *e;
+    *v = strtod(s, &e);
+    *end = e;
+    return e != s && isfinite(*v) ? 0 : -1;
+}
+
+/* "90s", "30m", "2h", "1.5d", "600" (seconds); "500steps" into *steps when
+ * steps is not NULL. */
+static int duration(const char *flag, const char *s, double *out, double *steps,
+                    struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    const char *u;
+    double v;
+    if (number(s, &v, &u) == 0 && v > 0) {
+        static const struct {
+            const char *unit;
+            double s;
+        } units[] = {{"", 1},     {"s", 1},      {"m", 60},   {"min", 60},
+                     {"h", 3600}, {"d", 86400}};
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strcmp(u, units[i].unit) == 0) {
+                *out = v * units[i].s;
+                return 0;
+            }
+        if (steps && strcmp(u, "steps") == 0 && v == floor(v)) {
+            *steps = v;
+            return 0;
+        }
+    }
+    return oc_fail(st, "--%s: '%s' is not a positive time (90s, 30m, 2h, 1.5d%s)", flag,
+                   oc_quote(q, sizeof q, s), steps ? ", 500steps" : "");
+}
+
+/* "1.2TB", "800GB", "50GB/s", "400Gb/s" (bits), a bare number of bytes. */
+static int bytes_value(const char *flag, const char *s, int rate, double *out,
+                       struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    const char *u;
+    double v;
+    if (number(s, &v, &u) == 0 && v > 0) {
+        double mult = 1;
+        if (*u && strchr("kMGTP", *u)) {
+            static const char pre[] = "kMGTP";
+            mult = pow(1e3, (double)(strchr(pre, *u) - pre) + 1);
+            u++;
+        }
+        if (*u == 'b' || *u == 'B') {
+            if (*u == 'b')
+                mult /= 8;
+            u++;
+        } else if (*u && mult != 1) {
+            u = "?";
+        }
+        if (strcmp(u, rate ? "/s" : "") == 0 || (!*u && mult == 1)) {
+            *out = v * mult;
+            return 0;
+        }
+    }
+    return oc_fail(st, "--%s: '%s' is not a positive %s", flag, oc_quote(q, sizeof q, s),
+                   rate ? "bandwidth (50GB/s, 400Gb/s)" : "size (1.2TB, 800GB)");
+}
+
+/* "2e-5", "2e-5/gpu-hour", "1.6e-4/node-hour". */
+static int rate_value(const char *s, struct gflags *g, struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    const char *u;
+    double v;
+    if (number(s, &v, &u) == 0 && v > 0) {
+        if (!*u || strcmp(u, "/gpu-hour") == 0) {
+            g->rate = v, g->rate_per_node = 0;
+            return 0;
+        }
+        if (strcmp(u, "/node-hour") == 0) {
+            g->rate = v, g->rate_per_node = 1;
+            return 0;
+        }
+    }
+    return oc_fail(st, "--failure-rate: '%s' is not a positive rate (2e-5/gpu-hour, "
+                       "1.6e-4/node-hour)", oc_quote(q, sizeof q, s));
+}
+
+static int nonneg_duration(const char *flag, const char *s, double *out,
+                           struct oc_status *st)
+{
+    if (strcmp(s, "0") == 0) {
+        *out = 0;
+        return 0;
+    }
+    return duration(flag, s, out, NULL, st);
+}
+
+/* One of this command's flags into g: 0 taken, 1 not one of ours, -1 bad. */
+static int goodput_flag(struct gflags *g, const char *name, const char *v,
+                        struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    if (strcmp(name, "step-time") == 0)
+        return duration(name, v, &g->step_s, NULL, st);
+    if (strcmp(name, "days") == 0) {
+        const char *e;
+        if (number(v, &g->days, &e) != 0 || *e || !(g->days > 0 && g->days <= DAYS_MAX))
+            return oc_fail(st, "--days: '%s' is not a number of days in (0, %g]",
+                           oc_quote(q, sizeof q, v), DAYS_MAX);
+        return 0;
+    }
+    if (strcmp(name, "failures") == 0) {
+        const char *e;
+        g->source_count++;
+        if (number(v, &g->failures, &e) != 0 || *e || !(g->failures > 0))
+            return oc_fail(st, "--failures: '%s' is not a positive number of failures",
+                           oc_quote(q, sizeof q, v));
+        return 0;
+    }
+    if (strcmp(name, "mtbf") == 0)
+        return g->source_count++, duration(name, v, &g->mtbf_s, NULL, st);
+    if (strcmp(name, "failure-rate") == 0)
+        return g->source_count++, rate_value(v, g, st);
+    if (strcmp(name, "interval") == 0)
+        return duration(name, v, &g->interval_s, &g->interval_steps, st);
+    if (strcmp(name, "save-time") == 0)
+        return nonneg_duration(name, v, &g->save_s, st);
+    if (strcmp(name, "load-time") == 0)
+        return nonneg_duration(name, v, &g->load_s, st);
+    if (strcmp(name, "restart-time") == 0)
+        return nonneg_duration(name, v, &g->restart_s, st);
+    if (strcmp(name, "checkpoint-size") == 0)
+        return bytes_value(name, v, 0, &g->ckpt_bytes, st);
+    if (strcmp(name, "write-bw-node") == 0)
+        return bytes_value(name, v, 1, &g->wbw_node, st);
+    if (strcmp(name, "write-bw-total") == 0)
+        return bytes_value(name, v, 1, &g->wbw_total, st);
+    if (strcmp(name, "read-bw-node") == 0)
+        return bytes_value(name, v, 1, &g->rbw_node, st);
+    if (strcmp(name, "read-bw-total") == 0)
+        return bytes_value(name, v, 1, &g->rbw_total, st);
+    if (strcmp(name, "trials") == 0 || strcmp(name, "seed") == 0) {
+        char *e;
+        const long long n = strtoll(v, &e, 10);
+        const int trials = name[0] == 't';
+        if (e == v || *e || n < (trials ? 1 : 0) || (trials && n > TRIALS_MAX))
+            return trials ? oc_fail(st, "--trials: '%s' is not a number of trials in [1, %d]",
+                                    oc_quote(q, sizeof q, v), TRIALS_MAX)
+                          : oc_fail(st, "--seed: '%s' is not a non-negative integer",
+                                    oc_quote(q, sizeof q, v));
+        if (trials)
+            g->trials = n;
+        else
+            g->seed = (uint64_t)n;
+        return 0;
+    }
+    return 1;
+}
+
+/* Takes this command's flags (--name V or --name=V) out of argv into g;
+ * *rest gets argv[0] and every other argument, in order, for oc_opts_parse. */
+static int split_args(int argc, char **argv, struct gflags *g, char **rest, int *nrest,
+                      struct oc_status *st)
+{
+    char seen[16][64] = {{0}};
+    int nseen = 0;
+    *nrest = 0;
+    rest[(*nrest)++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || !a[2]) {
+            rest[(*nrest)++] = argv[i];
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a, '=');
+        const size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), a + 2);
+        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        struct gflags probe = *g;
+        struct oc_status pst = {{0}};
+        int rc = goodput_flag(&probe, name, val ? val : "", &pst);
+        if (rc == 1) {
+            rest[(*nrest)++] = argv[i];
+            continue;
+        }
+        if (!val)
+            return oc_fail(st, "--%s needs a value", name);
+        for (int k = 0; k < nseen; k++)
+            if (strcmp(seen[k], name) == 0)
+                return oc_fail(st, "--%s is given twice (give it once)", name);
+        if (nseen < 16)
+            snprintf(seen[nseen++], sizeof seen[0], "%s", name);
+        if (rc != 0) {
+            *st = pst;
+            return -1;
+        }
+        *g = probe;
+        if (!eq)
+            i++;
+    }
+    if (g->source_count > 1)
+        return oc_fail(st, "--failures, --mtbf and --failure-rate each set the failure "
+                           "rate (give one)");
+    return 0;
+}
+
+/* ---- the run's parameters -------------------------------------------------- */
+
+/* What the command derives before simulating. */
+struct plan {
+    double step_s;
+    int step_simulated;
+    double mtbf_s;
+    char mtbf_why[160];
+    struct oc_goodput_ckpt ckpt;
+    double save_s, load_s;
+    struct oc_goodput_params p;
+    double horizon_s;
+    double tau_s;          /* asked (or best) interval, whole steps */
+    double young_s, daly_s, best_s;  /* best_s: whole steps */
+};
+
+/* tau rounded to whole steps (at least one) when the step is known. */
+static double whole_steps(double tau_s, double step_s)
+{
+    if (step_s <= 0)
+        return tau_s;
+    const double k = floor(tau_s / step_s + 0.5);
+    return (k < 1 ? 1 : k) * step_s;
+}
+
+static void plan_mtbf(const struct oc_opts *o, const struct gflags *g, struct plan *pl)
+{
+    const int64_t nodes = oc_topology_nodes(&o->topo, o->cards);
+    if (g->failures > 0) {
+        pl->mtbf_s = g->days * 86400 / g->failures;
+        snprintf(pl->mtbf_why, sizeof pl->mtbf_why, "%g failures in %g days (--failures)",
+                 g->failures, g->days);
+    } else if (g->mtbf_s > 0) {
+        pl->mtbf_s = g->mtbf_s;
+        snprintf(pl->mtbf_why, sizeof pl->mtbf_why, "--mtbf");
+    } else if (g->rate > 0 && g->rate_per_node) {
+        pl->mtbf_s = 3600 / (g->rate * (double)nodes);
+        snprintf(pl->mtbf_why, sizeof pl->mtbf_why, "%.3g per node-hour x %lld nodes",
+                 g->rate, (long long)nodes);
+    } else {
+        const double r = g->rate > 0 ? g->rate : OC_GOODPUT_RATE_PER_GPU_HOUR;
+        pl->mtbf_s = 3600 / (r * (double)o->cards);
+        snprintf(pl->mtbf_why, sizeof pl->mtbf_why, "%.3g per GPU-hour x %lld GPUs%s", r,
+                 (long long)o->cards,
+                 g->rate > 0 ? "" : " (Llama 3: 419 in 54 days on 16,384 GPUs)");
+    }
+}
+
+static void plan_ckpt(const struct oc_opts *o, const struct gflags *g, struct plan *pl)
+{
+    oc_goodput_ckpt_size(&o->model, &o->layout, o->topo.gpus_per_node, &pl->ckpt);
+    if (g->ckpt_bytes > 0) {
+        /* the given size, spread over the writers as the layout's is */
+        const double k = pl->ckpt.total_bytes > 0 ? g->ckpt_bytes / pl->ckpt.total_bytes : 0;
+        pl->ckpt.total_bytes = g->ckpt_bytes;
+        pl->ckpt.max_node_bytes *= k;
+        pl->ckpt.max_rank_bytes *= k;
+    }
+    pl->save_s = g->save_s >= 0 ? g->save_s
+                                : oc_goodput_io_s(&pl->ckpt, g->wbw_node, g->wbw_total);
+    pl->load_s = g->load_s >= 0 ? g->load_s
+                                : oc_goodput_io_s(&pl->ckpt, g->rbw_node, g->rbw_total);
+}
+
+static int plan_step(const struct oc_opts *o, const struct gflags *g, struct plan *pl,
+                     struct oc_status *st)
+{
+    if (g->step_s > 0) {
+        pl->step_s = g->step_s;
+        return 0;
+    }
+    struct oc_replay_opts ro;
+    struct oc_metrics mt;
+    if (oc_opts_replay(o, &ro, st) != 0)
+        return -1;
+    fflush(stdout);
+    if (oc_replay_run_forked(&o->model, &o->topo, &o->layout, &ro, &mt, 0, st) != 0)
+        return -1;
+    pl->step_s = mt.step_time_s;
+    pl->step_simulated = 1;
+    return 0;
+}
+
+static int make_plan(const struct oc_opts *o, const struct gflags *g, struct plan *pl,
+                     struct oc_status *st)
+{
+    memset(pl, 0, sizeof *pl);
+    if (plan_step(o, g, pl, st) != 0)
+        return -1;
+    plan_mtbf(o, g, pl);
+    plan_ckpt(o, g, pl);
+    pl->horizon_s = g->days * 86400;
+    pl->p.mtbf_s = pl->mtbf_s;
+    pl->p.save_s = pl->save_s;
+    pl->p.restart_s = g->restart_s + pl->load_s;
+    pl->young_s = oc_goodput_young_interval(pl->save_s, pl->mtbf_s);
+    pl->daly_s = oc_goodput_daly_interval(pl->save_s, pl->mtbf_s);
+    /* the exact optimum, then the better of its two neighbouring whole steps */
+    const double b = oc_goodput_best_interval(&pl->p);
+    const double lo = whole_steps(b, pl->step_s), hi = lo + pl->step_s;
+    pl->best_s = pl->step_s > 0 && oc_goodput_expected(&pl->p, hi) >
+                                       oc_goodput_expected(&pl->p, lo) ? hi : lo;
+    if (g->interval_steps > 0)
+        pl->tau_s = g->interval_steps * pl->step_s;
+    else if (g->interval_s > 0)
+        pl->tau_s = whole_steps(g->interval_s, pl->step_s);
+    else
+        pl->tau_s = pl->best_s;
+    if (pl->tau_s >= pl->horizon_s)
+        return oc_fail(st, "--interval: %g h of compute between saves is not shorter than "
+                           "the run (--days %g)", pl->tau_s / 3600, g->days);
+    return 0;
+}
+
+/* ---- simulation and output -------------------------------------------------- */
+
+/* The trials at one interval: the useful fractions into frac (n), the
+ * sums of the runs' parts into *sum. */
+static void run_trials(const struct plan *pl, double tau_s, uint64_t seed, int64_t n,
+                       double *frac, struct oc_goodput_run *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    for (int64_t i = 0; i < n; i++) {
+        struct oc_goodput_run r;
+        oc_goodput_simulate(&pl->p, tau_s, pl->horizon_s, seed, i, &r);
+        frac[i] = r.useful_s / pl->horizon_s;
+        sum->useful_s += r.useful_s;
+        sum->save_s += r.save_s;
+        sum->lost_s += r.lost_s;
+        sum->restart_s += r.restart_s;
+        sum->failures += r.failures;
+    }
+}
+
+static const char *minutes(char *b, size_t n, double s)
+{
+    if (s < 120)
+        snprintf(b, n, "%.3g s", s);
+    else if (s < 3 * 3600)
+        snprintf(b, n, "%.3g min", s / 60);
+    else
+        snprintf(b, n, "%.3g h", s / 3600);
+    return b;
+}
+
+static void print_interval(const struct plan *pl, const char *what, double tau_s,
+                           const double *frac, int64_t n, const struct oc_goodput_run *sum)
+{
+    char b[32];
+    const double e = oc_goodput_expected(&pl->p, tau_s);
+    struct oc_goodput_stats s;
+    double *v = oc_xmalloc((size_t)n * sizeof *v);
+    memcpy(v, frac, (size_t)n * sizeof *v);
+    oc_goodput_stats(v, n, &s);
+    free(v);
+    printf("%s %s", what, minutes(b, sizeof b, tau_s));
+    if (pl->step_s > 0)
+        printf(" (%.0f steps)", floor(tau_s / pl->step_s + 0.5));
+    printf(": expected goodput %.2f%%, lost %.2f%% (%.1f h of %.0f h)\n", 100 * e,
+           100 * (1 - e), (1 - e) * pl->horizon_s / 3600, pl->horizon_s / 3600);
+    const double h = pl->horizon_s * (double)n;
+    printf("  simulated: mean %.2f%%, p5 %.2f%%, p50 %.2f%%, p95 %.2f%%; %.1f failures per "
+           "run\n", 100 * s.mean, 100 * s.p5, 100 * s.p50, 100 * s.p95,
+           (double)sum->failures / (double)n);
+    printf("  lost, mean: saves %.2f%%, work redone %.2f%%, restarts %.2f%%\n",
+           100 * sum->save_s / h, 100 * sum->lost_s / h, 100 * sum->restart_s / h);
+}
+
+static void print_plan(const struct oc_opts *o, const struct gflags *g, const struct plan *pl)
+{
+    char name[128], b[6][32];
+    oc_layout_format(&o->layout, name, sizeof name);
+    printf("# %s, %s on %lld x %s (%lld nodes), %g days\n", o->model.name, name,
+           (long long)o->cards, o->topo.device.name, (long long)pl->ckpt.nodes, g->days);
+    printf("step time     %s (%s)\n", oc_fmt_si(b[0], 32, pl->step_s, "s"),
+           pl->step_simulated ? "simulated" : "--step-time");
+    printf("failures      MTBF %.3g h: %s; %.1f expected in the run\n", pl->mtbf_s / 3600,
+           pl->mtbf_why, pl->horizon_s / pl->mtbf_s);
+    printf("checkpoint    %s%s, %lld writing ranks, busiest node %s\n",
+           oc_fmt_si(b[1], 32, pl->ckpt.total_bytes, "B"),
+           g->ckpt_bytes > 0 ? " (--checkpoint-size)" : " (weights + optimizer states)",
+           (long long)pl->ckpt.writers, oc_fmt_si(b[2], 32, pl->ckpt.max_node_bytes, "B"));
+    printf("save          %s%s; load %s%s; restart %s + load = %s\n",
+           oc_fmt_si(b[3], 32, pl->save_s, "s"), g->save_s >= 0 ? " (--save-time)" : "",
+           oc_fmt_si(b[4], 32, pl->load_s, "s"), g->load_s >= 0 ? " (--load-time)" : "",
+           minutes(b[5], 32, g->restart_s), minutes(b[0], 32, pl->p.restart_s));
+    printf("best interval Young %s, Daly %s, exact %s\n", minutes(b[1], 32, pl->young_s),
+           minutes(b[2], 32, pl->daly_s), minutes(b[3], 32, pl->best_s));
+}
+
+static const char *const curve_cols[] = {
+    "interval_s", "interval_steps", "expected_goodput", "sim_mean", "sim_p5", "sim_p50",
+    "sim_p95", "failures_mean",
+};
+static const char *const trial_cols[] = {
+    "trial", "failures", "useful_s", "save_s", "lost_s", "restart_s", "goodput",
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The curve's intervals: CURVE_POINTS log-spaced from best/20 to best*20
+ * (at most half the run), in whole steps, with the best and the asked
+ * one among them; sorted, each once. Returns how many (<= CURVE_MAX). */
+static int curve_intervals(const struct plan *pl, double *tau)
+{
+    const double lo = log(pl->best_s / 20), hi = log(fmin(pl->best_s * 20, pl->horizon_s / 2));
+    int n = 0;
+    for (int i = 0; i < CURVE_POINTS; i++)
+        tau[n++] = whole_steps(exp(lo + (hi - lo) * i / (CURVE_POINTS - 1)), pl->step_s);
+    tau[n++] = pl->best_s;
+    tau[n++] = pl->tau_s;
+    qsort(tau, (size_t)n, sizeof *tau, cmp_double);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || tau[i] > tau[k - 1] * (1 + 1e-12))
+            tau[k++] = tau[i];
+    return k;
+}
+
+/* goodput.csv and the plot's points: the closed form and the simulation
+ * (CURVE_TRIALS_MAX trials at most) at each interval of curve_intervals. */
+static int write_curve(const char *out, const struct plan *pl, const struct gflags *g,
+                       struct oc_goodput_point *pts, int *npts, struct oc_status *st)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/goodput.csv", out);
+    struct oc_csv c = {0};
+    if (oc_csv_open(&c, path, curve_cols, 8, st) != 0)
+        return -1;
+    const int64_t n = g->trials < CURVE_TRIALS_MAX ? g->trials : CURVE_TRIALS_MAX;
+    double *frac = oc_xmalloc((size_t)n * sizeof *frac);
+    double taus[CURVE_MAX];
+    *npts = curve_intervals(pl, taus);
+    for (int i = 0; i < *npts; i++) {
+        const double tau = taus[i];
+        struct oc_goodput_run sum;
+        struct oc_goodput_stats s;
+        run_trials(pl, tau, g->seed, n, frac, &sum);
+        oc_goodput_stats(frac, n, &s);
+        pts[i] = (struct oc_goodput_point){tau, oc_goodput_expected(&pl->p, tau), s.mean,
+                                           s.p5, s.p95};
+        oc_csv_field_f64(&c, tau);
+        oc_csv_field_f64(&c, pl->step_s > 0 ? floor(tau / pl->step_s + 0.5) : 0);
+        oc_csv_field_f64(&c, pts[i].expected);
+        oc_csv_field_f64(&c, s.mean);
+        oc_csv_field_f64(&c, s.p5);
+        oc_csv_field_f64(&c, s.p50);
+        oc_csv_field_f64(&c, s.p95);
+        oc_csv_field_f64(&c, (double)sum.failures / (double)n);
+        oc_csv_end_row(&c);
+    }
+    free(frac);
+    return oc_csv_close(&c, st);
+}
+
+static int write_trials(const char *out, const struct plan *pl, const struct gflags *g,
+                        struct oc_status *st)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trials.csv", out);
+    struct oc_csv c = {0};
+    if (oc_csv_open(&c, path, trial_cols, 7, st) != 0)
+        return -1;
+    for (int64_t i = 0; i < g->trials; i++) {
+        struct oc_goodput_run r;
+        oc_goodput_simulate(&pl->p, pl->tau_s, pl->horizon_s, g->seed, i, &r);
+        oc_csv_field_i64(&c, i);
+        oc_csv_field_i64(&c, r.failures);
+        oc_csv_field_f64(&c, r.useful_s);
+        oc_csv_field_f64(&c, r.save_s);
+        oc_csv_field_f64(&c, r.lost_s);
+        oc_csv_field_f64(&c, r.restart_s);
+        oc_csv_field_f64(&c, r.useful_s / pl->horizon_s);
+        oc_csv_end_row(&c);
+    }
+    return oc_csv_close(&c, st);
+}
+
+static int report(const char *out, const struct oc_opts *o, const struct gflags *g,
+                  const struct plan *pl, struct oc_status *st)
+{
+    print_plan(o, g, pl);
+    double *frac = oc_xmalloc((size_t)g->trials * sizeof *frac);
+    struct oc_goodput_run sum;
+    const int asked = g->interval_s > 0 || g->interval_steps > 0;
+    if (asked) {
+        run_trials(pl, pl->tau_s, g->seed, g->trials, frac, &sum);
+        print_interval(pl, "asked interval", pl->tau_s, frac, g->trials, &sum);
+    }
+    run_trials(pl, pl->best_s, g->seed, g->trials, frac, &sum);
+    print_interval(pl, "best interval ", pl->best_s, frac, g->trials, &sum);
+    free(frac);
+    if (asked)
+        printf("checkpointing every %s instead of %s: %+.2f points of goodput (%+.1f h of "
+               "useful work in %g days)\n", minutes((char[32]){0}, 32, pl->best_s),
+               minutes((char[32]){0}, 32, pl->tau_s),
+               100 * (oc_goodput_expected(&pl->p, pl->best_s) -
+                      oc_goodput_expected(&pl->p, pl->tau_s)),
+               (oc_goodput_expected(&pl->p, pl->best_s) -
+                oc_goodput_expected(&pl->p, pl->tau_s)) * pl->horizon_s / 3600, g->days);
+    printf("(%lld trials, seed %llu)\n", (long long)g->trials, (unsigned long long)g->seed);
+    struct oc_goodput_point pts[CURVE_MAX];
+    int npts = 0;
+    if (write_curve(out, pl, g, pts, &npts, st) != 0 || write_trials(out, pl, g, st) != 0)
+        return -1;
+    char title[640], name[128];
+    oc_layout_format(&o->layout, name, sizeof name);
+    snprintf(title, sizeof title, "%s, %s on %lld x %s: MTBF %.3g h, save %.3g s, restart "
+             "%.3g min, %g days", o->model.name, name, (long long)o->cards,
+             o->topo.device.name, pl->mtbf_s / 3600, pl->save_s, pl->p.restart_s / 60,
+             g->days);
+    struct oc_status pst = {{0}};
+    const int prc = oc_plot_goodput(out, pts, npts, asked ? pl->tau_s : 0, pl->best_s, title,
+                                    NULL, &pst);
+    if (prc < 0)
+        return oc_fail(st, "%s", pst.msg);
+    if (prc > 0)
+        fprintf(stderr, "ocsim goodput: warning: %s\n", pst.msg);
+    printf("wrote %s/goodput.csv, %s/trials.csv, %s/goodput.%s\n", out, out, out,
+           prc > 0 ? "gp" : "png");
+    return 0;
+}
+
+int oc_cmd_goodput(int argc, char **argv)
+{
+    struct gflags g = {.days = 30, .save_s = -1, .load_s = -1,
+                       .wbw_node = OC_GOODPUT_WRITE_BW_NODE,
+                       .wbw_total = OC_GOODPUT_WRITE_BW_TOTAL,
+                       .rbw_node = OC_GOODPUT_READ_BW_NODE,
+                       .rbw_total = OC_GOODPUT_READ_BW_TOTAL,
+                       .restart_s = OC_GOODPUT_RESTART_S, .trials = 1000, .seed = 1};
+    struct oc_opts o;
+    struct oc_status st = {{0}};
+    char **rest = oc_xcalloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, rc = 2;
+    oc_opts_default(&o);
+    if (split_args(argc, argv, &g, rest, &nrest, &st) != 0 ||
+        oc_opts_parse(&o, nrest, rest, GROUPS, &st) != 0)
+        goto bad;
+    if (o.help) {
+        help();
+        free(rest);
+        return 0;
+    }
+    if (oc_opts_load(&o, &st) != 0 ||
+        oc_layout_validate(&o.layout, &o.model, &o.topo, o.cards, &st) != 0)
+        goto bad;
+    struct plan pl;
+    const char *out = o.out_dir ? o.out_dir : "out/goodput";
+    if (make_plan(&o, &g, &pl, &st) != 0 || oc_mkdir_p(out, &st) != 0)
+        goto bad;
+    rc = report(out, &o, &g, &pl, &st) == 0 ? 0 : 2;
+    if (rc == 0) {
+        free(rest);
+        return 0;
+    }
+bad:
+    fprintf(stderr, "ocsim goodput: %s\n", st.msg);
+    free(rest);
+    return 2;
+}
