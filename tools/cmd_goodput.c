@@ -449,11 +449,11 @@ static void run_trials(const struct plan *pl, double tau_s, uint64_t seed, int64
 static const char *minutes(char *b, size_t n, double s)
 {
     if (s < 120)
-        snprintf(b, n, "%.3g s", s);
+        snprintf(b, n, "%.1f s", s);
     else if (s < 3 * 3600)
-        snprintf(b, n, "%.3g min", s / 60);
+        snprintf(b, n, "%.1f min", s / 60);
     else
-        snprintf(b, n, "%.3g h", s / 3600);
+        snprintf(b, n, "%.2f h", s / 3600);
     return b;
 }
 
@@ -484,8 +484,9 @@ static void print_plan(const struct oc_opts *o, const struct gflags *g, const st
 {
     char name[128], b[6][32];
     oc_layout_format(&o->layout, name, sizeof name);
-    printf("# %s, %s on %lld x %s (%lld nodes), %g days\n", o->model.name, name,
-           (long long)o->cards, o->topo.device.name, (long long)pl->ckpt.nodes, g->days);
+    printf("# %s, %s on %lld x %s (%lld node%s), %g days\n", o->model.name, name,
+           (long long)o->cards, o->topo.device.name, (long long)pl->ckpt.nodes,
+           pl->ckpt.nodes > 1 ? "s" : "", g->days);
     printf("step time     %s (%s)\n", oc_fmt_si(b[0], 32, pl->step_s, "s"),
            pl->step_simulated ? "simulated" : "--step-time");
     printf("failures      MTBF %.3g h: %s; %.1f expected in the run\n", pl->mtbf_s / 3600,
