@@ -52,6 +52,15 @@ expect 0 'MTBF 125 h: 0\.001 per node-hour x 8 nodes' "$ocsim" goodput \
 # Without --step-time the step is simulated (tiny, two GPUs: a second).
 expect 0 'step time .*\(simulated\)' "$ocsim" goodput --model tiny --cards 2 \
   --layout tp1-pp1-dp2 --failures 3 --trials 50 --out "$tmp/h"
+# ocsim-exec's measured saves (exec/ckpt_save.c's line): the mean of 850 ms
+# and 1.15 s is 1.00 s.
+cat >"$tmp/exec.log" <<'LOG'
+step 1 loss 6.2
+checkpoint: saved out/run/step-000010, 4 shards, 1.2 GB in 850 ms (0.708 s/GB)
+checkpoint: saved out/run/step-000020, 4 shards, 1.2 GB in 1.15 s (0.958 s/GB)
+LOG
+expect 0 'save +1\.00 s \(--exec-log: mean of 2 saves\)' "$ocsim" goodput --model tiny --cards 2 \
+  --layout tp1-pp1-dp2 --step-time 1s --exec-log "$tmp/exec.log" --out "$tmp/i"
 expect 0 'usage: ocsim goodput' "$ocsim" goodput --help
 
 summary goodput

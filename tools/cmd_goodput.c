@@ -9,6 +9,7 @@
  * Its own flags (goodput_flag) are taken out of argv first; the rest
  * (--cards, --model, the layout, the simulation's) go to cli/options.c as
  * `ocsim simulate` parses them. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,8 @@ struct gflags {
     int64_t trials;
     uint64_t seed;
     int source_count;     /* how many of --failures, --mtbf, --failure-rate */
+    const char *exec_log; /* --exec-log: ocsim-exec's output, its saves */
+    int64_t exec_saves;   /* the saves found in it */
 };
 
 static void help(void)
@@ -91,6 +94,7 @@ static void help(void)
          "                      the best\n"
          "  --save-time T       a measured blocking save (ocsim-exec --save prints\n"
          "                      \"checkpoint: saved ... in T\"); default size / bandwidth\n"
+         "  --exec-log FILE     ocsim-exec's output: the mean of its measured saves\n"
          "  --load-time T       a measured load; default size / read bandwidth\n"
          "  --checkpoint-size B the whole checkpoint (default: the layout's state)\n"
          "  --write-bw-node BW  storage write bandwidth per node (50GB/s, ESTIMATE)\n"
@@ -236,6 +240,12 @@ static int goodput_flag(struct gflags *g, const char *name, const char *v,
         return nonneg_duration(name, v, &g->load_s, st);
     if (strcmp(name, "restart-time") == 0)
         return nonneg_duration(name, v, &g->restart_s, st);
+    if (strcmp(name, "exec-log") == 0) {
+        if (!*v)
+            return oc_fail(st, "--exec-log: an empty value (expected a path)");
+        g->exec_log = v;
+        return 0;
+    }
     if (strcmp(name, "checkpoint-size") == 0)
         return bytes_value(name, v, 0, &g->ckpt_bytes, st);
     if (strcmp(name, "write-bw-node") == 0)
@@ -309,6 +319,62 @@ static int split_args(int argc, char **argv, struct gflags *g, char **rest, int 
     if (g->source_count > 1)
         return oc_fail(st, "--failures, --mtbf and --failure-rate each set the failure "
                            "rate (give one)");
+    if (g->exec_log && g->save_s >= 0)
+        return oc_fail(st, "--save-time and --exec-log each set the save time (give one)");
+    return 0;
+}
+
+/* The seconds of one "checkpoint: saved DIR/step-N, K shards, SIZE in TIME
+ * (R s/GB)" line of ocsim-exec (exec/ckpt_save.c; TIME as oc_fmt_si
+ * writes it, "850 ms", "12.3 s"), or -1. */
+static double saved_line_s(const char *line)
+{
+    const char *in = strstr(line, " in "), *p;
+    while (in && (p = strstr(in + 4, " in ")) != NULL)
+        in = p;
+    if (!in)
+        return -1;
+    char *e;
+    const double v = strtod(in + 4, &e);
+    if (e == in + 4 || !(v >= 0))
+        return -1;
+    while (*e == ' ')
+        e++;
+    static const char pre[] = "pnum";
+    static const double mult[] = {1e-12, 1e-9, 1e-6, 1e-3};
+    double k = 1;
+    if (*e && strchr(pre, *e) && e[1] == 's')
+        k = mult[strchr(pre, *e) - pre], e++;
+    return *e == 's' && (e[1] == ' ' || e[1] == '\n' || !e[1]) ? v * k : -1;
+}
+
+/* --exec-log FILE: the mean of the saves ocsim-exec --save reported. */
+static int read_exec_log(struct gflags *g, struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    FILE *f = fopen(g->exec_log, "r");
+    if (!f)
+        return oc_fail(st, "--exec-log %s: cannot read: %s",
+                       oc_quote(q, sizeof q, g->exec_log), strerror(errno));
+    char line[8192];
+    double sum = 0;
+    int64_t n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "checkpoint: saved ", 18) == 0) {
+            const double t = saved_line_s(line);
+            if (t < 0) {
+                fclose(f);
+                return oc_fail(st, "--exec-log %s: a 'checkpoint: saved' line without "
+                                   "its time", oc_quote(q, sizeof q, g->exec_log));
+            }
+            sum += t, n++;
+        }
+    fclose(f);
+    if (n == 0)
+        return oc_fail(st, "--exec-log %s: no 'checkpoint: saved' line (run ocsim-exec "
+                           "with --save)", oc_quote(q, sizeof q, g->exec_log));
+    g->save_s = sum / (double)n;
+    g->exec_saves = n;
     return 0;
 }
 
@@ -495,8 +561,14 @@ static void print_plan(const struct oc_opts *o, const struct gflags *g, const st
            oc_fmt_si(b[1], 32, pl->ckpt.total_bytes, "B"),
            g->ckpt_bytes > 0 ? " (--checkpoint-size)" : " (weights + optimizer states)",
            (long long)pl->ckpt.writers, oc_fmt_si(b[2], 32, pl->ckpt.max_node_bytes, "B"));
+    char from[64] = "";
+    if (g->exec_saves > 0)
+        snprintf(from, sizeof from, " (--exec-log: mean of %lld saves)",
+                 (long long)g->exec_saves);
+    else if (g->save_s >= 0)
+        snprintf(from, sizeof from, " (--save-time)");
     printf("save          %s%s; load %s%s; restart %s + load = %s\n",
-           oc_fmt_si(b[3], 32, pl->save_s, "s"), g->save_s >= 0 ? " (--save-time)" : "",
+           oc_fmt_si(b[3], 32, pl->save_s, "s"), from,
            oc_fmt_si(b[4], 32, pl->load_s, "s"), g->load_s >= 0 ? " (--load-time)" : "",
            minutes(b[5], 32, g->restart_s), minutes(b[0], 32, pl->p.restart_s));
     printf("best interval Young %s, Daly %s, exact %s\n", minutes(b[1], 32, pl->young_s),
@@ -654,7 +726,8 @@ int oc_cmd_goodput(int argc, char **argv)
     int nrest = 0, rc = 2;
     oc_opts_default(&o);
     if (split_args(argc, argv, &g, rest, &nrest, &st) != 0 ||
-        oc_opts_parse(&o, nrest, rest, GROUPS, &st) != 0)
+        oc_opts_parse(&o, nrest, rest, GROUPS, &st) != 0 ||
+        (!o.help && g.exec_log && read_exec_log(&g, &st) != 0))
         goto bad;
     if (o.help) {
         help();
