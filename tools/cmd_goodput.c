@@ -27,8 +27,15 @@
 
 #define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM | OC_OPT_RESERVE)
 
-/* --trials's bound: a million trials of a month take seconds. */
-#define TRIALS_MAX 1000000
+/* --trials's bound; with SEGMENTS_MAX it keeps a run to seconds. */
+#define TRIALS_MAX 100000
+/* The most segments (checkpoint intervals) the simulation steps through at
+ * one interval, over all trials: a few nanoseconds each, seconds in all.
+ * So the best interval is taken at least horizon * trials / SEGMENTS_MAX
+ * (2.6 s for 1000 trials of 30 days: only a save time near zero puts the
+ * optimum there), the curve starts at horizon * CURVE_TRIALS_MAX /
+ * SEGMENTS_MAX, and an asked interval beyond the budget is refused. */
+#define SEGMENTS_MAX 1e9
 /* --days's bound: a century; a run is months. */
 #define DAYS_MAX 36500.0
 /* Points of the interval curve, and trials per point (fewer than --trials:
@@ -102,7 +109,7 @@ static void help(void)
          "  --read-bw-node BW   per node read (50GB/s)\n"
          "  --read-bw-total BW  aggregate read (2TB/s)\n"
          "  --restart-time T    failure to restart beyond loading (10m, ESTIMATE)\n"
-         "  --trials N          simulated runs (1000)\n"
+         "  --trials N          simulated runs (1000; at most 100000)\n"
          "  --seed S            the failures' seed (1): same seed, same numbers\n");
     oc_opts_print_help(stdout, GROUPS);
 }
@@ -392,6 +399,8 @@ struct plan {
     double horizon_s;
     double tau_s;          /* asked (or best) interval, whole steps */
     double young_s, daly_s, best_s;  /* best_s: whole steps */
+    int best_clamped;      /* 1: raised to the simulation's grain, 2: cut
+                              to half the run */
 };
 
 /* tau rounded to whole steps (at least one) when the step is known. */
@@ -480,6 +489,18 @@ static int make_plan(const struct oc_opts *o, const struct gflags *g, struct pla
     const double lo = whole_steps(b, pl->step_s), hi = lo + pl->step_s;
     pl->best_s = pl->step_s > 0 && oc_goodput_expected(&pl->p, hi) >
                                        oc_goodput_expected(&pl->p, lo) ? hi : lo;
+    /* within what the simulation steps through and the run's half (an
+     * optimum beyond it: fewer than about two failures expected) */
+    const double grain = pl->horizon_s * (double)(g->trials > CURVE_TRIALS_MAX ? g->trials
+                                                                               : CURVE_TRIALS_MAX) /
+                         SEGMENTS_MAX;
+    if (pl->best_s < grain) {
+        pl->best_s = whole_steps(grain, pl->step_s);
+        pl->best_clamped = 1;
+    }
+    if (pl->best_s > pl->horizon_s / 2)
+        pl->best_clamped = 2, pl->best_s = fmax(pl->step_s, floor(pl->horizon_s / 2 / fmax(pl->step_s, 1e-9)) *
+                                          fmax(pl->step_s, 1e-9));
     if (g->interval_steps > 0)
         pl->tau_s = g->interval_steps * pl->step_s;
     else if (g->interval_s > 0)
@@ -489,6 +510,11 @@ static int make_plan(const struct oc_opts *o, const struct gflags *g, struct pla
     if (pl->tau_s >= pl->horizon_s)
         return oc_fail(st, "--interval: %g h of compute between saves is not shorter than "
                            "the run (--days %g)", pl->tau_s / 3600, g->days);
+    const double segs = pl->horizon_s / (pl->tau_s + pl->save_s);
+    if ((g->interval_s > 0 || g->interval_steps > 0) && segs * (double)g->trials > SEGMENTS_MAX)
+        return oc_fail(st, "--trials %lld runs of %.3g checkpoints each is more than %.0e "
+                           "intervals to simulate (fewer --trials, a longer --interval or "
+                           "fewer --days)", (long long)g->trials, segs, SEGMENTS_MAX);
     return 0;
 }
 
@@ -571,8 +597,11 @@ static void print_plan(const struct oc_opts *o, const struct gflags *g, const st
            oc_fmt_si(b[3], 32, pl->save_s, "s"), from,
            oc_fmt_si(b[4], 32, pl->load_s, "s"), g->load_s >= 0 ? " (--load-time)" : "",
            minutes(b[5], 32, g->restart_s), minutes(b[0], 32, pl->p.restart_s));
-    printf("best interval Young %s, Daly %s, exact %s\n", minutes(b[1], 32, pl->young_s),
-           minutes(b[2], 32, pl->daly_s), minutes(b[3], 32, pl->best_s));
+    printf("best interval Young %s, Daly %s, exact %s%s\n", minutes(b[1], 32, pl->young_s),
+           minutes(b[2], 32, pl->daly_s), minutes(b[3], 32, pl->best_s),
+           pl->best_clamped == 1   ? " (the simulation's grain: the optimum is shorter)"
+           : pl->best_clamped == 2 ? " (half the run: the optimum is longer)"
+                                   : "");
 }
 
 static const char *const curve_cols[] = {
@@ -594,7 +623,8 @@ static int cmp_double(const void *a, const void *b)
  * one among them; sorted, each once. Returns how many (<= CURVE_MAX). */
 static int curve_intervals(const struct plan *pl, double *tau)
 {
-    const double lo = log(pl->best_s / 20), hi = log(fmin(pl->best_s * 20, pl->horizon_s / 2));
+    const double lo = log(fmax(pl->best_s / 20, pl->horizon_s * CURVE_TRIALS_MAX / SEGMENTS_MAX)),
+                 hi = log(fmin(pl->best_s * 20, pl->horizon_s / 2));
     int n = 0;
     for (int i = 0; i < CURVE_POINTS; i++)
         tau[n++] = whole_steps(exp(lo + (hi - lo) * i / (CURVE_POINTS - 1)), pl->step_s);
