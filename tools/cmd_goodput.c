@@ -19,6 +19,7 @@
 #include "csv_table.h"
 #include "format.h"
 #include "goodput.h"
+#include "goodput_flags.h"
 #include "options.h"
 #include "paths.h"
 #include "plot_goodput.h"
@@ -27,8 +28,6 @@
 
 #define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM | OC_OPT_RESERVE)
 
-/* --trials's bound; with SEGMENTS_MAX it keeps a run to seconds. */
-#define TRIALS_MAX 100000
 /* The most segments (checkpoint intervals) the simulation steps through at
  * one interval, over all trials: a few nanoseconds each, seconds in all.
  * So the best interval is taken at least horizon * trials / SEGMENTS_MAX
@@ -36,34 +35,12 @@
  * optimum there), the curve starts at horizon * CURVE_TRIALS_MAX /
  * SEGMENTS_MAX, and an asked interval beyond the budget is refused. */
 #define SEGMENTS_MAX 1e9
-/* --days's bound: a century; a run is months. */
-#define DAYS_MAX 36500.0
 /* Points of the interval curve, and trials per point (fewer than --trials:
  * the curve shows the trend, the asked interval gets the full count). */
 #define CURVE_POINTS 41
 #define CURVE_TRIALS_MAX 200
 #define CURVE_MAX (CURVE_POINTS + 2)
 
-/* The flags of this command alone (0: not given). */
-struct gflags {
-    double step_s;        /* --step-time */
-    double days;          /* --days (30) */
-    double failures;      /* --failures F in --days */
-    double mtbf_s;        /* --mtbf */
-    double rate;          /* --failure-rate, per unit below */
-    int rate_per_node;    /* 1: per node-hour, 0: per GPU-hour */
-    double interval_s;    /* --interval; 0: the best */
-    double interval_steps; /* --interval Nsteps */
-    double save_s, load_s; /* --save-time, --load-time; < 0: from the size */
-    double ckpt_bytes;    /* --checkpoint-size; 0: from the layout */
-    double wbw_node, wbw_total, rbw_node, rbw_total;
-    double restart_s;     /* --restart-time */
-    int64_t trials;
-    uint64_t seed;
-    int source_count;     /* how many of --failures, --mtbf, --failure-rate */
-    const char *exec_log; /* --exec-log: ocsim-exec's output, its saves */
-    int64_t exec_saves;   /* the saves found in it */
-};
 
 static void help(void)
 {
@@ -114,277 +91,6 @@ static void help(void)
     oc_opts_print_help(stdout, GROUPS);
 }
 
-/* ---- values -------------------------------------------------------------- */
-
-/* A finite number at the start of s; *end after it. */
-static int number(const char *s, double *v, const char **end)
-{
-    char *e;
-    *v = strtod(s, &e);
-    *end = e;
-    return e != s && isfinite(*v) ? 0 : -1;
-}
-
-/* "90s", "30m", "2h", "1.5d", "600" (seconds); "500steps" into *steps when
- * steps is not NULL. */
-static int duration(const char *flag, const char *s, double *out, double *steps,
-                    struct oc_status *st)
-{
-    char q[OC_QUOTE_MAX];
-    const char *u;
-    double v;
-    if (number(s, &v, &u) == 0 && v > 0) {
-        static const struct {
-            const char *unit;
-            double s;
-        } units[] = {{"", 1},     {"s", 1},      {"m", 60},   {"min", 60},
-                     {"h", 3600}, {"d", 86400}};
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-            if (strcmp(u, units[i].unit) == 0) {
-                *out = v * units[i].s;
-                return 0;
-            }
-        if (steps && strcmp(u, "steps") == 0 && v == floor(v)) {
-            *steps = v;
-            return 0;
-        }
-    }
-    return oc_fail(st, "--%s: '%s' is not a positive time (90s, 30m, 2h, 1.5d%s)", flag,
-                   oc_quote(q, sizeof q, s), steps ? ", 500steps" : "");
-}
-
-/* "1.2TB", "800GB", "50GB/s", "400Gb/s" (bits), a bare number of bytes. */
-static int bytes_value(const char *flag, const char *s, int rate, double *out,
-                       struct oc_status *st)
-{
-    char q[OC_QUOTE_MAX];
-    const char *u;
-    double v;
-    if (number(s, &v, &u) == 0 && v > 0) {
-        double mult = 1;
-        if (*u && strchr("kMGTP", *u)) {
-            static const char pre[] = "kMGTP";
-            mult = pow(1e3, (double)(strchr(pre, *u) - pre) + 1);
-            u++;
-        }
-        if (*u == 'b' || *u == 'B') {
-            if (*u == 'b')
-                mult /= 8;
-            u++;
-        } else if (*u && mult != 1) {
-            u = "?";
-        }
-        if (strcmp(u, rate ? "/s" : "") == 0 || (!*u && mult == 1)) {
-            *out = v * mult;
-            return 0;
-        }
-    }
-    return oc_fail(st, "--%s: '%s' is not a positive %s", flag, oc_quote(q, sizeof q, s),
-                   rate ? "bandwidth (50GB/s, 400Gb/s)" : "size (1.2TB, 800GB)");
-}
-
-/* "2e-5", "2e-5/gpu-hour", "1.6e-4/node-hour". */
-static int rate_value(const char *s, struct gflags *g, struct oc_status *st)
-{
-    char q[OC_QUOTE_MAX];
-    const char *u;
-    double v;
-    if (number(s, &v, &u) == 0 && v > 0) {
-        if (!*u || strcmp(u, "/gpu-hour") == 0) {
-            g->rate = v, g->rate_per_node = 0;
-            return 0;
-        }
-        if (strcmp(u, "/node-hour") == 0) {
-            g->rate = v, g->rate_per_node = 1;
-            return 0;
-        }
-    }
-    return oc_fail(st, "--failure-rate: '%s' is not a positive rate (2e-5/gpu-hour, "
-                       "1.6e-4/node-hour)", oc_quote(q, sizeof q, s));
-}
-
-static int nonneg_duration(const char *flag, const char *s, double *out,
-                           struct oc_status *st)
-{
-    if (strcmp(s, "0") == 0) {
-        *out = 0;
-        return 0;
-    }
-    return duration(flag, s, out, NULL, st);
-}
-
-/* One of this command's flags into g: 0 taken, 1 not one of ours, -1 bad. */
-static int goodput_flag(struct gflags *g, const char *name, const char *v,
-                        struct oc_status *st)
-{
-    char q[OC_QUOTE_MAX];
-    if (strcmp(name, "step-time") == 0)
-        return duration(name, v, &g->step_s, NULL, st);
-    if (strcmp(name, "days") == 0) {
-        const char *e;
-        if (number(v, &g->days, &e) != 0 || *e || !(g->days > 0 && g->days <= DAYS_MAX))
-            return oc_fail(st, "--days: '%s' is not a number of days in (0, %g]",
-                           oc_quote(q, sizeof q, v), DAYS_MAX);
-        return 0;
-    }
-    if (strcmp(name, "failures") == 0) {
-        const char *e;
-        g->source_count++;
-        if (number(v, &g->failures, &e) != 0 || *e || !(g->failures > 0))
-            return oc_fail(st, "--failures: '%s' is not a positive number of failures",
-                           oc_quote(q, sizeof q, v));
-        return 0;
-    }
-    if (strcmp(name, "mtbf") == 0)
-        return g->source_count++, duration(name, v, &g->mtbf_s, NULL, st);
-    if (strcmp(name, "failure-rate") == 0)
-        return g->source_count++, rate_value(v, g, st);
-    if (strcmp(name, "interval") == 0)
-        return duration(name, v, &g->interval_s, &g->interval_steps, st);
-    if (strcmp(name, "save-time") == 0)
-        return nonneg_duration(name, v, &g->save_s, st);
-    if (strcmp(name, "load-time") == 0)
-        return nonneg_duration(name, v, &g->load_s, st);
-    if (strcmp(name, "restart-time") == 0)
-        return nonneg_duration(name, v, &g->restart_s, st);
-    if (strcmp(name, "exec-log") == 0) {
-        if (!*v)
-            return oc_fail(st, "--exec-log: an empty value (expected a path)");
-        g->exec_log = v;
-        return 0;
-    }
-    if (strcmp(name, "checkpoint-size") == 0)
-        return bytes_value(name, v, 0, &g->ckpt_bytes, st);
-    if (strcmp(name, "write-bw-node") == 0)
-        return bytes_value(name, v, 1, &g->wbw_node, st);
-    if (strcmp(name, "write-bw-total") == 0)
-        return bytes_value(name, v, 1, &g->wbw_total, st);
-    if (strcmp(name, "read-bw-node") == 0)
-        return bytes_value(name, v, 1, &g->rbw_node, st);
-    if (strcmp(name, "read-bw-total") == 0)
-        return bytes_value(name, v, 1, &g->rbw_total, st);
-    if (strcmp(name, "trials") == 0 || strcmp(name, "seed") == 0) {
-        char *e;
-        const long long n = strtoll(v, &e, 10);
-        const int trials = name[0] == 't';
-        if (e == v || *e || n < (trials ? 1 : 0) || (trials && n > TRIALS_MAX))
-            return trials ? oc_fail(st, "--trials: '%s' is not a number of trials in [1, %d]",
-                                    oc_quote(q, sizeof q, v), TRIALS_MAX)
-                          : oc_fail(st, "--seed: '%s' is not a non-negative integer",
-                                    oc_quote(q, sizeof q, v));
-        if (trials)
-            g->trials = n;
-        else
-            g->seed = (uint64_t)n;
-        return 0;
-    }
-    return 1;
-}
-
-/* Takes this command's flags (--name V or --name=V) out of argv into g;
- * *rest gets argv[0] and every other argument, in order, for oc_opts_parse. */
-static int split_args(int argc, char **argv, struct gflags *g, char **rest, int *nrest,
-                      struct oc_status *st)
-{
-    char seen[16][64] = {{0}};
-    int nseen = 0;
-    *nrest = 0;
-    rest[(*nrest)++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0 || !a[2]) {
-            rest[(*nrest)++] = argv[i];
-            continue;
-        }
-        char name[64];
-        const char *eq = strchr(a, '=');
-        const size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), a + 2);
-        const char *val = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        struct gflags probe = *g;
-        struct oc_status pst = {{0}};
-        int rc = goodput_flag(&probe, name, val ? val : "", &pst);
-        if (rc == 1) {
-            rest[(*nrest)++] = argv[i];
-            continue;
-        }
-        if (!val)
-            return oc_fail(st, "--%s needs a value", name);
-        for (int k = 0; k < nseen; k++)
-            if (strcmp(seen[k], name) == 0)
-                return oc_fail(st, "--%s is given twice (give it once)", name);
-        if (nseen < 16)
-            snprintf(seen[nseen++], sizeof seen[0], "%s", name);
-        if (rc != 0) {
-            *st = pst;
-            return -1;
-        }
-        *g = probe;
-        if (!eq)
-            i++;
-    }
-    if (g->source_count > 1)
-        return oc_fail(st, "--failures, --mtbf and --failure-rate each set the failure "
-                           "rate (give one)");
-    if (g->exec_log && g->save_s >= 0)
-        return oc_fail(st, "--save-time and --exec-log each set the save time (give one)");
-    return 0;
-}
-
-/* The seconds of one "checkpoint: saved DIR/step-N, K shards, SIZE in TIME
- * (R s/GB)" line of ocsim-exec (exec/ckpt_save.c; TIME as oc_fmt_si
- * writes it, "850 ms", "12.3 s"), or -1. */
-static double saved_line_s(const char *line)
-{
-    const char *in = strstr(line, " in "), *p;
-    while (in && (p = strstr(in + 4, " in ")) != NULL)
-        in = p;
-    if (!in)
-        return -1;
-    char *e;
-    const double v = strtod(in + 4, &e);
-    if (e == in + 4 || !(v >= 0))
-        return -1;
-    while (*e == ' ')
-        e++;
-    static const char pre[] = "pnum";
-    static const double mult[] = {1e-12, 1e-9, 1e-6, 1e-3};
-    double k = 1;
-    if (*e && strchr(pre, *e) && e[1] == 's')
-        k = mult[strchr(pre, *e) - pre], e++;
-    return *e == 's' && (e[1] == ' ' || e[1] == '\n' || !e[1]) ? v * k : -1;
-}
-
-/* --exec-log FILE: the mean of the saves ocsim-exec --save reported. */
-static int read_exec_log(struct gflags *g, struct oc_status *st)
-{
-    char q[OC_QUOTE_MAX];
-    FILE *f = fopen(g->exec_log, "r");
-    if (!f)
-        return oc_fail(st, "--exec-log %s: cannot read: %s",
-                       oc_quote(q, sizeof q, g->exec_log), strerror(errno));
-    char line[8192];
-    double sum = 0;
-    int64_t n = 0;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "checkpoint: saved ", 18) == 0) {
-            const double t = saved_line_s(line);
-            if (t < 0) {
-                fclose(f);
-                return oc_fail(st, "--exec-log %s: a 'checkpoint: saved' line without "
-                                   "its time", oc_quote(q, sizeof q, g->exec_log));
-            }
-            sum += t, n++;
-        }
-    fclose(f);
-    if (n == 0)
-        return oc_fail(st, "--exec-log %s: no 'checkpoint: saved' line (run ocsim-exec "
-                           "with --save)", oc_quote(q, sizeof q, g->exec_log));
-    g->save_s = sum / (double)n;
-    g->exec_saves = n;
-    return 0;
-}
-
 /* ---- the run's parameters -------------------------------------------------- */
 
 /* What the command derives before simulating. */
@@ -412,7 +118,7 @@ static double whole_steps(double tau_s, double step_s)
     return (k < 1 ? 1 : k) * step_s;
 }
 
-static void plan_mtbf(const struct oc_opts *o, const struct gflags *g, struct plan *pl)
+static void plan_mtbf(const struct oc_opts *o, const struct oc_goodput_flags *g, struct plan *pl)
 {
     const int64_t nodes = oc_topology_nodes(&o->topo, o->cards);
     if (g->failures > 0) {
@@ -435,7 +141,7 @@ static void plan_mtbf(const struct oc_opts *o, const struct gflags *g, struct pl
     }
 }
 
-static void plan_ckpt(const struct oc_opts *o, const struct gflags *g, struct plan *pl)
+static void plan_ckpt(const struct oc_opts *o, const struct oc_goodput_flags *g, struct plan *pl)
 {
     oc_goodput_ckpt_size(&o->model, &o->layout, o->topo.gpus_per_node, &pl->ckpt);
     if (g->ckpt_bytes > 0) {
@@ -451,7 +157,7 @@ static void plan_ckpt(const struct oc_opts *o, const struct gflags *g, struct pl
                                 : oc_goodput_io_s(&pl->ckpt, g->rbw_node, g->rbw_total);
 }
 
-static int plan_step(const struct oc_opts *o, const struct gflags *g, struct plan *pl,
+static int plan_step(const struct oc_opts *o, const struct oc_goodput_flags *g, struct plan *pl,
                      struct oc_status *st)
 {
     if (g->step_s > 0) {
@@ -465,12 +171,14 @@ static int plan_step(const struct oc_opts *o, const struct gflags *g, struct pla
     fflush(stdout);
     if (oc_replay_run_forked(&o->model, &o->topo, &o->layout, &ro, &mt, 0, st) != 0)
         return -1;
+    if (!(mt.step_time_s > 0 && isfinite(mt.step_time_s)))
+        return oc_fail(st, "the simulation gave no step time (give --step-time)");
     pl->step_s = mt.step_time_s;
     pl->step_simulated = 1;
     return 0;
 }
 
-static int make_plan(const struct oc_opts *o, const struct gflags *g, struct plan *pl,
+static int make_plan(const struct oc_opts *o, const struct oc_goodput_flags *g, struct plan *pl,
                      struct oc_status *st)
 {
     memset(pl, 0, sizeof *pl);
@@ -491,16 +199,18 @@ static int make_plan(const struct oc_opts *o, const struct gflags *g, struct pla
                                        oc_goodput_expected(&pl->p, lo) ? hi : lo;
     /* within what the simulation steps through and the run's half (an
      * optimum beyond it: fewer than about two failures expected) */
-    const double grain = pl->horizon_s * (double)(g->trials > CURVE_TRIALS_MAX ? g->trials
-                                                                               : CURVE_TRIALS_MAX) /
-                         SEGMENTS_MAX;
+    const double n = (double)(g->trials > CURVE_TRIALS_MAX ? g->trials : CURVE_TRIALS_MAX);
+    const double grain = pl->horizon_s * n / SEGMENTS_MAX;
     if (pl->best_s < grain) {
         pl->best_s = whole_steps(grain, pl->step_s);
         pl->best_clamped = 1;
     }
-    if (pl->best_s > pl->horizon_s / 2)
-        pl->best_clamped = 2, pl->best_s = fmax(pl->step_s, floor(pl->horizon_s / 2 / fmax(pl->step_s, 1e-9)) *
-                                          fmax(pl->step_s, 1e-9));
+    if (pl->best_s > pl->horizon_s / 2) {
+        /* whole steps, rounded down (a step is shorter than the run: the
+         * interval check below holds it) */
+        pl->best_s = fmax(1, floor(pl->horizon_s / 2 / pl->step_s)) * pl->step_s;
+        pl->best_clamped = 2;
+    }
     if (g->interval_steps > 0)
         pl->tau_s = g->interval_steps * pl->step_s;
     else if (g->interval_s > 0)
@@ -572,7 +282,8 @@ static void print_interval(const struct plan *pl, const char *what, double tau_s
            100 * sum->save_s / h, 100 * sum->lost_s / h, 100 * sum->restart_s / h);
 }
 
-static void print_plan(const struct oc_opts *o, const struct gflags *g, const struct plan *pl)
+static void print_plan(const struct oc_opts *o, const struct oc_goodput_flags *g,
+                       const struct plan *pl)
 {
     char name[128], b[6][32];
     oc_layout_format(&o->layout, name, sizeof name);
@@ -640,7 +351,7 @@ static int curve_intervals(const struct plan *pl, double *tau)
 
 /* goodput.csv and the plot's points: the closed form and the simulation
  * (CURVE_TRIALS_MAX trials at most) at each interval of curve_intervals. */
-static int write_curve(const char *out, const struct plan *pl, const struct gflags *g,
+static int write_curve(const char *out, const struct plan *pl, const struct oc_goodput_flags *g,
                        struct oc_goodput_point *pts, int *npts, struct oc_status *st)
 {
     char path[4200];
@@ -674,7 +385,7 @@ static int write_curve(const char *out, const struct plan *pl, const struct gfla
     return oc_csv_close(&c, st);
 }
 
-static int write_trials(const char *out, const struct plan *pl, const struct gflags *g,
+static int write_trials(const char *out, const struct plan *pl, const struct oc_goodput_flags *g,
                         struct oc_status *st)
 {
     char path[4200];
@@ -697,7 +408,7 @@ static int write_trials(const char *out, const struct plan *pl, const struct gfl
     return oc_csv_close(&c, st);
 }
 
-static int report(const char *out, const struct oc_opts *o, const struct gflags *g,
+static int report(const char *out, const struct oc_opts *o, const struct oc_goodput_flags *g,
                   const struct plan *pl, struct oc_status *st)
 {
     print_plan(o, g, pl);
@@ -744,7 +455,7 @@ static int report(const char *out, const struct oc_opts *o, const struct gflags 
 
 int oc_cmd_goodput(int argc, char **argv)
 {
-    struct gflags g = {.days = 30, .save_s = -1, .load_s = -1,
+    struct oc_goodput_flags g = {.days = 30, .save_s = -1, .load_s = -1,
                        .wbw_node = OC_GOODPUT_WRITE_BW_NODE,
                        .wbw_total = OC_GOODPUT_WRITE_BW_TOTAL,
                        .rbw_node = OC_GOODPUT_READ_BW_NODE,
@@ -755,9 +466,9 @@ int oc_cmd_goodput(int argc, char **argv)
     char **rest = oc_xcalloc((size_t)argc + 1, sizeof *rest);
     int nrest = 0, rc = 2;
     oc_opts_default(&o);
-    if (split_args(argc, argv, &g, rest, &nrest, &st) != 0 ||
+    if (oc_goodput_flags_split(argc, argv, &g, rest, &nrest, &st) != 0 ||
         oc_opts_parse(&o, nrest, rest, GROUPS, &st) != 0 ||
-        (!o.help && g.exec_log && read_exec_log(&g, &st) != 0))
+        (!o.help && g.exec_log && oc_goodput_flags_exec_log(&g, &st) != 0))
         goto bad;
     if (o.help) {
         help();
