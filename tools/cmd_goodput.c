@@ -31,10 +31,13 @@
 /* The most segments (checkpoint intervals) the simulation steps through at
  * one interval, over all trials: a few nanoseconds each, seconds in all.
  * So the best interval is taken at least horizon * trials / SEGMENTS_MAX
- * (2.6 s for 1000 trials of 30 days: only a save time near zero puts the
- * optimum there), the curve starts at horizon * CURVE_TRIALS_MAX /
- * SEGMENTS_MAX, and an asked interval beyond the budget is refused. */
-#define SEGMENTS_MAX 1e9
+ * (8.6 s for 1000 trials of 30 days: only a save time near zero puts the
+ * optimum there), the curve starts at horizon * CURVE_TRIALS_MAX *
+ * CURVE_MAX / SEGMENTS_MAX (74 s in 30 days: its points share the
+ * budget), and an asked interval beyond the budget is refused, as are
+ * more failures than the budget (a restart is stepped through per
+ * failure). */
+#define SEGMENTS_MAX 3e8
 /* Points of the interval curve, and trials per point (fewer than --trials:
  * the curve shows the trend, the asked interval gets the full count). */
 #define CURVE_POINTS 41
@@ -218,8 +221,14 @@ static int make_plan(const struct oc_opts *o, const struct oc_goodput_flags *g, 
     else
         pl->tau_s = pl->best_s;
     if (pl->tau_s >= pl->horizon_s)
-        return oc_fail(st, "--interval: %g h of compute between saves is not shorter than "
-                           "the run (--days %g)", pl->tau_s / 3600, g->days);
+        return oc_fail(st, "a checkpoint interval of %g h (whole steps of %g s) is not "
+                           "shorter than the run (--days %g)", pl->tau_s / 3600, pl->step_s,
+                       g->days);
+    const double fails = pl->horizon_s / pl->mtbf_s;
+    if (fails * (double)g->trials > SEGMENTS_MAX)
+        return oc_fail(st, "an MTBF of %.3g s is %.3g failures in %g days; x %lld trials is "
+                           "more than %.0e to simulate (fewer --trials or failures)",
+                       pl->mtbf_s, fails, g->days, (long long)g->trials, SEGMENTS_MAX);
     const double segs = pl->horizon_s / (pl->tau_s + pl->save_s);
     if ((g->interval_s > 0 || g->interval_steps > 0) && segs * (double)g->trials > SEGMENTS_MAX)
         return oc_fail(st, "--trials %lld runs of %.3g checkpoints each is more than %.0e "
@@ -334,7 +343,9 @@ static int cmp_double(const void *a, const void *b)
  * one among them; sorted, each once. Returns how many (<= CURVE_MAX). */
 static int curve_intervals(const struct plan *pl, double *tau)
 {
-    const double lo = log(fmax(pl->best_s / 20, pl->horizon_s * CURVE_TRIALS_MAX / SEGMENTS_MAX)),
+    /* the curve's points share one budget of SEGMENTS_MAX */
+    const double grain = pl->horizon_s * CURVE_TRIALS_MAX * CURVE_MAX / SEGMENTS_MAX;
+    const double lo = log(fmax(pl->best_s / 20, grain)),
                  hi = log(fmin(pl->best_s * 20, pl->horizon_s / 2));
     int n = 0;
     for (int i = 0; i < CURVE_POINTS; i++)
