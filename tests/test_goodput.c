@@ -5,8 +5,12 @@
 #include <math.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "goodput.h"
 #include "memory.h"
+#include "plot_goodput.h"
 #include "test_util.h"
 
 /* Young: sqrt(2 delta M), delta 60 s, M 24 h: sqrt(10,368,000) s. */
@@ -187,6 +191,43 @@ static void test_ckpt_size(void)
     OC_ASSERT_REL(c.total_bytes, 2 * 14 * (double)oc_mem_stage_params(&m, &t, 0), 1e-12);
 }
 
+/* The plot's data has one row per point, in minutes and percent; the
+ * script marks the asked interval only when there is one. */
+static void test_plot(void)
+{
+    const struct oc_goodput_point pts[] = {
+        {600, 0.95, 0.951, 0.94, 0.96}, {1800, 0.97, 0.969, 0.96, 0.98},
+        {3600, 0.96, 0.961, 0.95, 0.97}};
+    struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
+    po.no_render = 1;
+    struct oc_status st = {{0}};
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/plot", oc_test_dir);
+    oc_test_expect_ok(oc_plot_goodput(dir, pts, 3, 600, 1800, "t", &po, &st), st.msg);
+    snprintf(path, sizeof path, "%s/goodput.dat", dir);
+    char *dat = oc_test_read_file(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dat);
+    CU_ASSERT_PTR_NOT_NULL(strstr(dat, "\n30 97 96.9 96 98\n"));
+    int rows = 0;
+    for (const char *c = dat; *c; c++)
+        rows += *c == '\n' && c[1] && c[1] != '#';
+    CU_ASSERT_EQUAL(rows, 3);
+    free(dat);
+    snprintf(path, sizeof path, "%s/goodput.gp", dir);
+    char *gp = oc_test_read_file(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gp);
+    CU_ASSERT_PTR_NOT_NULL(strstr(gp, "\"asked\" at 10,"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(gp, "\"best\" at 30,"));
+    free(gp);
+    oc_test_expect_ok(oc_plot_goodput(dir, pts, 3, 0, 1800, "t", &po, &st), st.msg);
+    gp = oc_test_read_file(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(gp);
+    CU_ASSERT_PTR_NULL(strstr(gp, "asked"));
+    free(gp);
+}
+
+static int init(void) { return oc_test_dir_make("goodput"); }
+
 static CU_TestInfo tests[] = {
     {"young", test_young},
     {"daly", test_daly},
@@ -197,11 +238,12 @@ static CU_TestInfo tests[] = {
     {"simulate_no_failure", test_simulate_no_failure},
     {"stats", test_stats},
     {"ckpt_size", test_ckpt_size},
+    {"plot", test_plot},
     CU_TEST_INFO_NULL,
 };
 
 static CU_SuiteInfo suites[] = {
-    {"goodput", NULL, NULL, NULL, NULL, tests},
+    {"goodput", init, oc_test_dir_remove, NULL, NULL, tests},
     CU_SUITE_INFO_NULL,
 };
 
