@@ -1,12 +1,12 @@
 /* test_goodput.c: core/goodput.c against values worked by hand from Young
  * 1974 and Daly 2006, the seeded failure simulation against Daly's closed
  * form over many trials, its determinism and bookkeeping, and the
- * checkpoint size of a layout against memory.h's bytes per parameter. */
+ * checkpoint size of a layout against memory.h's bytes per parameter, and
+ * the plot's data and script. */
 #include <math.h>
-#include <string.h>
-
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "goodput.h"
 #include "memory.h"
