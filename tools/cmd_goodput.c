@@ -100,6 +100,7 @@ static void help(void)
 struct plan {
     double step_s;
     int step_simulated;
+    double tokens_per_step; /* global batch x sequence length */
     double mtbf_s;
     char mtbf_why[160];
     struct oc_goodput_ckpt ckpt;
@@ -187,6 +188,7 @@ static int make_plan(const struct oc_opts *o, const struct oc_goodput_flags *g, 
     memset(pl, 0, sizeof *pl);
     if (plan_step(o, g, pl, st) != 0)
         return -1;
+    pl->tokens_per_step = (double)o->layout.global_batch * (double)o->layout.seq_length;
     plan_mtbf(o, g, pl);
     plan_ckpt(o, g, pl);
     pl->horizon_s = g->days * 86400;
@@ -289,6 +291,16 @@ static void print_interval(const struct plan *pl, const char *what, double tau_s
            (double)sum->failures / (double)n);
     printf("  lost, mean: saves %.2f%%, work redone %.2f%%, restarts %.2f%%\n",
            100 * sum->save_s / h, 100 * sum->lost_s / h, 100 * sum->restart_s / h);
+    /* the useful fraction as training done: steps, and their tokens, to
+     * four digits in one unit so that the spread shows */
+    const double steps = pl->horizon_s / pl->step_s, tok = s.mean * steps * pl->tokens_per_step;
+    static const char *const unit[] = {"", " k", " M", " G", " T", " P"};
+    int u = 0;
+    while (u < 5 && tok >= 1e3 * pow(1e3, u))
+        u++;
+    const double k = pow(1e3, u) / (steps * pl->tokens_per_step);
+    printf("  useful work: mean %.0f steps, %.4g%s tokens (p5 %.4g%s, p95 %.4g%s)\n",
+           s.mean * steps, s.mean / k, unit[u], s.p5 / k, unit[u], s.p95 / k, unit[u]);
 }
 
 static void print_plan(const struct oc_opts *o, const struct oc_goodput_flags *g,
