@@ -5,6 +5,7 @@
 #define OC_COMMANDS_H
 
 int oc_cmd_compare(int argc, char **argv);
+int oc_cmd_goodput(int argc, char **argv);
 int oc_cmd_layouts(int argc, char **argv);
 int oc_cmd_memory(int argc, char **argv);
 int oc_cmd_simulate(int argc, char **argv);

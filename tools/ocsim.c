@@ -23,6 +23,8 @@ static const struct command commands[] = {
     {"compare", oc_cmd_compare, "prediction against measurement: errors, verdict, scatter plot"},
     {"validate", oc_cmd_validate,
      "predict published measured runs (a table): error per row, MAPE per table, plot"},
+    {"goodput", oc_cmd_goodput,
+     "failures and checkpoints over a long run: best interval, goodput, plot"},
 };
 
 static void usage(FILE *f)
