@@ -289,8 +289,13 @@ static int part_gemms(const struct dims *d, enum oc_part part, struct oc_gemm *g
  * activation element (2 for 16-bit; the numbers below are for e = 2): a
  * norm reads and writes an h-wide tensor (2e*Tn*h = 4*Tn*h), a residual add
  * reads two and writes one (3e*Tn*h = 6*Tn*h), a dropout reads, writes and
- * stores a 1-byte mask ((2e+1)*Tn*h = 5*Tn*h). Backward of these runs their
- * gradients: twice the bytes. */
+ * stores a 1-byte mask ((2e+1)*Tn*h = 5*Tn*h). After attention and after
+ * the MLP the dropout and the residual add are one fused kernel
+ * (Megatron-LM's default --bias-dropout-fusion,
+ * megatron/core/fusions/fused_bias_dropout.py): it reads the branch and
+ * the residual, writes the sum and the mask, (3e+1)*Tn*h = 7*Tn*h, not
+ * the two kernels' 11*Tn*h. Backward of these runs their gradients: twice
+ * the bytes. */
 static double part_mem_bytes(const struct dims *d, enum oc_part part,
                              int backward)
 {
@@ -298,10 +303,12 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
     const double norm = 2.0 * e * d->Tn * h;
     const double residual = 3.0 * e * d->Tn * h;
     const double dropout = d->dropout ? (2.0 * e + 1.0) * d->Tn * h : 0.0;
+    /* the fused bias-dropout-add (above): the residual's bytes and the mask */
+    const double bda = residual + (d->dropout ? d->Tn * h : 0.0);
     double fwd = 0;
     switch (part) {
     case OC_PART_ATTN:
-        fwd = norm + residual + dropout;
+        fwd = norm + bda;
         /* Rotary embedding reads and writes Q and K (Su et al. 2021). */
         if (d->rope)
             fwd += 2.0 * e * d->T * (double)((d->a + d->k) * d->hd);
@@ -309,7 +316,7 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
     case OC_PART_MLP:
         /* GELU reads and writes f-wide (2e*T*f = 4*T*f); SwiGLU reads gate
          * and up and writes their product (3e*T*f = 6*T*f). */
-        fwd = norm + residual + dropout +
+        fwd = norm + bda +
               (d->gated ? 3.0 : 2.0) * e * d->T * (double)d->f;
         return backward ? 2.0 * fwd : fwd;
     case OC_PART_EMBED:

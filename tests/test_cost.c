@@ -126,19 +126,19 @@ static void test_membound_and_calibration(void)
  * every kernel costs its bytes at 1e12 B/s.
  * MLP forward: up [64x64]x[64x128] 2*(4096+8192+8192) = 40 960, down
  *   [64x128]x[128x64] 40 960, norm 4*64*64 = 16 384, GELU 4*64*128 =
- *   32 768, residual 6*64*64 = 24 576, dropout 5*64*64 = 20 480:
- *   176 128 bytes.
+ *   32 768, the fused dropout and residual add 7*64*64 = 28 672 (read two,
+ *   write one, 1-byte mask): 159 744 bytes.
  * MLP backward: four GEMMs (dgrad and wgrad of each) of 40 960 bytes each
- *   = 163 840, twice the memory-bound bytes 2*94 208 = 188 416: 352 256.
+ *   = 163 840, twice the memory-bound bytes 2*77 824 = 155 648: 319 488.
  * Attention forward: QKV [64x64]x[64x96] 2*(4096+6144+6144) = 32 768,
  *   output [64x32]x[32x64] 2*(2048+2048+4096) = 16 384, scores 4 x
  *   [32x16]x[16x32] 2*(512+512+1024)*4 = 16 384, values 4 x [32x32]x[32x16]
  *   16 384, softmax 4*4096 = 16 384 and its dropout 5*4096 = 20 480 over
- *   the 4*32*32 = 4096 scores, norm 16 384, residual 24 576, dropout
- *   20 480: 180 224 bytes (learned positions: no rotary).
+ *   the 4*32*32 = 4096 scores, norm 16 384, dropout and residual 28 672:
+ *   163 840 bytes (learned positions: no rotary).
  * Selective recompute reruns the core attention: 16 384*3 + 20 480 = 69 632.
  * Sequence parallel halves the norm, residual and dropout rows: MLP
- *   forward 81 920 + 8192 + 32 768 + 12 288 + 10 240 = 145 408.
+ *   forward 81 920 + 8192 + 32 768 + 14 336 = 137 216.
  * Embedding forward: gather 4*64*64 = 16 384, positions 8192, dropout
  *   20 480 = 45 056; backward twice. Head forward: norm 16 384, logits GEMM
  *   [64x64]x[64x500] 2*(4096+32 000+32 000) = 136 192, cross-entropy
@@ -151,9 +151,9 @@ static void test_part_bytes(void)
     struct oc_layout l = layout(2, 1, 2, 32);
     struct oc_cost c;
     cost_bare(&c, &m, &l, &t);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 176128e-12, 1e-9);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_BWD], 352256e-12, 1e-9);
-    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 180224e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 159744e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_BWD], 319488e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 163840e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_FWD], 45056e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_EMBED][OC_PHASE_BWD], 90112e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_FWD], 1112576e-12, 1e-9);
@@ -169,30 +169,30 @@ static void test_part_bytes(void)
     CU_ASSERT_EQUAL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 0.0);
     l.recompute = OC_RECOMPUTE_FULL;
     cost_bare(&c, &m, &l, &t);
-    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 180224e-12, 1e-9);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 176128e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE], 163840e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE], 159744e-12, 1e-9);
     CU_ASSERT_EQUAL(c.part_s[OC_PART_HEAD][OC_PHASE_RECOMPUTE], 0.0);
 
     l.recompute = OC_RECOMPUTE_NONE;
     l.sequence_parallel = 1;
     cost_bare(&c, &m, &l, &t);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 145408e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 137216e-12, 1e-9);
 }
 
 /* Attention backward and the flash kernel, bytes as in test_part_bytes.
  * Projection backward: QKV dgrad [64x96]x[96x64] 2*(6144+6144+4096) =
  *   32 768, wgrad [64x64]x[64x96] 32 768; output dgrad [64x64]x[64x32]
  *   2*(4096+2048+2048) = 16 384, wgrad [32x64]x[64x64] 16 384: 98 304;
- *   norm, residual, dropout doubled 2*61 440 = 122 880.
+ *   norm and the fused dropout-residual doubled 2*45 056 = 90 112.
  * Classic core backward: four GEMMs of 16 384 bytes = 65 536, softmax and
- *   dropout doubled 2*36 864 = 73 728: total 98 304 + 122 880 + 139 264 =
- *   360 448.
+ *   dropout doubled 2*36 864 = 73 728: total 98 304 + 90 112 + 139 264 =
+ *   327 680.
  * Flash (2 heads and 2 KV heads of 16 a rank: Q = K = V = O =
  *   2*64*32 = 4096 bytes, log-sum-exp 4*2*64 = 512): forward reads Q K V,
- *   writes O and the lse: 16 896, so attention forward = 110 592 (the
- *   non-core part of 180 224) + 16 896 = 127 488; backward reads Q K V O dO
- *   lse and writes dQ dK dV: 8*4096 + 512 = 33 280, attention backward =
- *   98 304 + 122 880 + 33 280 = 254 464. */
+ *   writes O and the lse: 16 896, so attention forward = 94 208 (the
+ *   non-core part of 163 840) + 16 896 = 111 104; backward reads Q K V O
+ *   dO lse and writes dQ dK dV: 8*4096 + 512 = 33 280, attention backward
+ *   = 98 304 + 90 112 + 33 280 = 221 696. */
 static void test_attention_bytes(void)
 {
     struct oc_topology t = device(1e30, 1.0, 132, 1e12);
@@ -200,11 +200,11 @@ static void test_attention_bytes(void)
     struct oc_layout l = layout(2, 1, 2, 32);
     struct oc_cost c;
     cost_bare(&c, &m, &l, &t);
-    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 360448e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 327680e-12, 1e-9);
     l.attention = OC_ATTN_FLASH;
     cost_bare(&c, &m, &l, &t);
-    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 127488e-12, 1e-9);
-    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 254464e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_FWD], 111104e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_ATTN][OC_PHASE_BWD], 221696e-12, 1e-9);
     /* selective recompute with flash reruns the fused kernel forward */
     l.recompute = OC_RECOMPUTE_SELECTIVE;
     cost_bare(&c, &m, &l, &t);
@@ -387,8 +387,8 @@ static void test_op_cost(void)
  * topology's calib_act_bytes is a record only: 16 changes nothing. tiny_gpt,
  * t 2, s 32, b 2, bytes at 1e12 B/s (see test_part_bytes for e = 2):
  * MLP forward: up and down GEMMs 20 480 elements each x 4 = 81 920 each,
- *   norm 2*4*64*64 = 32 768, GELU 2*4*64*128 = 65 536, residual 3*4*4096 =
- *   49 152, dropout (2*4+1)*4096 = 36 864: 348 160 bytes.
+ *   norm 2*4*64*64 = 32 768, GELU 2*4*64*128 = 65 536, the fused dropout
+ *   and residual (3*4+1)*4096 = 53 248: 315 392 bytes.
  * Head forward: norm 32 768, logits GEMM 68 096 elements x 4 = 272 384,
  *   cross-entropy (28 + 4)*32 000 = 1 024 000 (the cast reads 4 bytes, not
  *   2): 1 329 152. Backward: two GEMMs 544 768, norm 65 536, cross-entropy
@@ -405,7 +405,7 @@ static void test_element_bytes(void)
     l.precision = OC_PREC_FP32;
     cost_bare(&c, &m, &l, &t);
     CU_ASSERT(c.part_s[OC_PART_MLP][OC_PHASE_FWD] > 1.9 * mlp16);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 348160e-12, 1e-9);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 315392e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_FWD], 1329152e-12, 1e-9);
     OC_ASSERT_REL(c.part_s[OC_PART_HEAD][OC_PHASE_BWD], 1122304e-12, 1e-9);
     /* a GEMM's operands: [8 x 8192] x [8192 x 8192] is memory bound,
@@ -588,8 +588,9 @@ static void test_kernel_counts(void)
  * 50 us; attention forward (classic) 9, 90 us; head forward 12, 120 us.
  * On a 1e6 B/s device the GPU binds: MLP forward's GEMMs move 81 920
  * bytes at the full 1e6 B/s (the roofline), its memory-bound kernels
- * 94 208 bytes at 0.9e6 B/s (the sustained fraction), and 5 gaps of
- * 1 us: 0.081 92 + 0.104 675 555 6 + 0.000 005 = 0.186 600 555 6 s. */
+ * 77 824 bytes (test_part_bytes) at 0.9e6 B/s (the sustained fraction),
+ * and 5 gaps of 1 us: 0.081 92 + 0.086 471 111 1 + 0.000 005 =
+ * 0.168 396 111 1 s. */
 static void test_launch_overhead(void)
 {
     const struct oc_cost_overheads o = oc_cost_overheads_default();
@@ -612,13 +613,13 @@ static void test_launch_overhead(void)
     t = device(1e30, 1.0, 132, 1e6);
     oc_cost_init(&c, &m, &l, &t);
     OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD],
-                  0.08192 + 94208.0 / 0.9e6 + 5e-6, 1e-12);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 0.1866005556, 1e-9);
-    /* a measured bandwidth is already the sustained one: 94 208 bytes at
+                  0.08192 + 77824.0 / 0.9e6 + 5e-6, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 0.1683961111, 1e-9);
+    /* a measured bandwidth is already the sustained one: 77 824 bytes at
      * calib 1e6 B/s, GEMMs too */
     t.calib_mem_Bps = 1e6;
     oc_cost_init(&c, &m, &l, &t);
-    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 0.08192 + 0.094208 + 5e-6, 1e-12);
+    OC_ASSERT_REL(c.part_s[OC_PART_MLP][OC_PHASE_FWD], 0.08192 + 0.077824 + 5e-6, 1e-12);
 }
 
 /* The optimizer step's bytes per updated parameter (cost_overhead.h):
