@@ -117,6 +117,18 @@ expect 0 'MAPE 15\.8%' "$ocsim" validate "$tmp/t.csv" --out "$tmp/v" --mape 16
 expect 0 'MAPE 18\.4% over 1 rows .*3 skipped' "$ocsim" validate "$tmp/t.csv" --out "$tmp/v" --max-cards 4
 expect 0 'skipped: 8 cards > --max-cards 4' "$ocsim" validate "$tmp/t.csv" --out "$tmp/v" --max-cards 4
 
+# The gradient precision column: the memory row with 16-bit gradients
+# (grad_reduce_in_fp32 no, Megatron-LM's --no-... ) is 2 + 2 + 12 bytes per
+# parameter: 110336 * 16 = 1765376 bytes = 1.68359375 MiB, +5.2 % against
+# 1.6; "yes" keeps the bf16 default's 18 bytes (+18.4 %).
+{
+  echo "$hdr,grad_reduce_in_fp32"
+  echo "mem16,,64,4,2,128,1,dgx-a100,tp1-pp1-dp1,1,32,none,no,0,flash,memory_states,1.6,MiB,worked by hand,no"
+  echo "mem18,,64,4,2,128,1,dgx-a100,tp1-pp1-dp1,1,32,none,no,0,flash,memory_states,1.6,MiB,worked by hand,yes"
+} >"$tmp/g.csv"
+expect 0 ' 2 mem16 .* 1\.6836 MiB .* \+5\.2% ' "$ocsim" validate "$tmp/g.csv" --out "$tmp/v"
+expect 0 ' 3 mem18 .* 1\.894 MiB .* \+18\.4% ' "$ocsim" validate "$tmp/g.csv" --out "$tmp/v"
+
 # Bad input: one line, exit 2, naming the file, the line and the column.
 bad_table() { # NAME SED-EXPRESSION: a copy of t.csv changed by sed
   sed "$2" "$tmp/t.csv" >"$tmp/$1.csv"
