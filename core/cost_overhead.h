@@ -45,7 +45,16 @@
  *             log and loss (2): 10); bwd the softmax gradient (4: exp
  *             result reuse, one-hot subtract, scale, cast), logits GEMM 2,
  *             norm 2.
- * Collectives and P2P are separate ops with their own cost (sim/coll*).
+ * Collectives and P2P are separate ops with their own cost (sim/coll*):
+ * sequence parallelism adds no compute kernel (its all-gathers and
+ * reduce-scatters replace the all-reduces as schedule ops; the norms and
+ * the dropout-add run on s/t rows, which cost.c's bytes follow). Only the
+ * fused configuration above (Megatron-LM's defaults) is modelled: there is
+ * no layout knob for --no-bias-gelu-fusion, --no-bias-dropout-fusion or
+ * --no-masked-softmax-fusion.
+ * Not charged (no source for a figure, and well under 1 ms a step): the
+ * host's per-step Python (timers, logging), the loss and grad-norm
+ * all-reduces' launch latencies.
  *
  * Memory-bound kernels run at a sustained fraction of the HBM bandwidth:
  * oc_cost_membound_s in cost.c uses mem_efficiency unless the topology
