@@ -26,6 +26,7 @@ enum {
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
     O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_REJCSV, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
+    O_GRADFP32, O_NOGRADFP32,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -77,6 +78,9 @@ static const struct flag flags[] = {
     {{"cp", required_argument, 0, O_CP}, 0},
     {{"overlap-grad-reduce", no_argument, 0, O_OVERLAP}, 0},
     {{"no-overlap-grad-reduce", no_argument, 0, O_NOOVERLAP}, 0},
+    {{"accumulate-allreduce-grads-in-fp32", no_argument, 0, O_GRADFP32}, 0},
+    {{"grad-reduce-in-fp32", no_argument, 0, O_GRADFP32}, 0},
+    {{"no-grad-reduce-in-fp32", no_argument, 0, O_NOGRADFP32}, 0},
     {{"attention", required_argument, 0, O_ATTN}, 0},
     {{"rank-order", required_argument, 0, O_ORDER}, 0},
     {{"allow-cross-node-tp", no_argument, 0, O_CROSS_TP}, 0},
@@ -338,6 +342,8 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_NOZERO: o->layout.zero = 0; return 0;
     case O_OVERLAP: o->layout.overlap_grad_reduce = 1; return 0;
     case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
+    case O_GRADFP32: o->layout.grad_fp32 = 1; return 0;
+    case O_NOGRADFP32: o->layout.grad_fp32 = -1; return 0;
     case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
     case O_BF16: o->layout.precision = OC_PREC_BF16; return 0;
     case O_FP16: o->layout.precision = OC_PREC_FP16; return 0;
@@ -373,6 +379,7 @@ static int flag_slot(int c)
     case O_NOZERO:
     case O_ZERO_STAGE: return O_ZERO;
     case O_NOOVERLAP: return O_OVERLAP;
+    case O_NOGRADFP32: return O_GRADFP32;
     case O_FP16:
     case O_FP32: return O_BF16;
     }

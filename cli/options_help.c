@@ -33,7 +33,10 @@ void oc_opts_print_help(FILE *f, unsigned groups)
           "  --bf16 | --fp16 | --fp32  the run's precision (Megatron-LM's flags): 2 or\n"
           "                          4 bytes per activation and gradient element in\n"
           "                          messages, collectives and memory (default bf16;\n"
-          "                          ocsim-exec runs fp32 on both backends)\n", f);
+          "                          ocsim-exec runs fp32 on both backends)\n"
+          "  --[no-]grad-reduce-in-fp32  fp32 gradients in memory and DP collectives\n"
+          "                          (--accumulate-allreduce-grads-in-fp32; default\n"
+          "                          Megatron-LM's: on for bf16, off for fp16)\n", f);
     if (groups & OC_OPT_LAYOUT)
         fputs("Layout (one of):\n"
               "  --layout STR            tp<N>-pp<N>-dp<N>[-mb<N>][-v<N>][-gpipe|-1f1b|\n"

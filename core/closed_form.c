@@ -714,10 +714,12 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const double dp_exposed_s =
         dp_exposed_time_s(m, l, t, &c, params, v, layer_bwd_s + tp_bwd_layer_s, out);
 
-    /* Optimizer: AdamW is memory-bound (cost.h), over the parameters this
-     * rank updates (1/d of them when sharded). */
+    /* Optimizer: memory-bound (cost.h, cost_overhead.h), over the
+     * parameters this rank updates (1/d of them when sharded), and the
+     * zero_grad of the stage's gradient buffer. */
     out->optimizer_s = c.optimizer_s_per_param * (double)params /
-                       (l->zero ? (double)(d * cf_cp(l)) : 1.0);
+                           (l->zero ? (double)(d * cf_cp(l)) : 1.0) +
+                       oc_cost_zero_grad_s(&c, (double)params);
 
     out->step_s = pipeline_s + dp_exposed_s + out->optimizer_s;
     out->tokens_per_s =

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "cost_overhead.h"
 #include "memory.h"
 #include "placement.h"
 #include "status.h"
@@ -25,9 +26,10 @@
  * Background User's Guide", sections on tile and wave quantization). */
 #define OC_TILE 128
 
-/* AdamW with fp32 master weights, per parameter through HBM: read the
- * 16-bit gradient (2), read and write the fp32 master weight (8), Adam m (8)
- * and v (8), write the 16-bit weight (2) = 28 bytes. */
+/* The schedule's optimizer op carries 28 bytes per updated parameter in
+ * hbm_bytes (core/schedule.c: AdamW's own traffic); the cost counts the
+ * parameters from it and prices the whole step per parameter
+ * (cost_overhead.h: gradient copies, norm, AdamW, parameter copies). */
 #define OC_ADAM_BYTES_PER_PARAM 28.0
 
 double oc_cost_mem_Bps(const struct oc_topology *t)
@@ -106,13 +108,28 @@ struct dims {
     int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
     int dropout, gated, flash, rope, learned_pos;
     double e;              /* bytes per activation element (layout.h) */
+    double mem_Bps;        /* memory-bound kernels' sustained bandwidth */
 };
 
+/* Seconds for memory-bound kernels that move `bytes`: the calibrated
+ * bandwidth where measured, else the sustained fraction of HBM
+ * (cost_overhead.h). */
+static double sustained_Bps(const struct oc_topology *t, const struct oc_cost_overheads *o)
+{
+    if (t->calib_mem_Bps > 0)
+        return t->calib_mem_Bps;
+    OC_ASSERT(o->mem_efficiency > 0 && o->mem_efficiency <= 1);
+    return t->device.hbm_bandwidth_Bps * o->mem_efficiency;
+}
+
 static void dims_init(struct dims *d, const struct oc_model *m,
-                      const struct oc_layout *l, const struct oc_topology *t)
+                      const struct oc_layout *l, const struct oc_topology *t,
+                      const struct oc_cost_overheads *o)
 {
     OC_ASSERT(l->tp >= 1);
     memset(d, 0, sizeof *d);
+    d->mem_Bps = sustained_Bps(t, o);
+    OC_ASSERT(d->mem_Bps > 0);
     /* Context parallelism: a rank holds s/c tokens; its attention scores
      * are those queries against all s keys, the c K/V blocks of the ring
      * (schedule_cp.h). */
@@ -150,9 +167,9 @@ static void add_gemm(struct acc *c, const struct oc_topology *t, struct oc_gemm 
     c->flops += gemm_flops(g);
 }
 
-static void add_mem(struct acc *c, const struct oc_topology *t, double bytes)
+static void add_mem(struct acc *c, const struct dims *d, double bytes)
 {
-    c->s += oc_cost_membound_s(t, bytes);
+    c->s += bytes / d->mem_Bps;
 }
 
 /* Backward of C(m x n) = A(m x k) B(k x n): the input gradient
@@ -216,7 +233,7 @@ static void core_attention(struct acc *c, const struct oc_topology *t,
             /* read Q K V O dO lse, write dQ dK dV */
             io_bytes = q + 2.0 * kv + q + q + lse + q + 2.0 * kv;
         }
-        const double io_s = oc_cost_membound_s(t, io_bytes);
+        const double io_s = io_bytes / d->mem_Bps;
         c->s += compute_s > io_s ? compute_s : io_s;
         c->flops += flops;
         return;
@@ -238,7 +255,7 @@ static void core_attention(struct acc *c, const struct oc_topology *t,
         add_gemm(c, t, wgrad(va));
         mem *= 2.0;
     }
-    add_mem(c, t, mem);
+    add_mem(c, d, mem);
 }
 
 /* The forward GEMMs of a part other than core attention; returns how many. */
@@ -272,8 +289,13 @@ static int part_gemms(const struct dims *d, enum oc_part part, struct oc_gemm *g
  * activation element (2 for 16-bit; the numbers below are for e = 2): a
  * norm reads and writes an h-wide tensor (2e*Tn*h = 4*Tn*h), a residual add
  * reads two and writes one (3e*Tn*h = 6*Tn*h), a dropout reads, writes and
- * stores a 1-byte mask ((2e+1)*Tn*h = 5*Tn*h). Backward of these runs their
- * gradients: twice the bytes. */
+ * stores a 1-byte mask ((2e+1)*Tn*h = 5*Tn*h). After attention and after
+ * the MLP the dropout and the residual add are one fused kernel
+ * (Megatron-LM's default --bias-dropout-fusion,
+ * megatron/core/fusions/fused_bias_dropout.py): it reads the branch and
+ * the residual, writes the sum and the mask, (3e+1)*Tn*h = 7*Tn*h, not
+ * the two kernels' 11*Tn*h. Backward of these runs their gradients: twice
+ * the bytes. */
 static double part_mem_bytes(const struct dims *d, enum oc_part part,
                              int backward)
 {
@@ -281,10 +303,12 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
     const double norm = 2.0 * e * d->Tn * h;
     const double residual = 3.0 * e * d->Tn * h;
     const double dropout = d->dropout ? (2.0 * e + 1.0) * d->Tn * h : 0.0;
+    /* the fused bias-dropout-add (above): the residual's bytes and the mask */
+    const double bda = residual + (d->dropout ? d->Tn * h : 0.0);
     double fwd = 0;
     switch (part) {
     case OC_PART_ATTN:
-        fwd = norm + residual + dropout;
+        fwd = norm + bda;
         /* Rotary embedding reads and writes Q and K (Su et al. 2021). */
         if (d->rope)
             fwd += 2.0 * e * d->T * (double)((d->a + d->k) * d->hd);
@@ -292,7 +316,7 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
     case OC_PART_MLP:
         /* GELU reads and writes f-wide (2e*T*f = 4*T*f); SwiGLU reads gate
          * and up and writes their product (3e*T*f = 6*T*f). */
-        fwd = norm + residual + dropout +
+        fwd = norm + bda +
               (d->gated ? 3.0 : 2.0) * e * d->T * (double)d->f;
         return backward ? 2.0 * fwd : fwd;
     case OC_PART_EMBED:
@@ -332,7 +356,7 @@ static struct acc part_cost(const struct dims *d, const struct oc_layout *l,
     case OC_PHASE_FWD:
         for (int i = 0; i < ng; i++)
             add_gemm(&c, t, g[i]);
-        add_mem(&c, t, part_mem_bytes(d, part, 0));
+        add_mem(&c, d, part_mem_bytes(d, part, 0));
         if (part == OC_PART_ATTN)
             core_attention(&c, t, d, 0);
         break;
@@ -341,7 +365,7 @@ static struct acc part_cost(const struct dims *d, const struct oc_layout *l,
             add_gemm(&c, t, dgrad(g[i]));
             add_gemm(&c, t, wgrad(g[i]));
         }
-        add_mem(&c, t, part_mem_bytes(d, part, 1));
+        add_mem(&c, d, part_mem_bytes(d, part, 1));
         if (part == OC_PART_ATTN)
             core_attention(&c, t, d, 1);
         break;
@@ -439,11 +463,20 @@ static double calib_rate(const struct oc_topology *t, const struct oc_layout *l,
 void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
                   const struct oc_layout *l, const struct oc_topology *t)
 {
-    OC_ASSERT(c && m && l && t);
+    const struct oc_cost_overheads o = oc_cost_overheads_default();
+    oc_cost_init_with(c, m, l, t, &o);
+}
+
+void oc_cost_init_with(struct oc_cost *c, const struct oc_model *m,
+                       const struct oc_layout *l, const struct oc_topology *t,
+                       const struct oc_cost_overheads *o)
+{
+    OC_ASSERT(c && m && l && t && o);
     memset(c, 0, sizeof *c);
     c->topo = t;
+    c->ovh = *o;
     struct dims d;
-    dims_init(&d, m, l, t);
+    dims_init(&d, m, l, t, o);
     const enum oc_part parts[] = {OC_PART_EMBED, OC_PART_ATTN, OC_PART_MLP,
                                   OC_PART_HEAD};
     const enum oc_phase phases[] = {OC_PHASE_FWD, OC_PHASE_BWD,
@@ -466,11 +499,20 @@ void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
             else if (per_token > 0)
                 c->part_s[pa][ph] = d.T * per_token;
             else
-                c->part_s[pa][ph] = part_cost(&d, l, t, pa, ph).s;
+                /* the estimate: the kernels' roofline time, then their
+                 * launches (cost_overhead.h) */
+                c->part_s[pa][ph] = oc_cost_launch_s(o, part_cost(&d, l, t, pa, ph).s,
+                                                     oc_cost_kernels(m, l, pa, ph));
         }
     c->optimizer_s_per_param = t->calib_optimizer_s_per_param > 0
                                    ? t->calib_optimizer_s_per_param
-                                   : oc_cost_membound_s(t, OC_ADAM_BYTES_PER_PARAM);
+                                   : oc_cost_optimizer_bytes_per_param(l) / d.mem_Bps;
+    c->zero_grad_s_per_param = oc_cost_zero_grad_bytes(l, 1.0) / d.mem_Bps;
+}
+
+double oc_cost_zero_grad_s(const struct oc_cost *c, double params)
+{
+    return c->topo->calib_optimizer_s_per_param > 0 ? 0.0 : params * c->zero_grad_s_per_param;
 }
 
 double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
@@ -481,12 +523,13 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
      * moves (28 per parameter the rank updates, fewer parameters when the
      * optimizer is sharded) in hbm_bytes, and we time those. */
     if (op->phase == OC_PHASE_OPTIMIZER) {
-        /* Calibrated: the parameters (28 bytes each in hbm_bytes) at the
-         * measured seconds per parameter. */
-        if (c->topo->calib_optimizer_s_per_param > 0)
-            return op->hbm_bytes / OC_ADAM_BYTES_PER_PARAM *
-                   c->topo->calib_optimizer_s_per_param;
-        return oc_cost_membound_s(c->topo, op->hbm_bytes);
+        /* The parameters (28 bytes each in hbm_bytes) at the step's seconds
+         * per parameter (measured, or cost_overhead.h's bytes at the
+         * sustained bandwidth), and the zero_grad of the stage's gradient
+         * buffer that the next step starts with (not in a calibrated
+         * figure: the calibration times the update alone). */
+        return op->hbm_bytes / OC_ADAM_BYTES_PER_PARAM * c->optimizer_s_per_param +
+               oc_cost_zero_grad_s(c, (double)oc_mem_stage_params(m, l, op->stage));
     }
     OC_ASSERT(op->phase <= OC_PHASE_RECOMPUTE);
     const int ph = op->phase;
@@ -553,7 +596,8 @@ double oc_cost_layer_flops(const struct oc_model *m, const struct oc_layout *l,
     t.device.sm_count = 1;
     t.device.gemm_efficiency = 1;
     struct dims d;
-    dims_init(&d, m, l, &t);
+    const struct oc_cost_overheads o = oc_cost_overheads_none();
+    dims_init(&d, m, l, &t, &o);
     return part_cost(&d, l, &t, OC_PART_ATTN, phase).flops +
            part_cost(&d, l, &t, OC_PART_MLP, phase).flops;
 }

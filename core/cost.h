@@ -10,8 +10,12 @@
  * Guide": a 128x128 output tile per SM per wave), capped by the device's
  * sustained fraction of peak (gemm_efficiency). Memory-bound kernels (norms,
  * activations, softmax, residual adds, dropout, optimizer) by bytes over HBM
- * bandwidth. A calibrated topology (calib_gemm_flops, calib_mem_Bps) replaces
- * the peak-based rates with measured ones. Every byte count takes the
+ * bandwidth at a sustained fraction (cost_overhead.h: 0.9, a measured copy
+ * on an H200). Every estimated part also pays its kernel launches
+ * (cost_overhead.h: a count per layer and phase from Megatron-Core's
+ * transformer layer, times a GPU gap and a host issue time). A calibrated
+ * topology (calib_gemm_flops, calib_mem_Bps) replaces the peak-based rates
+ * with measured ones. Every byte count takes the
  * layout's element size (oc_layout_act_bytes: 2 for a bf16 or fp16 run, 4
  * for fp32, which is what the cpu executor runs); the topology's
  * calib_act_bytes only records what the calibration ran in.
@@ -41,7 +45,7 @@
  * Backward: for every forward GEMM its input-gradient and weight-gradient
  * GEMMs, memory-bound work doubled (flash: 5 GEMMs, recomputing S).
  * Recompute: full reruns ATTN and MLP forward; selective reruns core
- * attention only. Optimizer ops are timed from their hbm_bytes.
+ * attention only. Optimizer ops are timed per parameter (cost_overhead.h).
  * Byte counts above and in cost.c are written for 2-byte elements; e bytes
  * in general, and fp32 logits and 1-byte dropout masks stay as they are
  * whatever the element.
@@ -51,6 +55,7 @@
 
 #include <stdint.h>
 
+#include "cost_overhead.h"
 #include "layout.h"
 #include "model.h"
 #include "schedule.h"
@@ -72,21 +77,35 @@ double oc_cost_mem_Bps(const struct oc_topology *t);
  * part in each phase, one micro-batch, one TP rank. */
 struct oc_cost {
     double part_s[OC_PART_ALL + 1][OC_PHASE_OPTIMIZER + 1];
-    double optimizer_s_per_param; /* AdamW: bytes per parameter over HBM,
-                                     or the calibrated seconds */
+    double optimizer_s_per_param; /* the optimizer step per updated
+                                     parameter: its bytes
+                                     (cost_overhead.h) at the sustained
+                                     bandwidth, or the calibrated seconds */
+    double zero_grad_s_per_param; /* zero_grad per parameter held */
+    struct oc_cost_overheads ovh; /* the launch and bandwidth figures used */
     const struct oc_topology *topo;
 };
 
+/* With the estimated overheads (oc_cost_overheads_default). */
 void oc_cost_init(struct oc_cost *c, const struct oc_model *m,
                   const struct oc_layout *l, const struct oc_topology *t);
+/* With given overheads (oc_cost_overheads_none: the bare roofline, for
+ * tests of the byte and FLOP accounting). */
+void oc_cost_init_with(struct oc_cost *c, const struct oc_model *m,
+                       const struct oc_layout *l, const struct oc_topology *t,
+                       const struct oc_cost_overheads *o);
+/* Seconds of the zero_grad memset on a rank that holds `params`
+ * parameters (oc_mem_stage_params); 0 with a calibrated optimizer. Charged
+ * with the optimizer op (the next step's first kernel). */
+double oc_cost_zero_grad_s(const struct oc_cost *c, double params);
 /* Seconds for a COMPUTE op of a schedule built for the same layout. For
  * OC_PART_CHUNK the op's layer range and its flags (embedding on the first
  * chunk of stage 0, head on the last chunk of stage p-1) are honoured. */
-/* OC_PHASE_OPTIMIZER ops (any part) cost op->hbm_bytes over HBM bandwidth:
- * the schedule puts there the 28 bytes per updated parameter of AdamW (see
- * optimizer_s_per_param), already divided by d when the optimizer is
- * sharded. With a calibrated calib_optimizer_s_per_param: hbm_bytes / 28
- * parameters at that many seconds each. */
+/* OC_PHASE_OPTIMIZER ops (any part): the schedule puts in op->hbm_bytes
+ * 28 bytes per updated parameter (AdamW's own traffic), already divided by
+ * d when the optimizer is sharded; the op costs hbm_bytes / 28 parameters
+ * at optimizer_s_per_param each (the whole step, cost_overhead.h, or the
+ * calibrated seconds) plus oc_cost_zero_grad_s of the stage. */
 double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
                     const struct oc_layout *l, const struct oc_model *m);
 

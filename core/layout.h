@@ -119,6 +119,14 @@ struct oc_layout {
     enum oc_rank_order order;
     int allow_cross_node_tp; /* let a TP group span nodes */
     enum oc_precision precision;
+    /* Gradients kept, accumulated and reduced in fp32 (Megatron-LM
+     * --accumulate-allreduce-grads-in-fp32, Megatron-Core
+     * DistributedDataParallelConfig.grad_reduce_in_fp32): 0 = Megatron-LM's
+     * default, which is on for bf16 (arguments.py forces it: "bfloat16
+     * requires gradient accumulation and all-reduce to be performed in
+     * fp32") and off for fp16; 1 on; -1 off. On: 4 bytes per gradient in
+     * memory and in the DP collectives (memory.h). fp32 runs: always 4. */
+    int grad_fp32;
 };
 
 /* Where one rank sits in the layout. */

@@ -257,13 +257,26 @@ double oc_mem_zero_transient_bytes(const struct oc_model *m, const struct oc_lay
     return bytes;
 }
 
+int oc_mem_grads_fp32(const struct oc_layout *l)
+{
+    if (l->precision == OC_PREC_FP32)
+        return 1;
+    if (l->grad_fp32 != 0)
+        return l->grad_fp32 > 0;
+    /* Megatron-LM arguments.py: bf16 turns on
+     * --accumulate-allreduce-grads-in-fp32; fp16 leaves it off. */
+    return l->precision == OC_PREC_BF16;
+}
+
 struct oc_mem_param_bytes oc_mem_param_bytes(const struct oc_layout *l)
 {
-    /* memory.h, "Sources": ZeRO section 3.1 for mixed precision; in fp32 the
-     * weights are Adam's master copy. */
+    /* memory.h, "Sources": ZeRO section 3.1 for mixed precision, 4-byte
+     * gradients under fp32 gradient accumulation (Megatron-LM's
+     * distrib_optimizer.md: 18 bytes); in fp32 the weights are Adam's
+     * master copy. */
     if (l->precision == OC_PREC_FP32)
         return (struct oc_mem_param_bytes){4.0, 4.0, 8.0};
-    return (struct oc_mem_param_bytes){2.0, 2.0, 12.0};
+    return (struct oc_mem_param_bytes){2.0, oc_mem_grads_fp32(l) ? 4.0 : 2.0, 12.0};
 }
 
 int64_t oc_mem_inflight(const struct oc_layout *l, int64_t stage)

@@ -11,7 +11,15 @@
  * - Weights, gradients, optimizer states (oc_mem_param_bytes). Mixed
  *   precision (bf16, fp16) with Adam: 2 + 2 + 12 bytes per parameter, the
  *   16-bit weights and gradients and the fp32 master weights, momentum and
- *   variance (Rajbhandari et al. 2020, "ZeRO", section 3.1). fp32: 4 + 4 + 8,
+ *   variance (Rajbhandari et al. 2020, "ZeRO", section 3.1). With fp32
+ *   gradients (Megatron's DDP main_grad buffer in fp32, the default for
+ *   bf16: layout.h grad_fp32) 2 + 4 + 12 = 18, as Megatron-LM's
+ *   docs/source/distrib_optimizer.md tabulates ("bf16 param, fp32 grads":
+ *   18, distributed 6 + 12/d). That table's 20 for "fp16 param, fp16
+ *   grads" counts the fp32 copies of the gradients the fp16 optimizer
+ *   makes inside its step (Float16OptimizerWithFloat16Params); they are
+ *   freed by zero_grad before the next forward, so they are not held at
+ *   the activation peak and are not counted here. fp32: 4 + 4 + 8,
  *   the weights are the master weights and Adam adds its two fp32 moments
  *   (Kingma and Ba 2015, algorithm 1). The optimizer bytes are divided by d
  *   when optimizer states are sharded (ZeRO stage 1, Megatron
@@ -105,10 +113,16 @@ int64_t oc_mem_recomputed_layers(const struct oc_layout *l, int64_t layers);
 int64_t oc_mem_stage_params(const struct oc_model *m, const struct oc_layout *l,
                             int64_t stage);
 
+/* Whether the run keeps, accumulates and reduces its gradients in fp32
+ * (layout.h grad_fp32: Megatron-LM's default is on for bf16, off for
+ * fp16; always for fp32). */
+int oc_mem_grads_fp32(const struct oc_layout *l);
+
 /* Bytes per parameter of a run in l->precision (the sources above). */
 struct oc_mem_param_bytes {
     double weight;    /* 2 (bf16, fp16) or 4 (fp32) */
-    double grad;      /* as the weights: what the DP collectives reduce */
+    double grad;      /* 4 with fp32 gradients (oc_mem_grads_fp32), else as
+                         the weights: what the DP collectives reduce */
     double optimizer; /* 12 (fp32 master, m, v) or 8 (fp32: m, v), unsharded */
 };
 struct oc_mem_param_bytes oc_mem_param_bytes(const struct oc_layout *l);

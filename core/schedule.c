@@ -715,7 +715,10 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
     put(&k, &w);
     /* AdamW, memory-bound, 28 bytes per parameter of the shard: read fp32
      * master, m, v and the 16-bit gradient, write master, m, v and the 16-bit
-     * weight (12+2+12+2); in fp32 read w, g, m, v and write w, m, v (16+12). */
+     * weight (12+2+12+2); in fp32 read w, g, m, v and write w, m, v (16+12).
+     * cost.c reads the parameter count back (hbm_bytes / 28) and prices the
+     * whole step as Megatron-LM runs it (cost_overhead.h: gradient copies,
+     * norm, AdamW, parameter copies, zero_grad). */
     struct oc_op opt = op_new(OC_OP_COMPUTE, OC_PHASE_OPTIMIZER, OC_PART_ALL,
                               -1, stage, 0);
     opt.hbm_bytes = 28.0 * opt_params;

@@ -11,6 +11,12 @@ trap 'rm -rf "$tmp"' EXIT
 # The issue's own example: the world size names both numbers.
 expect 2 'TP\*PP\*DP.*= 32 does not match 64 cards' "$ocsim" memory --cards 64 --layout tp4-pp4-dp2
 expect 0 'stage' "$ocsim" memory --cards 64 --layout tp8-pp8-dp1
+# gradients: 358 M parameters on stage 0 at 4 bytes (bf16's default, fp32
+# gradients) = 1.43 GB, at 2 with --no-grad-reduce-in-fp32 or fp16 = 716 MB
+expect 0 ' 358 M +716 MB +1\.43 GB ' "$ocsim" memory --cards 8 --model gpt3-1.3b --layout tp2-pp2-dp2 --global-batch 16 --seq 1024
+expect 0 ' 358 M +716 MB +716 MB ' "$ocsim" memory --cards 8 --model gpt3-1.3b --layout tp2-pp2-dp2 --global-batch 16 --seq 1024 --no-grad-reduce-in-fp32
+expect 0 ' 358 M +716 MB +716 MB ' "$ocsim" memory --cards 8 --model gpt3-1.3b --layout tp2-pp2-dp2 --global-batch 16 --seq 1024 --fp16
+expect 0 ' 358 M +716 MB +1\.43 GB ' "$ocsim" memory --cards 8 --model gpt3-1.3b --layout tp2-pp2-dp2 --global-batch 16 --seq 1024 --fp16 --accumulate-allreduce-grads-in-fp32
 expect 0 'usage: ocsim layouts' "$ocsim" layouts --help
 expect 0 'usage: ocsim memory' "$ocsim" memory --help
 expect 0 'commands:' "$ocsim" --help

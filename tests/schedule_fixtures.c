@@ -30,6 +30,10 @@ struct oc_layout make_layout(const struct cfg *c)
     l.zero = c->shard;
     l.overlap_grad_reduce = c->overlap;
     l.order = c->order;
+    /* 16-bit gradients: the byte counts of the schedule suites are worked
+     * for them (Megatron-LM's bf16 default, fp32 gradients, is tested in
+     * test_memory and test_cost) */
+    l.grad_fp32 = -1;
     return l;
 }
 

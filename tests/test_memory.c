@@ -389,6 +389,46 @@ static void test_peak(void)
     }
 }
 
+/* fp32 gradients (Megatron's DDP main_grad buffer; layout.h grad_fp32):
+ * Megatron-LM's docs/source/distrib_optimizer.md, "bf16 param, fp32
+ * grads": 18 bytes per parameter, 6 + 12/d distributed. bf16 with the
+ * default (grad_fp32 0) turns them on (arguments.py), fp16 does not; the
+ * knob overrides either way; fp32 runs always have them. tiny_llama stage
+ * 1: 150 336 parameters: 18 * 150 336 = 2 706 048 bytes, with ZeRO-1 over
+ * d = 4 (6 + 3) * 150 336 = 1 353 024. */
+static void test_eighteen_bytes(void)
+{
+    struct oc_model m = tiny_llama();
+    struct oc_layout l = oc_test_layout(1, 2, 1, 1, 4, 32);
+    l.grad_fp32 = 0;
+    CU_ASSERT_EQUAL(l.precision, OC_PREC_BF16);
+    CU_ASSERT(oc_mem_grads_fp32(&l));
+    struct oc_mem_breakdown b;
+    oc_memory_stage(&m, &l, 1, &b);
+    OC_ASSERT_REL(b.grads_bytes, 4.0 * 150336, 1e-12);
+    OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes, 2706048.0, 1e-12);
+    l.dp = 4;
+    l.global_batch = 16;
+    l.zero = 1;
+    oc_memory_stage(&m, &l, 1, &b);
+    OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes, 1353024.0, 1e-12);
+    l.grad_fp32 = -1; /* --no-grad-reduce-in-fp32: 2 + 2 + 3 = 7 */
+    CU_ASSERT(!oc_mem_grads_fp32(&l));
+    oc_memory_stage(&m, &l, 1, &b);
+    OC_ASSERT_REL(b.weights_bytes + b.grads_bytes + b.optimizer_bytes, 7.0 * 150336, 1e-12);
+    l.precision = OC_PREC_FP16;
+    l.grad_fp32 = 0; /* fp16: Megatron-LM keeps 16-bit gradients */
+    CU_ASSERT(!oc_mem_grads_fp32(&l));
+    CU_ASSERT_EQUAL(oc_mem_param_bytes(&l).grad, 2.0);
+    l.grad_fp32 = 1; /* --accumulate-allreduce-grads-in-fp32 */
+    CU_ASSERT(oc_mem_grads_fp32(&l));
+    CU_ASSERT_EQUAL(oc_mem_param_bytes(&l).grad, 4.0);
+    l.precision = OC_PREC_FP32;
+    l.grad_fp32 = -1; /* fp32 runs: the gradients are fp32 whatever the knob */
+    CU_ASSERT(oc_mem_grads_fp32(&l));
+    CU_ASSERT_EQUAL(oc_mem_param_bytes(&l).grad, 4.0);
+}
+
 static CU_TestInfo tests[] = {
     {"korthikanti_gpt3", test_korthikanti_gpt3},
     {"korthikanti_other_sizes", test_korthikanti_other_sizes},
@@ -398,6 +438,7 @@ static CU_TestInfo tests[] = {
     {"stage_params_hand", test_stage_params_hand},
     {"stage_params_sum", test_stage_params_sum},
     {"sixteen_bytes", test_sixteen_bytes},
+    {"eighteen_bytes", test_eighteen_bytes},
     {"fp32_param_bytes", test_fp32_param_bytes},
     {"fp32_activations", test_fp32_activations},
     {"stage_activations", test_stage_activations},

@@ -59,6 +59,7 @@ static struct oc_layout lay(const char *s, int64_t global_batch)
     CU_ASSERT_EQUAL_FATAL(oc_layout_parse(&l, s, &st), 0);
     l.global_batch = global_batch;
     l.seq_length = 128;
+    l.grad_fp32 = -1; /* 16-bit gradients: the byte counts below */
     return l;
 }
 

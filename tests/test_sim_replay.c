@@ -89,6 +89,7 @@ static struct oc_layout lay(const char *s, int64_t global_batch)
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     l.global_batch = global_batch;
     l.seq_length = 128;
+    l.grad_fp32 = -1; /* 16-bit gradients: the byte counts below */
     return l;
 }
 
@@ -266,8 +267,12 @@ static void check_fast_full_opts(const char *layout, struct oc_topology t,
         OC_ASSERT_REL(x->peak_mem_bytes, y->peak_mem_bytes, 1e-9);
     }
     /* The network matters in these cases: TP collectives are a visible
-     * share of the step (so the comparison is not of compute alone). */
-    CU_ASSERT(b->tp_comm_s > 0.05 * b->step_time_s);
+     * share of the step (so the comparison is not of compute alone). The
+     * tiny model's layers are host-bound since the launch costs
+     * (cost_overhead.h: 10 us per kernel), so TP is about 2 % of its step
+     * (6 % before them): 1 %, ten times the 1e-3 floor of the figures
+     * compared above. */
+    CU_ASSERT(b->tp_comm_s > 0.01 * b->step_time_s);
     free(a);
     free(b);
 }

@@ -79,8 +79,9 @@ struct oc_model oc_test_gpt(const char *name, int64_t h, int64_t a, int64_t L,
  * models/tiny.json: h 64, a 4, L 8, f 256, V 512, P 128. */
 void oc_test_tiny_model(struct oc_model *m);
 /* tp t, pp p, dp d, micro-batch b, global batch G, sequence s; 1F1B, one
- * chunk, no recompute, classic attention, tp-dp-pp rank order, the rest 0
- * (no sequence parallelism, no ZeRO, no overlap). */
+ * chunk, no recompute, classic attention, tp-dp-pp rank order, 16-bit
+ * gradients (grad_fp32 -1), the rest 0 (bf16, no sequence parallelism, no
+ * ZeRO, no overlap). */
 struct oc_layout oc_test_layout(int64_t t, int64_t p, int64_t d, int64_t b,
                                 int64_t G, int64_t s);
 
