@@ -80,7 +80,8 @@ struct plan_cache {
     int64_t stage[MEM_WAYS];
     int mem_n, mem_next;
     struct oc_layout cost_key;  /* cost.c reads tp, cp, b, s, SP, recompute,
-                                   attention, precision */
+                                   attention, precision, fp32 gradients (the
+                                   optimizer's bytes, cost_overhead.c) */
     struct oc_cost cost;
     int cost_ok;
 };
@@ -103,6 +104,7 @@ static struct oc_layout cost_key(const struct oc_layout *l)
     k.seq_length = l->seq_length, k.sequence_parallel = l->sequence_parallel;
     k.recompute = l->recompute, k.recompute_layers = l->recompute_layers;
     k.attention = l->attention, k.precision = l->precision;
+    k.grad_fp32 = l->grad_fp32;
     return k;
 }
 
