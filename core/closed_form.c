@@ -15,6 +15,7 @@
 
 #include "cost.h"
 #include "memory.h"
+#include "nccl.h"
 #include "placement.h"
 #include "schedule.h"
 #include "schedule_bucket.h"
@@ -365,10 +366,13 @@ static struct oc_coord member(const struct oc_layout *l, enum cf_group g, int64_
  * at once, so the flows per node are the number of distinct groups of
  * that kind among the node's ranks (for example 8 DP rings for TP 8 on
  * 8-GPU nodes); see oc_topology_inter_Bps. Node 0 stands for every node
- * (the layouts are uniform). */
-static void group_link(const struct oc_layout *l, const struct oc_topology *t,
-                       enum cf_group g, double *bw_Bps, double *lat_s)
+ * (the layouts are uniform). *across (may be NULL) says whether the ring
+ * leaves the node. */
+static void group_link_x(const struct oc_layout *l, const struct oc_topology *t,
+                         enum cf_group g, double *bw_Bps, double *lat_s, int *across)
 {
+    if (across)
+        *across = 0;
     const int64_t n = g == CF_TP ? l->tp : g == CF_PP ? l->pp : g == CF_CP ? cf_cp(l)
                                                                    : l->dp * cf_cp(l);
     const int64_t r0 = oc_layout_rank(l, member(l, g, 0));
@@ -392,6 +396,14 @@ static void group_link(const struct oc_layout *l, const struct oc_topology *t,
     }
     *bw_Bps = oc_topology_inter_Bps(t, flows > 0 ? flows : 1);
     *lat_s = oc_topology_inter_latency_s(t);
+    if (across)
+        *across = 1;
+}
+
+static void group_link(const struct oc_layout *l, const struct oc_topology *t,
+                       enum cf_group g, double *bw_Bps, double *lat_s)
+{
+    group_link_x(l, t, g, bw_Bps, lat_s, NULL);
 }
 
 /* Pipeline (Narayanan et al. 2021, section 2.2): with uniform stages,
@@ -511,12 +523,13 @@ static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layo
  * more), layer_s per layer (backward, recompute, TP collectives), the head's
  * backward before the chunk's layers and the embedding's after; a bucket's
  * ring starts once its last layer is done and the bucket before it is over
- * (one DP stream). Sets *total_s to the buckets' rings; returns what runs
- * past the end of the last backward. */
+ * (one DP stream). nccl: 0 no NCCL terms, 1 on a ring inside a node, 2
+ * across nodes (nccl.h). Sets *total_s to the buckets' rings; returns
+ * what runs past the end of the last backward. */
 static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_layout *l,
                                    const struct oc_cost *c, int64_t stage, int64_t dg,
                                    double bw, double lat, double mem_Bps, double layer_s,
-                                   double *total_s)
+                                   int nccl, double *total_s)
 {
     struct oc_dp_bucket *b = oc_xmalloc((size_t)oc_dp_buckets_cap(m, l) * sizeof *b);
     const double grad = oc_mem_param_bytes(l).grad;
@@ -528,7 +541,8 @@ static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_lay
             now += (double)b[j].layer_count * layer_s +
                    (b[j].head ? c->part_s[OC_PART_HEAD][OC_PHASE_BWD] : 0.0) +
                    (b[j].embed ? c->part_s[OC_PART_EMBED][OC_PHASE_BWD] : 0.0);
-            const double r = oc_cf_ring_allreduce_s(dg, grad * b[j].params, bw, lat, mem_Bps);
+            const double r = oc_nccl_ring_s(nccl > 0, OC_COLL_ALLREDUCE, dg, grad * b[j].params,
+                                            bw, lat, mem_Bps, nccl == 2, NULL);
             free_at = (free_at > now ? free_at : now) + r;
             *total_s += r;
         }
@@ -562,9 +576,12 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     if (dg <= 1)
         return 0;
     double bw, lat;
-    group_link(l, t, CF_DP, &bw, &lat);
-    out->dp_comm_s = oc_cf_ring_allreduce_s(dg, oc_mem_param_bytes(l).grad * (double)params,
-                                            bw, lat, oc_cost_mem_Bps(t));
+    int across;
+    group_link_x(l, t, CF_DP, &bw, &lat, &across);
+    /* NCCL's latencies and protocols where the topology asks (nccl.h) */
+    out->dp_comm_s = oc_nccl_ring_s(t->nccl_version > 0, OC_COLL_ALLREDUCE, dg,
+                                    oc_mem_param_bytes(l).grad * (double)params, bw, lat,
+                                    oc_cost_mem_Bps(t), across, NULL);
     if (l->zero >= 2)
         return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v, out);
     /* Megatron-Core's --overlap-grad-reduce starts each bucket during the
@@ -572,7 +589,8 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
      * once its layers are done: what the rest of that backward hides. */
     if (l->overlap_grad_reduce)
         return dp_buckets_exposed_s(m, l, c, largest_stage(m, l), dg, bw, lat,
-                                    oc_cost_mem_Bps(t), layer_s, &out->dp_comm_s);
+                                    oc_cost_mem_Bps(t), layer_s,
+                                    t->nccl_version > 0 ? 1 + across : 0, &out->dp_comm_s);
     return out->dp_comm_s;
 }
 
@@ -663,11 +681,23 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     double tp_layer_s = 0, tp_bwd_layer_s = 0;
     if (tp > 1) {
         double bw, lat;
-        group_link(l, t, CF_TP, &bw, &lat);
+        int across;
+        group_link_x(l, t, CF_TP, &bw, &lat, &across);
         /* rfull<k>: two more in the recomputed layers only */
         const double rec = 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
                            (lpc > 0 ? lpc : 1.0);
-        const double ar = oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
+        /* with NCCL's latencies and protocols where the topology asks
+         * (nccl.h): per call, so under sequence parallelism the
+         * all-gather and the reduce-scatter each pay theirs (without them
+         * the pair costs the all-reduce) */
+        const int nc = t->nccl_version > 0;
+        const double mem = oc_cost_mem_Bps(t);
+        const double ar =
+            nc && l->sequence_parallel
+                ? oc_nccl_ring_s(nc, OC_COLL_ALLGATHER, tp, e * sbh, bw, lat, mem, across, NULL) +
+                      oc_nccl_ring_s(nc, OC_COLL_REDUCESCATTER, tp, e * sbh, bw, lat, mem,
+                                     across, NULL)
+                : oc_nccl_ring_s(nc, OC_COLL_ALLREDUCE, tp, e * sbh, bw, lat, mem, across, NULL);
         tp_layer_s = (4.0 + rec) * ar;
         tp_bwd_layer_s = (2.0 + rec) * ar; /* the backward's and the recompute's */
     }
