@@ -460,32 +460,48 @@ static int64_t largest_stage_params(const struct oc_model *m,
     return params;
 }
 
-double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
-                            int64_t stage, double bw_Bps, double lat_s, double mem_Bps)
+/* One ring collective of the ZeRO-2/3 DP traffic: nccl 0 the plain ring,
+ * 1 NCCL's terms inside a node, 2 across nodes (nccl.h). */
+static double zero_ring_s(int nccl, enum oc_coll_kind kind, int64_t d, double bytes,
+                          double bw_Bps, double lat_s, double mem_Bps)
+{
+    return oc_nccl_ring_s(nccl > 0, kind, d, bytes, bw_Bps, lat_s, mem_Bps, nccl == 2, NULL);
+}
+
+double oc_cf_zero_dp_comm_nccl_s(const struct oc_model *m, const struct oc_layout *l,
+                                 int64_t stage, double bw_Bps, double lat_s, double mem_Bps,
+                                 int nccl)
 {
     const int64_t d = l->dp;
     if (l->zero < 2 || d <= 1)
         return 0;
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
     const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    const enum oc_coll_kind RS = OC_COLL_REDUCESCATTER, AG = OC_COLL_ALLGATHER;
     double unit_s = 0; /* one micro-batch, every chunk of the stage */
     for (int64_t c = 0; c < oc_place_chunks_per_stage(l); c++) {
         const double E = oc_mem_chunk_extra_params(m, l, stage, c);
         const double n = (double)oc_place_chunk_layers(l, m, stage, c).count;
         if (E > 0)
-            unit_s += oc_cf_ring_reducescatter_s(d, pb.grad * E, bw_Bps, lat_s, mem_Bps);
-        unit_s += n * oc_cf_ring_reducescatter_s(d, pb.grad * P, bw_Bps, lat_s, mem_Bps);
+            unit_s += zero_ring_s(nccl, RS, d, pb.grad * E, bw_Bps, lat_s, mem_Bps);
+        unit_s += n * zero_ring_s(nccl, RS, d, pb.grad * P, bw_Bps, lat_s, mem_Bps);
         if (l->zero == 3) {
             if (E > 0)
-                unit_s += 2.0 * oc_cf_ring_allgather_s(d, pb.weight * E, bw_Bps, lat_s);
-            unit_s += 2.0 * n * oc_cf_ring_allgather_s(d, pb.weight * P, bw_Bps, lat_s);
+                unit_s += 2.0 * zero_ring_s(nccl, AG, d, pb.weight * E, bw_Bps, lat_s, 0);
+            unit_s += 2.0 * n * zero_ring_s(nccl, AG, d, pb.weight * P, bw_Bps, lat_s, 0);
         }
     }
     double s = (double)oc_layout_num_micro_batches(l) * unit_s;
     if (l->zero == 2)
-        s += oc_cf_ring_allgather_s(d, pb.weight * (double)oc_mem_stage_params(m, l, stage),
-                                    bw_Bps, lat_s);
+        s += zero_ring_s(nccl, AG, d, pb.weight * (double)oc_mem_stage_params(m, l, stage),
+                         bw_Bps, lat_s, 0);
     return s;
+}
+
+double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
+                            int64_t stage, double bw_Bps, double lat_s, double mem_Bps)
+{
+    return oc_cf_zero_dp_comm_nccl_s(m, l, stage, bw_Bps, lat_s, mem_Bps, 0);
 }
 
 /* ZeRO-2/3 (schedule_zero.h) reduce, and ZeRO-3 gathers, per layer and
@@ -496,20 +512,21 @@ double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
  * backward (ZeRO-2) or its whole compute (ZeRO-3) does not hide. An
  * estimate, not a bound. Needs out->fwd_chunk_s and bwd_chunk_s. */
 static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layout *l,
-                                  double bw, double lat, double mem_Bps, int64_t v,
+                                  double bw, double lat, double mem_Bps, int64_t v, int nccl,
                                   struct oc_cf_step *out)
 {
     int64_t stage = oc_place_embed(l).stage;
     if (oc_mem_stage_params(m, l, oc_place_head(l).stage) > oc_mem_stage_params(m, l, stage))
         stage = oc_place_head(l).stage;
-    out->dp_comm_s = oc_cf_zero_dp_comm_s(m, l, stage, bw, lat, mem_Bps);
+    out->dp_comm_s = oc_cf_zero_dp_comm_nccl_s(m, l, stage, bw, lat, mem_Bps, nccl);
     if (!l->overlap_grad_reduce)
         return out->dp_comm_s;
     const double mv = (double)(oc_layout_num_micro_batches(l) * v);
     const double layer_w =
         oc_mem_param_bytes(l).weight * (double)oc_model_layer_params_tp(m, l->tp);
     const double blocking =
-        l->zero == 3 ? 2.0 * mv * oc_cf_ring_allgather_s(l->dp, layer_w, bw, lat) : 0.0;
+        l->zero == 3 ? 2.0 * mv * zero_ring_s(nccl, OC_COLL_ALLGATHER, l->dp, layer_w, bw, lat, 0)
+                     : 0.0;
     const double hide = mv * (out->bwd_chunk_s + (l->zero == 3 ? out->fwd_chunk_s : 0.0));
     const double rest = out->dp_comm_s - blocking - hide;
     return blocking + (rest > 0 ? rest : 0.0);
@@ -583,7 +600,8 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
                                     oc_mem_param_bytes(l).grad * (double)params, bw, lat,
                                     oc_cost_mem_Bps(t), across, NULL);
     if (l->zero >= 2)
-        return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v, out);
+        return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v,
+                                   t->nccl_version > 0 ? 1 + across : 0, out);
     /* Megatron-Core's --overlap-grad-reduce starts each bucket during the
      * last micro-batch's backward (earlier micro-batches only accumulate)
      * once its layers are done: what the rest of that backward hides. */
