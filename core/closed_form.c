@@ -15,7 +15,7 @@
 
 #include "cost.h"
 #include "memory.h"
-#include "nccl.h"
+#include "nccl_model.h"
 #include "placement.h"
 #include "schedule.h"
 #include "schedule_bucket.h"
@@ -461,7 +461,7 @@ static int64_t largest_stage_params(const struct oc_model *m,
 }
 
 /* One ring collective of the ZeRO-2/3 DP traffic: nccl 0 the plain ring,
- * 1 NCCL's terms inside a node, 2 across nodes (nccl.h). */
+ * 1 NCCL's terms inside a node, 2 across nodes (nccl_model.h). */
 static double zero_ring_s(int nccl, enum oc_coll_kind kind, int64_t d, double bytes,
                           double bw_Bps, double lat_s, double mem_Bps)
 {
@@ -541,7 +541,7 @@ static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layo
  * backward before the chunk's layers and the embedding's after; a bucket's
  * ring starts once its last layer is done and the bucket before it is over
  * (one DP stream). nccl: 0 no NCCL terms, 1 on a ring inside a node, 2
- * across nodes (nccl.h). Sets *total_s to the buckets' rings; returns
+ * across nodes (nccl_model.h). Sets *total_s to the buckets' rings; returns
  * what runs past the end of the last backward. */
 static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_layout *l,
                                    const struct oc_cost *c, int64_t stage, int64_t dg,
@@ -595,7 +595,7 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     double bw, lat;
     int across;
     group_link_x(l, t, CF_DP, &bw, &lat, &across);
-    /* NCCL's latencies and protocols where the topology asks (nccl.h) */
+    /* NCCL's latencies and protocols where the topology asks (nccl_model.h) */
     out->dp_comm_s = oc_nccl_ring_s(t->nccl_version > 0, OC_COLL_ALLREDUCE, dg,
                                     oc_mem_param_bytes(l).grad * (double)params, bw, lat,
                                     oc_cost_mem_Bps(t), across, NULL);
@@ -705,7 +705,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
         const double rec = 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
                            (lpc > 0 ? lpc : 1.0);
         /* with NCCL's latencies and protocols where the topology asks
-         * (nccl.h): per call, so under sequence parallelism the
+         * (nccl_model.h): per call, so under sequence parallelism the
          * all-gather and the reduce-scatter each pay theirs (without them
          * the pair costs the all-reduce) */
         const int nc = t->nccl_version > 0;

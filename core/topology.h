@@ -18,7 +18,7 @@
  *                     "achieved_Bps" (optional) },
  *     "nic":        { "name", "count_per_node", "bandwidth_Bps", "latency_s" },
  *     "inter_node": { "name", "latency_s", "switch_levels", "oversubscription" },
- *     "nccl":       { "version" } (optional: NCCL's terms, core/nccl.h),
+ *     "nccl":       { "version" } (optional: NCCL's terms, core/nccl_model.h),
  *     "sources":    { "<field>": "<where the number comes from>", ... } }
  *
  * A calibrated file (ocsim-exec --calibrate) may add "calibration" with
@@ -101,7 +101,7 @@ struct oc_topology {
      * inside a node runs at it (oc_topology_intra_Bps, sim/platform.c). */
     double intra_achieved_Bps;
     /* > 0: the collectives pay NCCL's protocol latencies and efficiencies
-     * (core/nccl.h), the tables of this NCCL version; 0: none. */
+     * (core/nccl_model.h), the tables of this NCCL version; 0: none. */
     double nccl_version;
     char nic_name[64];
     int64_t nics_per_node;

@@ -17,7 +17,7 @@
 #include <simgrid/semaphore.h>
 
 #include "engine.h"
-#include "nccl.h"
+#include "nccl_model.h"
 #include "sim_log.h"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
@@ -83,7 +83,7 @@ static const struct oc_coll_algo *note_auto(const struct oc_sim_group *g,
     return picked;
 }
 
-/* NCCL's steps of algorithm a (core/nccl.h): the flat ring's every step
+/* NCCL's steps of algorithm a (core/nccl_model.h): the flat ring's every step
  * at its slowest hop (on the network when it leaves a node); the two-level
  * ring's rings inside nodes on NVLink, across nodes on the network; the
  * tree's chain inside a node and its levels across nodes (ceil(log2 M)),

@@ -92,7 +92,7 @@
  * large S with one member per node.
  *
  * NCCL's terms (opts.nccl, set from the topology's "nccl" section,
- * core/nccl.h): each call takes the protocol (LL, LL128, Simple) whose
+ * core/nccl_model.h): each call takes the protocol (LL, LL128, Simple) whose
  * estimate is the smallest, as NCCL's tuner does from the same tables:
  * the algorithm's closed form at the protocol's bytes on the wire plus
  * NCCL's fixed latency per call and per step (beyond the route's). The

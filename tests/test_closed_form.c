@@ -420,7 +420,7 @@ static void test_reduction(void)
     OC_ASSERT_REL(oc_cf_tree_allgather_s(&v, 4e6, 4), 284e-6, 1e-12);
 }
 
-/* NCCL's terms in the step's TP all-reduces (core/nccl.h): TP 8 on one
+/* NCCL's terms in the step's TP all-reduces (core/nccl_model.h): TP 8 on one
  * H100 node, micro-batch 4, s 2048, h 2048, bf16: each all-reduce moves
  * S = 2 * 2048 * 4 * 2048 = 33554432 bytes; 8 micro-batches x 24 layers x
  * 4 = 768 per step. Without NCCL: the plain ring at line rate,

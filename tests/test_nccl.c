@@ -1,6 +1,6 @@
-/* test_nccl.c: NCCL's latency and protocol terms (core/nccl.h) against
+/* test_nccl.c: NCCL's latency and protocol terms (core/nccl_model.h) against
  * values worked by hand from NCCL 2.18's tables (src/graph/tuning.cc, as
- * transcribed in core/nccl.c), the closed form that takes the cheapest
+ * transcribed in core/nccl_model.c), the closed form that takes the cheapest
  * protocol, the simulator's collectives under opts.nccl against that
  * closed form (sim/coll.c), and the topology fields that switch them on
  * (NCCL's achieved NVLink bandwidth, the "nccl" section). Test platform:
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "closed_form.h"
-#include "nccl.h"
+#include "nccl_model.h"
 #include "sim_fixtures.h"
 #include "test_util.h"
 #include "topology.h"

@@ -94,7 +94,7 @@ awk -v f="$lfwd" -v b="$lbwd" 'BEGIN { exit !(f > 0 && b > 1.5 * f) }' && ok ||
 # NCCL's figure (B = 240e9 bytes/s, l = 1 us per hop) over S = 8 GiB takes
 # t = 2(N-1)/N S/B + 2(N-1) l (core/closed_form.h; the reductions, 3S/(NM)
 # per step at M = 2.039e12, hide behind the S/(NB) hops) plus NCCL's
-# terms under its Simple protocol (core/nccl.h: baseLat 8.4 us, and per
+# terms under its Simple protocol (core/nccl_model.h: baseLat 8.4 us, and per
 # step hwLat 3.4 us less the 1 us the hop pays: 8.4 + 14 x 2.4 = 42 us;
 # LL128 would add 1/0.92 of the bytes), and nccl-tests'
 # busbw = 2(N-1)/N S/t = 239.786 GB/s.

@@ -1,4 +1,4 @@
-/* nccl.h: what NCCL adds to a collective beyond the wire: a fixed launch
+/* nccl_model.h: what NCCL adds to a collective beyond the wire: a fixed launch
  * latency per call, a software latency per algorithm step, and the
  * protocol's bytes on the wire per byte of data. The numbers are NCCL's
  * own performance model (NCCL 2.18, src/graph/tuning.cc: baseLat, hwLat
@@ -16,8 +16,8 @@
  * A topology opts in with "nccl": {"version": ...} (topology.h); without
  * it (a topology written by hand, a CPU run) nothing is added.
  */
-#ifndef OC_NCCL_H
-#define OC_NCCL_H
+#ifndef OC_NCCL_MODEL_H
+#define OC_NCCL_MODEL_H
 
 #include <stdint.h>
 

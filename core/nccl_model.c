@@ -1,9 +1,9 @@
-/* nccl.c: NCCL's latency and protocol terms of one collective call (see
- * nccl.h). Every number is NCCL 2.18's performance model, file
+/* nccl_model.c: NCCL's latency and protocol terms of one collective call (see
+ * nccl_model.h). Every number is NCCL 2.18's performance model, file
  * src/graph/tuning.cc of github.com/NVIDIA/nccl (tag v2.18.x, the
  * release the Azure nccl-tests runs of validation/ used: 2.18-2.20),
  * transcribed into seconds; the names are NCCL's. */
-#include "nccl.h"
+#include "nccl_model.h"
 
 #include <math.h>
 
