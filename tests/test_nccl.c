@@ -111,6 +111,28 @@ static void test_sim_matches(void)
     OC_ASSERT_REL(r.estimate_s, 0.0702044, REL);
 }
 
+/* The two-level ring under NCCL's terms: 2 nodes of 2 GPUs (topo(2, 2)),
+ * S = 3.68e6 (S/0.92 = 4e6), reductions free. NCCL's steps: 2(L-1) = 2 on
+ * NVLink (route 2 us), 2(M-1) = 2 on the network (route 4 us).
+ *   plain(X) = 2 (X/2/Bi + li) + 2 (1/2)(X/2)/Bn + 2 ln
+ *   LL128  14 + 0 + 0 us + plain(4e6) = 14 + 44 + 88 = 146.0 us
+ *   Simple 8.4 + 2 x 1.4 + 2 x 10 = 31.2 us + plain(3.68e6) (122.4 us)
+ *          = 153.6 us
+ *   LL     6.6 us + plain(14.72e6) (453.6 us) = 460.2 us
+ * -> LL128, 146 us, simulated and estimated alike. */
+static void test_hier(void)
+{
+    struct oc_topology t = topo(2, 2, 1, 1);
+    struct job j = {.topo = &t, .cards = 4, .kind = JOB_ALLREDUCE, .n = 4, .bytes = 3.68e6,
+                    .opts = {.algo = OC_SIM_ALGO_HIER, .nccl = 1}};
+    OC_ASSERT_REL(sim_time(&j), 146.0e-6, REL);
+    j.kind = JOB_ESTIMATE;
+    struct job_result r;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(sim(&j, &r, &st), 0);
+    OC_ASSERT_REL(r.estimate_s, 146.0e-6, REL);
+}
+
 /* The shipped DGX A100 file: NCCL's NVLink 3 figure, 12 links x 20 GB/s,
  * and the NCCL section; an achieved rate above the line rate is refused. */
 static void test_topology_fields(void)
@@ -134,6 +156,7 @@ static CU_TestInfo tests[] = {
     {"latency tables", test_latency_tables},
     {"ring closed form", test_ring_closed_form},
     {"simulator matches", test_sim_matches},
+    {"two-level ring", test_hier},
     {"topology fields", test_topology_fields},
     CU_TEST_INFO_NULL,
 };
