@@ -2,7 +2,12 @@
  * nccl_model.h). Every number is NCCL 2.18's performance model, file
  * src/graph/tuning.cc of github.com/NVIDIA/nccl (tag v2.18.x, the
  * release the Azure nccl-tests runs of validation/ used: 2.18-2.20),
- * transcribed into seconds; the names are NCCL's. */
+ * transcribed into seconds; the names are NCCL's. CHECK: the tables were
+ * written down from NCCL's source as known to the author, without the
+ * file at hand (no network on the machine that wrote them); the per-link
+ * NVLink figures of the topologies (src/graph/topo.h) likewise. Compare
+ * with tuning.cc and topo.h of the tag before relying on the last digit;
+ * the least sure is the tree's network Simple figure (50 us). */
 #include "nccl_model.h"
 
 #include <math.h>
