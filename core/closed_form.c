@@ -15,6 +15,7 @@
 
 #include "cost.h"
 #include "memory.h"
+#include "nccl_model.h"
 #include "placement.h"
 #include "schedule.h"
 #include "schedule_bucket.h"
@@ -365,10 +366,13 @@ static struct oc_coord member(const struct oc_layout *l, enum cf_group g, int64_
  * at once, so the flows per node are the number of distinct groups of
  * that kind among the node's ranks (for example 8 DP rings for TP 8 on
  * 8-GPU nodes); see oc_topology_inter_Bps. Node 0 stands for every node
- * (the layouts are uniform). */
-static void group_link(const struct oc_layout *l, const struct oc_topology *t,
-                       enum cf_group g, double *bw_Bps, double *lat_s)
+ * (the layouts are uniform). *across (may be NULL) says whether the ring
+ * leaves the node. */
+static void group_link_x(const struct oc_layout *l, const struct oc_topology *t,
+                         enum cf_group g, double *bw_Bps, double *lat_s, int *across)
 {
+    if (across)
+        *across = 0;
     const int64_t n = g == CF_TP ? l->tp : g == CF_PP ? l->pp : g == CF_CP ? cf_cp(l)
                                                                    : l->dp * cf_cp(l);
     const int64_t r0 = oc_layout_rank(l, member(l, g, 0));
@@ -392,6 +396,14 @@ static void group_link(const struct oc_layout *l, const struct oc_topology *t,
     }
     *bw_Bps = oc_topology_inter_Bps(t, flows > 0 ? flows : 1);
     *lat_s = oc_topology_inter_latency_s(t);
+    if (across)
+        *across = 1;
+}
+
+static void group_link(const struct oc_layout *l, const struct oc_topology *t,
+                       enum cf_group g, double *bw_Bps, double *lat_s)
+{
+    group_link_x(l, t, g, bw_Bps, lat_s, NULL);
 }
 
 /* Pipeline (Narayanan et al. 2021, section 2.2): with uniform stages,
@@ -448,32 +460,48 @@ static int64_t largest_stage_params(const struct oc_model *m,
     return params;
 }
 
-double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
-                            int64_t stage, double bw_Bps, double lat_s, double mem_Bps)
+/* One ring collective of the ZeRO-2/3 DP traffic: nccl 0 the plain ring,
+ * 1 NCCL's terms inside a node, 2 across nodes (nccl_model.h). */
+static double zero_ring_s(int nccl, enum oc_coll_kind kind, int64_t d, double bytes,
+                          double bw_Bps, double lat_s, double mem_Bps)
+{
+    return oc_nccl_ring_s(nccl > 0, kind, d, bytes, bw_Bps, lat_s, mem_Bps, nccl == 2, NULL);
+}
+
+double oc_cf_zero_dp_comm_nccl_s(const struct oc_model *m, const struct oc_layout *l,
+                                 int64_t stage, double bw_Bps, double lat_s, double mem_Bps,
+                                 int nccl)
 {
     const int64_t d = l->dp;
     if (l->zero < 2 || d <= 1)
         return 0;
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
     const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    const enum oc_coll_kind RS = OC_COLL_REDUCESCATTER, AG = OC_COLL_ALLGATHER;
     double unit_s = 0; /* one micro-batch, every chunk of the stage */
     for (int64_t c = 0; c < oc_place_chunks_per_stage(l); c++) {
         const double E = oc_mem_chunk_extra_params(m, l, stage, c);
         const double n = (double)oc_place_chunk_layers(l, m, stage, c).count;
         if (E > 0)
-            unit_s += oc_cf_ring_reducescatter_s(d, pb.grad * E, bw_Bps, lat_s, mem_Bps);
-        unit_s += n * oc_cf_ring_reducescatter_s(d, pb.grad * P, bw_Bps, lat_s, mem_Bps);
+            unit_s += zero_ring_s(nccl, RS, d, pb.grad * E, bw_Bps, lat_s, mem_Bps);
+        unit_s += n * zero_ring_s(nccl, RS, d, pb.grad * P, bw_Bps, lat_s, mem_Bps);
         if (l->zero == 3) {
             if (E > 0)
-                unit_s += 2.0 * oc_cf_ring_allgather_s(d, pb.weight * E, bw_Bps, lat_s);
-            unit_s += 2.0 * n * oc_cf_ring_allgather_s(d, pb.weight * P, bw_Bps, lat_s);
+                unit_s += 2.0 * zero_ring_s(nccl, AG, d, pb.weight * E, bw_Bps, lat_s, 0);
+            unit_s += 2.0 * n * zero_ring_s(nccl, AG, d, pb.weight * P, bw_Bps, lat_s, 0);
         }
     }
     double s = (double)oc_layout_num_micro_batches(l) * unit_s;
     if (l->zero == 2)
-        s += oc_cf_ring_allgather_s(d, pb.weight * (double)oc_mem_stage_params(m, l, stage),
-                                    bw_Bps, lat_s);
+        s += zero_ring_s(nccl, AG, d, pb.weight * (double)oc_mem_stage_params(m, l, stage),
+                         bw_Bps, lat_s, 0);
     return s;
+}
+
+double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
+                            int64_t stage, double bw_Bps, double lat_s, double mem_Bps)
+{
+    return oc_cf_zero_dp_comm_nccl_s(m, l, stage, bw_Bps, lat_s, mem_Bps, 0);
 }
 
 /* ZeRO-2/3 (schedule_zero.h) reduce, and ZeRO-3 gathers, per layer and
@@ -484,20 +512,21 @@ double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
  * backward (ZeRO-2) or its whole compute (ZeRO-3) does not hide. An
  * estimate, not a bound. Needs out->fwd_chunk_s and bwd_chunk_s. */
 static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layout *l,
-                                  double bw, double lat, double mem_Bps, int64_t v,
+                                  double bw, double lat, double mem_Bps, int64_t v, int nccl,
                                   struct oc_cf_step *out)
 {
     int64_t stage = oc_place_embed(l).stage;
     if (oc_mem_stage_params(m, l, oc_place_head(l).stage) > oc_mem_stage_params(m, l, stage))
         stage = oc_place_head(l).stage;
-    out->dp_comm_s = oc_cf_zero_dp_comm_s(m, l, stage, bw, lat, mem_Bps);
+    out->dp_comm_s = oc_cf_zero_dp_comm_nccl_s(m, l, stage, bw, lat, mem_Bps, nccl);
     if (!l->overlap_grad_reduce)
         return out->dp_comm_s;
     const double mv = (double)(oc_layout_num_micro_batches(l) * v);
     const double layer_w =
         oc_mem_param_bytes(l).weight * (double)oc_model_layer_params_tp(m, l->tp);
     const double blocking =
-        l->zero == 3 ? 2.0 * mv * oc_cf_ring_allgather_s(l->dp, layer_w, bw, lat) : 0.0;
+        l->zero == 3 ? 2.0 * mv * zero_ring_s(nccl, OC_COLL_ALLGATHER, l->dp, layer_w, bw, lat, 0)
+                     : 0.0;
     const double hide = mv * (out->bwd_chunk_s + (l->zero == 3 ? out->fwd_chunk_s : 0.0));
     const double rest = out->dp_comm_s - blocking - hide;
     return blocking + (rest > 0 ? rest : 0.0);
@@ -511,12 +540,13 @@ static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layo
  * more), layer_s per layer (backward, recompute, TP collectives), the head's
  * backward before the chunk's layers and the embedding's after; a bucket's
  * ring starts once its last layer is done and the bucket before it is over
- * (one DP stream). Sets *total_s to the buckets' rings; returns what runs
- * past the end of the last backward. */
+ * (one DP stream). nccl: 0 no NCCL terms, 1 on a ring inside a node, 2
+ * across nodes (nccl_model.h). Sets *total_s to the buckets' rings; returns
+ * what runs past the end of the last backward. */
 static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_layout *l,
                                    const struct oc_cost *c, int64_t stage, int64_t dg,
                                    double bw, double lat, double mem_Bps, double layer_s,
-                                   double *total_s)
+                                   int nccl, double *total_s)
 {
     struct oc_dp_bucket *b = oc_xmalloc((size_t)oc_dp_buckets_cap(m, l) * sizeof *b);
     const double grad = oc_mem_param_bytes(l).grad;
@@ -528,7 +558,8 @@ static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_lay
             now += (double)b[j].layer_count * layer_s +
                    (b[j].head ? c->part_s[OC_PART_HEAD][OC_PHASE_BWD] : 0.0) +
                    (b[j].embed ? c->part_s[OC_PART_EMBED][OC_PHASE_BWD] : 0.0);
-            const double r = oc_cf_ring_allreduce_s(dg, grad * b[j].params, bw, lat, mem_Bps);
+            const double r = oc_nccl_ring_s(nccl > 0, OC_COLL_ALLREDUCE, dg, grad * b[j].params,
+                                            bw, lat, mem_Bps, nccl == 2, NULL);
             free_at = (free_at > now ? free_at : now) + r;
             *total_s += r;
         }
@@ -562,17 +593,22 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     if (dg <= 1)
         return 0;
     double bw, lat;
-    group_link(l, t, CF_DP, &bw, &lat);
-    out->dp_comm_s = oc_cf_ring_allreduce_s(dg, oc_mem_param_bytes(l).grad * (double)params,
-                                            bw, lat, oc_cost_mem_Bps(t));
+    int across;
+    group_link_x(l, t, CF_DP, &bw, &lat, &across);
+    /* NCCL's latencies and protocols where the topology asks (nccl_model.h) */
+    out->dp_comm_s = oc_nccl_ring_s(t->nccl_version > 0, OC_COLL_ALLREDUCE, dg,
+                                    oc_mem_param_bytes(l).grad * (double)params, bw, lat,
+                                    oc_cost_mem_Bps(t), across, NULL);
     if (l->zero >= 2)
-        return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v, out);
+        return zero_exposed_time_s(m, l, bw, lat, oc_cost_mem_Bps(t), v,
+                                   t->nccl_version > 0 ? 1 + across : 0, out);
     /* Megatron-Core's --overlap-grad-reduce starts each bucket during the
      * last micro-batch's backward (earlier micro-batches only accumulate)
      * once its layers are done: what the rest of that backward hides. */
     if (l->overlap_grad_reduce)
         return dp_buckets_exposed_s(m, l, c, largest_stage(m, l), dg, bw, lat,
-                                    oc_cost_mem_Bps(t), layer_s, &out->dp_comm_s);
+                                    oc_cost_mem_Bps(t), layer_s,
+                                    t->nccl_version > 0 ? 1 + across : 0, &out->dp_comm_s);
     return out->dp_comm_s;
 }
 
@@ -663,11 +699,23 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     double tp_layer_s = 0, tp_bwd_layer_s = 0;
     if (tp > 1) {
         double bw, lat;
-        group_link(l, t, CF_TP, &bw, &lat);
+        int across;
+        group_link_x(l, t, CF_TP, &bw, &lat, &across);
         /* rfull<k>: two more in the recomputed layers only */
         const double rec = 2.0 * (double)oc_mem_recomputed_layers(l, (int64_t)lpc) /
                            (lpc > 0 ? lpc : 1.0);
-        const double ar = oc_cf_ring_allreduce_s(tp, e * sbh, bw, lat, oc_cost_mem_Bps(t));
+        /* with NCCL's latencies and protocols where the topology asks
+         * (nccl_model.h): per call, so under sequence parallelism the
+         * all-gather and the reduce-scatter each pay theirs (without them
+         * the pair costs the all-reduce) */
+        const int nc = t->nccl_version > 0;
+        const double mem = oc_cost_mem_Bps(t);
+        const double ar =
+            nc && l->sequence_parallel
+                ? oc_nccl_ring_s(nc, OC_COLL_ALLGATHER, tp, e * sbh, bw, lat, mem, across, NULL) +
+                      oc_nccl_ring_s(nc, OC_COLL_REDUCESCATTER, tp, e * sbh, bw, lat, mem,
+                                     across, NULL)
+                : oc_nccl_ring_s(nc, OC_COLL_ALLREDUCE, tp, e * sbh, bw, lat, mem, across, NULL);
         tp_layer_s = (4.0 + rec) * ar;
         tp_bwd_layer_s = (2.0 + rec) * ar; /* the backward's and the recompute's */
     }

@@ -148,6 +148,11 @@ double oc_cf_tree_allgather_s(const struct oc_cf_levels *v, double bytes,
  * uncontended ring. */
 double oc_cf_zero_dp_comm_s(const struct oc_model *m, const struct oc_layout *l,
                             int64_t stage, double bw_Bps, double lat_s, double mem_Bps);
+/* The same with NCCL's terms on each collective (core/nccl_model.h): nccl 0
+ * none (the above), 1 a ring inside a node, 2 a ring across nodes. */
+double oc_cf_zero_dp_comm_nccl_s(const struct oc_model *m, const struct oc_layout *l,
+                                 int64_t stage, double bw_Bps, double lat_s, double mem_Bps,
+                                 int nccl);
 
 /* nccl-tests' bus bandwidth (doc/PERFORMANCE.md): algbw = S/t, and
  * busbw = algbw * 2(N-1)/N for all-reduce, * (N-1)/N for all-gather and

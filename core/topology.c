@@ -36,6 +36,8 @@ static const struct oc_json_rule oc_rule_oversub = {1.0, 0, INFINITY, 0, -INFINI
 static const struct oc_json_rule oc_rule_part_flops = {0.0, 1, INFINITY, 0, 1e3, 1e17, "FLOP/s"};
 static const struct oc_json_rule oc_rule_s_per_token = {0.0, 1, INFINITY, 0, 1e-13, 1.0, "seconds per token"};
 static const struct oc_json_rule oc_rule_s_per_param = {0.0, 1, INFINITY, 0, 1e-15, 1e-3, "seconds per parameter"};
+/* NCCL 2.x, written as 2.18 */
+static const struct oc_json_rule oc_rule_nccl_version = {2.0, 0, 3.0, 1, -INFINITY, INFINITY, NULL};
 /* fp8 to fp64 */
 static const struct oc_json_rule oc_rule_elem = {0.0, 1, 8.0, 0, -INFINITY, INFINITY, "bytes"};
 
@@ -88,6 +90,9 @@ static const struct oc_topo_num oc_topo_nums[] = {
     {"calibration.part_flops_per_s", "head_bwd", OFF(calib_part_flops[OC_CALIB_HEAD_BWD]), &oc_rule_part_flops, 0},
     {"calibration.part_s_per_token", "embed_fwd", OFF(calib_embed_fwd_s_per_token), &oc_rule_s_per_token, 0},
     {"calibration.part_s_per_token", "embed_bwd", OFF(calib_embed_bwd_s_per_token), &oc_rule_s_per_token, 0},
+    /* optional; after the part keys, which OC_PART_ROW0 counts */
+    {"intra_node", "achieved_Bps", OFF(intra_achieved_Bps), &oc_rule_Bps, 0},
+    {"nccl", "version", OFF(nccl_version), &oc_rule_nccl_version, 0},
 };
 
 /* The part keys: the table's entries of "calibration.part_flops_per_s",
@@ -123,13 +128,13 @@ const char *oc_calib_part_key(enum oc_calib_part p)
 /* The sections of the file, in the order they are read. A dotted name is
  * an object inside the section before the dot. */
 static const char *const oc_topo_sections[] = {
-    "device", "intra_node", "nic", "inter_node", "calibration",
+    "device", "intra_node", "nic", "inter_node", "nccl", "calibration",
     "calibration.part_flops_per_s", "calibration.part_s_per_token", NULL,
 };
 
 static int section_required(const char *sec)
 {
-    return strncmp(sec, "calibration", 11) != 0;
+    return strncmp(sec, "calibration", 11) != 0 && strcmp(sec, "nccl") != 0;
 }
 
 /* Keys allowed in one section: those of the tables, and the names of the
@@ -252,7 +257,7 @@ static int read_topology(const struct oc_json_obj *root, int shipped,
 {
     static const char *const top_keys[] = {
         "name", "description", "gpus_per_node", "device", "intra_node",
-        "nic", "inter_node", "sources", "calibration", NULL,
+        "nic", "inter_node", "nccl", "sources", "calibration", NULL,
     };
     if (oc_json_known_keys(root, top_keys, st))
         return -1;
@@ -354,12 +359,15 @@ int oc_topology_check(const struct oc_topology *t, const char *where,
         const struct oc_topo_num *f = &oc_topo_nums[i];
         double v;
         memcpy(&v, base + f->off, sizeof v);
-        if (!f->required && v == 0.0) /* calibration: 0 means absent */
+        if (!f->required && v == 0.0) /* optional: 0 means absent */
             continue;
         snprintf(name, sizeof name, "%s%s%s", f->section, *f->section ? "." : "", f->key);
         if (oc_json_check_num(where, name, v, f->rule, st))
             return -1;
     }
+    if (t->intra_achieved_Bps > t->intra_bandwidth_Bps)
+        return oc_fail(st, "%s: intra_node.achieved_Bps (%g) exceeds the line rate intra_node.bandwidth_Bps (%g)",
+                       where, t->intra_achieved_Bps, t->intra_bandwidth_Bps);
     return 0;
 }
 
@@ -383,7 +391,7 @@ int oc_topology_same_node(const struct oc_topology *t, int64_t gpu_a,
  * the per-GPU figure. */
 double oc_topology_intra_Bps(const struct oc_topology *t)
 {
-    return t->intra_bandwidth_Bps;
+    return t->intra_achieved_Bps > 0 ? t->intra_achieved_Bps : t->intra_bandwidth_Bps;
 }
 
 /* One flow cannot exceed one NIC; `flows` flows share all NICs of the node

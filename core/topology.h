@@ -14,9 +14,11 @@
  *     "gpus_per_node": 8,
  *     "device":     { "name", "peak_flops_16bit", "memory_bytes",
  *                     "hbm_bandwidth_Bps", "sm_count", "gemm_efficiency" },
- *     "intra_node": { "name", "bandwidth_Bps", "latency_s" },
+ *     "intra_node": { "name", "bandwidth_Bps", "latency_s",
+ *                     "achieved_Bps" (optional) },
  *     "nic":        { "name", "count_per_node", "bandwidth_Bps", "latency_s" },
  *     "inter_node": { "name", "latency_s", "switch_levels", "oversubscription" },
+ *     "nccl":       { "version" } (optional: NCCL's terms, core/nccl_model.h),
  *     "sources":    { "<field>": "<where the number comes from>", ... } }
  *
  * A calibrated file (ocsim-exec --calibrate) may add "calibration" with
@@ -93,6 +95,14 @@ struct oc_topology {
     char intra_name[64];
     double intra_bandwidth_Bps; /* per GPU, per direction, into the node fabric */
     double intra_latency_s;
+    /* What NCCL carries over the node fabric per GPU and direction, below
+     * the line rate (NVLink's packet overhead): NCCL's own figure per link
+     * (src/graph/topo.h) times the links; 0: the line rate. Every transfer
+     * inside a node runs at it (oc_topology_intra_Bps, sim/platform.c). */
+    double intra_achieved_Bps;
+    /* > 0: the collectives pay NCCL's protocol latencies and efficiencies
+     * (core/nccl_model.h), the tables of this NCCL version; 0: none. */
+    double nccl_version;
     char nic_name[64];
     int64_t nics_per_node;
     double nic_bandwidth_Bps; /* per NIC, per direction */
@@ -129,7 +139,8 @@ int64_t oc_topology_nodes(const struct oc_topology *t, int64_t cards);
 
 int oc_topology_same_node(const struct oc_topology *t, int64_t gpu_a,
                           int64_t gpu_b);
-/* One flow's bandwidth between two GPUs of one node (per direction). */
+/* One flow's bandwidth between two GPUs of one node (per direction):
+ * intra_achieved_Bps where the file gives it, else the line rate. */
 double oc_topology_intra_Bps(const struct oc_topology *t);
 /* One flow's bandwidth between nodes when `flows_per_node` flows leave the
  * node at once (for example the 8 DP rings of a TP-8 layout): each flow gets

@@ -65,6 +65,16 @@ int oc_calib_topology(const struct oc_topology *base, const struct oc_calib_meas
          * layout's precision, fp32 for the executor's runs). */
         out->intra_bandwidth_Bps = m->p2p_Bps;
         out->intra_latency_s = m->p2p_latency_s;
+        /* the measurement is what the library achieves: it replaces the
+         * base's estimate of NCCL's rate (topology.h) */
+        out->intra_achieved_Bps = 0;
+    }
+    /* NCCL's rate and its latency and protocol terms (core/nccl_model.h)
+     * describe NCCL: kept from the base on GPUs, dropped for the cpu
+     * executor's MPI */
+    if (!gpu) {
+        out->intra_achieved_Bps = 0;
+        out->nccl_version = 0;
     }
     out->calib_gemm_flops = m->gemm_flops;
     out->calib_mem_Bps = m->mem_Bps;
@@ -157,6 +167,8 @@ static json_t *topology_json(const struct oc_topology *t, const struct oc_topolo
     set_str(intra, "name", t->intra_name);
     set_num(intra, "bandwidth_Bps", t->intra_bandwidth_Bps);
     set_num(intra, "latency_s", t->intra_latency_s);
+    if (t->intra_achieved_Bps > 0)
+        set_num(intra, "achieved_Bps", t->intra_achieved_Bps);
     json_object_set_new(root, "intra_node", intra);
 
     json_t *nic = json_object();
@@ -172,6 +184,11 @@ static json_t *topology_json(const struct oc_topology *t, const struct oc_topolo
     set_int(inter, "switch_levels", t->switch_levels);
     set_num(inter, "oversubscription", t->oversubscription);
     json_object_set_new(root, "inter_node", inter);
+    if (t->nccl_version > 0) {
+        json_t *nc = json_object();
+        set_num(nc, "version", t->nccl_version);
+        json_object_set_new(root, "nccl", nc);
+    }
 
     json_t *cal = json_object();
     set_num(cal, "gemm_flops", t->calib_gemm_flops);

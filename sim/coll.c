@@ -17,6 +17,7 @@
 #include <simgrid/semaphore.h>
 
 #include "engine.h"
+#include "nccl_model.h"
 #include "sim_log.h"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
@@ -27,7 +28,7 @@ XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
 static char coll_token;
 static void *coll_sink;
 
-static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0};
+static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0, 0};
 
 /* ---- the table --------------------------------------------------------- */
 
@@ -82,6 +83,64 @@ static const struct oc_coll_algo *note_auto(const struct oc_sim_group *g,
     return picked;
 }
 
+/* NCCL's steps of algorithm a (core/nccl_model.h): the flat ring's every step
+ * at its slowest hop (on the network when it leaves a node); the two-level
+ * ring's rings inside nodes on NVLink, across nodes on the network; the
+ * tree's chain inside a node and its levels across nodes (ceil(log2 M)),
+ * up and down (NCCL's tree latency: 2 x ((L-1) intra + log2(M) inter)). */
+static struct oc_nccl_steps nccl_steps(const struct oc_sim_group *g,
+                                       const struct oc_coll_algo *a, enum oc_coll_kind kind)
+{
+    struct oc_nccl_steps s = {OC_NCCL_RING, 0, 0, g->intra.lat_s, g->inter.lat_s};
+    if (a == &oc_coll_ring) {
+        const int64_t k = oc_nccl_ring_steps(kind, g->size);
+        if (g->nodes > 1)
+            s.net = k, s.net_lat_s = g->ring.lat_s;
+        else
+            s.nvl = k, s.nvl_lat_s = g->ring.lat_s;
+    } else if (a == &oc_coll_hier) {
+        s.nvl = oc_nccl_ring_steps(kind, g->per_node);
+        s.net = oc_nccl_ring_steps(kind, g->nodes);
+    } else {
+        int64_t depth = 0;
+        while (((int64_t)1 << depth) < g->nodes)
+            depth++;
+        const int64_t L = g->per_node > 0 ? g->per_node : 1;
+        s.algo = OC_NCCL_TREE;
+        s.nvl = 2 * (L - 1);
+        s.net = 2 * depth;
+        s.net_lat_s = g->tree.lat_s;
+    }
+    return s;
+}
+
+double oc_coll_cost_s(const struct oc_sim_group *g, const struct oc_coll_algo *a,
+                      enum oc_coll_kind kind, double bytes,
+                      const struct oc_sim_coll_opts *o, double *wire, double *lat_s)
+{
+    if (!o)
+        o = &default_opts;
+    double w = 1, lat = 0;
+    double best = a->estimate_s(g, kind, bytes, o);
+    if (o->nccl && kind != OC_COLL_BROADCAST && g->size > 1) {
+        const struct oc_nccl_steps s = nccl_steps(g, a, kind);
+        const enum oc_nccl_algo na = s.algo;
+        best = INFINITY;
+        for (int p = 0; p < OC_NCCL_PROTOS; p++) {
+            const double pw = oc_nccl_wire((enum oc_nccl_proto)p, na);
+            const double pl = oc_nccl_latency_s(&s, (enum oc_nccl_proto)p);
+            const double t = a->estimate_s(g, kind, bytes * pw, o) + pl;
+            if (t < best)
+                best = t, w = pw, lat = pl;
+        }
+    }
+    if (wire)
+        *wire = w;
+    if (lat_s)
+        *lat_s = lat;
+    return best;
+}
+
 const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
                                         enum oc_coll_kind kind,
                                         enum oc_sim_algo algo, double bytes,
@@ -109,7 +168,7 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
     for (int64_t i = 0; i < TABLE_N; i++) {
         if (!table[i]->applies(g, kind))
             continue;
-        const double t = table[i]->estimate_s(g, kind, bytes, o);
+        const double t = oc_coll_cost_s(g, table[i], kind, bytes, o, NULL, NULL);
         if (t < best_s) {
             best = table[i];
             best_s = t;
@@ -138,10 +197,19 @@ int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
     if (kind == OC_COLL_BROADCAST && (root < 0 || root >= g->size))
         return oc_fail(st, "broadcast on group %s: root %" PRId64 " is not a member index "
                            "(0..%" PRId64 ")", g->name, root, g->size - 1);
-    const struct oc_coll_call c = {kind, llround(bytes), root};
+    struct oc_coll_call c = {kind, llround(bytes), root};
     const struct oc_coll_algo *a = oc_coll_pick(g, kind, tx->o->algo, (double)c.bytes, tx->o);
-    if (g->size > 1)
-        a->run(tx, me, &c);
+    if (g->size < 2)
+        return 0;
+    /* NCCL's terms (collective.h): its latency, then the protocol's bytes */
+    double wire = 1, lat = 0;
+    if (tx->o->nccl) {
+        oc_coll_cost_s(g, a, kind, (double)c.bytes, tx->o, &wire, &lat);
+        if (lat > 0)
+            sg_actor_sleep_for(lat);
+        c.bytes = llround((double)c.bytes * wire);
+    }
+    a->run(tx, me, &c);
     return 0;
 }
 

@@ -261,6 +261,14 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
                                         enum oc_coll_kind kind,
                                         enum oc_sim_algo algo, double bytes,
                                         const struct oc_sim_coll_opts *o);
+/* Seconds of one call of algorithm a (applying to kind on g): its
+ * estimate, and under o->nccl NCCL's terms (collective.h) with the
+ * cheapest protocol. *wire (bytes on the wire per byte) and *lat_s (the
+ * NCCL latency to sleep before the run) may be NULL; without NCCL's terms
+ * 1 and 0. */
+double oc_coll_cost_s(const struct oc_sim_group *g, const struct oc_coll_algo *a,
+                      enum oc_coll_kind kind, double bytes,
+                      const struct oc_sim_coll_opts *o, double *wire, double *lat_s);
 /* Identical runs (see above): start recording, and what was recorded. */
 void oc_coll_same_reset(void);
 unsigned oc_coll_same_as_auto(void);

@@ -193,7 +193,7 @@ double oc_sim_coll_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind ki
 {
     OC_ASSERT(g && g->size >= 1 && bytes >= 0);
     const struct oc_coll_algo *d = oc_coll_find(a);
-    return d->applies(g, kind) ? d->estimate_s(g, kind, bytes, o) : -1;
+    return d->applies(g, kind) ? oc_coll_cost_s(g, d, kind, bytes, o, NULL, NULL) : -1;
 }
 
 enum oc_sim_algo oc_sim_coll_choose(const struct oc_sim_group *g, enum oc_coll_kind kind,

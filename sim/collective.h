@@ -91,6 +91,16 @@
  * holds several members (only S/L crosses the NICs), the flat ring for
  * large S with one member per node.
  *
+ * NCCL's terms (opts.nccl, set from the topology's "nccl" section,
+ * core/nccl_model.h): each call takes the protocol (LL, LL128, Simple) whose
+ * estimate is the smallest, as NCCL's tuner does from the same tables:
+ * the algorithm's closed form at the protocol's bytes on the wire plus
+ * NCCL's fixed latency per call and per step (beyond the route's). The
+ * member sleeps that latency, then runs the algorithm with every message
+ * scaled by the protocol's wire factor (coll.c, oc_coll_cost_s). The
+ * automatic choice compares the algorithms with these terms. Broadcast
+ * pays none.
+ *
  * Coarse mode (opts.coarse): a ring phase of k steps becomes ONE message of
  * all the bytes the member sends in those steps (2(N-1)/N*S for an
  * all-reduce, (N-1)/N*S for all-gather and reduce-scatter) to the next
@@ -139,6 +149,7 @@ struct oc_sim_coll_opts {
     double chunk_bytes;    /* tree/broadcast pipeline chunk; 0: default */
     int64_t max_chunks;    /* cap on the chunk count; 0: default */
     double reduce_Bps;     /* memory bandwidth of the reductions; 0: free */
+    int nccl;              /* charge NCCL's latencies and protocols (see below) */
 };
 
 /* Route figures of the hops an algorithm uses: the largest latency, the
@@ -180,7 +191,8 @@ void oc_sim_group_free(struct oc_sim_group *g);
 
 /* Estimated time of a collective of `kind` and `bytes` with algorithm a
  * (not AUTO) from the group's hop figures, ignoring contention: the
- * algorithm's closed form (coll.h); -1 when a does not apply to the kind
+ * algorithm's closed form (coll.h), with NCCL's terms under o->nccl; -1
+ * when a does not apply to the kind
  * or the group. */
 double oc_sim_coll_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind kind,
                               enum oc_sim_algo a, double bytes,

@@ -214,7 +214,7 @@ static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
         if (NODE_GPUS(i / g) > 1 && KEPT(i / g))
             fprintf(f, "  <link id=\"nvl%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
                        "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    i, t->intra_bandwidth_Bps, t->intra_latency_s / 2);
+                    i, oc_topology_intra_Bps(t), t->intra_latency_s / 2);
 
     /* Inter-node: one message sees both NICs (nic_latency_s in total) and
      * both nodes' fabric links ((2*levels-1) switch hops in total), which

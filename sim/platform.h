@@ -18,7 +18,8 @@
  *   host  gpu<i>      speed OC_SIM_HOST_SPEED_FLOPS, one core
  *   router sw<n>      the node's NVSwitch (nodes holding 2 or more GPUs)
  *   router fabric     the switch fabric between nodes (2 or more nodes)
- *   link  nvl<i>      SPLITDUPLEX, intra_bandwidth_Bps per direction,
+ *   link  nvl<i>      SPLITDUPLEX, oc_topology_intra_Bps per direction
+ *                     (NCCL's achieved figure where the file has one),
  *                     latency intra_latency_s / 2: GPU i <-> sw<n>
  *   link  nic<n>.<k>  SPLITDUPLEX, nic_bandwidth_Bps per direction,
  *                     latency nic_latency_s / 2: NIC k of node n; GPU i

@@ -28,7 +28,8 @@ XBT_LOG_EXTERNAL_DEFAULT_CATEGORY(ocsim_replay); /* replay.c's (nothing logged h
 
 /* Fast mode: seconds of one TP collective as a sleep (replay.h): the
  * closed-form estimate (coll.h) of the algorithm full mode would run for
- * this kind and size, times the op's count. */
+ * this kind and size, with NCCL's terms where they apply
+ * (oc_coll_cost_s), times the op's count. */
 static double tp_sleep_s(const struct rgroup *G, const struct oc_op *op,
                          const struct oc_sim_coll_opts *o)
 {
@@ -38,7 +39,7 @@ static double tp_sleep_s(const struct rgroup *G, const struct oc_op *op,
     const double S = (double)llround(op->bytes);
     const enum oc_coll_kind kind = (enum oc_coll_kind)op->coll;
     const struct oc_coll_algo *a = oc_coll_pick(g, kind, o->algo, S, o);
-    return (double)(op->count > 1 ? op->count : 1) * a->estimate_s(g, kind, S, o);
+    return (double)(op->count > 1 ? op->count : 1) * oc_coll_cost_s(g, a, kind, S, o, NULL, NULL);
 }
 
 /* ---- set-up ------------------------------------------------------------ */

@@ -414,7 +414,7 @@ static void paper_platform(struct oc_sim_platform *P, const struct oc_topology *
     P->hosts = oc_xcalloc((size_t)cards, sizeof *P->hosts);
     P->has_intra = g > 1 && cards > 1;
     P->intra_lat_s = t->intra_latency_s / 2 + t->intra_latency_s / 2;
-    P->intra_bw_Bps = t->intra_bandwidth_Bps;
+    P->intra_bw_Bps = oc_topology_intra_Bps(t);
     P->has_inter = cards > g;
     if (P->has_inter) {
         const int over = t->switch_levels > 1 && t->oversubscription > 1;

@@ -424,7 +424,34 @@ static void test_reduction(void)
     OC_ASSERT_REL(oc_cf_tree_allgather_s(&v, 4e6, 4), 284e-6, 1e-12);
 }
 
+/* NCCL's terms in the step's TP all-reduces (core/nccl_model.h): TP 8 on one
+ * H100 node, micro-batch 4, s 2048, h 2048, bf16: each all-reduce moves
+ * S = 2 * 2048 * 4 * 2048 = 33554432 bytes; 8 micro-batches x 24 layers x
+ * 4 = 768 per step. Without NCCL: the plain ring at line rate,
+ * 1.75 S/450e9 + 14 x 1 us. With NCCL's NVLink figure (370.8e9) and
+ * tables: LL128 26.6 + 14 us + 1.75 S/0.92/370.8e9 (172.13 us) = 212.73 us
+ * beats Simple 42 + 14 + 1.75 S/370.8e9 (158.36 us) = 214.36 us (the
+ * reductions, 3 S/8 at 3.35 TB/s a step, hide behind the hops). */
+static void test_step_nccl_terms(void)
+{
+    struct oc_topology t = h100();
+    struct oc_model m = gpt(2048, 16, 24, 50257);
+    struct oc_layout l = oc_test_layout(8, 1, 1, 4, 32, 2048);
+    CU_ASSERT_EQUAL(oc_layout_act_bytes(&l), 2.0);
+    const double S = 33554432.0;
+    struct oc_cf_step off, on;
+    oc_cf_step(&m, &l, &t, &off);
+    OC_ASSERT_REL(off.tp_comm_s, 768 * (1.75 * S / 450e9 + 14e-6), 1e-9);
+    t.intra_achieved_Bps = 370.8e9;
+    t.nccl_version = 2.18;
+    oc_cf_step(&m, &l, &t, &on);
+    OC_ASSERT_REL(on.tp_comm_s, 768 * (26.6e-6 + 14e-6 + 1.75 * S / 0.92 / 370.8e9), 1e-9);
+    OC_ASSERT_REL(on.tp_comm_s, 768 * 212.73e-6, 1e-4);
+    CU_ASSERT(on.step_s > off.step_s);
+}
+
 static CU_TestInfo tests[] = {
+    {"step: NCCL terms in TP all-reduces", test_step_nccl_terms},
     {"bubble", test_bubble},
     {"ring", test_ring},
     {"busbw", test_busbw},

@@ -4,7 +4,8 @@
  * simulator generates from the topology, through the simulator's own
  * collectives (sim/collective.h: the algorithm of column 'collective',
  * auto unless given; the reductions charged at the device's memory
- * bandwidth, as sim/replay.c charges a TP or DP all-reduce). The time is
+ * bandwidth, and NCCL's latencies and protocols where the topology has
+ * its "nccl" section, as sim/replay.c charges a TP or DP all-reduce). The time is
  * turned into nccl-tests' bus bandwidth, algbw * 2(N-1)/N
  * (oc_busbw_allreduce), the figure all_reduce_perf prints. */
 #include <stdlib.h>
@@ -53,7 +54,10 @@ static int coll_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
     int rc = oc_sim_group_init(&g, "validate.allreduce", ranks, n, p, st);
     for (int64_t i = 0; rc == 0 && i < n; i++) {
         m[i] = (struct member){&g, i, v->bytes,
-                               {.algo = v->algo, .reduce_Bps = oc_cost_mem_Bps(&v->o.topo)}, 0};
+                               {.algo = v->algo,
+                                .reduce_Bps = oc_cost_mem_Bps(&v->o.topo),
+                                .nccl = v->o.topo.nccl_version > 0},
+                               0};
         oc_sim_actor_create("member", p->hosts[i], member_main, &m[i]);
     }
     if (rc == 0)

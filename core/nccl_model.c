@@ -1,0 +1,122 @@
+/* nccl_model.c: NCCL's latency and protocol terms of one collective call (see
+ * nccl_model.h). Every number is NCCL 2.18's performance model, file
+ * src/graph/tuning.cc of github.com/NVIDIA/nccl (tag v2.18.x, the
+ * release the Azure nccl-tests runs of validation/ used: 2.18-2.20),
+ * transcribed into seconds; the names are NCCL's. CHECK: the tables were
+ * written down from NCCL's source as known to the author, without the
+ * file at hand (no network on the machine that wrote them); the per-link
+ * NVLink figures of the topologies (src/graph/topo.h) likewise. Compare
+ * with tuning.cc and topo.h of the tag before relying on the last digit;
+ * the least sure is the tree's network Simple figure (50 us). */
+#include "nccl_model.h"
+
+#include <math.h>
+
+#include "closed_form.h"
+#include "status.h"
+
+#define US 1e-6
+
+/* baseLat[algorithm][protocol]: fixed latency of one call, microseconds
+ * (tuning.cc: Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4}; LL, LL128,
+ * Simple). */
+static const double base_lat_us[2][OC_NCCL_PROTOS] = {
+    [OC_NCCL_RING] = {6.6, 14.0, 8.4},
+    [OC_NCCL_TREE] = {6.8, 14.0, 0.0},
+};
+
+/* hwLat[hardware][algorithm][protocol]: latency of one step, microseconds
+ * (tuning.cc: NVLINK Tree {.6, 1.25, 28}, Ring {.6, 1.9, 3.4}; NET Tree
+ * {5.0, 8.5, 50}, Ring {2.7, 4.0, 14.0}). The tree's Simple figure is,
+ * by NCCL's comment, "the latency a 256kB chunk, which is ~ base lat +
+ * 256k/12GB/s (+ 256k/12GB/s for the network)". */
+static const double nvl_lat_us[2][OC_NCCL_PROTOS] = {
+    [OC_NCCL_RING] = {0.6, 1.9, 3.4},
+    [OC_NCCL_TREE] = {0.6, 1.25, 28.0},
+};
+static const double net_lat_us[2][OC_NCCL_PROTOS] = {
+    [OC_NCCL_RING] = {2.7, 4.0, 14.0},
+    [OC_NCCL_TREE] = {5.0, 8.5, 50.0},
+};
+
+/* The fraction of the link's bandwidth each protocol carries as data
+ * (tuning.cc's model refinements of busBw):
+ *   ring LL     1/4  (LL sends 8 bytes of data with 8 of flags per 16-byte
+ *                    store, and runs on fewer threads; NCCL's factor for
+ *                    an all-reduce or any ring across nodes, 1/3 for the
+ *                    others inside a node: ocsim takes 1/4 for all)
+ *   ring LL128  0.92 (120 bytes of data per 128-byte line; NCCL's 0.92)
+ *   ring Simple 1
+ *   tree        0.92 on every protocol, then LL 1/3.8, LL128 120/128 (a
+ *               tree across nodes; 7/9 on one node is not used: ocsim's
+ *               tree runs across nodes only). */
+static const double bw_factor[2][OC_NCCL_PROTOS] = {
+    [OC_NCCL_RING] = {1.0 / 4.0, 0.92, 1.0},
+    [OC_NCCL_TREE] = {0.92 / 3.8, 0.92 * 120.0 / 128.0, 0.92},
+};
+
+const char *oc_nccl_proto_name(enum oc_nccl_proto p)
+{
+    static const char *const names[OC_NCCL_PROTOS] = {"LL", "LL128", "Simple"};
+    OC_ASSERT(p >= 0 && p < OC_NCCL_PROTOS);
+    return names[p];
+}
+
+double oc_nccl_wire(enum oc_nccl_proto p, enum oc_nccl_algo a)
+{
+    OC_ASSERT(p >= 0 && p < OC_NCCL_PROTOS && (a == OC_NCCL_RING || a == OC_NCCL_TREE));
+    return 1.0 / bw_factor[a][p];
+}
+
+double oc_nccl_latency_s(const struct oc_nccl_steps *s, enum oc_nccl_proto p)
+{
+    OC_ASSERT(s && p >= 0 && p < OC_NCCL_PROTOS && s->nvl >= 0 && s->net >= 0);
+    const int a = s->algo;
+    const double nvl = fmax(0.0, nvl_lat_us[a][p] * US - s->nvl_lat_s);
+    const double net = fmax(0.0, net_lat_us[a][p] * US - s->net_lat_s);
+    return base_lat_us[a][p] * US + (double)s->nvl * nvl + (double)s->net * net;
+}
+
+int64_t oc_nccl_ring_steps(enum oc_coll_kind kind, int64_t n)
+{
+    OC_ASSERT(n >= 1);
+    return (kind == OC_COLL_ALLREDUCE ? 2 : 1) * (n - 1);
+}
+
+static double plain_ring_s(enum oc_coll_kind kind, int64_t n, double bytes, double bw,
+                           double lat, double mem)
+{
+    switch (kind) {
+    case OC_COLL_ALLREDUCE: return oc_cf_ring_allreduce_s(n, bytes, bw, lat, mem);
+    case OC_COLL_REDUCESCATTER: return oc_cf_ring_reducescatter_s(n, bytes, bw, lat, mem);
+    case OC_COLL_ALLGATHER:
+    case OC_COLL_BROADCAST:
+    default:
+        return oc_cf_ring_allgather_s(n, bytes, bw, lat);
+    }
+}
+
+double oc_nccl_ring_s(int on, enum oc_coll_kind kind, int64_t n, double bytes,
+                      double bw_Bps, double lat_s, double mem_Bps, int across,
+                      enum oc_nccl_proto *proto)
+{
+    if (proto)
+        *proto = OC_NCCL_SIMPLE;
+    if (!on || n < 2)
+        return plain_ring_s(kind, n, bytes, bw_Bps, lat_s, mem_Bps);
+    const int64_t k = oc_nccl_ring_steps(kind, n);
+    const struct oc_nccl_steps s = {OC_NCCL_RING, across ? 0 : k, across ? k : 0,
+                                    lat_s, lat_s};
+    double best = INFINITY;
+    for (int p = 0; p < OC_NCCL_PROTOS; p++) {
+        const double t = plain_ring_s(kind, n, bytes * oc_nccl_wire(p, OC_NCCL_RING),
+                                      bw_Bps, lat_s, mem_Bps) +
+                         oc_nccl_latency_s(&s, p);
+        if (t < best) {
+            best = t;
+            if (proto)
+                *proto = (enum oc_nccl_proto)p;
+        }
+    }
+    return best;
+}
