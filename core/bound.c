@@ -59,15 +59,18 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
  *         all-reduce, (N-1)/N * S for a reduce-scatter or all-gather
  *         (coll_ring.c), and some hop leaves a node;
  *   tree  a binary tree of the nodes' leaders (node k's children 2k+1
- *         and 2k+2, coll_tree.c): an all-reduce (reduce, then broadcast)
- *         takes the whole buffer S in from every child and from the
- *         parent, through the leader's NIC: 1 S on 2 nodes, 2 S on 3-4
- *         (the root's two children), 3 S from 5 nodes (node 1: two
- *         children and its parent); a reduce-scatter (reduce, then
- *         scatter) or all-gather (gather, then broadcast) at least S from
- *         (or to) every child: 1 S on 2 nodes, 2 S from 3. The group's
- *         nodes counted at their fewest, ceil(N / per_node): the factor
- *         only grows with nodes.
+ *         and 2k+2, coll_tree.c), whose root runs its two phases one
+ *         after the other: it posts its first broadcast or scatter
+ *         message only once its reduce or gather has taken every chunk
+ *         from its children (tree_run: the reduce loop, then the
+ *         broadcast loop). With c = min(2, nodes - 1) children leaders,
+ *         through the root leader's NIC: an all-reduce takes c S in
+ *         (reduce), then sends c S out (broadcast): 2 S on 2 nodes, 4 S
+ *         from 3; a reduce-scatter takes c S in, then scatters the shards
+ *         of every member outside the root's node, at least
+ *         (N - per_node) / N S out; an all-gather gathers those shards in,
+ *         then broadcasts c S out. The group's nodes counted at their
+ *         fewest, ceil(N / per_node): the factor only grows with nodes.
  * Automatic and hierarchical: oc_bound_group_coll_s alone. Valid for one
  * group's collectives, one after the other or summed (they cross the same
  * hop); not for the sum over the groups of several stages (other rings,
@@ -89,8 +92,9 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
         return py;
     const double moved = kind == 0 ? 2.0 : 1.0;
     const int64_t nodes = (n + per_node - 1) / per_node;
-    const double through = kind == 0 ? (nodes >= 5 ? 3.0 : nodes >= 3 ? 2.0 : 1.0)
-                                     : (nodes >= 3 ? 2.0 : 1.0);
+    const double c = nodes >= 3 ? 2.0 : 1.0; /* the root's children leaders */
+    const double through = kind == 0 ? 2.0 * c
+                                     : c + (double)(n - per_node) / (double)n;
     const double s = l->coll == OC_COLL_CHOICE_RING
                          ? moved * (double)(n - 1) / (double)n * bytes / hop
                          : through * bytes / hop;

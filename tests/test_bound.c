@@ -47,35 +47,39 @@ static void test_group_coll_by_hand(void)
  *   8 ranks in one node: the ring as auto's, 15.75 ms;
  *   16 ranks, 1 per node, 8 groups leaving each node: a flow gets at most
  *   100e9 / 8 = 12.5 GB/s: ring 0.9 * 1.875e9 / 12.5e9 = 135 ms (the
- *   node bound's too); tree: 16 nodes, 3 S through a leader's flow
- *   (below), 3 * 72 = 216 ms. */
+ *   node bound's too); tree: 16 nodes, 4 S through the root leader's
+ *   flow (below), 4 * 72 = 288 ms. On 2 nodes the tree's 2 S (S in, then
+ *   S out) over one 25 GB/s NIC: 72 ms. */
 static void test_forced_coll_by_hand(void)
 {
     struct oc_topology t = node8();
     struct oc_layout l = {0};
     const enum oc_coll_choice c[4] = {OC_COLL_CHOICE_AUTO, OC_COLL_CHOICE_RING,
                                       OC_COLL_CHOICE_HIER, OC_COLL_CHOICE_TREE};
-    const double two_nodes[4] = {9e-3, 67.5e-3, 9e-3, 36e-3};
+    const double two_nodes[4] = {9e-3, 67.5e-3, 9e-3, 72e-3};
     for (int i = 0; i < 4; i++) {
         l.coll = c[i];
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 8, 1), two_nodes[i], 1e-12);
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 8, 8, 1), 15.75e-3, 1e-12);
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 16, 1, 8),
-                      c[i] == OC_COLL_CHOICE_TREE ? 216e-3 : 135e-3, 1e-12);
+                      c[i] == OC_COLL_CHOICE_TREE ? 288e-3 : 135e-3, 1e-12);
     }
     l.coll = OC_COLL_CHOICE_RING;
     OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 1, 1e9, 16, 8, 1), 33.75e-3, 1e-12);
     /* the tree on more nodes (one rank per node, one group: a flow gets
      * one 25 GB/s NIC, 40 ms per S, 36 ms with the margin; the node bound
      * 0.9 * 2(N-1)/N S over the node's 100 GB/s is below, 16.9 ms at
-     * most): an all-reduce takes 1 S in through a leader's NIC on 2
-     * nodes (36 ms), 2 S on 3 and 4 (72 ms: the root's two children), 3 S
-     * from 5 (108 ms: node 1's two children and its parent); a
-     * reduce-scatter 1 S on 2 nodes, 2 S from 3 (coll_tree.c) */
+     * most), its root's phases one after the other (bound.c): an
+     * all-reduce takes S from each child, then sends S to each: 2 S on 2
+     * nodes (72 ms), 4 S from 3 (144 ms: the root's two children); a
+     * reduce-scatter takes c S (c children) then scatters the (N-1)/N S
+     * of the other nodes' members: 1.5 S on 2 nodes (54 ms), 2 + 2/3 S
+     * on 3 (96 ms), 2.75 S on 4 (99 ms), 2.8 S on 5 (100.8 ms), 2 + 15/16
+     * S on 16 (105.75 ms); an all-gather the same, reversed. */
     l.coll = OC_COLL_CHOICE_TREE;
     const int64_t nodes[5] = {2, 3, 4, 5, 16};
-    const double ar[5] = {36e-3, 72e-3, 72e-3, 108e-3, 108e-3};
-    const double rs[5] = {36e-3, 72e-3, 72e-3, 72e-3, 72e-3};
+    const double ar[5] = {72e-3, 144e-3, 144e-3, 144e-3, 144e-3};
+    const double rs[5] = {54e-3, 96e-3, 99e-3, 100.8e-3, 105.75e-3};
     for (int i = 0; i < 5; i++) {
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, nodes[i], 1, 1), ar[i], 1e-12);
         OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &t, 1, 1e9, nodes[i], 1, 1), rs[i], 1e-12);
