@@ -18,8 +18,11 @@ static int parse_num(const char *key, const char *val, size_t len, double *out,
                      struct oc_status *st)
 {
     char buf[64];
-    if (len == 0 || len >= sizeof buf)
+    if (len == 0)
         return oc_fail(st, "--variability: %s needs a number", key);
+    if (len >= sizeof buf)
+        return oc_fail(st, "--variability: %s: a value of %zu characters is not a number",
+                       key, len);
     memcpy(buf, val, len);
     buf[len] = '\0';
     char *end = NULL;
