@@ -15,6 +15,7 @@
 #include "csv_table.h"
 #include "format.h"
 #include "simulate_var.h"
+#include "var_sample.h"
 #include "variability.h"
 
 int oc_simulate_var_check(const struct oc_opts *o, struct oc_variability *v,
@@ -98,31 +99,19 @@ int oc_simulate_var_run(const struct oc_opts *o, const struct oc_replay_opts *ro
     struct oc_status st = {{0}};
     const int64_t n = o->exec.steps_given ? o->exec.steps : 100;
     const int64_t world = oc_layout_world(&o->layout);
-    struct oc_replay_opts r = *ro;
-    struct oc_variability ideal_v = {0};
-    ideal_v.slowdown = 1;
-    ideal_v.seed = v->seed;
-    r.var = &ideal_v;
-    r.var_step = 0;
     struct oc_metrics mt;
+    double ideal = 0;
+    double *x = oc_xmalloc((size_t)n * sizeof *x);
     fflush(stdout);
-    if (oc_replay_run_forked(&o->model, &o->topo, &o->layout, &r, &mt, 0, &st) != 0) {
+    if (oc_var_sample(&o->model, &o->topo, &o->layout, ro, v, n, 0, &ideal, x, &mt, &st) !=
+        0) {
         fprintf(stderr, "ocsim simulate: %s\n", st.msg);
+        free(x);
         return 2;
     }
-    const double ideal = mt.step_time_s;
     const double tokens = mt.tokens_per_s * ideal; /* tokens per step */
-    double *x = oc_xmalloc((size_t)n * sizeof *x);
+    struct oc_replay_opts r = *ro;
     r.var = v;
-    for (int64_t i = 0; i < n; i++) {
-        r.var_step = i;
-        if (oc_replay_run_forked(&o->model, &o->topo, &o->layout, &r, &mt, 0, &st) != 0) {
-            fprintf(stderr, "ocsim simulate: step %" PRId64 ": %s\n", i, st.msg);
-            free(x);
-            return 2;
-        }
-        x[i] = mt.step_time_s;
-    }
     struct oc_var_stats s;
     oc_var_stats(x, n, &s);
 
