@@ -14,7 +14,10 @@
  *
  * Links: every link of the platform gets bandwidth / oc_var_link_div(step,
  * its name) for the whole step, through SimGrid's sg_link_set_bandwidth
- * (which also the route figures read, so fast mode's TP sleeps see it).
+ * (which also the route figures read, so fast mode's TP sleeps see it,
+ * and so does the AUTO collective choice, coll.h, which picks on route
+ * bandwidth: a jittered step may pick another algorithm, as NCCL's tuner
+ * would not, since it reads no live bandwidth; a known difference).
  */
 #include "replay_priv.h"
 
