@@ -188,6 +188,7 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
         if (oc_optv_at_least("seed", val, 0, &iv, st) != 0)
             return -1;
         x->seed = (uint64_t)iv;
+        x->seed_given = 1;
         return 0;
     case O_TIMEOUT: return oc_optv_timeout_value(val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;

@@ -74,6 +74,7 @@ struct oc_exec_flags {
     int64_t steps;         /* training steps, 1 to OC_EXEC_MAX_STEPS (5);
                               OC_OPT_VAR: the sampled steps */
     int steps_given;       /* --steps was on the command line */
+    int seed_given;        /* --seed was */
     double lr;             /* AdamW learning rate, > 0 (1e-3) */
     uint64_t seed;         /* weights and data (1234) */
     double timeout_s;      /* the deadline of one wait, > 0; 0: auto, the

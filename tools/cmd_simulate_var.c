@@ -24,6 +24,8 @@ int oc_simulate_var_check(const struct oc_opts *o, struct oc_variability *v,
     if (!o->variability) {
         if (o->exec.steps_given)
             return oc_fail(st, "--steps samples steps under --variability, which is missing");
+        if (o->exec.seed_given)
+            return oc_fail(st, "--seed seeds --variability, which is missing");
         return 0;
     }
     if (oc_var_parse(o->variability, v, st) != 0)
