@@ -26,7 +26,7 @@ enum {
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
     O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_REJCSV, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
-    O_GRADFP32, O_NOGRADFP32,
+    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -98,9 +98,10 @@ static const struct flag flags[] = {
     {{"top", required_argument, 0, O_TOP}, OC_OPT_SIM},
     {{"backend", required_argument, 0, O_BACKEND}, OC_OPT_EXEC},
     {{"precision", required_argument, 0, O_PRECISION}, OC_OPT_EXEC},
-    {{"steps", required_argument, 0, O_STEPS}, OC_OPT_EXEC},
+    {{"steps", required_argument, 0, O_STEPS}, OC_OPT_EXEC | OC_OPT_VAR},
+    {{"variability", required_argument, 0, O_VARIABILITY}, OC_OPT_VAR},
     {{"lr", required_argument, 0, O_LR}, OC_OPT_EXEC},
-    {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC | OC_OPT_PLAN},
+    {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC | OC_OPT_PLAN | OC_OPT_VAR},
     {{"reserve", required_argument, 0, O_RESERVE}, OC_OPT_RESERVE},
     {{"fragmentation", required_argument, 0, O_FRAGMENTATION}, OC_OPT_RESERVE},
     {{"robustness", required_argument, 0, O_ROBUSTNESS}, OC_OPT_PLAN},
@@ -180,12 +181,14 @@ static int exec_flag(struct oc_exec_flags *x, int c, const char *val, struct oc_
                                "from a checkpoint with --load for more)",
                            (long long)iv, (long long)OC_EXEC_MAX_STEPS);
         x->steps = iv;
+        x->steps_given = 1;
         return 0;
     case O_LR: return oc_optv_positive_real("lr", val, &x->lr, st);
     case O_SEED:
         if (oc_optv_at_least("seed", val, 0, &iv, st) != 0)
             return -1;
         x->seed = (uint64_t)iv;
+        x->seed_given = 1;
         return 0;
     case O_TIMEOUT: return oc_optv_timeout_value(val, &x->timeout_s, st);
     case O_CALIBRATE: x->calibrate = 1; return 0;
@@ -359,6 +362,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_ALLKNOBS: o->core_knobs = 0; return 0;
     case O_COREKNOBS: o->core_knobs = 1; return 0;
     case O_LOG: o->log = val; return 0;
+    case O_VARIABILITY: o->variability = val; return 0;
     case O_PLATFORM: o->platform_file = val; return 0;
     case O_JOBS: return oc_optv_positive(name, val, &o->jobs, st);
     case O_TOP: return oc_optv_positive(name, val, &o->top, st);

@@ -45,6 +45,7 @@ enum {
     OC_OPT_RESERVE = 1 << 6, /* --reserve, --fragmentation (core/reserve.h) */
     OC_OPT_PLAN = 1 << 7,    /* sweep: --cards LIST, --robustness R, --seed */
     OC_OPT_FIX = 1 << 8,    /* --tp, --pp, --dp fixing them in a sweep */
+    OC_OPT_VAR = 1 << 9,    /* simulate: --variability SPEC, --steps N, --seed S */
 };
 
 #define OC_MAX_LIST 16
@@ -70,7 +71,10 @@ enum {
 struct oc_exec_flags {
     const char *backend;   /* --backend NAME; NULL: the registry's default */
     const char *precision; /* --precision NAME; NULL: the backend's default */
-    int64_t steps;         /* training steps, 1 to OC_EXEC_MAX_STEPS (5) */
+    int64_t steps;         /* training steps, 1 to OC_EXEC_MAX_STEPS (5);
+                              OC_OPT_VAR: the sampled steps */
+    int steps_given;       /* --steps was on the command line */
+    int seed_given;        /* --seed was */
     double lr;             /* AdamW learning rate, > 0 (1e-3) */
     uint64_t seed;         /* weights and data (1234) */
     double timeout_s;      /* the deadline of one wait, > 0; 0: auto, the
@@ -146,6 +150,8 @@ struct oc_opts {
     const char *log;          /* SimGrid --log settings, or NULL */
     int64_t jobs;             /* parallel simulations (sweep); 0: cores */
     int64_t top;              /* rows of the ranked table */
+    const char *variability;  /* OC_OPT_VAR: --variability SPEC
+                                 (core/variability.h), or NULL */
     struct oc_exec_flags exec; /* OC_OPT_EXEC */
     int help;
     struct oc_model model;

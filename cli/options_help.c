@@ -128,6 +128,14 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "  --robustness R          perturbed cost models for the confidence of the\n"
               "                          choice (default 200; 0: off)\n"
               "  --seed S                their random seed (default 1234)\n", f);
+    if (groups & OC_OPT_VAR)
+        fputs("Stragglers and jitter (docs/guide.md):\n"
+              "  --variability SPEC      compute=CV,slow=F,slowdown=K,link=CV: per-op\n"
+              "                          compute noise (log-normal, mean 1), a fraction\n"
+              "                          F of persistently slow devices K times slower,\n"
+              "                          link bandwidth jitter; samples --steps steps\n"
+              "  --steps N               sampled steps (default 100)\n"
+              "  --seed S                their random seed (default 1234)\n", f);
     if (groups & OC_OPT_CSV)
         fputs("  --csv FILE              also write the table as CSV\n", f);
     if (groups & OC_OPT_OUT)

@@ -47,7 +47,8 @@ enum oc_sim_fidelity oc_replay_fidelity_used(const struct oc_replay_opts *o)
         return OC_SIM_FAST;
     if (o->fidelity == OC_SIM_FULL || o->platform_file)
         return OC_SIM_FULL;
-    return o->fidelity == OC_SIM_SYM ? OC_SIM_SYM : OC_SIM_FAST;
+    /* noise makes the replicas unlike: no symmetric mode (replay.h) */
+    return o->fidelity == OC_SIM_SYM && !o->var ? OC_SIM_SYM : OC_SIM_FAST;
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -158,6 +159,8 @@ static int replay_body(struct replay *R, const struct oc_topology *t,
     int64_t *buf = oc_xmalloc((size_t)cap * sizeof *buf);
     oc_rp_ranks(R, t, buf, cap);
     int rc = oc_rp_sym_recheck(R, buf, cap, st);
+    if (R->var)
+        oc_rp_var_links(R);
     if (rc == 0)
         rc = oc_rp_prepare(R, t, o, buf, cap, st);
     free(buf);
@@ -252,6 +255,9 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.fast = oc_replay_fidelity_used(o) != OC_SIM_FULL;
     R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM;
     R.world = world;
+    R.var = o->var;
+    R.var_step = o->var_step;
+    R.slow = o->var ? oc_var_slow_set(o->var, world) : NULL;
     R.gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
     /* The layout's collective algorithm, where it names one, else the
      * replay's (--collective). */
@@ -311,6 +317,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
         R.gpn = R.plat->gpus_per_node;
 
     if (!R.s && oc_schedule_build(s, m, l, &so, st) != 0) {
+        free(R.slow);
         oc_schedule_free(s);
         return -1;
     }
@@ -483,7 +490,8 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
                          struct oc_timeline *tl_out, struct oc_status *st)
 {
     struct oc_rp_steady sp;
-    if (!o || !o->steady || !oc_rp_steady_plan(l, &sp))
+    /* noise makes the periods unlike: no fold (replay.h) */
+    if (!o || !o->steady || o->var || !oc_rp_steady_plan(l, &sp))
         return oc_replay_run(m, t, l, o, out, sched_out, tl_out, st);
     memset(out, 0, sizeof *out);
     if (sched_out)

@@ -164,6 +164,7 @@
 #include "status.h"
 #include "timeline.h"
 #include "topology.h"
+#include "variability.h"
 
 enum oc_sim_fidelity { OC_SIM_FAST, OC_SIM_FULL, OC_SIM_SYM };
 
@@ -184,6 +185,15 @@ struct oc_replay_opts {
     int steady;                    /* oc_replay_run_steady (and _forked): the
                                       steady-state fold where it holds
                                       (below) */
+    /* Stragglers and jitter (core/variability.h, sim/replay_var.c): when
+     * not NULL, step var_step of the seeded noise is applied (every
+     * COMPUTE op times its multiplier, every link's bandwidth over its
+     * divisor). The symmetric mode and the steady-state fold assume every
+     * replica and every period alike, which noise breaks: SYM runs as
+     * FAST and the fold is off (also with every CV 0, so that the ideal
+     * step of a noisy run is the same replay without noise). */
+    const struct oc_variability *var;
+    int64_t var_step;
 };
 
 /* The fidelity that runs for these options: FULL when asked, or when a

@@ -146,6 +146,10 @@ struct replay {
     unsigned char *m_done; /* the receiver has the message */
     int err;
     char errmsg[OC_MSG_MAX];
+    /* stragglers and jitter (replay_var.c): NULL when off */
+    const struct oc_variability *var;
+    int64_t var_step;
+    unsigned char *slow; /* (world) the slow devices, or NULL */
 };
 
 /* replay_setup.c */
@@ -193,6 +197,13 @@ int oc_rp_steady_plan(const struct oc_layout *l, struct oc_rp_steady *sp);
 int oc_rp_steady_unfold(const struct oc_schedule *s1, const struct oc_timeline *tl1,
                         const struct oc_schedule *s, struct oc_timeline *tl,
                         const struct oc_rp_steady *sp, char *why, size_t nwhy);
+
+/* replay_var.c: stragglers and jitter (core/variability.h) */
+/* Multiplies rank rk's COMPUTE costs c (its op list's) by their noise. */
+void oc_rp_var_costs(const struct replay *R, const struct rrank *rk, double *c);
+/* Every link's bandwidth over its divisor of this step (after the engine
+ * started, before the costs: fast mode's TP sleeps read the routes). */
+void oc_rp_var_links(const struct replay *R);
 
 /* replay_rank.c: the actor of one simulated rank (arg: its struct rrank) */
 void oc_rp_rank_main(void *arg);

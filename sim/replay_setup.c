@@ -270,6 +270,7 @@ void oc_rp_free(struct replay *R)
     for (int64_t i = 0; i < R->ncosts; i++)
         free(R->costs[i]);
     free(R->costs);
+    free(R->slow);
     free(R->rk);
     free(R->sim_of);
     free(R->knic);
@@ -384,13 +385,15 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
             break;
         /* Full mode: the ranks of a stage run the same compute ops, so
          * they share one cost array; fast mode adds per-group TP sleeps. */
-        if (!R->fast && stage_cost[rk->c.pp]) {
+        if (!R->fast && !R->var && stage_cost[rk->c.pp]) {
             rk->cost_s = stage_cost[rk->c.pp];
         } else {
             double *c = op_costs(R, rk, &cost, o->uniform_stages);
+            if (R->var) /* its own noise: its own array */
+                oc_rp_var_costs(R, rk, c);
             R->costs[R->ncosts++] = c;
             rk->cost_s = c;
-            if (!R->fast)
+            if (!R->fast && !R->var)
                 stage_cost[rk->c.pp] = c;
         }
         rc = rank_lists(R, rk, &maxtag, st);

@@ -16,9 +16,10 @@
 #include "paths.h"
 #include "plots.h"
 #include "sim_opts.h"
+#include "simulate_var.h"
 #include "timeline_json.h"
 
-#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM | OC_OPT_RESERVE)
+#define GROUPS (OC_OPT_LAYOUT | OC_OPT_OUT | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_VAR)
 
 static void help(void)
 {
@@ -30,7 +31,9 @@ static void help(void)
          "communication (total and exposed) and peak memory per stage. Writes\n"
          "DIR/simulate.csv (the columns of sweep.csv), DIR/ops.csv (one row per op,\n"
          "for ocsim compare), DIR/timeline.json (open it in\n"
-         "ui.perfetto.dev) and DIR/pipeline.png and .svg (default DIR: out/simulate).");
+         "ui.perfetto.dev) and DIR/pipeline.png and .svg (default DIR: out/simulate).\n"
+         "With --variability: --steps noisy steps instead, their mean, p50 and p99\n"
+         "against the ideal step, in DIR/variability.csv and variability_summary.csv.");
     oc_opts_print_help(stdout, GROUPS);
 }
 
@@ -143,6 +146,11 @@ int oc_cmd_simulate(int argc, char **argv)
         help();
         return 0;
     }
+    struct oc_variability var;
+    if (oc_simulate_var_check(&o, &var, &st) != 0) {
+        fprintf(stderr, "ocsim simulate: %s\n", st.msg);
+        return 2;
+    }
     struct oc_replay_opts ro;
     if (oc_opts_load(&o, &st) != 0 ||
         oc_layout_validate(&o.layout, &o.model, &o.topo, o.cards, &st) != 0 ||
@@ -155,6 +163,8 @@ int oc_cmd_simulate(int argc, char **argv)
         fprintf(stderr, "ocsim simulate: %s\n", st.msg);
         return 2;
     }
+    if (o.variability)
+        return oc_simulate_var_run(&o, &ro, &var, out);
     struct job j = {&o, &ro, out};
     struct oc_sim_buf res = {0};
     fflush(stdout);
