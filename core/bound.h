@@ -40,9 +40,11 @@
  *     A layout that forces the ring or the tree on a group across nodes
  *     (coll=ring|tree) is charged at least what that algorithm's own
  *     route carries over one flow between nodes (at most one NIC): the
- *     flat ring 2(N-1)/N * S on every hop, the tree S between leaders
- *     (oc_bound_forced_coll_s); for a single group, not for the sum over
- *     the stages that share a node (other rings, other NICs).
+ *     flat ring 2(N-1)/N * S on every hop, the tree what its root
+ *     leader's NIC takes in and then sends out, its two phases one after
+ *     the other (2 S or 4 S for an all-reduce; oc_bound_forced_coll_s);
+ *     for a single group, not for the sum over the stages that share a
+ *     node (other rings, other NICs).
  * and, as a second bound (the step is the larger): the pipeline messages
  * that must leave a node (every micro-batch's activation and gradient
  * across each stage boundary between nodes, from every rank of the
@@ -63,7 +65,10 @@
  * sending stage on it (TP groups in lockstep, DP replicas symmetric);
  * then per stage the DP reduction no earlier than each chunk's gradients
  * are ready, over the gradient group (DP x CP under context parallelism),
- * the weight all-gather and the optimizer after it; and where a node
+ * the weight all-gather and the optimizer after it (under
+ * --overlap-grad-reduce: the chunk's last bucket after its last backward
+ * ends, and all its buckets, one after another on the stage's DP stream,
+ * after that backward starts, the larger); and where a node
  * holds several whole stages of one replica (tp-pp-dp), their DP traffic
  * on that node's NICs together: every bucket ready at T or later crosses
  * after T (of a chunk under overlap, only its last DP bucket surely is). It holds the pipeline messages and the 1F1B dependency chain
