@@ -546,11 +546,12 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
  * DP links after bstart[ch]: the stage's reductions end no earlier than
  * that plus their bound. Tighter than the chunk's last bucket after its
  * last backward's end where the reduction outlasts a backward (1024
- * cards, DP 16: 2.6 s of reduction against a 30 ms backward). */
+ * cards, DP 16: 2.6 s of reduction against a 30 ms backward). nl: the
+ * chunks' layers, as path_bound_s has them. */
 static double buckets_after_start_s(const struct oc_model *m, const struct oc_layout *l,
                                     const struct oc_topology *t, const struct oc_bound_walk *w,
-                                    int64_t i, int kind, int64_t gn, int64_t per_node,
-                                    int64_t groups)
+                                    const int64_t *nl, int64_t i, int kind, int64_t gn,
+                                    int64_t per_node, int64_t groups)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l);
     const double P = (double)oc_model_layer_params_tp(m, l->tp);
@@ -561,7 +562,7 @@ static double buckets_after_start_s(const struct oc_model *m, const struct oc_la
         double layers = 0;
         for (int64_t c2 = 0; c2 < v; c2++)
             if (w->bstart[c2 * p + i] >= T)
-                layers += (double)oc_place_chunk_layers(l, m, i, c2).count;
+                layers += (double)nl[i * v + c2];
         done = dmax(done, T + oc_bound_forced_coll_s(l, t, kind, pb.grad * layers * P, gn,
                                                      per_node, groups));
     }
@@ -642,8 +643,8 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                                                            per_node, groups));
                     }
                     if (l->zero < 2)
-                        done = dmax(done, buckets_after_start_s(m, l, t, &w, i, kind, gn,
-                                                                per_node, groups));
+                        done = dmax(done, buckets_after_start_s(m, l, t, &w, nl, i, kind,
+                                                                gn, per_node, groups));
                 }
             }
             double end = done + opt_params * c->optimizer_s_per_param;
