@@ -1,5 +1,6 @@
 /* compress.c: the compressed and the amortised DP gradient exchange (see
  * compress.h): layout parts, rules, wire bytes, kernels and memory. */
+#define _POSIX_C_SOURCE 200809L
 #include "compress.h"
 
 #include <errno.h>
@@ -53,7 +54,7 @@ int oc_gc_parse_part(struct oc_layout *l, const char *part, int *is_sync,
         if (int_of(part + 4, &v) != 0 || v < 1)
             return oc_fail(st, "'%s': local SGD synchronises every K steps, K an integer "
                                ">= 1 (e.g. sync4)", oc_quote(q, sizeof q, part));
-        l->sync_every = v;
+        l->sync_every = v > 1 ? v : 0; /* sync1 is the default, every step */
         *is_sync = 1;
         return 1;
     }
@@ -328,4 +329,52 @@ void oc_gc_put_ops(const struct oc_model *m, const struct oc_layout *l, int64_t 
         c.flops = p.final_flops;
         put(k, &c);
     }
+}
+
+void oc_gc_apply(struct oc_layout *l, const struct oc_gc_setting *s)
+{
+    l->gc = s->gc;
+    l->gc_density = s->density;
+    l->gc_rank = s->rank;
+    l->sync_every = s->sync_every;
+}
+
+int oc_gc_parse_list(const char *list, struct oc_gc_setting *out, int max, int *n,
+                     struct oc_status *st)
+{
+    char q[OC_QUOTE_MAX];
+    char buf[256];
+    if (!list || !*list || strlen(list) >= sizeof buf)
+        return oc_fail(st, "--compression: expected a list such as none,topk0.01,q1,psgd4,sync4 "
+                           "(got '%s')", oc_quote(q, sizeof q, list ? list : ""));
+    strcpy(buf, list);
+    *n = 0;
+    char *save = NULL;
+    for (char *e = strtok_r(buf, ",", &save); e; e = strtok_r(NULL, ",", &save)) {
+        char part[64];
+        if (strncmp(e, "gc=", 3) == 0 || strncmp(e, "sync", 4) == 0)
+            snprintf(part, sizeof part, "%s", e);
+        else
+            snprintf(part, sizeof part, "gc=%s", e);
+        struct oc_layout l;
+        memset(&l, 0, sizeof l);
+        int is_sync = 0;
+        const int rc = oc_gc_parse_part(&l, part, &is_sync, st);
+        if (rc < 0)
+            return oc_fail(st, "--compression: %s", st->msg);
+        if (rc == 0)
+            return oc_fail(st, "--compression: '%s' is not one of none, topk<D>, q8, q1, "
+                               "psgd<R>, sync<K>", oc_quote(q, sizeof q, e));
+        if (*n >= max)
+            return oc_fail(st, "--compression: more than %d values", max);
+        const struct oc_gc_setting s = {l.gc, l.gc_density, l.gc_rank, l.sync_every};
+        for (int i = 0; i < *n; i++)
+            if (out[i].gc == s.gc && out[i].density == s.density && out[i].rank == s.rank &&
+                out[i].sync_every == s.sync_every)
+                return oc_fail(st, "--compression: '%s' given twice", oc_quote(q, sizeof q, e));
+        out[(*n)++] = s;
+    }
+    if (*n == 0)
+        return oc_fail(st, "--compression: an empty list");
+    return 0;
 }

@@ -108,6 +108,22 @@ int oc_gc_check(const struct oc_layout *l, struct oc_status *st);
  * sync > 1): its reduction is what oc_gc_plan gives. */
 int oc_gc_on(const struct oc_layout *l);
 
+/* One value of the compression knobs, as `ocsim sweep --compression LIST`
+ * searches them: none, topk<D>, q8, q1, psgd<R>, sync<K> (the "gc="
+ * prefix optional). */
+struct oc_gc_setting {
+    int gc;
+    double density;
+    int64_t rank, sync_every;
+};
+#define OC_GC_MAX_LIST 8
+/* Parse a comma-separated list into out[0..*n) (at most max, no repeats);
+ * -1 with one line naming the bad entry. */
+int oc_gc_parse_list(const char *list, struct oc_gc_setting *out, int max, int *n,
+                     struct oc_status *st);
+/* Set l's compression knobs to s. */
+void oc_gc_apply(struct oc_layout *l, const struct oc_gc_setting *s);
+
 #define OC_GC_MAX_STEPS 3
 struct oc_gc_step {
     double kernel_bytes; /* HBM bytes of the kernel before the collective */
