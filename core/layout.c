@@ -363,7 +363,6 @@ int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
                            "tp<N>-pp<N>-dp<N>, then cp|mb|v|first|last<N>, "
                            "gpipe|1f1b|interleaved, sp|nosp, rnone|rsel|rfull[<k>], "
                            "zero0..3, ovl|noovl, flash|classic, coll=auto|ring|hier|tree, "
-                           "gc=none|topk<D>|q8|q1|psgd<R>, sync<K>, "
                            "bf16|fp16|fp32, order=tp-dp-pp|tp-pp-dp)",
                            oc_quote(q, sizeof q, s), oc_quote(qp, sizeof qp, part));
         if (set_once(&p, bit, part, s, st) != 0)
