@@ -51,6 +51,8 @@
  *         reports the mean step: the all-reduce's bytes divided by K are
  *         charged in every step (its latency is charged whole: an
  *         over-estimate of (K-1)/K of one all-reduce's latency).
+ * The tied embedding's all-reduce between the first and the last stage
+ * (Megatron-LM's embedding group) stays uncompressed.
  * The compressed exchange runs after the last backward, not overlapped
  * with it (the gradient buckets of --overlap-grad-reduce are not used),
  * as 1-bit Adam's compressed all-reduce runs in the optimizer step:
