@@ -11,6 +11,7 @@
 #include "bound.h"
 #include "closed_form.h"
 #include "compress.h"
+#include "cost.h"
 #include "memory.h"
 #include "schedule.h"
 #include "search.h"
@@ -155,6 +156,14 @@ static void test_bytes_by_hand(void)
     CU_ASSERT_EQUAL(p.step[0].coll, OC_COLL_ALLGATHER);
     CU_ASSERT_EQUAL(p.step[0].bytes, 193375808.0);
     CU_ASSERT_EQUAL(p.mem_bytes, 4 * N);
+    /* kernels: error-feedback accumulate (read g = 4, read and write the
+     * fp32 residual: 12 B), 3 reads of the sum to select (12 B), 16 B per
+     * kept pair (read its value, write the pair, zero its residual):
+     * 24 N + 16 K; decompression writes the dense gradient (4 N) and
+     * scatter-adds d K pairs (read 8, read and write 4: 16 B each) */
+    const double K = 3021497.0;
+    CU_ASSERT_EQUAL(p.step[0].kernel_bytes, 24 * N + 16 * K);
+    CU_ASSERT_EQUAL(p.final_bytes, 4 * N + d * K * 16);
     /* at d = 16 the gathered buffer doubles: the all-gather grows with DP */
     struct oc_layout l16 = parsed("tp1-pp2-dp16-mb1-gc=topk0.01", 64, 128);
     struct oc_gc_plan p16;
@@ -206,6 +215,72 @@ static void test_bytes_by_hand(void)
     oc_gc_plan(&m, &one, 1, &p);
     CU_ASSERT_EQUAL(p.n, 0);
     CU_ASSERT_EQUAL(p.mem_bytes, 0);
+}
+
+/* A compression kernel costs its bytes at the memory-bound bandwidth and
+ * its FLOPs at the sustained GEMM rate (h100-100g: 989.4e12 x its
+ * gemm_efficiency); cost.c times a part-ALL op outside the optimizer so. */
+static void test_kernel_cost(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load(&m, &t, "gpt3-1.3b") == 0);
+    const double mem = oc_cost_mem_Bps(&t);
+    OC_ASSERT_REL(oc_gc_kernel_s(&t, 1e9, 0), 1e9 / mem, 1e-12);
+    const double rate = t.device.peak_flops_16bit * t.device.gemm_efficiency;
+    OC_ASSERT_REL(oc_gc_kernel_s(&t, 1e9, 1e12), 1e9 / mem + 1e12 / rate, 1e-12);
+    struct oc_layout l = parsed("tp1-pp4-dp8-mb1-gc=q1", 64, 128);
+    struct oc_cost c;
+    oc_cost_init(&c, &m, &l, &t);
+    struct oc_op op;
+    memset(&op, 0, sizeof op);
+    op.kind = OC_OP_COMPUTE, op.phase = OC_PHASE_BWD, op.part = OC_PART_ALL;
+    op.hbm_bytes = 2e9, op.flops = 3e12;
+    OC_ASSERT_REL(oc_cost_op_s(&c, &op, &l, &m), 2e9 / mem + 3e12 / rate, 1e-12);
+}
+
+/* The schedule of a compressed layout: after the last backward, kernel,
+ * DP collective (top-k: an all-gather), kernel; no gradient bucket under
+ * --overlap-grad-reduce (the default); the uncompressed layout keeps its
+ * async buckets. */
+static void test_schedule_ops(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load(&m, &t, "gpt3-1.3b") == 0);
+    const char *names[] = {"tp1-pp1-dp8-mb1-zero0-gc=topk0.01", "tp1-pp1-dp8-mb1-zero0"};
+    for (int i = 0; i < 2; i++) {
+        struct oc_layout l = parsed(names[i], 64, 128);
+        struct oc_schedule s;
+        struct oc_status st = {{0}};
+        struct oc_schedule_opts so = {OC_GRAIN_CHUNK, 1, NULL};
+        oc_test_expect_ok(oc_schedule_build(&s, &m, &l, &so, &st), st.msg);
+        const struct oc_rank_ops *ro = &s.ranks[0];
+        int64_t dp = 0, async = 0, ag = -1, kern = 0;
+        for (int64_t k = 0; k < ro->n; k++) {
+            const struct oc_op *o = &ro->ops[k];
+            if (o->kind == OC_OP_COLLECTIVE && o->group == OC_GROUP_DP) {
+                dp++;
+                async += o->async;
+                if (o->coll == OC_COLL_ALLGATHER)
+                    ag = k;
+            }
+            kern += o->kind == OC_OP_COMPUTE && o->part == OC_PART_ALL &&
+                    o->phase == OC_PHASE_BWD;
+        }
+        if (i == 0) {
+            CU_ASSERT_EQUAL(dp, 1);
+            CU_ASSERT_EQUAL(async, 0);
+            CU_ASSERT_EQUAL(kern, 2);
+            CU_ASSERT_FATAL(ag > 0 && ag + 1 < ro->n);
+            CU_ASSERT_EQUAL(ro->ops[ag - 1].kind, OC_OP_COMPUTE);
+            CU_ASSERT_EQUAL(ro->ops[ag + 1].kind, OC_OP_COMPUTE);
+        } else {
+            CU_ASSERT_TRUE(async >= 1 && async == dp);
+            CU_ASSERT_EQUAL(kern, 0);
+        }
+        oc_schedule_free(&s);
+    }
 }
 
 /* The memory of the error-feedback buffers: memory.c's optimizer bytes
@@ -306,6 +381,20 @@ static void test_topk_sim_vs_closed_form(void)
     }
     CU_ASSERT_TRUE(mt[2].dp_comm_s > 5.0 * mt[0].dp_comm_s);
     CU_ASSERT_TRUE(cf[2] > 6.0 * cf[0] && cf[2] < 7.0 * cf[0]);
+    /* the all-reduce methods against the same closed form: 1-bit, and
+     * PowerSGD's three all-reduces in a row */
+    const char *ar[] = {"tp8-pp1-dp4-mb1-zero0-gc=q1", "tp8-pp1-dp4-mb1-zero0-gc=psgd4",
+                        "tp8-pp1-dp4-mb1-zero0-sync4"};
+    for (int i = 0; i < 3; i++)
+        lay[i] = parsed(ar[i], 4, 1024);
+    simulate(&m, &t, lay, 3, mt);
+    for (int i = 0; i < 3; i++) {
+        struct oc_cf_step c;
+        oc_cf_step(&m, &lay[i], &t, &c);
+        fprintf(stderr, "%s: simulated DP %.6g s, closed form %.6g s\n", ar[i],
+                mt[i].dp_comm_s, c.dp_comm_s);
+        OC_ASSERT_REL(mt[i].dp_comm_s, c.dp_comm_s, 0.10);
+    }
 }
 
 /* The sweep's pruning: bound <= simulated step for compressed layouts of
@@ -394,6 +483,8 @@ static CU_TestInfo tests[] = {
     {"bad values and refused combinations", test_bad_values},
     {"bytes of each method by hand", test_bytes_by_hand},
     {"error-feedback memory in memory.c and the schedule", test_memory},
+    {"kernel cost", test_kernel_cost},
+    {"schedule: kernels around the exchange, no buckets", test_schedule_ops},
     {"search: --compression", test_search_space},
     {"top-k: simulated DP time vs closed form, grows with DP", test_topk_sim_vs_closed_form},
     {"bound <= simulated, compressed layouts", test_bound_below_sim},
