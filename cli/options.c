@@ -6,6 +6,8 @@
  * them. */
 #define _POSIX_C_SOURCE 200809L
 #include "options.h"
+
+#include "compress.h"
 #include "options_values.h"
 
 #include "reserve.h"
@@ -26,7 +28,7 @@ enum {
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
     O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_REJCSV, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
-    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY,
+    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY, O_COMPRESSION,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -53,6 +55,7 @@ static const struct flag flags[] = {
     {{"resume", no_argument, 0, O_RESUME}, OC_OPT_SWEEP},
     {{"batch-tolerance", required_argument, 0, O_BATCH_TOL}, OC_OPT_SWEEP},
     {{"even-stages", no_argument, 0, O_EVEN_STAGES}, OC_OPT_SWEEP},
+    {{"compression", required_argument, 0, O_COMPRESSION}, OC_OPT_SWEEP},
     {{"no-prune", no_argument, 0, O_NOPRUNE}, OC_OPT_SWEEP},
     {{"keep-dominated", no_argument, 0, O_KEEPDOM}, OC_OPT_SWEEP},
     {{"rejected-csv", no_argument, 0, O_REJCSV}, OC_OPT_SWEEP},
@@ -356,6 +359,8 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_RESUME: o->resume = 1; return 0;
     case O_BATCH_TOL: return oc_optv_tolerance_value(val, &o->batch_tolerance, st);
     case O_EVEN_STAGES: o->even_stages = 1; return 0;
+    case O_COMPRESSION: /* core/compress.h */
+        return oc_gc_parse_list(val, o->compress, OC_GC_MAX_LIST, &o->n_compress, st);
     case O_NOPRUNE: o->no_prune = 1; return 0;
     case O_KEEPDOM: o->keep_dominated = 1; return 0;
     case O_REJCSV: o->rejected_csv = 1; return 0;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compress.h"
 #include "layout.h"
 #include "model.h"
 #include "status.h"
@@ -124,6 +125,10 @@ struct oc_opts {
                                  P/100 of it (core/batch.h); 0: exactly it */
     int even_stages;          /* --even-stages: only even pipeline splits
                                  (core/stage_split.h) */
+    struct oc_gc_setting compress[OC_GC_MAX_LIST]; /* --compression LIST: the
+                                 DP exchanges a sweep searches (core/compress.h);
+                                 none given: the layout's alone */
+    int n_compress;
     int no_prune;             /* --no-prune: simulate every candidate that fits */
     int core_knobs;           /* --core-knobs: search tp, pp, dp, mb,
                                  1f1b/interleaved:2 and the stage splits

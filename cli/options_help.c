@@ -84,7 +84,12 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "                          --global-batch within P% (e.g. 5%; default 0:\n"
               "                          exactly it); the row reports the batch it ran\n"
               "  --even-stages           only even pipeline splits (default: also the\n"
-              "                          uneven first<N>/last<N> splits of the layers)\n", f);
+              "                          uneven first<N>/last<N> splits of the layers)\n"
+              "  --compression LIST      also search the DP gradient exchange: none,\n"
+              "                          topk<D>, q8, q1, psgd<R>, sync<K> (e.g.\n"
+              "                          none,topk0.01,q1,psgd4,sync4; default: none\n"
+              "                          alone; layout labels gc=... and sync<K>;\n"
+              "                          convergence is not modelled: core/compress.h)\n", f);
     if (groups & OC_OPT_SIM)
         fputs("Simulation:\n"
               "  --fidelity MODE         fast: one rank per TP group, TP collectives in\n"

@@ -2,6 +2,8 @@
  * (see bound.h for what it charges and why each term is a lower bound). */
 #include "bound.h"
 
+#include "compress.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,13 @@
 #include "schedule_cp.h"
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Gradient compression and local SGD (compress.h) replace the DP
+ * gradient reduction by their own exchange (fewer bytes, another
+ * collective): the bound then counts no DP gradient term at all (0 is a
+ * lower bound of any exchange); the distributed optimizer's weight
+ * all-gather and the optimizer step stay. 1 where the terms below hold. */
+static int dp_grads_bounded(const struct oc_layout *l) { return !oc_gc_on(l); }
 static double dmax(double a, double b) { return a > b ? a : b; }
 
 double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
@@ -363,13 +372,17 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
     st->tail = opt_params * c->optimizer_s_per_param;
     if (gn > 1) {
         const int kind = l->zero >= 1 ? 1 : 0;
-        double reduced = (double)params;
+        double reduced = dp_grads_bounded(l) ? (double)params : 0.0;
         if (l->overlap_grad_reduce || l->zero >= 2) {
             /* only the chunk-0 bucket (overlap: its last DP bucket)
              * surely starts after the last backward */
             reduced = late_layers(m, l, stage, 0) * (double)oc_model_layer_params_tp(m, l->tp);
         }
-        st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node, groups);
+        if (!dp_grads_bounded(l))
+            reduced = 0;
+        if (reduced > 0)
+            st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node,
+                                               groups);
         if (l->zero == 1)
             st->tail += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
     }
@@ -527,8 +540,11 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
                 if (l->zero == 1 && last >= T)
                     weight += (double)oc_place_stage_layers(l, m, j) * P;
             }
-            const double s = T + oc_bound_group_coll_s(t, kind, pb.grad * grad, gn, per_node,
-                                                       groups) +
+            if (!dp_grads_bounded(l))
+                grad = 0;
+            const double s = T + (grad > 0 ? oc_bound_group_coll_s(t, kind, pb.grad * grad, gn,
+                                                                   per_node, groups)
+                                            : 0.0) +
                              oc_bound_group_coll_s(t, 1, pb.weight * weight, gn, per_node,
                                                    groups);
             best = dmax(best, s);
@@ -628,7 +644,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
             const double opt_params =
                 l->zero >= 1 ? (double)params / (double)gn : (double)params;
             double done = clk[i];
-            if (gn > 1) {
+            if (gn > 1 && dp_grads_bounded(l)) {
                 if (!l->overlap_grad_reduce && l->zero < 2) {
                     done += oc_bound_forced_coll_s(l, t, kind, pb.grad * (double)params, gn, per_node,
                                          groups);

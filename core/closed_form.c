@@ -9,6 +9,8 @@
  */
 #include "closed_form.h"
 
+#include "compress.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -578,6 +580,28 @@ static int64_t largest_stage(const struct oc_model *m, const struct oc_layout *l
     return best;
 }
 
+/* Gradient compression or local SGD (compress.h) on the DP gradient
+ * group: each step's collective by the same ring closed form (an
+ * all-gather of top-k's pairs, the all-reduces of the others) into
+ * out->dp_comm_s, and the compression kernels; none overlapped (the
+ * exchange runs after the last backward). Returns what the step waits for. */
+static double gc_exposed_s(const struct oc_model *m, const struct oc_layout *l,
+                           const struct oc_topology *t, int64_t dg, double bw, double lat,
+                           int across, struct oc_cf_step *out)
+{
+    struct oc_gc_plan p;
+    oc_gc_plan(m, l, largest_stage(m, l), &p);
+    double kern = oc_gc_kernel_s(t, p.final_bytes, p.final_flops);
+    out->dp_comm_s = 0;
+    for (int i = 0; i < p.n; i++) {
+        out->dp_comm_s += oc_nccl_ring_s(t->nccl_version > 0, (enum oc_coll_kind)p.step[i].coll,
+                                         dg, p.step[i].bytes, bw, lat, oc_cost_mem_Bps(t),
+                                         across, NULL);
+        kern += oc_gc_kernel_s(t, p.step[i].kernel_bytes, p.step[i].kernel_flops);
+    }
+    return out->dp_comm_s + kern;
+}
+
 /* DP: a ring all-reduce of the gradients of `params` parameters (memory.h's
  * bytes per gradient, the run's precision)
  * (reduce-scatter plus all-gather when the optimizer is sharded: the same
@@ -595,6 +619,8 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     double bw, lat;
     int across;
     group_link_x(l, t, CF_DP, &bw, &lat, &across);
+    if (oc_gc_on(l))
+        return gc_exposed_s(m, l, t, dg, bw, lat, across, out);
     /* NCCL's latencies and protocols where the topology asks (nccl_model.h) */
     out->dp_comm_s = oc_nccl_ring_s(t->nccl_version > 0, OC_COLL_ALLREDUCE, dg,
                                     oc_mem_param_bytes(l).grad * (double)params, bw, lat,

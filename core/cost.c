@@ -14,6 +14,8 @@
  */
 #include "cost.h"
 
+#include "compress.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -532,6 +534,10 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
                oc_cost_zero_grad_s(c, (double)oc_mem_stage_params(m, l, op->stage));
     }
     OC_ASSERT(op->phase <= OC_PHASE_RECOMPUTE);
+    /* a pass over all of the rank's gradients outside the optimizer: the
+     * compression kernels of the DP exchange (compress.h) */
+    if (op->part == OC_PART_ALL)
+        return oc_gc_kernel_s(c->topo, op->hbm_bytes, op->flops);
     const int ph = op->phase;
     switch (op->part) {
     case OC_PART_ATTN:

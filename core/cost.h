@@ -105,7 +105,9 @@ double oc_cost_zero_grad_s(const struct oc_cost *c, double params);
  * 28 bytes per updated parameter (AdamW's own traffic), already divided by
  * d when the optimizer is sharded; the op costs hbm_bytes / 28 parameters
  * at optimizer_s_per_param each (the whole step, cost_overhead.h, or the
- * calibrated seconds) plus oc_cost_zero_grad_s of the stage. */
+ * calibrated seconds) plus oc_cost_zero_grad_s of the stage. OC_PART_ALL
+ * in another phase is a compression kernel of the DP exchange
+ * (compress.h): its hbm_bytes and flops by oc_gc_kernel_s. */
 double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
                     const struct oc_layout *l, const struct oc_model *m);
 

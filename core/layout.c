@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "compress.h"
 #include "placement.h"
 #include "stage_split.h"
 
@@ -161,6 +162,7 @@ static const char *const named_what[OC_LAYOUT_NAMED_BITS] = {
     "the attention kernel", "the rank order", "the precision",
     "cp (context-parallel size)", "the gradient-reduce overlap",
     "the first stage's layers", "the last stage's layers", "the collective algorithm",
+    "the gradient compression", "the synchronisation interval (local SGD)",
 };
 
 const char *oc_layout_named_what(unsigned bit)
@@ -349,7 +351,13 @@ int oc_layout_parse_named(struct oc_layout *l, const char *s, unsigned *named,
          part = strtok_r(NULL, "-", &save)) {
         unsigned bit = 0;
         char qp[OC_QUOTE_MAX];
-        if (parse_part(&tmp, part, &bit) != 0)
+        int is_sync = 0;
+        const int gc = oc_gc_parse_part(&tmp, part, &is_sync, st);
+        if (gc < 0)
+            return oc_fail(st, "layout '%s': %s", oc_quote(q, sizeof q, s), st->msg);
+        if (gc > 0)
+            bit = is_sync ? OC_LAYOUT_NAMED_SYNC : OC_LAYOUT_NAMED_GC;
+        else if (parse_part(&tmp, part, &bit) != 0)
             return oc_fail(st,
                            "layout '%s': part '%s' not understood (expected "
                            "tp<N>-pp<N>-dp<N>, then cp|mb|v|first|last<N>, "
@@ -433,6 +441,12 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
         snprintf(named, sizeof named, "coll=%s", oc_coll_choice_name(l->coll));
         put_part(buf, n, &k, named, 0);
     }
+    if (l->gc != OC_GC_NONE) {
+        oc_gc_label(l, named, sizeof named);
+        put_part(buf, n, &k, named, 0);
+    }
+    if (l->sync_every > 1)
+        put_part(buf, n, &k, "sync%lld", (long long)l->sync_every);
 }
 
 int64_t oc_layout_world(const struct oc_layout *l)
@@ -477,6 +491,8 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
         return oc_fail(st, "the first and last stage's layers must be at least 1");
     if ((unsigned)l->coll > OC_COLL_CHOICE_TREE)
         return oc_fail(st, "unknown collective algorithm %d", (int)l->coll);
+    if (oc_gc_check(l, st) != 0) /* gradient compression, local SGD */
+        return -1;
     /* Knobs the layout can name and that are not modelled yet: refused
      * here, so that no command predicts or runs them silently as
      * something else. */
@@ -751,6 +767,8 @@ int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
     KEY(coll, OC_LAYOUT_NAMED_COLL) KEY(overlap_grad_reduce, OC_LAYOUT_NAMED_OVERLAP)
     KEY(attention, OC_LAYOUT_NAMED_ATTENTION) KEY(order, OC_LAYOUT_NAMED_ORDER)
     KEY(allow_cross_node_tp, 0) KEY(precision, OC_LAYOUT_NAMED_PRECISION)
+    KEY(gc, OC_LAYOUT_NAMED_GC) KEY(gc_density, OC_LAYOUT_NAMED_GC)
+    KEY(gc_rank, OC_LAYOUT_NAMED_GC) KEY(sync_every, OC_LAYOUT_NAMED_SYNC)
 #undef KEY
     return 0;
 }

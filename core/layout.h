@@ -26,7 +26,9 @@
  * recompute of the first k layers of each chunk), ovl | noovl
  * (gradient-reduce overlap), first<N> and last<N> (layers of the first and
  * the last pipeline stage), coll=auto|ring|hier|tree (collective
- * algorithm). Each knob is named at most once: "tp8-tp8-pp8-dp1" and
+ * algorithm), gc=none|topk<D>|q8|q1|psgd<R> (gradient compression) and
+ * sync<K> (local SGD, parameters averaged every K steps; both ocsim's
+ * names, Megatron-LM has no such flags: compress.h). Each knob is named at most once: "tp8-tp8-pp8-dp1" and
  * "gpipe-...-1f1b" are refused, naming both parts.
  *
  * oc_layout_format writes tp, pp, dp, mb and the schedule (or v) always,
@@ -127,6 +129,14 @@ struct oc_layout {
      * fp32") and off for fp16; 1 on; -1 off. On: 4 bytes per gradient in
      * memory and in the DP collectives (memory.h). fp32 runs: always 4. */
     int grad_fp32;
+    /* The DP gradient exchange (compress.h): compression (enum
+     * oc_gc_kind, OC_GC_NONE = 0 the plain reduction), top-k's density,
+     * PowerSGD's rank, and local SGD's steps between synchronisations
+     * (0 and 1: every step). */
+    int gc;
+    double gc_density;
+    int64_t gc_rank;
+    int64_t sync_every;
 };
 
 /* Where one rank sits in the layout. */
@@ -175,7 +185,9 @@ enum {
     OC_LAYOUT_NAMED_FIRST = 1u << 14,
     OC_LAYOUT_NAMED_LAST = 1u << 15,
     OC_LAYOUT_NAMED_COLL = 1u << 16,
-    OC_LAYOUT_NAMED_BITS = 17
+    OC_LAYOUT_NAMED_GC = 1u << 17,
+    OC_LAYOUT_NAMED_SYNC = 1u << 18,
+    OC_LAYOUT_NAMED_BITS = 19
 };
 /* oc_layout_parse, and the OC_LAYOUT_NAMED_* bits of the knobs s names
  * into *named (may be NULL). */

@@ -17,6 +17,8 @@
  */
 #include "memory.h"
 
+#include "compress.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -513,6 +515,10 @@ void oc_memory_stage(const struct oc_model *m, const struct oc_layout *l,
         out->grads_bytes /= d;
     if (l->zero >= 3)
         out->weights_bytes /= d;
+    /* gradient compression's state (compress.h), counted with the
+     * optimizer's: the schedule allocates it as an optimizer buffer */
+    out->compress_bytes = oc_gc_mem_bytes(m, l, stage);
+    out->optimizer_bytes += out->compress_bytes;
     out->zero_transient_bytes = oc_mem_zero_transient_bytes(m, l, stage);
     out->inflight = oc_mem_inflight(l, stage);
 

@@ -149,7 +149,10 @@ struct oc_mem_breakdown {
     int64_t params;            /* parameters on one rank of this stage */
     double weights_bytes;      /* oc_mem_param_bytes per parameter (/d ZeRO-3) */
     double grads_bytes;        /* /d with ZeRO-2 and 3 */
-    double optimizer_bytes;    /* /d if sharded */
+    double optimizer_bytes;    /* /d if sharded; with compress_bytes */
+    double compress_bytes;     /* of it: the DP exchange's error-feedback
+                                  residuals and PowerSGD's P and Q
+                                  (compress.h), never sharded */
     double zero_transient_bytes; /* oc_mem_zero_transient_bytes */
     double activations_bytes;  /* in-flight layer + embedding + head activations */
     double logits_bytes;       /* in-flight fp32 softmax (last stage) */

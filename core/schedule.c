@@ -53,6 +53,7 @@
 
 #include "memory.h"
 #include "placement.h"
+#include "compress.h"
 #include "schedule_bucket.h"
 #include "schedule_zero.h"
 #include "schedule_cp.h"
@@ -670,6 +671,9 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
             0, x->pb.grad * grad_params);
     put_mem(x, &k, OC_OP_ALLOC, OC_BUF_OPTIMIZER, OC_PHASE_FWD, -1, stage, 0,
             -1, 0, x->pb.optimizer * opt_params);
+    if (oc_gc_on(x->l) && x->dg > 1) /* error feedback, PowerSGD's P and Q */
+        put_mem(x, &k, OC_OP_ALLOC, OC_BUF_OPTIMIZER, OC_PHASE_FWD, -1, stage, 0,
+                -1, 0, oc_gc_mem_bytes(x->model, x->l, stage));
 
     const int dp_async = x->dp_async;
     enum oc_coll_kind dp_coll =
@@ -693,7 +697,9 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
 
     /* Megatron-LM finalize_model_grads: DP gradient reduction, then the
      * tied embedding's all-reduce between first and last stage. */
-    if (x->dg > 1 && !dp_async && !x->zc.on) {
+    if (x->dg > 1 && oc_gc_on(x->l)) { /* compressed or local SGD */
+        oc_gc_put_ops(x->model, x->l, stage, zput, &k);
+    } else if (x->dg > 1 && !dp_async && !x->zc.on) {
         struct oc_op o =
             op_new(OC_OP_COLLECTIVE, OC_PHASE_BWD, OC_PART_ALL, -1, stage, 0);
         o.coll = (uint8_t)dp_coll;
@@ -875,7 +881,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.p2p_bytes = x.sp ? x.tp_bytes / td : x.tp_bytes;
     oc_zero_ctx_init(&x.zc, m, l, o->grain, o->emit_memory);
     /* ZeRO-2/3 reduce per unit instead (schedule_zero.c) */
-    x.dp_async = x.dg > 1 && l->overlap_grad_reduce && !x.zc.on;
+    x.dp_async = x.dg > 1 && l->overlap_grad_reduce && !x.zc.on && !oc_gc_on(l);
     x.bucket_size = oc_dp_bucket_size(l);
     x.bucket_cap = oc_dp_buckets_cap(m, l);
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;

@@ -205,7 +205,10 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
     full *= fixed(s, OC_LAYOUT_NAMED_OVERLAP) ? 1 : 2;
     full *= fixed(s, OC_LAYOUT_NAMED_ORDER) ? 1 : 2;
     full *= fixed(s, OC_LAYOUT_NAMED_COLL) ? 1 : 4;
-    e->c.noop += full - (int64_t)nr * nsp * nz * no * nor * ncoll;
+    /* --compression: its values where a gradient group exists */
+    const int ngc = s->n_compress > 0 && b0->dp * b0->cp > 1 ? s->n_compress : 1;
+    full *= s->n_compress > 0 ? s->n_compress : 1;
+    e->c.noop += full - (int64_t)nr * nsp * nz * no * nor * ncoll * ngc;
 
     struct oc_search_set g;
     memset(&g, 0, sizeof g);
@@ -218,8 +221,11 @@ static void expand_knobs(struct emit *e, const struct oc_layout *b0)
     for (int ir = 0; ir < nr; ir++)
         for (int isp = 0; isp < nsp; isp++)
             for (int iz = 0; iz < nz; iz++)
+                for (int ig = 0; ig < ngc; ig++)
                 for (int io = 0; io < no; io++) {
                     struct oc_layout l = *b0;
+                    if (s->n_compress > 0 && b0->dp * b0->cp > 1)
+                        oc_gc_apply(&l, &s->compress[ig]);
                     l.recompute = rmode[ir];
                     l.recompute_layers = rk[ir];
                     l.sequence_parallel = sp[isp];
@@ -483,6 +489,16 @@ void oc_search_describe(const struct oc_search_space *s, const struct oc_search_
         ADD("; coll %s (fixed)", oc_coll_choice_name(s->base.coll));
     else
         ADD("; coll auto|ring|hier|tree");
+    for (int i = 0; i < s->n_compress; i++) { /* --compression (compress.h) */
+        struct oc_layout g = s->base;
+        oc_gc_apply(&g, &s->compress[i]);
+        char lab[40];
+        if (g.sync_every > 1)
+            snprintf(lab, sizeof lab, "sync%lld", (long long)g.sync_every);
+        else
+            oc_gc_label(&g, lab, sizeof lab);
+        ADD("%s%s", i ? "|" : "; compression ", lab + (g.sync_every > 1 ? 0 : 3));
+    }
 #undef RANGE
 #undef ADD
     if (k >= len && len > 0)

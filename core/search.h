@@ -26,6 +26,8 @@
  *   sequence parallelism on, off; ZeRO stage 0..3; gradient-reduce
  *     overlap on, off; rank order tp-dp-pp, tp-pp-dp; collective algorithm
  *     auto, ring, hier, tree;
+ *   the DP exchange (compress.h) only when listed (--compression), inside
+ *     the ZeRO stage;
  *   the stage splits of oc_stage_split_options_on (the even one alone under
  *   even_stages).
  * A knob whose OC_LAYOUT_NAMED_* bit is in `fixed` keeps base's value.
@@ -61,6 +63,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compress.h"
 #include "layout.h"
 #include "model.h"
 #include "topology.h"
@@ -84,6 +87,11 @@ struct oc_search_space {
     double batch_tolerance; /* > 0: each layout's nearest global batch
                                within it (core/batch.h); 0: base's */
     int even_stages;        /* only the even split (--even-stages) */
+    /* --compression LIST (compress.h): the DP exchange's values searched
+     * where the gradient group has two ranks or more; 0: base's alone
+     * (the default sweep) */
+    struct oc_gc_setting compress[OC_GC_MAX_LIST];
+    int n_compress;
     int platform_file;      /* the run takes a user's SimGrid platform
                                (--platform): its nodes may differ, so rank
                                order is searched wherever it moves a

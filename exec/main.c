@@ -74,6 +74,7 @@
 
 #include "backends.h"
 #include "ckpt.h"
+#include "compress.h"
 #include "csv_table.h"
 #include "ctl.h"
 #include "format.h"
@@ -522,6 +523,10 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
         return oc_fail(st, "layout %s: ocsim-exec does not run rfull%lld (full recompute of "
                            "the first layers of each chunk) yet (ocsim simulate predicts it; "
                            "rfull runs)", j->lname, (long long)o->layout.recompute_layers);
+    if (oc_gc_on(&o->layout)) /* core/compress.h: predicted, not run yet */
+        return oc_fail(st, "layout %s: ocsim-exec does not run gradient compression or "
+                           "local SGD (gc=..., sync<K>) yet (ocsim simulate predicts them)",
+                       j->lname);
     if (!o->exec.save_dir && (o->exec.save_every > 0 || o->exec.save_keep > 0))
         return oc_fail(st, "--save-every and --save-keep need --save DIR");
     struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1, NULL};

@@ -6,6 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "report_md.h"
 
+#include "compress.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -234,6 +236,16 @@ static void knob_diff(struct sb *b, const struct oc_layout *x, const struct oc_l
          (long long)y->first_stage_layers, (long long)y->last_stage_layers);
     KNOB(x->global_batch != y->global_batch, "global batch %lld vs %lld sequences",
          (long long)x->global_batch, (long long)y->global_batch);
+    /* the DP exchange (core/compress.h); its convergence is not modelled */
+    char gx[48], gy[48];
+    oc_gc_label(x, gx, sizeof gx);
+    oc_gc_label(y, gy, sizeof gy);
+    KNOB(x->gc != y->gc || x->gc_density != y->gc_density || x->gc_rank != y->gc_rank,
+         "gradient compression %s vs %s (convergence not modelled)", gx + 3, gy + 3);
+    KNOB(x->sync_every != y->sync_every,
+         "synchronisation every %lld vs %lld steps (local SGD; convergence not modelled)",
+         (long long)(x->sync_every > 1 ? x->sync_every : 1),
+         (long long)(y->sync_every > 1 ? y->sync_every : 1));
 #undef KNOB
     if (k)
         sb_add(b, ".");

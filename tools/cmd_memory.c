@@ -140,6 +140,17 @@ int oc_cmd_memory(int argc, char **argv)
                    "their reduce-scatter) %s, in total\n",
                    (long long)s, l->zero, oc_fmt_si(f, sizeof f, z, "B"));
     }
+    /* gradient compression's state (core/compress.h), in the optimizer
+     * column */
+    for (int64_t s = 0; s < l->pp; s++) {
+        struct oc_mem_breakdown b;
+        oc_memory_stage(&o.model, l, s, &b);
+        char f[32];
+        if (b.compress_bytes > 0)
+            printf("# stage %lld: gradient compression's error-feedback residuals (and "
+                   "PowerSGD's P, Q) %s, in the optimizer column\n",
+                   (long long)s, oc_fmt_si(f, sizeof f, b.compress_bytes, "B"));
+    }
     print_reserve(&o.topo, &worst);
     if (csv.f && oc_csv_close(&csv, &st) != 0) {
         fprintf(stderr, "ocsim memory: %s\n", st.msg);

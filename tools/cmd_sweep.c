@@ -358,6 +358,21 @@ static int sweep_identity(struct oc_sweep_id *id, const struct oc_opts *o,
         k += (size_t)snprintf(list + k, sizeof list - k, "%s%s:%lld", i ? "," : "",
                               oc_schedule_name(o->schedules[i]), (long long)o->vchunks[i]);
     oc_sweep_id_add(id, "schedules", "%s", k ? list : "default");
+    /* --compression (core/compress.h): the list as the layout labels write it */
+    k = 0;
+    for (int i = 0; i < o->n_compress && k < sizeof list - 48; i++) {
+        struct oc_layout g;
+        memset(&g, 0, sizeof g);
+        oc_gc_apply(&g, &o->compress[i]);
+        char lab[40];
+        if (g.sync_every > 1)
+            snprintf(lab, sizeof lab, "sync%lld", (long long)g.sync_every);
+        else
+            oc_gc_label(&g, lab, sizeof lab);
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? "," : "", lab);
+    }
+    if (k)
+        oc_sweep_id_add(id, "compression", "%s", list);
     oc_sweep_id_add(id, "knobs",
                     "recompute=%s sp=%d zero1=%d overlap=%d attention=%s order=%s "
                     "cross_node_tp=%d precision=%s",

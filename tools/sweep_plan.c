@@ -35,6 +35,8 @@ void oc_sweep_space(const struct oc_opts *o, struct oc_search_space *s)
     }
     s->batch_tolerance = o->batch_tolerance;
     s->even_stages = o->even_stages;
+    s->n_compress = o->n_compress; /* --compression (core/compress.h) */
+    memcpy(s->compress, o->compress, sizeof s->compress);
     s->platform_file = o->platform_file != NULL;
     s->n_micro_batches = o->n_micro_batches < OC_SEARCH_MAX_MB ? o->n_micro_batches
                                                                : OC_SEARCH_MAX_MB;
