@@ -139,7 +139,7 @@ void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt)
     const struct oc_schedule *s = tl->sched;
     const int64_t R = tl->nranks, P = s->layout.pp;
     OC_ASSERT(R == s->nranks && P == mt->nstages);
-    int64_t **partner = oc_timeline_partners(s);
+    int64_t **partner = tl->partner ? tl->partner : oc_timeline_partners(s);
     struct rank_fig *f = oc_xcalloc((size_t)R, sizeof *f);
     double step = 0;
     for (int64_t r = 0; r < R; r++)
@@ -182,5 +182,6 @@ void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt)
     }
     free(count);
     free(f);
-    oc_timeline_partners_free(partner, R);
+    if (partner != tl->partner)
+        oc_timeline_partners_free(partner, R);
 }

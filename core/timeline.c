@@ -47,6 +47,7 @@ void oc_timeline_free(struct oc_timeline *tl)
     free(tl->proxy);
     free(tl->inner_s);
     free(tl->peak_mem_bytes);
+    oc_timeline_partners_free(tl->partner, tl->nranks);
     memset(tl, 0, sizeof *tl);
 }
 
@@ -133,7 +134,9 @@ void oc_timeline_partners_free(int64_t **partner, int64_t nranks)
 void oc_timeline_send_arrivals(struct oc_timeline *tl)
 {
     const struct oc_schedule *s = tl->sched;
-    int64_t **partner = oc_timeline_partners(s);
+    if (!tl->partner)
+        tl->partner = oc_timeline_partners(s);
+    int64_t **partner = tl->partner;
     for (int64_t r = 0; r < tl->nranks; r++)
         for (int64_t i = 0; tl->start_s[r] && i < s->ranks[r].n; i++) {
             const struct oc_op *op = &s->ranks[r].ops[i];
@@ -143,5 +146,4 @@ void oc_timeline_send_arrivals(struct oc_timeline *tl)
             const double arrive = tl->end_s[op->peer][j];
             tl->end_s[r][i] = arrive > tl->start_s[r][i] ? arrive : tl->start_s[r][i];
         }
-    oc_timeline_partners_free(partner, tl->nranks);
 }

@@ -46,6 +46,9 @@ struct oc_timeline {
     /* NULL, or (nranks) measured memory high-water marks in bytes; NULL:
      * the running sum of the schedule's ALLOC / FREE ops (step_metrics.h) */
     double *peak_mem_bytes;
+    /* NULL, or oc_timeline_partners(sched) as oc_timeline_send_arrivals
+     * computed it, kept for oc_step_metrics (freed with the timeline) */
+    int64_t **partner;
 };
 
 /* Allocates times for the ranks with record[r] != 0 (all when record is
