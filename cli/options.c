@@ -28,7 +28,7 @@ enum {
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
     O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_REJCSV, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
-    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY, O_COMPRESSION,
+    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY, O_VAR_TOP, O_COMPRESSION,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -103,6 +103,7 @@ static const struct flag flags[] = {
     {{"precision", required_argument, 0, O_PRECISION}, OC_OPT_EXEC},
     {{"steps", required_argument, 0, O_STEPS}, OC_OPT_EXEC | OC_OPT_VAR},
     {{"variability", required_argument, 0, O_VARIABILITY}, OC_OPT_VAR},
+    {{"variability-top", required_argument, 0, O_VAR_TOP}, OC_OPT_VAR_SWEEP},
     {{"lr", required_argument, 0, O_LR}, OC_OPT_EXEC},
     {{"seed", required_argument, 0, O_SEED}, OC_OPT_EXEC | OC_OPT_PLAN | OC_OPT_VAR},
     {{"reserve", required_argument, 0, O_RESERVE}, OC_OPT_RESERVE},
@@ -150,6 +151,7 @@ void oc_opts_default(struct oc_opts *o)
     o->reserve.mode = OC_RESERVE_AUTO;
     o->reserve.fragmentation = OC_RESERVE_FRAGMENTATION_DEFAULT;
     o->robustness = OC_ROBUSTNESS_DEFAULT;
+    o->var_top = OC_VAR_TOP_DEFAULT;
 }
 
 /* A flag as the user gave it (its long name and value, NULL for a flag
@@ -368,6 +370,17 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_COREKNOBS: o->core_knobs = 1; return 0;
     case O_LOG: o->log = val; return 0;
     case O_VARIABILITY: o->variability = val; return 0;
+    case O_VAR_TOP: {
+        int64_t k;
+        if (oc_optv_at_least("variability-top", val, 1, &k, st) != 0)
+            return -1;
+        if (k > OC_VAR_TOP_MAX)
+            return oc_fail(st, "--variability-top %lld: at most %d layouts", (long long)k,
+                           OC_VAR_TOP_MAX);
+        o->var_top = k;
+        o->var_top_given = 1;
+        return 0;
+    }
     case O_PLATFORM: o->platform_file = val; return 0;
     case O_JOBS: return oc_optv_positive(name, val, &o->jobs, st);
     case O_TOP: return oc_optv_positive(name, val, &o->top, st);

@@ -47,6 +47,7 @@ enum {
     OC_OPT_PLAN = 1 << 7,    /* sweep: --cards LIST, --robustness R, --seed */
     OC_OPT_FIX = 1 << 8,    /* --tp, --pp, --dp fixing them in a sweep */
     OC_OPT_VAR = 1 << 9,    /* simulate: --variability SPEC, --steps N, --seed S */
+    OC_OPT_VAR_SWEEP = 1 << 10, /* sweep: --variability-top N (with OC_OPT_VAR) */
 };
 
 #define OC_MAX_LIST 16
@@ -56,6 +57,11 @@ enum {
  * of at most OC_PERTURB_TOP layouts each). */
 #define OC_ROBUSTNESS_DEFAULT 200
 #define OC_ROBUSTNESS_MAX 1000000
+/* --variability-top: the best fitting layouts of a sweep re-run under
+ * --variability (each --steps replays of every micro-batch: the cost of
+ * the option), and at most that many (the ranked table's own bound). */
+#define OC_VAR_TOP_DEFAULT 5
+#define OC_VAR_TOP_MAX 1000
 
 /* --steps's bound: 20 times the longest pretraining run we know of (Llama
  * 2: 2.0 T tokens in batches of 4 M, 500 k steps; Touvron et al. 2023,
@@ -157,6 +163,8 @@ struct oc_opts {
     int64_t top;              /* rows of the ranked table */
     const char *variability;  /* OC_OPT_VAR: --variability SPEC
                                  (core/variability.h), or NULL */
+    int64_t var_top;          /* OC_OPT_VAR_SWEEP: layouts re-run under it */
+    int var_top_given;
     struct oc_exec_flags exec; /* OC_OPT_EXEC */
     int help;
     struct oc_model model;

@@ -132,15 +132,22 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "                          32,64,128), or 32-128:32 (32,64,96,128)\n"
               "  --robustness R          perturbed cost models for the confidence of the\n"
               "                          choice (default 200; 0: off)\n"
-              "  --seed S                their random seed (default 1234)\n", f);
+              "  --seed S                their random seed (default 1234; --variability's\n"
+              "                          too)\n", f);
     if (groups & OC_OPT_VAR)
         fputs("Stragglers and jitter (docs/guide.md):\n"
               "  --variability SPEC      compute=CV,slow=F,slowdown=K,link=CV: per-op\n"
               "                          compute noise (log-normal, mean 1), a fraction\n"
               "                          F of persistently slow devices K times slower,\n"
               "                          link bandwidth jitter; samples --steps steps\n"
-              "  --steps N               sampled steps (default 100)\n"
-              "  --seed S                their random seed (default 1234)\n", f);
+              "  --steps N               sampled steps (default 100; a sweep: 20 per\n"
+              "                          layout)\n", f);
+    if ((groups & OC_OPT_VAR) && !(groups & OC_OPT_PLAN))
+        fputs("  --seed S                their random seed (default 1234)\n", f);
+    if (groups & OC_OPT_VAR_SWEEP)
+        fputs("  --variability-top N     re-run the N best fitting layouts under\n"
+              "                          --variability and rank them by mean tokens/s\n"
+              "                          (default 5)\n", f);
     if (groups & OC_OPT_CSV)
         fputs("  --csv FILE              also write the table as CSV\n", f);
     if (groups & OC_OPT_OUT)

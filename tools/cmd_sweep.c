@@ -48,6 +48,7 @@
 #include "plots.h"
 #include "report_confidence.h"
 #include "report_md.h"
+#include "sweep_var.h"
 #include "sim_opts.h"
 #include "sweep.h"
 #include "sweep_journal.h"
@@ -57,7 +58,8 @@
 #include "sweep_plan.h"
 #include "sweep_twins.h"
 
-#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX)
+#define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX | \
+                OC_OPT_VAR | OC_OPT_VAR_SWEEP)
 
 static void help(void)
 {
@@ -697,7 +699,9 @@ static int sweep_setup(struct oc_opts *o, struct oc_replay_opts *ro, int argc, c
         help();
         return 1;
     }
-    if (oc_opts_load(o, &st) != 0 || oc_opts_replay(o, ro, &st) != 0) {
+    struct oc_variability v;
+    if (oc_sweep_var_check(o, &v, &st) != 0 || oc_opts_load(o, &st) != 0 ||
+        oc_opts_replay(o, ro, &st) != 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         return 2;
     }
@@ -949,6 +953,11 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
                 (long long)(x.nres + x.nfail));
     rc = report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
                 oc->have_confidence ? &oc->confidence : NULL);
+    if (rc == 0 && !sig && o.variability) {
+        struct oc_variability v; /* checked in sweep_setup */
+        if (oc_sweep_var_check(&o, &v, &st) == 0)
+            rc = oc_sweep_var_run(&o, &ro, &v, x.res, x.nres, table_rc == 0 ? out : NULL);
+    }
     summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     if (table_rc != 0)
