@@ -15,6 +15,7 @@
 #include "schedule.h"
 #include "schedule_bucket.h"
 #include "schedule_cp.h"
+#include "tp_overlap.h"
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -298,6 +299,9 @@ static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
  * sizes in cp_attn_s are most of it under CP). */
 struct layer_s {
     double lf, lb, lr, tp_ar;
+    double tp_f, tp_b;  /* a layer's TP collectives, forward and backward:
+                           2 tp_ar, or under the TP-communication overlap
+                           what the GEMMs leave of them (tp_overlap.h) */
     const int64_t *nl; /* nl[stage * v + ch]: the layers of a chunk */
 };
 
@@ -312,6 +316,12 @@ static void layer_costs(const struct oc_model *m, const struct oc_layout *l,
     ls->lr = c->part_s[OC_PART_ATTN][OC_PHASE_RECOMPUTE] +
              c->part_s[OC_PART_MLP][OC_PHASE_RECOMPUTE];
     ls->tp_ar = tp_allreduce_s(m, l, t);
+    /* The overlap's exposed time grows with the collective's, so the ring's
+     * bandwidth term (below the simulated collective) gives a bound. */
+    struct oc_tpo tpo;
+    oc_tpo_init(&tpo, m, l, t);
+    ls->tp_f = oc_tpo_layer_s(&tpo, OC_PHASE_FWD, 0.5 * ls->tp_ar, 0.5 * ls->tp_ar);
+    ls->tp_b = oc_tpo_layer_s(&tpo, OC_PHASE_BWD, 0.5 * ls->tp_ar, 0.5 * ls->tp_ar);
 }
 
 /* One forward (*f) and one backward (*b, its recompute included) of local
@@ -322,15 +332,15 @@ static void chunk_fb(const struct oc_model *m, const struct oc_layout *l,
                      const struct oc_cost *c, const struct layer_s *ls, int64_t stage,
                      int64_t ch, double *fo, double *bo)
 {
-    const double lf = ls->lf, lb = ls->lb, lr = ls->lr, tp_ar = ls->tp_ar;
+    const double lf = ls->lf, lb = ls->lb, lr = ls->lr;
     const int64_t n = ls->nl[stage * oc_place_chunks_per_stage(l) + ch];
     int64_t nrec = n;
     if (l->recompute == OC_RECOMPUTE_FULL && l->recompute_layers > 0)
         nrec = imin(l->recompute_layers, n);
-    double f = (double)n * (lf + 2 * tp_ar);
-    double b = (double)n * (lb + 2 * tp_ar) + (double)nrec * lr;
+    double f = (double)n * (lf + ls->tp_f);
+    double b = (double)n * (lb + ls->tp_b) + (double)nrec * lr;
     if (l->recompute == OC_RECOMPUTE_FULL)
-        b += (double)nrec * 2 * tp_ar;
+        b += (double)nrec * ls->tp_f;
     if (oc_place_holds_embed(l, stage, ch)) {
         f += c->part_s[OC_PART_EMBED][OC_PHASE_FWD];
         b += c->part_s[OC_PART_EMBED][OC_PHASE_BWD];

@@ -9,6 +9,8 @@
  */
 #include "closed_form.h"
 
+#include "tp_overlap.h"
+
 #include "compress.h"
 
 #include <math.h>
@@ -744,6 +746,21 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                 : oc_nccl_ring_s(nc, OC_COLL_ALLREDUCE, tp, e * sbh, bw, lat, mem, across, NULL);
         tp_layer_s = (4.0 + rec) * ar;
         tp_bwd_layer_s = (2.0 + rec) * ar; /* the backward's and the recompute's */
+        /* --tp-comm-overlap: each all-gather and reduce-scatter less what
+         * its GEMM hides (tp_overlap.h); the pair's split as the
+         * simulator's (without NCCL's terms the ring's two halves) */
+        struct oc_tpo tpo;
+        oc_tpo_init(&tpo, m, l, t);
+        if (tpo.on) {
+            const double ag = nc ? oc_nccl_ring_s(nc, OC_COLL_ALLGATHER, tp, e * sbh, bw, lat,
+                                                  mem, across, NULL)
+                                 : 0.5 * ar;
+            const double rs = ar - ag;
+            const double f = oc_tpo_layer_s(&tpo, OC_PHASE_FWD, ag, rs);
+            const double b = oc_tpo_layer_s(&tpo, OC_PHASE_BWD, ag, rs);
+            tp_layer_s = f + b + 0.5 * rec * f;
+            tp_bwd_layer_s = b + 0.5 * rec * f;
+        }
     }
     const double tp_chunk_s = lpc * tp_layer_s;
 

@@ -187,6 +187,8 @@ static struct oc_gemm wgrad(struct oc_gemm g)
     return (struct oc_gemm){.m = g.k, .n = g.n, .k = g.m, .batch = g.batch,
                             .elem_bytes = g.elem_bytes};
 }
+struct oc_gemm oc_gemm_dgrad(struct oc_gemm g) { return dgrad(g); }
+struct oc_gemm oc_gemm_wgrad(struct oc_gemm g) { return wgrad(g); }
 
 /* The two GEMMs of core attention, batched over heads and sequences:
  * scores S = Q K^T (s x s, inner hd) and weighted values O = P V
@@ -590,17 +592,39 @@ double oc_cost_op_s(const struct oc_cost *c, const struct oc_op *op,
     }
 }
 
+/* A unit device: shapes and FLOPs need a valid one, not its figures. */
+static void unit_device(struct oc_topology *t)
+{
+    memset(t, 0, sizeof *t);
+    t->device.peak_flops_16bit = 1;
+    t->device.hbm_bandwidth_Bps = 1;
+    t->device.sm_count = 1;
+    t->device.gemm_efficiency = 1;
+}
+
+int oc_cost_part_gemms(const struct oc_model *m, const struct oc_layout *l,
+                       enum oc_part part, struct oc_gemm g[2])
+{
+    struct oc_topology t;
+    unit_device(&t);
+    struct dims d;
+    const struct oc_cost_overheads o = oc_cost_overheads_none();
+    dims_init(&d, m, l, &t, &o);
+    struct oc_gemm all[4];
+    const int n = part_gemms(&d, part, all);
+    OC_ASSERT(n <= 2);
+    for (int i = 0; i < n; i++)
+        g[i] = all[i];
+    return n;
+}
+
 double oc_cost_layer_flops(const struct oc_model *m, const struct oc_layout *l,
                            enum oc_phase phase)
 {
     /* Only FLOPs are read; no device is needed, but the GEMM timing needs a
      * valid one, so use a dummy unit device. */
     struct oc_topology t;
-    memset(&t, 0, sizeof t);
-    t.device.peak_flops_16bit = 1;
-    t.device.hbm_bandwidth_Bps = 1;
-    t.device.sm_count = 1;
-    t.device.gemm_efficiency = 1;
+    unit_device(&t);
     struct dims d;
     const struct oc_cost_overheads o = oc_cost_overheads_none();
     dims_init(&d, m, l, &t, &o);

@@ -68,6 +68,16 @@ struct oc_gemm {
 };
 
 double oc_cost_gemm_s(const struct oc_topology *t, struct oc_gemm g);
+/* The backward GEMMs of C(m x n) = A(m x k) B(k x n): the input gradient
+ * dA = dC B^T (m x k, inner n) and the weight gradient dB = A^T dC
+ * (k x n, inner m). */
+struct oc_gemm oc_gemm_dgrad(struct oc_gemm g);
+struct oc_gemm oc_gemm_wgrad(struct oc_gemm g);
+/* The forward GEMMs of one layer part on one TP rank, one micro-batch, in
+ * the order they run (ATTN: QKV, output projection; MLP: fc1, fc2; HEAD:
+ * the logits); returns how many (0 for the embedding). */
+int oc_cost_part_gemms(const struct oc_model *m, const struct oc_layout *l,
+                       enum oc_part part, struct oc_gemm g[2]);
 double oc_cost_membound_s(const struct oc_topology *t, double bytes);
 /* The memory bandwidth memory-bound kernels run at: the calibrated one
  * (calib_mem_Bps) where measured, else the device's HBM bandwidth. */

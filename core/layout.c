@@ -163,6 +163,7 @@ static const char *const named_what[OC_LAYOUT_NAMED_BITS] = {
     "cp (context-parallel size)", "the gradient-reduce overlap",
     "the first stage's layers", "the last stage's layers", "the collective algorithm",
     "the gradient compression", "the synchronisation interval (local SGD)",
+    "the TP-communication overlap",
 };
 
 const char *oc_layout_named_what(unsigned bit)
@@ -236,6 +237,10 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
         l->overlap_grad_reduce = 1, *bit = OC_LAYOUT_NAMED_OVERLAP;
     else if (strcmp(part, "noovl") == 0)
         l->overlap_grad_reduce = 0, *bit = OC_LAYOUT_NAMED_OVERLAP;
+    else if (strcmp(part, "tpovl") == 0)
+        l->tp_comm_overlap = 1, *bit = OC_LAYOUT_NAMED_TPOVL;
+    else if (strcmp(part, "notpovl") == 0)
+        l->tp_comm_overlap = 0, *bit = OC_LAYOUT_NAMED_TPOVL;
     else if (strcmp(part, "nozero") == 0)
         l->zero = 0, *bit = OC_LAYOUT_NAMED_ZERO;
     else if (strcmp(part, "flash") == 0)
@@ -430,6 +435,8 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
         put_part(buf, n, &k, "zero%lld", (long long)l->zero);
     if (l->overlap_grad_reduce != d.overlap_grad_reduce)
         put_part(buf, n, &k, l->overlap_grad_reduce ? "ovl" : "noovl", 0);
+    if (l->tp_comm_overlap != d.tp_comm_overlap)
+        put_part(buf, n, &k, l->tp_comm_overlap ? "tpovl" : "notpovl", 0);
     if (l->attention != d.attention)
         put_part(buf, n, &k, l->attention == OC_ATTN_FLASH ? "flash" : "classic", 0);
     char named[48];
@@ -561,6 +568,11 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (m->intermediate_size % l->tp != 0)
         return oc_fail(st, "intermediate_size %lld is not divisible by TP %lld",
                        (long long)m->intermediate_size, (long long)l->tp);
+    /* Megatron-LM arguments.py: "Tensor parallel communication/GEMM
+     * overlap can happen only when sequence parallelism is enabled". */
+    if (l->tp_comm_overlap && !l->sequence_parallel)
+        return oc_fail(st, "the TP-communication overlap (tpovl, --tp-comm-overlap) "
+                           "needs sequence parallelism");
     /* Megatron-LM (arguments.py, and Megatron-Core's CP docs): the
      * sequence splits into 2*cp chunks, each CP rank holding chunks i and
      * 2*cp-1-i so that causal attention balances. */
@@ -765,6 +777,7 @@ int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
     KEY(sequence_parallel, OC_LAYOUT_NAMED_SP) KEY(zero, OC_LAYOUT_NAMED_ZERO)
     KEY(first_stage_layers, OC_LAYOUT_NAMED_FIRST) KEY(last_stage_layers, OC_LAYOUT_NAMED_LAST)
     KEY(coll, OC_LAYOUT_NAMED_COLL) KEY(overlap_grad_reduce, OC_LAYOUT_NAMED_OVERLAP)
+    KEY(tp_comm_overlap, OC_LAYOUT_NAMED_TPOVL)
     KEY(attention, OC_LAYOUT_NAMED_ATTENTION) KEY(order, OC_LAYOUT_NAMED_ORDER)
     KEY(allow_cross_node_tp, 0) KEY(precision, OC_LAYOUT_NAMED_PRECISION)
     KEY(gc, OC_LAYOUT_NAMED_GC) KEY(gc_density, OC_LAYOUT_NAMED_GC)

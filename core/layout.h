@@ -117,6 +117,11 @@ struct oc_layout {
     int64_t first_stage_layers, last_stage_layers;
     enum oc_coll_choice coll; /* collective algorithm, OC_COLL_CHOICE_AUTO */
     int overlap_grad_reduce;
+    /* Megatron-LM --tp-comm-overlap: Transformer Engine's userbuffers hide
+     * the TP all-gathers and reduce-scatters behind the GEMMs next to them
+     * (tp_overlap.h); needs sequence parallelism. 0 = off (Megatron-LM's
+     * default). */
+    int tp_comm_overlap;
     enum oc_attention attention;
     enum oc_rank_order order;
     int allow_cross_node_tp; /* let a TP group span nodes */
@@ -187,7 +192,8 @@ enum {
     OC_LAYOUT_NAMED_COLL = 1u << 16,
     OC_LAYOUT_NAMED_GC = 1u << 17,
     OC_LAYOUT_NAMED_SYNC = 1u << 18,
-    OC_LAYOUT_NAMED_BITS = 19
+    OC_LAYOUT_NAMED_TPOVL = 1u << 19,
+    OC_LAYOUT_NAMED_BITS = 20
 };
 /* oc_layout_parse, and the OC_LAYOUT_NAMED_* bits of the knobs s names
  * into *named (may be NULL). */

@@ -294,6 +294,7 @@ static int structural_ok(struct emit *e, const struct oc_layout *l, char *why, s
     p.recompute = OC_RECOMPUTE_NONE;
     p.recompute_layers = 0;
     p.sequence_parallel = 0;
+    p.tp_comm_overlap = 0; /* it needs sequence parallelism */
     p.overlap_grad_reduce = 0;
     p.coll = OC_COLL_CHOICE_AUTO;
     int64_t f[MAXSPLIT], la[MAXSPLIT];

@@ -35,6 +35,7 @@
 #include "coll.h"
 #include "engine.h"
 #include "replay.h"
+#include "tp_overlap.h"
 
 /* ---- state ------------------------------------------------------------- */
 
@@ -117,6 +118,11 @@ struct replay {
     const struct oc_layout *l;
     const struct oc_schedule *s;
     int fast;
+    /* TP collectives as sleeps of their closed-form time: fast mode, and
+     * under the TP-communication overlap (tp_overlap.h), whose exposed
+     * time is that of the closed form next to the GEMMs */
+    int tp_sleeps;
+    struct oc_tpo tpo;
     int all_ranks; /* fast mode, but every rank simulated (no scaling) */
     int sym_asked; /* OC_SIM_SYM asked */
     int sym;       /* symmetric mode runs: fast mode, replica dp 0 only */

@@ -63,7 +63,7 @@ static void async_main(void *arg)
         sg_mutex_lock(j->rk->zmx[stream]);
         j->start_s = oc_sim_now_s();
     }
-    if (j->rk->R->fast && j->op->group == OC_GROUP_TP) {
+    if (j->rk->R->tp_sleeps && j->op->group == OC_GROUP_TP) {
         /* fast mode's TP collectives are sleeps (none is async today) */
         if (j->rk->cost_s[j->idx] > 0)
             sg_actor_sleep_for(j->rk->cost_s[j->idx]);
@@ -320,7 +320,7 @@ void oc_rp_rank_main(void *arg)
                 j->h = oc_sim_async_start("dp-bucket", rk->host, async_main, j);
                 break;
             }
-            if (R->fast && op->group == OC_GROUP_TP) {
+            if (R->tp_sleeps && op->group == OC_GROUP_TP) {
                 if (rk->cost_s[i] > 0)
                     sg_actor_sleep_for(rk->cost_s[i]);
             } else {

@@ -30,8 +30,8 @@ XBT_LOG_EXTERNAL_DEFAULT_CATEGORY(ocsim_replay); /* replay.c's (nothing logged h
  * closed-form estimate (coll.h) of the algorithm full mode would run for
  * this kind and size, with NCCL's terms where they apply
  * (oc_coll_cost_s), times the op's count. */
-static double tp_sleep_s(const struct rgroup *G, const struct oc_op *op,
-                         const struct oc_sim_coll_opts *o)
+static double tp_sleep_s(const struct replay *R, const struct rgroup *G,
+                         const struct oc_op *op, const struct oc_sim_coll_opts *o)
 {
     const struct oc_sim_group *g = &G->g;
     if (g->size < 2)
@@ -39,7 +39,8 @@ static double tp_sleep_s(const struct rgroup *G, const struct oc_op *op,
     const double S = (double)llround(op->bytes);
     const enum oc_coll_kind kind = (enum oc_coll_kind)op->coll;
     const struct oc_coll_algo *a = oc_coll_pick(g, kind, o->algo, S, o);
-    return (double)(op->count > 1 ? op->count : 1) * oc_coll_cost_s(g, a, kind, S, o, NULL, NULL);
+    /* count repetitions, less what the GEMMs hide under the overlap */
+    return oc_tpo_op_s(&R->tpo, R->l, op, oc_coll_cost_s(g, a, kind, S, o, NULL, NULL));
 }
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -238,8 +239,8 @@ static double *op_costs(const struct replay *R, const struct rrank *rk,
             c[i] = uniform && op->phase == OC_PHASE_OPTIMIZER
                        ? 0
                        : oc_cost_op_s(cost, op, R->l, R->m);
-        else if (R->fast && op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP)
-            c[i] = tp_sleep_s(rk->tp, op, &R->copts);
+        else if (R->tp_sleeps && op->kind == OC_OP_COLLECTIVE && op->group == OC_GROUP_TP)
+            c[i] = tp_sleep_s(R, rk->tp, op, &R->copts);
     }
     return c;
 }
@@ -371,6 +372,8 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
 {
     struct oc_cost cost;
     oc_cost_init(&cost, R->m, R->l, t);
+    oc_tpo_init(&R->tpo, R->m, R->l, t);
+    R->tp_sleeps = R->fast || R->tpo.on;
     if (o->uniform_stages)
         for (int ph = 0; ph <= OC_PHASE_OPTIMIZER; ph++)
             cost.part_s[OC_PART_EMBED][ph] = cost.part_s[OC_PART_HEAD][ph] = 0;
@@ -385,7 +388,7 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
             break;
         /* Full mode: the ranks of a stage run the same compute ops, so
          * they share one cost array; fast mode adds per-group TP sleeps. */
-        if (!R->fast && !R->var && stage_cost[rk->c.pp]) {
+        if (!R->tp_sleeps && !R->var && stage_cost[rk->c.pp]) {
             rk->cost_s = stage_cost[rk->c.pp];
         } else {
             double *c = op_costs(R, rk, &cost, o->uniform_stages);
@@ -393,7 +396,7 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
                 oc_rp_var_costs(R, rk, c);
             R->costs[R->ncosts++] = c;
             rk->cost_s = c;
-            if (!R->fast && !R->var)
+            if (!R->tp_sleeps && !R->var)
                 stage_cost[rk->c.pp] = c;
         }
         rc = rank_lists(R, rk, &maxtag, st);

@@ -38,6 +38,7 @@ static const struct vcol {
     {"sequence_parallel", "sequence-parallel", V_BOOL, "no-sequence-parallel"},
     {"zero", "zero-stage", V_STR, NULL},
     {"overlap_grad_reduce", "overlap-grad-reduce", V_BOOL, "no-overlap-grad-reduce"},
+    {"tp_comm_overlap", "tp-comm-overlap", V_BOOL, "no-tp-comm-overlap"},
     {"grad_reduce_in_fp32", "grad-reduce-in-fp32", V_BOOL, "no-grad-reduce-in-fp32"},
     {"attention", "attention", V_STR, NULL},
     {"rank_order", "rank-order", V_STR, NULL},
