@@ -77,6 +77,9 @@ static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
 {
     if (op->phase == OC_PHASE_OPTIMIZER)
         return oc_rn_optimizer(r, st);
+    /* the compressed DP exchange's kernels (core/compress.h's ops) */
+    if (r->gc && op->phase == OC_PHASE_BWD && op->part == OC_PART_ALL && op->mb < 0)
+        return oc_rn_gc_compute(r, op, st);
     if (op->phase == OC_PHASE_RECOMPUTE && op->part == OC_PART_ATTN &&
         r->l->recompute == OC_RECOMPUTE_SELECTIVE) {
         struct oc_gpt_attn_act aa;
