@@ -83,6 +83,9 @@ struct oc_gc_kernels {
     /* g (n) = the d gathered blocks decoded (their padding dropped). */
     void (*q_unpack)(const uint32_t *in, int64_t n, int64_t d, int64_t chunk, int bits,
                      float *g);
+    /* x (n) *= a: the mean of the TP replicas' decoded gradients (the
+     * runner's, runner_gc.c). */
+    void (*scale)(float *x, int64_t n, float a);
 };
 
 /* Elements per chunk of n over d ranks: ceil(n/d) rounded up to 32 (whole

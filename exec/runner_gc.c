@@ -18,7 +18,15 @@
  *
  * n is the rank's whole arena (the stage's parameters, as oc_gc_plan's N;
  * checked at init), d the DP group. Every DP rank decodes the same
- * gathered buffer in the same order, so the replicas stay bitwise equal.
+ * gathered buffer in the same order, so the DP replicas stay bitwise
+ * equal. TP replicas do not by themselves: a tensor every TP rank holds
+ * whole (norms, the row-parallel layers' biases, GPT-2's position table)
+ * has the same gradient on each before the exchange, but each TP rank's
+ * DP group compresses it among different neighbours (the top k of a
+ * different arena, a different chunk scale), so after the unpack those
+ * gradients are averaged over the TP group (one all-reduce of them and a
+ * scale by 1/t, in the unpack's op: the schedule has no op for it, as
+ * for sequence parallelism's sum of the norms' gradients, runner_dp.c).
  * The error-feedback residuals (the worker's n floats, the server's chunk)
  * live from init, counted as optimizer state (the schedule's ALLOC of
  * oc_gc_mem_bytes); the wire buffers are COMM buffers from the pack to the
@@ -50,6 +58,9 @@ struct oc_runner_gc {
     float *server;        /* (chunk) q: the server's, of this rank's chunk */
     float *packed;        /* (wire) from the pack to the exchange */
     float *gathered;      /* (all) from the exchange to the unpack */
+    int64_t *rep, nrep;   /* t > 1: the tensors held whole by every TP
+                             rank (indices into p.t), nrep of them */
+    int64_t rep_floats;   /* their floats */
     int next;             /* the op expected: 0 pack, 1 exchange, 2 unpack */
 };
 
@@ -88,6 +99,21 @@ static int gc_sizes(struct oc_runner *r, struct oc_runner_gc *g, struct oc_statu
     return 0;
 }
 
+/* The tensors every TP rank holds whole (t > 1). */
+static void tp_replicated(struct oc_runner *r, struct oc_runner_gc *g)
+{
+    if (r->t < 2)
+        return;
+    g->rep = oc_xmalloc((size_t)r->p.nt * sizeof *g->rep);
+    for (int64_t i = 0; i < r->p.nt; i++) {
+        const struct oc_param_tensor *t = &r->p.t[i];
+        if (t->rows == t->grows && t->cols == t->gcols) {
+            g->rep[g->nrep++] = i;
+            g->rep_floats += t->rows * t->cols;
+        }
+    }
+}
+
 int oc_rn_gc_init(struct oc_runner *r, struct oc_status *st)
 {
     const struct oc_layout *l = r->l;
@@ -102,6 +128,7 @@ int oc_rn_gc_init(struct oc_runner *r, struct oc_status *st)
     r->gc = g;
     if (gc_sizes(r, g, st) != 0)
         return -1;
+    tp_replicated(r, g);
     const struct oc_backend_ops *B = r->b->ops;
     const int64_t fb = (int64_t)sizeof(float);
     g->resid = B->alloc(r->b, g->n * fb);
@@ -124,6 +151,7 @@ void oc_rn_gc_free(struct oc_runner *r)
     r->b->ops->free(r->b, g->packed);
     r->b->ops->free(r->b, g->server);
     r->b->ops->free(r->b, g->resid);
+    free(g->rep);
     free(g);
     r->gc = NULL;
 }
@@ -148,8 +176,39 @@ static int pack(struct oc_runner *r, struct oc_status *st)
     return 0;
 }
 
+/* The mean over the TP group of the gradients of the tensors every TP
+ * rank holds whole (see the header comment). */
+static int tp_mean(struct oc_runner *r, struct oc_status *st)
+{
+    struct oc_runner_gc *g = r->gc;
+    if (g->nrep == 0)
+        return 0;
+    const struct oc_backend_ops *B = r->b->ops;
+    float *buf = oc_rn_mem_get(r, OC_BUF_COMM, g->rep_floats);
+    const int64_t fb = (int64_t)sizeof *buf;
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        int64_t pos = 0;
+        for (int64_t i = 0; i < g->nrep; i++) {
+            const struct oc_param_tensor *t = &r->p.t[g->rep[i]];
+            const int64_t n = t->rows * t->cols;
+            if (pass == 0)
+                B->copy(r->b, buf + pos, r->p.g + t->offset, n * fb);
+            else
+                B->copy(r->b, r->p.g + t->offset, buf + pos, n * fb);
+            pos += n;
+        }
+        if (pass == 0) {
+            rc = B->tp_allreduce(r->b, buf, g->rep_floats, OC_GPT_SUM, st);
+            r->b->gc->scale(buf, g->rep_floats, 1.0f / (float)r->t);
+        }
+    }
+    oc_rn_mem_put(r, OC_BUF_COMM, &buf, g->rep_floats);
+    return rc;
+}
+
 /* The gradient from the gathered buffer, after the collective. */
-static void unpack(struct oc_runner *r)
+static int unpack(struct oc_runner *r, struct oc_status *st)
 {
     struct oc_runner_gc *g = r->gc;
     const struct oc_gc_kernels *K = r->b->gc;
@@ -158,6 +217,7 @@ static void unpack(struct oc_runner *r)
     else
         K->q_unpack((const uint32_t *)g->gathered, g->n, r->dp, g->chunk, g->bits, r->p.g);
     oc_rn_mem_put(r, OC_BUF_COMM, &g->gathered, g->all);
+    return tp_mean(r, st);
 }
 
 int oc_rn_gc_compute(struct oc_runner *r, const struct oc_op *op, struct oc_status *st)
@@ -169,9 +229,8 @@ int oc_rn_gc_compute(struct oc_runner *r, const struct oc_op *op, struct oc_stat
         return pack(r, st);
     }
     if (g->next == 2) {
-        unpack(r);
         g->next = 0;
-        return 0;
+        return unpack(r, st);
     }
     return oc_fail(st, "a compression kernel where the schedule's compressed collective "
                        "was due");

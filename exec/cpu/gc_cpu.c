@@ -199,12 +199,19 @@ static void cpu_q_unpack(const uint32_t *in, int64_t n, int64_t d, int64_t chunk
         decode(in + j * W, oc_gc_q_len(n, chunk, j), bits, g + j * chunk, 0);
 }
 
+static void cpu_scale(float *x, int64_t n, float a)
+{
+    for (int64_t i = 0; i < n; i++)
+        x[i] *= a;
+}
+
 static const struct oc_gc_kernels table = {
     .topk_pack = cpu_topk_pack,
     .topk_unpack = cpu_topk_unpack,
     .q_pack = cpu_q_pack,
     .q_server = cpu_q_server,
     .q_unpack = cpu_q_unpack,
+    .scale = cpu_scale,
 };
 
 const struct oc_gc_kernels *oc_gc_kernels_cpu(void) { return &table; }
