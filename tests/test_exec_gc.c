@@ -4,7 +4,7 @@
  *
  * - top-k: 8 elements, D = 0.25 -> K = 2: the pairs and the residual
  *   exactly; the residual sent at the next step (error feedback); ties
- *   broken by the lower index; K = n sends everything and leaves nothing;
+ *   broken by the lower index; 1000 values against the definition; K = n sends everything and leaves nothing;
  *   two ranks' pairs summed (a shared index added).
  * - q1: [1, -2, 3, -4] -> scale 2.5 (mean |x|), signs 0b0101, residual
  *   [-1.5, 0.5, 0.5, -1.5]; the next step with that residual; a whole
@@ -105,6 +105,40 @@ static void test_topk_all(void)
     }
     K->topk_unpack(p, 5, back, 5);
     assert_floats(back, g, 5);
+}
+
+/* The radix select against its definition: element i is kept when fewer
+ * than K elements come before it (a larger |acc|, or an equal one at a
+ * lower index). 1000 values, half of them 1 + j * 2^-20 (the same top 22
+ * bits for many: the select's last digit decides), with repeats and signs. */
+static void test_topk_against_definition(void)
+{
+    enum { N = 1000, KK = 137 };
+    float g[N], resid[N] = {0}, scratch[N], acc[N];
+    uint32_t x = 12345;
+    for (int i = 0; i < N; i++) {
+        x = x * 1103515245u + 12345u; /* an LCG: any fixed sequence */
+        const int j = (int)((x >> 16) % 300);
+        g[i] = (i % 2 ? 1.0f + (float)j * 0x1p-20f : (float)j / 64.0f) * (x & 1 ? -1.0f : 1.0f);
+        acc[i] = g[i];
+    }
+    struct oc_gc_pair p[KK];
+    K->topk_pack(g, resid, N, KK, p, scratch);
+    int m = 0;
+    for (int i = 0; i < N; i++) {
+        int before = 0;
+        for (int j = 0; j < N; j++)
+            before += fabsf(acc[j]) > fabsf(acc[i]) || (fabsf(acc[j]) == fabsf(acc[i]) && j < i);
+        if (before < KK) {
+            CU_ASSERT_EQUAL(p[m].index, i);
+            CU_ASSERT_EQUAL(p[m].value, acc[i]);
+            CU_ASSERT_EQUAL(resid[i], 0.0f);
+            m++;
+        } else {
+            CU_ASSERT_EQUAL(resid[i], acc[i]);
+        }
+    }
+    CU_ASSERT_EQUAL(m, KK);
 }
 
 /* Two ranks' gathered pairs, rank 0's then rank 1's: index 1 is in both
@@ -280,6 +314,7 @@ static CU_TestInfo tests[] = {
     {"topk_pack", test_topk_pack},
     {"topk_ties", test_topk_ties},
     {"topk_all", test_topk_all},
+    {"topk_against_definition", test_topk_against_definition},
     {"topk_unpack_two", test_topk_unpack_two},
     {"q1_pack", test_q1_pack},
     {"q1_two_ranks", test_q1_two_ranks},

@@ -16,72 +16,58 @@
 /* ------------------------------------------------------------------ */
 /* Top-k                                                                */
 
-static float median3(float a, float b, float c)
+/* The selection key of x: the bits of |x| as an unsigned integer, which
+ * orders as |x| does for non-negative floats; a NaN (a diverged step) is
+ * above +inf, so it is sent and shows. */
+static uint32_t key_of(float x)
 {
-    if (a > b) {
-        const float t = a;
-        a = b, b = t;
-    }
-    /* a <= b */
-    return c <= a ? a : c >= b ? b : c;
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u & 0x7fffffffu;
 }
 
-/* The value at position q of a[0..n) sorted ascending (Hoare's select,
- * median-of-three pivot); a is reordered. No NaN in a. */
-static float select_nth(float *a, int64_t n, int64_t q)
+/* Radix select (Alabi et al. 2012, as core/compress.h's OC_GC_SELECT_READS
+ * counts it): the k-th largest of the n keys, by the histograms of their
+ * top 11, next 11 and low 10 bits, each pass over the keys whose higher
+ * digits are those of the k-th; *above: the keys greater than it. */
+static uint32_t select_kth(const uint32_t *key, int64_t n, int64_t k, int64_t *above)
 {
-    int64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        const float pivot = median3(a[lo], a[lo + (hi - lo) / 2], a[hi]);
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] < pivot)
-                i++;
-            while (a[j] > pivot)
-                j--;
-            if (i <= j) {
-                const float t = a[i];
-                a[i++] = a[j];
-                a[j--] = t;
-            }
-        }
-        /* a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot */
-        if (q <= j)
-            hi = j;
-        else if (q >= i)
-            lo = i;
-        else
-            return a[q];
+    static const int shift[3] = {21, 10, 0}, width[3] = {11, 11, 10};
+    int64_t hist[2048];
+    uint32_t prefix = 0, mask = 0;
+    *above = 0;
+    for (int p = 0; p < 3; p++) {
+        const int nb = 1 << width[p];
+        memset(hist, 0, (size_t)nb * sizeof *hist);
+        for (int64_t i = 0; i < n; i++)
+            if ((key[i] & mask) == prefix)
+                hist[(key[i] >> shift[p]) & (uint32_t)(nb - 1)]++;
+        int b = nb - 1;
+        while (*above + hist[b] < k) /* the k-th lies in bucket b */
+            *above += hist[b--];
+        prefix |= (uint32_t)b << shift[p];
+        mask |= (uint32_t)(nb - 1) << shift[p];
     }
-    return a[q];
-}
-
-/* |x| for the selection; a NaN (a diverged step) counts as the largest so
- * that it is sent and shows, rather than breaking the select. */
-static float mag(float x)
-{
-    return isnan(x) ? INFINITY : fabsf(x);
+    return prefix;
 }
 
 static void cpu_topk_pack(const float *g, float *resid, int64_t n, int64_t k,
                           struct oc_gc_pair *out, float *scratch)
 {
     OC_ASSERT(n >= 1 && k >= 1 && k <= n && n <= INT32_MAX);
+    uint32_t *key = (uint32_t *)scratch; /* n keys in the n floats' bytes */
     for (int64_t i = 0; i < n; i++) {
         resid[i] += g[i];
-        scratch[i] = mag(resid[i]);
+        key[i] = key_of(resid[i]);
     }
-    /* the K-th largest magnitude; all above it are kept, and of those
-     * equal to it the first ones by index until K */
-    const float t = select_nth(scratch, n, n - k);
-    int64_t above = 0;
-    for (int64_t i = 0; i < n; i++)
-        above += mag(resid[i]) > t;
+    /* all above the k-th largest are kept, and of those equal to it the
+     * first ones by index until K */
+    int64_t above;
+    const uint32_t t = select_kth(key, n, k, &above);
     int64_t ties = k - above, m = 0;
     for (int64_t i = 0; i < n; i++) {
-        const float a = mag(resid[i]);
-        if (a > t || (a == t && ties > 0)) {
-            ties -= a == t;
+        if (key[i] > t || (key[i] == t && ties > 0)) {
+            ties -= key[i] == t;
             out[m].index = (int32_t)i;
             out[m].value = resid[i];
             m++;
@@ -130,8 +116,9 @@ static int code8(float x, float s)
 
 static float decoded(const uint32_t *codes, int64_t i, int bits, float s)
 {
-    if (bits == 1)
-        return (codes[i / 32] >> (i % 32)) & 1u ? s : -s;
+    if (bits == 1) /* +-1 without a branch on the sign (random signs
+                      mispredict half the time) */
+        return (float)((int)((codes[i / 32] >> (i % 32)) & 1u) * 2 - 1) * s;
     const int8_t c = (int8_t)(uint8_t)(codes[i / 4] >> (8 * (i % 4)));
     return (float)c * s;
 }
