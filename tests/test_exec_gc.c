@@ -4,8 +4,9 @@
  *
  * - top-k: 8 elements, D = 0.25 -> K = 2: the pairs and the residual
  *   exactly; the residual sent at the next step (error feedback); ties
- *   broken by the lower index; 1000 values against the definition; K = n sends everything and leaves nothing;
- *   two ranks' pairs summed (a shared index added).
+ *   broken by the lower index; 1000 values against the definition; K = n
+ *   sends everything and leaves nothing; two ranks' pairs summed (a
+ *   shared index added).
  * - q1: [1, -2, 3, -4] -> scale 2.5 (mean |x|), signs 0b0101, residual
  *   [-1.5, 0.5, 0.5, -1.5]; the next step with that residual; a whole
  *   two-rank exchange (worker, all-to-all, server with its error, all-
