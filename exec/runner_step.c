@@ -53,6 +53,8 @@ static void describe(const struct oc_op *op, char *b, size_t n)
     case OC_OP_COMPUTE:
         if (op->phase == OC_PHASE_OPTIMIZER)
             snprintf(b, n, "optimizer");
+        else if (op->part == OC_PART_ALL && op->mb < 0)
+            snprintf(b, n, "gradient compression kernel");
         else if (op->layer_first >= 0)
             snprintf(b, n, "%s %s mb %d layer %d", oc_phase_name(op->phase),
                      oc_part_name(op->part), op->mb, op->layer_first);
