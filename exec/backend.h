@@ -72,6 +72,7 @@
 #include <stdint.h>
 
 #include "ctl.h"
+#include "gc.h"
 #include "gpt.h"
 #include "ops.h"
 #include "params.h"
@@ -146,6 +147,11 @@ struct oc_backend_ops {
                                    struct oc_status *st);
     int (*dp_allgather)(struct oc_backend *b, const float *mine, float *all,
                         int64_t count, struct oc_status *st);
+    /* DP group: all-to-all of d blocks of `count` floats (send: block j
+     * for DP rank j; recv: block j from DP rank j), complete on return;
+     * the compressed exchange's (gc.h). NULL: not run by this backend. */
+    int (*dp_alltoall)(struct oc_backend *b, const float *send, float *recv,
+                       int64_t count, struct oc_status *st);
     int (*test)(struct oc_backend *b, void *req);
     int (*wait)(struct oc_backend *b, void *req, struct oc_status *st);
 
@@ -178,6 +184,9 @@ struct oc_backend {
      * (oc_params_adamw) run on. Set by init; the cuda kernels' bf16 weight
      * copy follows the arena of params_adopt. */
     struct oc_kernels kernels;
+    /* The compression kernels of the compressed DP exchange (gc.h) on this
+     * backend's memory; NULL: the backend does not run gc=... layouts. */
+    const struct oc_gc_kernels *gc;
 };
 
 #endif

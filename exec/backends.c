@@ -25,6 +25,7 @@ static const struct oc_backend_entry table[] = {
         .precision_choice = 0,
         .run_precision = OC_PREC_FP32,
         .mfu_against_peak = 0,
+        .runs_gc = 1,
         .init = oc_backend_cpu_open,
         .calibrate = oc_backend_cpu_calibrate,
         .netbw = oc_backend_cpu_netbw,

@@ -74,6 +74,8 @@ struct oc_backend_entry {
     enum oc_precision run_precision;
     int mfu_against_peak;          /* its MFU against the topology's GPU
                                       peak means something (a CPU's does not) */
+    int runs_gc;                   /* its runner runs gc=topk<D>, q8 and q1
+                                      (its backend has b->gc and dp_alltoall) */
     /* Collective over the ctl's ranks: the backend of this rank for
      * job->layout (b->ops->free_backend frees all of it). */
     int (*init)(struct oc_backend *b, struct oc_ctl *c, const struct oc_backend_job *job,

@@ -479,6 +479,35 @@ static int check_netbw(struct oc_exec_job *j, const char *name, int world,
     return 0;
 }
 
+/* Gradient compression (core/compress.h): top-k, q8 and q1 run on a
+ * backend whose runner has the compression kernels (runner_gc.c); local
+ * SGD and PowerSGD are predicted, not run; the error-feedback residuals
+ * are not in the checkpoints. */
+static int check_gc(const struct oc_exec_job *j, struct oc_status *st)
+{
+    const struct oc_opts *o = &j->o;
+    const struct oc_layout *l = &o->layout;
+    if (!oc_gc_on(l))
+        return 0;
+    char g[48];
+    oc_gc_label(l, g, sizeof g);
+    if (l->sync_every > 1)
+        return oc_fail(st, "layout %s: ocsim-exec does not run local SGD (sync%lld) yet "
+                           "(ocsim simulate predicts it; gc=topk<D>, gc=q8 and gc=q1 run)",
+                       j->lname, (long long)l->sync_every);
+    if (l->gc == OC_GC_POWERSGD)
+        return oc_fail(st, "layout %s: ocsim-exec does not run PowerSGD (%s) yet (ocsim "
+                           "simulate predicts it; gc=topk<D>, gc=q8 and gc=q1 run)",
+                       j->lname, g);
+    if (!j->backend->runs_gc)
+        return oc_fail(st, "layout %s: the %s backend does not run gradient compression "
+                           "(%s); --backend cpu does", j->lname, j->backend->name, g);
+    if (o->exec.save_dir || o->exec.load_dir)
+        return oc_fail(st, "layout %s: --save and --load with %s: the checkpoints do not "
+                           "hold the error-feedback residuals", j->lname, g);
+    return 0;
+}
+
 /* Everything checked before any work (one line and exit 2 on failure), and
  * the schedule built: ranks against the layout, the backend, the model and
  * topology files, the layout, what the executor and the backend run. */
@@ -523,10 +552,8 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
         return oc_fail(st, "layout %s: ocsim-exec does not run rfull%lld (full recompute of "
                            "the first layers of each chunk) yet (ocsim simulate predicts it; "
                            "rfull runs)", j->lname, (long long)o->layout.recompute_layers);
-    if (oc_gc_on(&o->layout)) /* core/compress.h: predicted, not run yet */
-        return oc_fail(st, "layout %s: ocsim-exec does not run gradient compression or "
-                           "local SGD (gc=..., sync<K>) yet (ocsim simulate predicts them)",
-                       j->lname);
+    if (check_gc(j, st) != 0)
+        return -1;
     if (!o->exec.save_dir && (o->exec.save_every > 0 || o->exec.save_keep > 0))
         return oc_fail(st, "--save-every and --save-keep need --save DIR");
     struct oc_schedule_opts so = {OC_GRAIN_LAYER, 1, NULL};

@@ -3,7 +3,7 @@
  * from every rank's op times. runner_priv.h lists the runner's other
  * files: the step's walk over the ops (runner_step.c), the activation
  * buffers and the parts' calls (runner_parts.c), the DP buckets and ZeRO-1
- * (runner_dp.c).
+ * (runner_dp.c), the compressed DP exchange (runner_gc.c).
  *
  * What the runner is not: model math (model/gpt.c), numerics (the
  * kernels), communication or timing (the backends: cpu/backend_cpu.c,
@@ -129,6 +129,8 @@ int oc_runner_init(struct oc_runner *r, const struct oc_model *m,
     r->tgt_b = b->ops->alloc(b, r->m * r->N * (int64_t)sizeof *r->tgt_b);
 
     oc_rn_buckets_init(r);
+    if (oc_rn_gc_init(r, st) != 0)
+        return -1;
     int64_t tn = 0;
     if (oc_params_tied_grad(&r->p, &tn) &&
         oc_place_tied_allreduce(l, m, r->me.pp)) {
@@ -162,6 +164,7 @@ void oc_runner_free(struct oc_runner *r)
     free(r->end_s);
     free(r->start_s);
     free(r->pend);
+    oc_rn_gc_free(r);
     if (r->bk)
         oc_rn_buckets_free(r);
     free(r->tgt);

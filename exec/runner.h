@@ -109,6 +109,7 @@ struct oc_runner_opts {
 
 struct oc_runner_bucket;
 struct oc_runner_pending;
+struct oc_runner_gc;
 
 struct oc_runner {
     const struct oc_model *model;
@@ -156,6 +157,8 @@ struct oc_runner {
     int64_t tied;           /* tensor index of the tied gradient, -1 none */
     struct oc_runner_pending *pend;
     int64_t npend, cap_pend;
+    struct oc_runner_gc *gc; /* the compressed DP exchange (runner_gc.c),
+                                NULL without gradient compression or d = 1 */
 
     /* The part waiting for its TP all-reduces (step mode). */
     struct oc_gpt_call call;

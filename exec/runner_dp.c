@@ -10,7 +10,7 @@
  * all-reduce after its bucket, the TP sum of the norms' gradients under
  * sequence parallelism before their bucket's reduction, and the
  * outstanding requests (sends' and buckets') with the work done when one
- * completes. What it is not: the
+ * completes. What it is not: the compressed exchange (runner_gc.c), the
  * collectives themselves (the backends' dp_* and embed_allreduce), AdamW's
  * math (params.c on the kernels), or the choice of when (the schedule's
  * ops, walked by runner_step.c).
@@ -298,11 +298,18 @@ static int sp_grads_sum(struct oc_runner *r, int64_t b, struct oc_status *st)
     return 0;
 }
 
-int oc_rn_optimizer(struct oc_runner *r, struct oc_status *st)
+int oc_rn_sp_sum_all(struct oc_runner *r, struct oc_status *st)
 {
-    for (int64_t b = 0; b < r->nbk; b++) /* without DP ops: not summed yet */
+    for (int64_t b = 0; b < r->nbk; b++)
         if (sp_grads_sum(r, b, st) != 0)
             return -1;
+    return 0;
+}
+
+int oc_rn_optimizer(struct oc_runner *r, struct oc_status *st)
+{
+    if (oc_rn_sp_sum_all(r, st) != 0) /* without DP ops: not summed yet */
+        return -1;
     /* over the slices the moments were allocated for: this DP rank's under
      * ZeRO-1 (runner.c's oc_params_init_sharded), else the arena */
     OC_ASSERT(r->p.opt_d == (r->l->zero ? r->dp : 1));
@@ -381,6 +388,8 @@ int oc_rn_run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
                                "optimizer", oc_coll_name(op->coll));
         return allgather_weights(r, st);
     }
+    if (r->gc) /* compressed: runner_gc.c */
+        return oc_rn_gc_exchange(r, i, op, st);
     const enum oc_coll_kind want =
         r->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
     if (op->coll != want)

@@ -10,6 +10,7 @@
  *   runner_dp.c     the DP buckets, ZeRO-1's slices, reduce-scatter and
  *                   all-gather, the optimizer over this rank's slice, the
  *                   embedding all-reduce, the outstanding requests
+ *   runner_gc.c     the compressed DP exchange (gc=topk<D>, q8, q1)
  *
  * What it is not: an interface for anything outside the runner (main.c,
  * the tests and the backends use runner.h and backend.h).
@@ -78,5 +79,18 @@ int oc_rn_optimizer(struct oc_runner *r, struct oc_status *st);
 int oc_rn_run_dp(struct oc_runner *r, int64_t i, const struct oc_op *op,
                  struct oc_status *st);
 int oc_rn_run_embed(struct oc_runner *r, const struct oc_op *op, struct oc_status *st);
+/* runner_dp.c: sequence parallelism's partial gradients of every bucket
+ * summed over TP (once a step; what a bucket's reduction does first). */
+int oc_rn_sp_sum_all(struct oc_runner *r, struct oc_status *st);
+
+/* runner_gc.c: the compressed DP exchange. init: r->gc for a layout with
+ * gradient compression and d > 1 (else NULL), its residuals allocated;
+ * compute: the COMPUTE op before (pack) or after (unpack) the exchange;
+ * exchange: the DP collective between them. */
+int oc_rn_gc_init(struct oc_runner *r, struct oc_status *st);
+void oc_rn_gc_free(struct oc_runner *r);
+int oc_rn_gc_compute(struct oc_runner *r, const struct oc_op *op, struct oc_status *st);
+int oc_rn_gc_exchange(struct oc_runner *r, int64_t i, const struct oc_op *op,
+                      struct oc_status *st);
 
 #endif

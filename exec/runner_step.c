@@ -53,6 +53,8 @@ static void describe(const struct oc_op *op, char *b, size_t n)
     case OC_OP_COMPUTE:
         if (op->phase == OC_PHASE_OPTIMIZER)
             snprintf(b, n, "optimizer");
+        else if (op->part == OC_PART_ALL && op->mb < 0)
+            snprintf(b, n, "gradient compression kernel");
         else if (op->layer_first >= 0)
             snprintf(b, n, "%s %s mb %d layer %d", oc_phase_name(op->phase),
                      oc_part_name(op->part), op->mb, op->layer_first);
@@ -77,6 +79,9 @@ static int run_compute(struct oc_runner *r, int64_t i, const struct oc_op *op,
 {
     if (op->phase == OC_PHASE_OPTIMIZER)
         return oc_rn_optimizer(r, st);
+    /* the compressed DP exchange's kernels (core/compress.h's ops) */
+    if (r->gc && op->phase == OC_PHASE_BWD && op->part == OC_PART_ALL && op->mb < 0)
+        return oc_rn_gc_compute(r, op, st);
     if (op->phase == OC_PHASE_RECOMPUTE && op->part == OC_PART_ATTN &&
         r->l->recompute == OC_RECOMPUTE_SELECTIVE) {
         struct oc_gpt_attn_act aa;

@@ -13,7 +13,8 @@
 # exact gradient is 0, so AdamW turns rounding noise into full updates:
 # exec/weights_diff.c); bf16 1.5e-3 and 1.7e-3, worst tensor 0.17 (a
 # LayerNorm bias, small after few steps); a tensor that is wrong, not
-# rounded, is off by O(1)). Where no GPU is visible it prints "skipped: no
+# rounded, is off by O(1)). A gc=q1 layout is refused (the cuda backend
+# has no compression kernels). Where no GPU is visible it prints "skipped: no
 # GPU" and exits 77 (ctest: Skipped).
 # The emulated build (ocsim-exec-emu, kernels/emu) runs it as exec_cuda_emu
 # with 3 steps: the emulator is slow.
@@ -35,6 +36,16 @@ if [ "$rc" -eq 2 ] && grep -q 'no CUDA device is visible' "$tmp/probe.log"; then
   exit 77
 fi
 fail=0
+# Gradient compression runs on the cpu backend only (exec/runner_gc.c):
+# refused before any work with one line and exit code 2.
+"$exe" --backend cuda --model tiny --layout tp1-pp1-dp1-nosp-gc=q1 --global-batch 8 --seq 64 \
+  --no-mpi --steps 1 --out "$tmp/gc" >"$tmp/gc.log" 2>&1
+rc=$?
+if [ "$rc" -ne 2 ] || [ "$(wc -l <"$tmp/gc.log")" -ne 1 ] ||
+   ! grep -q 'the cuda backend does not run gradient compression (gc=q1)' "$tmp/gc.log"; then
+  echo "FAIL: gc=q1 on cuda: exit $rc: $(head -3 "$tmp/gc.log")"
+  fail=1
+fi
 for model in tiny llama-tiny; do
   "$exe" --backend cpu --model "$model" "${common[@]}" --steps "$steps" --out "$tmp/$model-cpu" \
     >"$tmp/$model-cpu.log" 2>&1 ||

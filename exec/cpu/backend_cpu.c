@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "backend_cpu.h"
 #include "backend_cpu_priv.h"
+#include "gc_cpu.h"
 #include "ops_cpu.h"
 #include "wait_clock.h"
 
@@ -164,6 +165,7 @@ static const struct oc_backend_ops cpu_ops = {
     .dp_allreduce_start = oc_cpu_dp_allreduce_start,
     .dp_reduce_scatter_start = oc_cpu_dp_reduce_scatter_start,
     .dp_allgather = oc_cpu_dp_allgather,
+    .dp_alltoall = oc_cpu_dp_alltoall,
     .test = oc_cpu_test,
     .wait = oc_cpu_wait,
     .step_begin = cpu_step_begin,
@@ -179,6 +181,7 @@ void oc_cpu_be_attach(struct oc_backend *b, struct oc_ctl *ctl)
     b->impl = oc_xcalloc(1, sizeof(struct oc_cpu_be));
     b->ctl = ctl;
     b->kernels = oc_kernels_cpu();
+    b->gc = oc_gc_kernels_cpu();
 }
 
 /* ------------------------------------------------------------------ */

@@ -160,6 +160,18 @@ int oc_cpu_dp_allgather(struct oc_backend *b, const float *mine, float *all,
     return after(b, oc_comm_wait(c, &rq, st));
 }
 
+int oc_cpu_dp_alltoall(struct oc_backend *b, const float *send, float *recv,
+                       int64_t count, struct oc_status *st)
+{
+    if (solo(b, st) != 0)
+        return -1;
+    struct oc_comm *c = comm_of(b);
+    MPI_Request rq;
+    mpiCheck(MPI_Ialltoall(send, oc_mpi_count(count), MPI_FLOAT, recv, oc_mpi_count(count),
+                           MPI_FLOAT, c->dp, &rq));
+    return after(b, oc_comm_wait(c, &rq, st));
+}
+
 int oc_cpu_test(struct oc_backend *b, void *req)
 {
     (void)b;

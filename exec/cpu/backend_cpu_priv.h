@@ -61,6 +61,8 @@ int oc_cpu_dp_reduce_scatter_start(struct oc_backend *b, const float *send,
                                    struct oc_status *st);
 int oc_cpu_dp_allgather(struct oc_backend *b, const float *mine, float *all,
                         int64_t count, struct oc_status *st);
+int oc_cpu_dp_alltoall(struct oc_backend *b, const float *send, float *recv,
+                       int64_t count, struct oc_status *st);
 int oc_cpu_test(struct oc_backend *b, void *req);
 int oc_cpu_wait(struct oc_backend *b, void *req, struct oc_status *st);
 /* Frees what the communication part of k owns (its communicators). */
