@@ -134,6 +134,13 @@ void oc_topology_groups_compose(struct oc_topology *t)
         nic_lat = fmin(nic_lat, ng->nic_latency_s);
     }
     d.peak_flops_16bit = per_sm * (double)d.sm_count;
+    /* where one group has both the best per-SM rate and the most SMs, its
+     * peak as written (per_sm * SMs need not round back to it) */
+    for (int g = 0; g < t->n_groups; g++) {
+        const struct oc_device *x = &t->groups[g].device;
+        if (x->sm_count == d.sm_count && x->peak_flops_16bit / (double)x->sm_count == per_sm)
+            d.peak_flops_16bit = x->peak_flops_16bit;
+    }
     composite_name(t, d.name, sizeof d.name);
     t->device = d;
     t->intra_bandwidth_Bps = intra_line;
