@@ -381,6 +381,20 @@ static void route_figures(struct oc_sim_platform *p)
     }
 }
 
+/* Whether node groups (topology.h) give nodes unlike NVLink or NICs. */
+static int links_differ(const struct oc_topology *t)
+{
+    for (int g = 1; g < t->n_groups; g++) {
+        const struct oc_node_group *a = &t->groups[0], *b = &t->groups[g];
+        if (a->intra_bandwidth_Bps != b->intra_bandwidth_Bps ||
+            a->intra_achieved_Bps != b->intra_achieved_Bps ||
+            a->intra_latency_s != b->intra_latency_s ||
+            a->nic_bandwidth_Bps != b->nic_bandwidth_Bps || a->nic_latency_s != b->nic_latency_s)
+            return 1;
+    }
+    return 0;
+}
+
 static void map_twins(struct oc_sim_platform *p, const int64_t *twins, int64_t ntwins)
 {
     if (ntwins == 0)
@@ -457,7 +471,10 @@ int oc_sim_platform_build_twins(struct oc_sim_platform *p,
     if (map_hosts(p, "generated platform", cards, st) != 0)
         return -1;
     map_twins(p, twins, ntwins);
-    route_figures(p);
+    /* node groups whose links differ: no one figure per class; every
+     * route's own from SimGrid (has_intra and has_inter stay 0) */
+    if (!links_differ(t))
+        route_figures(p);
     return 0;
 }
 

@@ -112,7 +112,8 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
                  * whole nodes has the same figures: one group per offset
                  * of its first GPU in a node saves a route search from
                  * every GPU of the cluster. */
-                const int64_t off = buf[0] % R->gpn;
+                const int64_t off = buf[0] % R->gpn +
+                                    R->gpn * oc_topology_group_of_rank(R->topo, buf[0]);
                 G = rk->tp = &R->tpshape[off];
                 snprintf(name, sizeof name, "tp~%" PRId64, off);
             } else {
@@ -270,7 +271,7 @@ void oc_rp_free(struct replay *R)
     const int64_t p = R->l->pp, d = R->l->dp * (R->l->cp > 1 ? R->l->cp : 1), t = R->l->tp,
                   v = R->l->vchunks;
     struct rgroup *sets[6] = {R->tpg, R->dpg, R->embg, R->bucketg, R->tpshape, R->zsg};
-    const int64_t sizes[6] = {p * d, t * p, t * d, t * p * v, R->gpn, t * p * 2};
+    const int64_t sizes[6] = {p * d, t * p, t * d, t * p * v, R->gpn * R->tshapes, t * p * 2};
     for (int k = 0; k < 6; k++) {
         for (int64_t i = 0; sets[k] && i < sizes[k]; i++) {
             if (sets[k][i].ready)
@@ -317,7 +318,10 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
     R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);
     R->bucketg = oc_xcalloc((size_t)(tp * p * v), sizeof *R->bucketg);
     R->zsg = oc_xcalloc((size_t)(tp * p * 2), sizeof *R->zsg);
-    R->tpshape = oc_xcalloc((size_t)R->gpn, sizeof *R->tpshape);
+    /* TP shapes per node group: unlike groups have unlike NVLink */
+    R->topo = t;
+    R->tshapes = t->n_groups > 1 ? t->n_groups : 1;
+    R->tpshape = oc_xcalloc((size_t)(R->gpn * R->tshapes), sizeof *R->tpshape);
     R->bucket_ptrs = oc_xcalloc((size_t)(world * v), sizeof *R->bucket_ptrs);
     R->sim_of = oc_xmalloc((size_t)world * sizeof *R->sim_of);
     R->knic = oc_xmalloc((size_t)world * sizeof *R->knic);

@@ -261,6 +261,26 @@ static void test_bound_below(void)
     }
 }
 
+/* Fast mode (TP rank 0 of each group, TP collectives as sleeps from the
+ * group's routes) gives the full replay's step where the groups' NVLink
+ * differ: each node's TP sleeps from its own links. */
+static void test_fast_equals_full(void)
+{
+    const struct oc_model m = load_model("gpt-50m");
+    struct oc_topology t = two_groups(2, h100(), a100(), 1);
+    t.groups[1].intra_bandwidth_Bps = 20e9; /* a slow node fabric */
+    oc_topology_groups_compose(&t);
+    const char *layouts[] = {"tp2-pp2-dp1-mb1-1f1b", "tp2-pp1-dp2-mb1-1f1b"};
+    for (int i = 0; i < 2; i++) {
+        const struct oc_layout l = lay(layouts[i], 16, 1024);
+        struct oc_metrics *a = sim(&m, &t, &l, OC_SIM_FAST, 0);
+        struct oc_metrics *b = sim(&m, &t, &l, OC_SIM_FULL, 0);
+        OC_ASSERT_REL(a->step_time_s, b->step_time_s, 1e-6);
+        free(a);
+        free(b);
+    }
+}
+
 /* 80 layers over two stages whose devices run 1:3 (head comment). */
 static void test_split_by_speed(void)
 {
@@ -331,6 +351,7 @@ static CU_TestInfo tests[] = {
     {"two stages on unlike devices: m*w1 + w0", test_two_stage_closed_form},
     {"DP replicas: the pace of the slowest", test_dp_pace_of_slowest},
     {"bounds below the simulation", test_bound_below},
+    {"fast mode = full on unlike NVLink", test_fast_equals_full},
     {"split by each stage's device: 60/20", test_split_by_speed},
     {"one group equals the plain file", test_one_group_same},
     CU_TEST_INFO_NULL,

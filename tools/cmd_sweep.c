@@ -56,6 +56,7 @@
 #include "sweep_stop.h"
 #include "sweep_plan.h"
 #include "sweep_twins.h"
+#include "sweep_groups.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX)
 
@@ -949,6 +950,8 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
                 (long long)(x.nres + x.nfail));
     rc = report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
                 oc->have_confidence ? &oc->confidence : NULL);
+    if (rc == 0 && !sig) /* node groups: what the slow group costs */
+        oc_sweep_groups_cost(&o, &ro, x.res, x.nfit, table_rc == 0 ? out : NULL);
     summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     if (table_rc != 0)
