@@ -639,6 +639,10 @@ int oc_opts_load(struct oc_opts *o, struct oc_status *st)
         return -1;
     if (oc_topology_load(o->topology_name, &o->topo, st) != 0)
         return -1;
+    /* node groups: the cluster is their nodes (the largest count last) */
+    if (oc_topology_check_cards(&o->topo, o->n_cards > 1 ? o->cards_list[o->n_cards - 1]
+                                                         : o->cards, st) != 0)
+        return -1;
     if (o->layout.seq_length == 0)
         o->layout.seq_length = o->model.max_position_embeddings;
     o->topo.reserve = o->reserve;

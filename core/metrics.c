@@ -54,7 +54,9 @@ void oc_metrics_finish(struct oc_metrics *mt, const struct oc_model *m,
         mt->tokens_per_s = (double)l->global_batch * (double)l->seq_length / step;
         double flops = oc_cf_model_flops_per_step(m, l);
         mt->tflops_per_gpu = flops / step / world / 1e12;
-        mt->mfu = flops / (step * world * t->device.peak_flops_16bit);
+        /* node groups: against the sum of the ranks' own peaks */
+        mt->mfu = t->n_groups > 1 ? flops / (step * oc_topology_peak_sum(t, (int64_t)world))
+                                  : flops / (step * world * t->device.peak_flops_16bit);
     }
     mt->device_mem_bytes = t->device.memory_bytes;
     struct oc_reserve r;

@@ -35,12 +35,31 @@ struct ctx {
     const struct oc_model *m;
     const struct oc_layout *l;
     int64_t L, p, v;
-    double layer_w, embed_w, head_w; /* time of a layer, embedding, head */
+    /* time of a layer on the first, a middle and the last stage (one
+     * value thrice on one node type; node groups: each class's slowest
+     * device), of the embedding and of the head */
+    double layer_w[ST_N], embed_w, head_w;
     double *mem[ST_N];               /* peak bytes by layer count, <0: unknown */
     /* stage_mem's even model and layout (its layer count set per call) */
     struct oc_model even_m;
     struct oc_layout even_l;
 };
+
+int oc_stage_group_slowest(const struct oc_topology *t, const struct oc_layout *l,
+                           const double w[], int64_t first, int64_t end)
+{
+    int best = -1;
+    const int64_t world = oc_layout_world(l);
+    for (int64_t r = 0; r < world; r++) {
+        const int64_t st = oc_layout_coord(l, r).pp;
+        if (st < first || st >= end)
+            continue;
+        const int g = oc_topology_group_of_rank(t, r);
+        if (best < 0 || w[g] > w[best])
+            best = g;
+    }
+    return best < 0 ? 0 : best;
+}
 
 /* The larger of two loads or peaks (finite, never NaN: fmax's NaN rule
  * is not needed, and its call was a tenth of the search). */
@@ -54,12 +73,37 @@ static void weights_from_cost(struct ctx *x, const struct oc_topology *t)
     struct oc_cost c;
     oc_cost_init(&c, x->m, x->l, t);
     const enum oc_phase ph[] = {OC_PHASE_FWD, OC_PHASE_BWD, OC_PHASE_RECOMPUTE};
-    x->layer_w = x->embed_w = x->head_w = 0;
+    double lw = 0;
+    x->embed_w = x->head_w = 0;
     for (int i = 0; i < 3; i++) {
-        x->layer_w += c.part_s[OC_PART_ATTN][ph[i]] + c.part_s[OC_PART_MLP][ph[i]];
+        lw += c.part_s[OC_PART_ATTN][ph[i]] + c.part_s[OC_PART_MLP][ph[i]];
         x->embed_w += c.part_s[OC_PART_EMBED][ph[i]];
         x->head_w += c.part_s[OC_PART_HEAD][ph[i]];
     }
+    x->layer_w[ST_FIRST] = x->layer_w[ST_MID] = x->layer_w[ST_LAST] = lw;
+}
+
+/* Node groups (topology.h): each stage class's weights from the slowest
+ * device its ranks land on (oc_stage_group_slowest), the embedding's from
+ * stage 0's, the head's from stage p-1's. */
+static void weights_from_groups(struct ctx *x, const struct oc_topology *t)
+{
+    struct ctx g;
+    double lw[OC_MAX_NODE_GROUPS], ew[OC_MAX_NODE_GROUPS], hw[OC_MAX_NODE_GROUPS];
+    for (int i = 0; i < t->n_groups; i++) {
+        struct oc_topology view;
+        oc_topology_group_view(t, i, &view);
+        g = *x;
+        weights_from_cost(&g, &view);
+        lw[i] = g.layer_w[ST_FIRST], ew[i] = g.embed_w, hw[i] = g.head_w;
+    }
+    const int64_t p = x->p;
+    const int g0 = oc_stage_group_slowest(t, x->l, lw, 0, 1);
+    const int ge = oc_stage_group_slowest(t, x->l, lw, p - 1, p);
+    const int gm = p > 2 ? oc_stage_group_slowest(t, x->l, lw, 1, p - 1) : g0;
+    x->layer_w[ST_FIRST] = lw[g0], x->embed_w = ew[g0];
+    x->layer_w[ST_LAST] = lw[ge], x->head_w = hw[ge];
+    x->layer_w[ST_MID] = lw[gm];
 }
 
 /* Without a device: FLOPs (model.h), backward twice the forward
@@ -71,11 +115,12 @@ static void weights_from_flops(struct ctx *x)
     const struct oc_layout *l = x->l;
     const double fl = oc_model_layer_fwd_flops(x->m, l->micro_batch, l->seq_length);
     const double s = (double)l->seq_length, b = (double)l->micro_batch;
-    x->layer_w = 3.0 * fl;
+    double lw = 3.0 * fl;
     if (l->recompute == OC_RECOMPUTE_FULL)
-        x->layer_w += fl;
+        lw += fl;
     else if (l->recompute == OC_RECOMPUTE_SELECTIVE)
-        x->layer_w += 4.0 * b * s * s * (double)x->m->hidden_size;
+        lw += 4.0 * b * s * s * (double)x->m->hidden_size;
+    x->layer_w[ST_FIRST] = x->layer_w[ST_MID] = x->layer_w[ST_LAST] = lw;
     x->embed_w = 0;
     x->head_w = 3.0 * oc_model_head_fwd_flops(x->m, l->micro_batch, l->seq_length);
 }
@@ -105,13 +150,13 @@ static double split_peak(struct ctx *x, struct split s)
     return peak;
 }
 
-/* The loads of the three stage classes under weights (lw, ew, hw); their
- * most and the sum of squares over all p stages. */
-static void loads(const struct ctx *x, struct split s, double lw, double ew,
+/* The loads of the three stage classes under weights (lw of a layer per
+ * class, ew, hw); their most and the sum of squares over all p stages. */
+static void loads(const struct ctx *x, struct split s, const double lw[ST_N], double ew,
                   double hw, double *most, double *sumsq)
 {
-    const double a = (double)s.f * lw + ew, c = (double)s.e * lw + hw;
-    const double b = (double)s.k * lw;
+    const double a = (double)s.f * lw[ST_FIRST] + ew, c = (double)s.e * lw[ST_LAST] + hw;
+    const double b = (double)s.k * lw[ST_MID];
     *most = dmax(a, c);
     *sumsq = a * a + c * c;
     if (x->p > 2) {
@@ -119,6 +164,9 @@ static void loads(const struct ctx *x, struct split s, double lw, double ew,
         *sumsq += (double)(x->p - 2) * b * b;
     }
 }
+
+/* Megatron-LM's units: a layer, the embedding and the head one each. */
+static const double ones[ST_N] = {1.0, 1.0, 1.0};
 
 /* What one objective ranks by: lexicographic keys, smaller first. */
 enum objective { OBJ_TIME, OBJ_EMBED, OBJ_MEMORY };
@@ -133,7 +181,7 @@ static struct score score_of(struct ctx *x, struct split s, enum objective o)
     double most, sq;
     switch (o) {
     case OBJ_EMBED:
-        loads(x, s, 1.0, 1.0, 1.0, &most, &sq);
+        loads(x, s, ones, 1.0, 1.0, &most, &sq);
         r.key[0] = most;
         r.key[1] = sq;
         r.key[2] = split_peak(x, s);
@@ -222,7 +270,7 @@ static void consider(struct ctx *x, struct split s, void *arg)
     if (b->found && b->o != OBJ_MEMORY) {
         double most, sq;
         if (b->o == OBJ_EMBED)
-            loads(x, s, 1.0, 1.0, 1.0, &most, &sq);
+            loads(x, s, ones, 1.0, 1.0, &most, &sq);
         else
             loads(x, s, x->layer_w, x->embed_w, x->head_w, &most, &sq);
         if (worse2(most, sq, &b->sc))
@@ -290,7 +338,7 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
      * structural test takes the first alone) */
     if (n >= cap || p < 2 || L > OC_SPLIT_MAX_LAYERS || L < p * v || L % v != 0)
         return n;
-    struct ctx x = {m, l, L, p, v, 0, 0, 0, {NULL, NULL, NULL}, *m, *l};
+    struct ctx x = {m, l, L, p, v, {0, 0, 0}, 0, 0, {NULL, NULL, NULL}, *m, *l};
     x.even_l.first_stage_layers = x.even_l.last_stage_layers = 0;
     for (int i = 0; i < ST_N; i++) {
         x.mem[i] = oc_xmalloc((size_t)(L + 1) * sizeof *x.mem[i]);
@@ -298,7 +346,9 @@ int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *
             x.mem[i][j] = -1;
     }
     /* a topology without a device's rates (a test's) weighs by FLOPs */
-    if (t && t->device.peak_flops_16bit > 0 && oc_cost_mem_Bps(t) > 0)
+    if (t && t->n_groups > 1)
+        weights_from_groups(&x, t);
+    else if (t && t->device.peak_flops_16bit > 0 && oc_cost_mem_Bps(t) > 0)
         weights_from_cost(&x, t);
     else
         weights_from_flops(&x);

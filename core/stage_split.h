@@ -74,6 +74,16 @@
 int oc_stage_split_options_on(const struct oc_model *m, const struct oc_layout *l,
                               const struct oc_topology *t, int64_t first[],
                               int64_t last[], int cap);
+/* Node groups (topology.h): the group, of those the ranks of stages
+ * [first, end) land on, whose weight w[group] is the largest (w: a
+ * layer's time on each group's device; the slowest device, whose pace the
+ * stage keeps). With node groups the cost option above weighs the first,
+ * the middle and the last stage each by its slowest device's layer time
+ * (the embedding by stage 0's, the head by stage p-1's), so a stage on a
+ * slower device gets fewer layers; its memory limit stays the composite's
+ * (the smallest device memory). */
+int oc_stage_group_slowest(const struct oc_topology *t, const struct oc_layout *l,
+                           const double w[], int64_t first, int64_t end);
 /* oc_stage_split_options_on without a topology. */
 int oc_stage_split_options(const struct oc_model *m, const struct oc_layout *l,
                            int64_t first[], int64_t last[], int cap);

@@ -10,8 +10,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "topology.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "json_util.h"
@@ -218,6 +220,16 @@ static int read_section(const struct oc_json_obj *o, const char *sec,
     return 0;
 }
 
+/* A source of a node group's field, "node_groups.<name>.device.sm_count",
+ * names the field after the group's name; any other key is itself. */
+static const char *group_field(const char *key)
+{
+    if (strncmp(key, "node_groups.", 12) != 0)
+        return key;
+    const char *dot = strchr(key + 12, '.');
+    return dot ? dot + 1 : key;
+}
+
 /* "sources": every key names a field, every value is a non-empty string. */
 static int read_sources(const struct oc_json_obj *src, struct oc_status *st)
 {
@@ -228,7 +240,7 @@ static int read_sources(const struct oc_json_obj *src, struct oc_status *st)
             continue;
         char name[160];
         oc_json_field_name(src, key, name, sizeof name);
-        if (!is_field(key))
+        if (!is_field(group_field(key)))
             return oc_fail(st, "%s: field '%s' names no field of a topology (write e.g. \"device.peak_flops_16bit\")",
                            src->file, name);
         if (!json_is_string(v) || json_string_length(v) == 0)
@@ -252,15 +264,109 @@ static void file_stem(const char *path, char *out, size_t n)
     out[len] = '\0';
 }
 
+/* One section of a node group's object into tmp (which holds the top
+ * level's values); found says whether the group gave it. */
+static int group_section(const struct oc_json_obj *g, const char *sec, int required,
+                         struct oc_topology *tmp, int *found, struct oc_status *st)
+{
+    struct oc_json_obj o;
+    if (oc_json_obj_field(g, sec, required, &o, found, st))
+        return -1;
+    if (!*found)
+        return 0;
+    const char *keys[24];
+    section_keys(sec, keys, OC_COUNT(keys));
+    if (strcmp(sec, "intra_node") == 0) /* optional keys: not the top level's */
+        tmp->intra_achieved_Bps = 0, tmp->intra_name[0] = '\0';
+    if (strcmp(sec, "nic") == 0)
+        tmp->nic_name[0] = '\0';
+    return oc_json_known_keys(&o, keys, st) || read_section(&o, sec, tmp, st) ? -1 : 0;
+}
+
+/* Group i of "node_groups" (its object g) into t->groups[i]. */
+static int read_group(const struct oc_json_obj *g, int i, struct oc_topology *t,
+                      struct oc_status *st)
+{
+    static const char *const keys[] = {"name", "nodes", "device", "intra_node", "nic", NULL};
+    struct oc_node_group *ng = &t->groups[i];
+    struct oc_topology tmp = *t;
+    int found;
+    if (oc_json_known_keys(g, keys, st) ||
+        oc_json_str(g, "name", OC_JSON_REQUIRED, ng->name, sizeof ng->name, NULL, st) ||
+        oc_json_int(g, "nodes", OC_JSON_REQUIRED, 1, 1000000, &ng->nodes, NULL, st))
+        return -1;
+    memset(&tmp.device, 0, sizeof tmp.device);
+    if (group_section(g, "device", 1, &tmp, &found, st) ||
+        group_section(g, "intra_node", 0, &tmp, &found, st) ||
+        group_section(g, "nic", 0, &tmp, &found, st))
+        return -1;
+    if (tmp.nics_per_node != t->nics_per_node)
+        return oc_fail(st, "%s: field '%s.nic.count_per_node' is %" PRId64 " but the top "
+                           "level's is %" PRId64 " (one NIC count for the cluster)",
+                       g->file, g->prefix, tmp.nics_per_node, t->nics_per_node);
+    for (int j = 0; j < i; j++)
+        if (strcmp(t->groups[j].name, ng->name) == 0)
+            return oc_fail(st, "%s: field '%s.name': two node groups named '%s'",
+                           g->file, g->prefix, ng->name);
+    ng->device = tmp.device;
+    memcpy(ng->intra_name, tmp.intra_name, sizeof ng->intra_name);
+    ng->intra_bandwidth_Bps = tmp.intra_bandwidth_Bps;
+    ng->intra_latency_s = tmp.intra_latency_s;
+    ng->intra_achieved_Bps = tmp.intra_achieved_Bps;
+    memcpy(ng->nic_name, tmp.nic_name, sizeof ng->nic_name);
+    ng->nic_bandwidth_Bps = tmp.nic_bandwidth_Bps;
+    ng->nic_latency_s = tmp.nic_latency_s;
+    /* the group as a uniform topology passes every rule of one */
+    struct oc_topology view;
+    t->n_groups = i + 1;
+    oc_topology_group_view(t, i, &view);
+    return oc_topology_check(&view, g->file, st);
+}
+
+/* "node_groups": an array of 1..OC_MAX_NODE_GROUPS group objects; then
+ * the composite fields (oc_topology_groups_compose). */
+static int read_groups(const struct oc_json_obj *root, struct oc_topology *t,
+                       struct oc_status *st)
+{
+    json_t *arr = json_object_get(root->obj, "node_groups");
+    if (!json_is_array(arr) || json_array_size(arr) < 1 ||
+        json_array_size(arr) > OC_MAX_NODE_GROUPS)
+        return oc_fail(st, "%s: field 'node_groups' must be an array of 1 to %d node "
+                           "groups, not %s%s",
+                       root->file, OC_MAX_NODE_GROUPS, oc_json_type_name(arr),
+                       json_is_array(arr) ? " of that size" : "");
+    for (size_t i = 0; i < json_array_size(arr); i++) {
+        json_t *e = json_array_get(arr, i);
+        struct oc_json_obj g = {.obj = e, .path = root->path};
+        memcpy(g.file, root->file, sizeof g.file);
+        snprintf(g.prefix, sizeof g.prefix, "node_groups[%zu]", i);
+        if (!json_is_object(e))
+            return oc_fail(st, "%s: field '%s' must be an object ({...}), not %s",
+                           root->file, g.prefix, oc_json_type_name(e));
+        if (read_group(&g, (int)i, t, st))
+            return -1;
+    }
+    oc_topology_groups_compose(t);
+    return 0;
+}
+
 static int read_topology(const struct oc_json_obj *root, int shipped,
                          struct oc_topology *t, struct oc_status *st)
 {
     static const char *const top_keys[] = {
         "name", "description", "gpus_per_node", "device", "intra_node",
-        "nic", "inter_node", "nccl", "sources", "calibration", NULL,
+        "nic", "inter_node", "nccl", "sources", "calibration", "node_groups", NULL,
     };
     if (oc_json_known_keys(root, top_keys, st))
         return -1;
+    const int grouped = oc_json_has(root, "node_groups");
+    if (grouped && oc_json_has(root, "device"))
+        return oc_fail(st, "%s: field 'device' and field 'node_groups' both given "
+                           "(with node groups each group names its device)", root->file);
+    if (grouped && oc_json_has(root, "calibration"))
+        return oc_fail(st, "%s: field 'calibration' with 'node_groups' (a calibration "
+                           "measures one device; calibrate each node type's own file)",
+                       root->file);
     if (read_section(root, "", t, st))
         return -1;
     char desc[4096];
@@ -280,7 +386,11 @@ static int read_topology(const struct oc_json_obj *root, int shipped,
                 return -1;
             if (found && oc_json_obj_field(&po, dot + 1, 0, &o, &found, st))
                 return -1;
-        } else if (oc_json_obj_field(root, sec, section_required(sec), &o, &found, st)) {
+        } else if (oc_json_obj_field(root, sec,
+                                     section_required(sec) &&
+                                         !(grouped && (strcmp(sec, "device") == 0 ||
+                                                       strcmp(sec, "intra_node") == 0)),
+                                     &o, &found, st)) {
             return -1;
         }
         if (!found)
@@ -299,6 +409,8 @@ static int read_topology(const struct oc_json_obj *root, int shipped,
         return -1;
     if (!t->name[0])
         file_stem(root->path, t->name, sizeof t->name);
+    if (grouped && read_groups(root, t, st))
+        return -1;
     return oc_topology_check(t, root->file, st);
 }
 

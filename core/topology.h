@@ -21,6 +21,19 @@
  *     "nccl":       { "version" } (optional: NCCL's terms, core/nccl_model.h),
  *     "sources":    { "<field>": "<where the number comes from>", ... } }
  *
+ * A heterogeneous cluster lists its nodes in groups instead of one node
+ * type (a top-level "device" is then refused: each group names its own):
+ *
+ *     "node_groups": [ { "name": "h100", "nodes": 4,
+ *                        "device": { ...as above... },
+ *                        "intra_node": {...}, "nic": {...} }, ... ]
+ *
+ * "intra_node" and "nic" of a group are optional (the top level's then);
+ * a group's NIC count must be the top level's. The cluster is exactly
+ * these nodes: --cards may be fewer (the first nodes in order), never
+ * more. "sources" keys of a group's fields are written
+ * "node_groups.<name>.device.peak_flops_16bit".
+ *
  * A calibrated file (ocsim-exec --calibrate) may add "calibration" with
  * measured rates that replace the estimates (see cost.h); every field of
  * it is optional:
@@ -88,6 +101,21 @@ struct oc_reserve_setting {
     double fragmentation; /* OC_RESERVE_AUTO: fraction of the peak, [0, 1) */
 };
 
+/* Node groups (a heterogeneous cluster, "node_groups" in the file): the
+ * nodes of the cluster in order, each group with its own device, node
+ * fabric and NICs (the NIC count per node and gpus_per_node are the
+ * cluster's). */
+#define OC_MAX_NODE_GROUPS 8
+struct oc_node_group {
+    char name[64];
+    int64_t nodes;
+    struct oc_device device;
+    char intra_name[64];
+    double intra_bandwidth_Bps, intra_latency_s, intra_achieved_Bps;
+    char nic_name[64];
+    double nic_bandwidth_Bps, nic_latency_s;
+};
+
 struct oc_topology {
     char name[128];
     int64_t gpus_per_node;
@@ -122,7 +150,42 @@ struct oc_topology {
     double calib_embed_fwd_s_per_token;      /* embedding, seconds per token */
     double calib_embed_bwd_s_per_token;
     struct oc_reserve_setting reserve; /* set by the commands, not the file */
+    /* 0: one node type (the fields above), as many nodes as --cards asks.
+     * >= 1: the file's node groups; the fields above are then the
+     * groups' most favourable composite (topology_groups.c: every rate
+     * the highest, every latency the lowest, the memory the smallest), so
+     * a bound or estimate that reads them stays below any rank's time and
+     * a fit against them holds on every device. */
+    int n_groups;
+    struct oc_node_group groups[OC_MAX_NODE_GROUPS];
 };
+
+/* ---- node groups (topology_groups.c) ----
+ * Ranks sit on nodes in order (rank r on node r / gpus_per_node) and nodes
+ * on groups in the file's order: 4 nodes of group 0 are nodes 0..3. */
+/* The group of node n (0 without groups); n past the last group's nodes
+ * is the last group (asserted below the cluster's size by the checks). */
+int oc_topology_group_of_node(const struct oc_topology *t, int64_t node);
+int oc_topology_group_of_rank(const struct oc_topology *t, int64_t rank);
+/* GPUs of all groups (0 without groups: any --cards). */
+int64_t oc_topology_group_cards(const struct oc_topology *t);
+/* The device rank r runs on: its group's, else t->device. */
+const struct oc_device *oc_topology_device_of_rank(const struct oc_topology *t,
+                                                   int64_t rank);
+/* *out = t as a uniform topology of group g's node type (n_groups 0): what
+ * the cost model of a rank on group g reads. Without groups a copy. */
+void oc_topology_group_view(const struct oc_topology *t, int g,
+                            struct oc_topology *out);
+/* Whether `cards` GPUs fit the groups: at most oc_topology_group_cards
+ * (the first nodes in order when fewer); one line naming both when not. */
+int oc_topology_check_cards(const struct oc_topology *t, int64_t cards,
+                            struct oc_status *st);
+/* Fills t's device, node-fabric and NIC fields with the groups' composite
+ * (topology_groups.c; the reader calls it, a test that builds groups in
+ * code does too). No-op without groups. */
+void oc_topology_groups_compose(struct oc_topology *t);
+/* Sum of the 16-bit peaks of ranks 0..world-1 (the MFU's denominator). */
+double oc_topology_peak_sum(const struct oc_topology *t, int64_t world);
 
 int oc_topology_load(const char *path_or_name, struct oc_topology *t,
                      struct oc_status *st);

@@ -114,6 +114,19 @@ uint64_t oc_hash_topology(const struct oc_topology *t)
         fnv_f64(&f, dbl[i]);
     for (int i = 0; i < OC_CALIB_PARTS; i++)
         fnv_f64(&f, t->calib_part_flops[i]);
+    /* node groups (none: the hash of a file without them, as before) */
+    for (int g = 0; g < t->n_groups; g++) {
+        const struct oc_node_group *ng = &t->groups[g];
+        fnv_str(&f, ng->name);
+        fnv_i64(&f, ng->nodes);
+        fnv_i64(&f, ng->device.sm_count);
+        const double gd[] = {ng->device.peak_flops_16bit, ng->device.memory_bytes,
+                             ng->device.hbm_bandwidth_Bps, ng->device.gemm_efficiency,
+                             ng->intra_bandwidth_Bps, ng->intra_latency_s,
+                             ng->intra_achieved_Bps, ng->nic_bandwidth_Bps, ng->nic_latency_s};
+        for (size_t i = 0; i < sizeof gd / sizeof gd[0]; i++)
+            fnv_f64(&f, gd[i]);
+    }
     return f.h;
 }
 

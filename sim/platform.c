@@ -55,6 +55,8 @@ int oc_sim_platform_check_topology(const struct oc_topology *t, int64_t cards,
     if (check_pos(t->intra_bandwidth_Bps, "intra_node.bandwidth_Bps", st) ||
         check_nonneg(t->intra_latency_s, "intra_node.latency_s", st))
         return -1;
+    if (oc_topology_check_cards(t, cards, st) != 0)
+        return -1;
     if (oc_topology_nodes(t, cards) < 2)
         return 0; /* one node: the NIC and fabric fields are not used */
     if (t->nics_per_node < 1)
@@ -157,10 +159,22 @@ static void write_twins(FILE *f, const struct oc_topology *t, int64_t cards,
     }
 }
 
+/* Node n's node type: t itself, or with node groups its group's view
+ * (topology.h), written into *buf. */
+static const struct oc_topology *node_view(const struct oc_topology *t, int64_t n,
+                                           struct oc_topology *buf)
+{
+    if (t->n_groups < 1)
+        return t;
+    oc_topology_group_view(t, oc_topology_group_of_node(t, n), buf);
+    return buf;
+}
+
 static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
                      const int64_t *twins, int64_t ntwins, int reduced,
                      struct oc_status *st)
 {
+    struct oc_topology nv; /* node_view's buffer */
     OC_ASSERT(f && t && (twins || ntwins == 0));
     if (oc_sim_platform_check_topology(t, cards, st) != 0)
         return -1;
@@ -214,7 +228,8 @@ static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
         if (NODE_GPUS(i / g) > 1 && KEPT(i / g))
             fprintf(f, "  <link id=\"nvl%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
                        "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    i, oc_topology_intra_Bps(t), t->intra_latency_s / 2);
+                    i, oc_topology_intra_Bps(node_view(t, i / g, &nv)),
+                    node_view(t, i / g, &nv)->intra_latency_s / 2);
 
     /* Inter-node: one message sees both NICs (nic_latency_s in total) and
      * both nodes' fabric links ((2*levels-1) switch hops in total), which
@@ -225,13 +240,14 @@ static int write_xml(FILE *f, const struct oc_topology *t, int64_t cards,
     for (int64_t n = 0; nodes > 1 && n < nodes; n++) {
         if (!KEPT(n))
             continue;
+        const struct oc_topology *tn = node_view(t, n, &nv);
         for (int64_t j = 0; j < k; j++)
             fprintf(f, "  <link id=\"nic%" PRId64 ".%" PRId64 "\" bandwidth=\"" NUM
                        "Bps\" latency=\"" NUM "s\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    n, j, t->nic_bandwidth_Bps, t->nic_latency_s / 2);
+                    n, j, tn->nic_bandwidth_Bps, tn->nic_latency_s / 2);
         /* The node's share of the leaf uplinks (platform.h); FATPIPE when
          * there is no oversubscription: it then only adds latency. */
-        const double all_nics_Bps = (double)k * t->nic_bandwidth_Bps;
+        const double all_nics_Bps = (double)k * tn->nic_bandwidth_Bps;
         fprintf(f, "  <link id=\"up%" PRId64 "\" bandwidth=\"" NUM "Bps\" latency=\"" NUM
                    "s\" sharing_policy=\"%s\"/>\n",
                 n, over ? all_nics_Bps / t->oversubscription : all_nics_Bps,
@@ -365,6 +381,20 @@ static void route_figures(struct oc_sim_platform *p)
     }
 }
 
+/* Whether node groups (topology.h) give nodes unlike NVLink or NICs. */
+static int links_differ(const struct oc_topology *t)
+{
+    for (int g = 1; g < t->n_groups; g++) {
+        const struct oc_node_group *a = &t->groups[0], *b = &t->groups[g];
+        if (a->intra_bandwidth_Bps != b->intra_bandwidth_Bps ||
+            a->intra_achieved_Bps != b->intra_achieved_Bps ||
+            a->intra_latency_s != b->intra_latency_s ||
+            a->nic_bandwidth_Bps != b->nic_bandwidth_Bps || a->nic_latency_s != b->nic_latency_s)
+            return 1;
+    }
+    return 0;
+}
+
 static void map_twins(struct oc_sim_platform *p, const int64_t *twins, int64_t ntwins)
 {
     if (ntwins == 0)
@@ -441,7 +471,10 @@ int oc_sim_platform_build_twins(struct oc_sim_platform *p,
     if (map_hosts(p, "generated platform", cards, st) != 0)
         return -1;
     map_twins(p, twins, ntwins);
-    route_figures(p);
+    /* node groups whose links differ: no one figure per class; every
+     * route's own from SimGrid (has_intra and has_inter stay 0) */
+    if (!links_differ(t))
+        route_figures(p);
     return 0;
 }
 

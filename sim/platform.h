@@ -109,7 +109,8 @@ struct oc_sim_platform {
     sg_host_t *twin_nv, *twin_net, *twin_in; /* (cards) */
     /* Generated platforms: every route between two GPUs of one node has
      * the same figures, and so has every route between two nodes
-     * (routes above); measured once at load (has_* 0: no such pair). */
+     * (routes above); measured once at load (has_* 0: no such pair, or
+     * node groups whose links differ, topology.h: SimGrid's per route). */
     int has_intra, has_inter;
     double intra_lat_s, intra_bw_Bps, inter_lat_s, inter_bw_Bps;
 };

@@ -253,7 +253,9 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.m = m;
     R.l = l;
     R.fast = oc_replay_fidelity_used(o) != OC_SIM_FULL;
-    R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM;
+    /* one replica stands for all only when all run on one node type
+     * (node groups, topology.h): else fast mode, every replica */
+    R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM && t->n_groups < 2;
     R.world = world;
     R.var = o->var;
     R.var_step = o->var_step;

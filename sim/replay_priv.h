@@ -136,6 +136,10 @@ struct replay {
     struct oc_coll_loop **loops; /* sym: every loop made, and its rank */
     int64_t *loop_owner, nloops, cap_loops;
     int64_t world, gpn; /* ranks, GPUs per node */
+    /* fast mode's TP groups by shape: gpn offsets per node group
+     * (topology.h; 1 without groups), and the topology to find a node's */
+    int64_t tshapes;
+    const struct oc_topology *topo;
     struct oc_sim_coll_opts copts;
     const struct oc_sim_platform *plat;
     struct rrank *rk; /* (nsim) */

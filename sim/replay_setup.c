@@ -113,7 +113,8 @@ static int rank_groups(struct replay *R, struct rrank *rk, int64_t *buf,
                  * whole nodes has the same figures: one group per offset
                  * of its first GPU in a node saves a route search from
                  * every GPU of the cluster. */
-                const int64_t off = buf[0] % R->gpn;
+                const int64_t off = buf[0] % R->gpn +
+                                    R->gpn * oc_topology_group_of_rank(R->topo, buf[0]);
                 G = rk->tp = &R->tpshape[off];
                 snprintf(name, sizeof name, "tp~%" PRId64, off);
             } else {
@@ -226,6 +227,27 @@ static int scaling_exact(const struct replay *R, const struct oc_topology *t)
     return ok;
 }
 
+/* The node group whose device times rank rk's compute. In fast mode rk
+ * stands for its TP group (TP rank 0, the others not simulated): the
+ * slowest group among its members, so the group waits as the real one
+ * does for its slowest rank (a TP group inside one node has one group). */
+static int rank_group(const struct replay *R, const struct oc_topology *t,
+                      const struct rrank *rk)
+{
+    int g = oc_topology_group_of_rank(t, rk->rank);
+    if (!R->fast || R->all_ranks || t->n_groups < 2)
+        return g;
+    for (int64_t i = 1; i < R->l->tp; i++) {
+        struct oc_coord c = rk->c;
+        c.tp = i;
+        const int gi = oc_topology_group_of_rank(t, oc_layout_rank(R->l, c));
+        if (t->groups[gi].device.peak_flops_16bit * t->groups[gi].device.gemm_efficiency <
+            t->groups[g].device.peak_flops_16bit * t->groups[g].device.gemm_efficiency)
+            g = gi;
+    }
+    return g;
+}
+
 /* Seconds of every op of rank rk that takes simulated time without a
  * message: COMPUTE from the cost model; in fast mode the TP sleeps too. */
 static double *op_costs(const struct replay *R, const struct rrank *rk,
@@ -250,7 +272,7 @@ void oc_rp_free(struct replay *R)
     const int64_t p = R->l->pp, d = R->l->dp * (R->l->cp > 1 ? R->l->cp : 1), t = R->l->tp,
                   v = R->l->vchunks;
     struct rgroup *sets[6] = {R->tpg, R->dpg, R->embg, R->bucketg, R->tpshape, R->zsg};
-    const int64_t sizes[6] = {p * d, t * p, t * d, t * p * v, R->gpn, t * p * 2};
+    const int64_t sizes[6] = {p * d, t * p, t * d, t * p * v, R->gpn * R->tshapes, t * p * 2};
     for (int k = 0; k < 6; k++) {
         for (int64_t i = 0; sets[k] && i < sizes[k]; i++) {
             if (sets[k][i].ready)
@@ -297,7 +319,10 @@ void oc_rp_ranks(struct replay *R, const struct oc_topology *t,
     R->embg = oc_xcalloc((size_t)(tp * d), sizeof *R->embg);
     R->bucketg = oc_xcalloc((size_t)(tp * p * v), sizeof *R->bucketg);
     R->zsg = oc_xcalloc((size_t)(tp * p * 2), sizeof *R->zsg);
-    R->tpshape = oc_xcalloc((size_t)R->gpn, sizeof *R->tpshape);
+    /* TP shapes per node group: unlike groups have unlike NVLink */
+    R->topo = t;
+    R->tshapes = t->n_groups > 1 ? t->n_groups : 1;
+    R->tpshape = oc_xcalloc((size_t)(R->gpn * R->tshapes), sizeof *R->tpshape);
     R->bucket_ptrs = oc_xcalloc((size_t)(world * v), sizeof *R->bucket_ptrs);
     R->sim_of = oc_xmalloc((size_t)world * sizeof *R->sim_of);
     R->knic = oc_xmalloc((size_t)world * sizeof *R->knic);
@@ -370,13 +395,21 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
                   const struct oc_replay_opts *o, int64_t *buf,
                   int64_t cap, struct oc_status *st)
 {
-    struct oc_cost cost;
-    oc_cost_init(&cost, R->m, R->l, t);
     oc_tpo_init(&R->tpo, R->m, R->l, t);
     R->tp_sleeps = R->fast || R->tpo.on;
-    if (o->uniform_stages)
-        for (int ph = 0; ph <= OC_PHASE_OPTIMIZER; ph++)
-            cost.part_s[OC_PART_EMBED][ph] = cost.part_s[OC_PART_HEAD][ph] = 0;
+    /* one cost table per node type: a rank's compute runs at its own
+     * device's rates (node groups, topology.h); the views outlive the
+     * tables that point at them */
+    const int ng = t->n_groups > 0 ? t->n_groups : 1;
+    struct oc_topology *view = oc_xmalloc((size_t)ng * sizeof *view);
+    struct oc_cost *cost = oc_xmalloc((size_t)ng * sizeof *cost);
+    for (int g = 0; g < ng; g++) {
+        oc_topology_group_view(t, g, &view[g]);
+        oc_cost_init(&cost[g], R->m, R->l, &view[g]);
+        if (o->uniform_stages)
+            for (int ph = 0; ph <= OC_PHASE_OPTIMIZER; ph++)
+                cost[g].part_s[OC_PART_EMBED][ph] = cost[g].part_s[OC_PART_HEAD][ph] = 0;
+    }
     R->costs = oc_xcalloc((size_t)(R->nsim > 0 ? R->nsim : 1), sizeof *R->costs);
     double **stage_cost = oc_xcalloc((size_t)R->l->pp, sizeof *stage_cost);
     int64_t maxtag = -1;
@@ -387,21 +420,25 @@ int oc_rp_prepare(struct replay *R, const struct oc_topology *t,
         if (rc != 0)
             break;
         /* Full mode: the ranks of a stage run the same compute ops, so
-         * they share one cost array; fast mode adds per-group TP sleeps. */
-        if (!R->tp_sleeps && !R->var && stage_cost[rk->c.pp]) {
+         * they share one cost array (on one node type); fast mode adds
+         * per-group TP sleeps. */
+        const int share = !R->tp_sleeps && !R->var && t->n_groups < 2;
+        if (share && stage_cost[rk->c.pp]) {
             rk->cost_s = stage_cost[rk->c.pp];
         } else {
-            double *c = op_costs(R, rk, &cost, o->uniform_stages);
+            double *c = op_costs(R, rk, &cost[rank_group(R, t, rk)], o->uniform_stages);
             if (R->var) /* its own noise: its own array */
                 oc_rp_var_costs(R, rk, c);
             R->costs[R->ncosts++] = c;
             rk->cost_s = c;
-            if (!R->tp_sleeps && !R->var)
+            if (share)
                 stage_cost[rk->c.pp] = c;
         }
         rc = rank_lists(R, rk, &maxtag, st);
     }
     free(stage_cost);
+    free(cost);
+    free(view);
     if (rc != 0)
         return -1;
     R->tagspan = maxtag + 1 > 0 ? maxtag + 1 : 1;

@@ -57,6 +57,7 @@
 #include "sweep_stop.h"
 #include "sweep_plan.h"
 #include "sweep_twins.h"
+#include "sweep_groups.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX | \
                 OC_OPT_VAR | OC_OPT_VAR_SWEEP)
@@ -958,6 +959,8 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         if (oc_sweep_var_check(&o, &v, &st) == 0)
             rc = oc_sweep_var_run(&o, &ro, &v, x.res, x.nres, table_rc == 0 ? out : NULL);
     }
+    if (rc == 0 && !sig) /* node groups: what the slow group costs */
+        oc_sweep_groups_cost(&o, &ro, x.res, x.nfit, table_rc == 0 ? out : NULL);
     summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     if (table_rc != 0)

@@ -1,6 +1,8 @@
 /* sweep_plan.c: see sweep_plan.h. */
 #include "sweep_plan.h"
 
+#include "bound_groups.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -425,6 +427,8 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_s
         struct oc_bound bd;
         oc_bound_step_cost(&o->model, &it->layout, &o->topo, &pc->cost, &bd);
         it->bound_s = bd.step_s;
+        if (o->topo.n_groups > 1) /* each rank's device (bound_groups.h) */
+            it->bound_s = fmax(it->bound_s, oc_bound_groups_s(&o->model, &it->layout, &o->topo));
         p->items[kept++] = *it;
     }
     p->n = kept;
