@@ -806,7 +806,10 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
                     "(%s fidelity), writing %s; planned in %.2f s\n",
             o->model.name, (long long)o->cards, o->topo.device.name,
-            (long long)r->plan.ncand, (long long)planned, o->fidelity, out, r->plan_s);
+            (long long)r->plan.ncand, (long long)planned,
+            /* node groups: the symmetric mode does not apply (sim/replay.c) */
+            strcmp(o->fidelity, "sym") == 0 && o->topo.n_groups > 1 ? "fast" : o->fidelity,
+            out, r->plan_s);
     if (o->resume)
         fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
                         "%lld left\n",
