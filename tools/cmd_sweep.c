@@ -19,13 +19,9 @@
  * killed outright leaves no sweep.csv (only its temporary) and a journal
  * that --resume reads.
  *
- * Size: about 960 lines, over the project's 800. The seam is the write-up after
- * the simulations (write_ranked, results_gather, print_chosen, confidence,
- * report, summary: about 250 lines that read struct run and write nothing
- * back): it would move to a sweep_results.c with struct run in a private
- * header shared with this file. Not split in the session that grew it (the
- * sweep's twins and the plan's counted rejections), for want of time to
- * re-test the whole sweep after the move. */
+ * The write-up after the simulations (the ranked sweep.csv, the table,
+ * report.md, the plots, the counts) is tools/sweep_results.c; the run's
+ * state both read is tools/sweep_run.h. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
@@ -58,6 +54,7 @@
 #include "sweep_plan.h"
 #include "sweep_twins.h"
 #include "sweep_groups.h"
+#include "sweep_run.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX | \
                 OC_OPT_VAR | OC_OPT_VAR_SWEEP)
@@ -91,31 +88,6 @@ static void help(void)
     oc_opts_print_help(stdout, GROUPS);
 }
 
-struct run {
-    struct oc_plan plan;
-    struct item *items;  /* plan.items: the candidates to simulate */
-    int64_t n;           /* items */
-    struct oc_prune prune;
-    int prune_on;        /* not --no-prune */
-    int64_t handed;      /* simulations handed out */
-    int64_t *sim_index;  /* sweep index -> item index */
-    int64_t total, done;
-    struct oc_csv csv;
-    struct oc_sweep_journal journal;
-    int journal_failed;  /* an append failed (warned once) */
-    int progress;        /* stderr is a terminal */
-    double t0;
-    double device_mem_bytes;
-    double plan_s; /* oc_plan_build's wall time */
-    /* forced-collective variants that share their auto variant's result
-     * (sweep_twins.h); off under OCSIM_TEST_NO_TWINS=1 */
-    int share;
-    struct oc_twins twins;
-    const int64_t *pass;  /* the second pass's sweep indices, or NULL */
-    int64_t *second;      /* forced variants to simulate in the second pass */
-    int64_t nsecond, nshared;
-};
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -137,10 +109,8 @@ static void progress(const struct run *r)
     fflush(stderr);
 }
 
-/* An item's row of sweep.csv: simulated, or failed or pruned (no
- * figures); label: its layout label, NULL: formatted for the row. */
-static void row(const struct run *r, struct oc_csv *c, const struct item *it,
-                const char *label)
+void oc_sweep_item_row(const struct run *r, struct oc_csv *c, const struct item *it,
+                       const char *label)
 {
     char why[OC_MSG_MAX];
     if (it->state == IT_SIMULATED) {
@@ -204,7 +174,7 @@ static void settle(struct run *r, int64_t j, const struct oc_metrics *mt, const 
         it->state = IT_FAILED;
         oc_item_reason(it, "simulation failed: %s", err);
     }
-    row(r, &r->csv, it, NULL);
+    oc_sweep_item_row(r, &r->csv, it, NULL);
     r->done++;
     progress(r);
     if (!r->share)
@@ -266,73 +236,6 @@ static void prune_final(struct run *r)
             it->bound_s >= 0 && oc_prune_stops(&r->prune, it))
             oc_prune_mark(&r->prune, it);
     }
-}
-
-/* Rank: simulated and fitting first by tokens/s (ties: less memory, then
- * the shorter layout string, the one with fewer knobs off their defaults,
- * then the string, so the order is deterministic); then simulated but out
- * of memory; then failed; then pruned by their bound; then those an
- * interruption left unsimulated (no row). (Classes 3 and 4: rejected
- * before simulation and pruned, before the rejected left sweep.csv.) */
-static int rank_class(const struct item *it)
-{
-    switch (it->state) {
-    case IT_SIMULATED: return it->mt->fits ? 0 : 1;
-    case IT_FAILED: return 2;
-    case IT_PRUNED:
-    case IT_DOMINATED: return 4;
-    case IT_PENDING: break;
-    }
-    return 5;
-}
-
-/* The items and their layout labels while write_ranked sorts their
- * indices (formatting the labels in every comparison was most of a large
- * sweep's output time). */
-static const struct item *sort_items;
-static char **sort_labels;
-
-static int cmp_items(const void *pa, const void *pb)
-{
-    const int64_t ia = *(const int64_t *)pa, ib = *(const int64_t *)pb;
-    const struct item *a = &sort_items[ia], *b = &sort_items[ib];
-    int ca = rank_class(a), cb = rank_class(b);
-    if (ca != cb)
-        return ca < cb ? -1 : 1;
-    if (ca <= 1) {
-        if (a->mt->tokens_per_s != b->mt->tokens_per_s)
-            return a->mt->tokens_per_s > b->mt->tokens_per_s ? -1 : 1;
-        if (a->mt->peak_mem_bytes != b->mt->peak_mem_bytes)
-            return a->mt->peak_mem_bytes < b->mt->peak_mem_bytes ? -1 : 1;
-    }
-    if (ca == 4 && a->bound_s != b->bound_s) /* pruned: by bound */
-        return a->bound_s < b->bound_s ? -1 : 1;
-    const char *la = sort_labels[ia], *lb = sort_labels[ib];
-    if (ca <= 1) {
-        /* equal results: the variant closest to the defaults first */
-        const size_t na = strlen(la), nb = strlen(lb);
-        if (na != nb)
-            return na < nb ? -1 : 1;
-    }
-    return strcmp(la, lb);
-}
-
-/* The command as typed, for report.md, without --resume: a resumed sweep's
- * report is the one of the sweep that ran through. */
-static char *command_line(int argc, char **argv)
-{
-    size_t n = 16;
-    for (int i = 0; i < argc; i++)
-        n += strlen(argv[i]) + 1;
-    char *s = oc_xmalloc(n);
-    strcpy(s, "ocsim");
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--resume") == 0)
-            continue;
-        strcat(s, " ");
-        strcat(s, argv[i]);
-    }
-    return s;
 }
 
 /* What makes two sweeps the same sweep, for --resume: every input of the
@@ -453,219 +356,8 @@ static int csv_start(struct run *r, const char *path, struct oc_status *st)
         return -1;
     for (int64_t i = 0; i < r->n; i++)
         if (r->items[i].state != IT_PENDING)
-            row(r, &r->csv, &r->items[i], NULL);
+            oc_sweep_item_row(r, &r->csv, &r->items[i], NULL);
     return 0;
-}
-
-/* Writes sweep.csv in rank order, without the layouts an interruption
- * left unsimulated, and puts it under its name (csv_table.h: the rows
- * streamed as the layouts finished are replaced in the same temporary; the
- * table appears whole or not at all). Sorts r->items. */
-static int write_ranked(struct run *r, struct oc_status *st)
-{
-    char **labels = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *labels);
-    int64_t *perm = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *perm);
-    for (int64_t i = 0; i < r->n; i++) {
-        char b[192];
-        oc_layout_format(&r->items[i].layout, b, sizeof b);
-        labels[i] = oc_xmalloc(strlen(b) + 1);
-        strcpy(labels[i], b);
-        perm[i] = i;
-    }
-    sort_items = r->items;
-    sort_labels = labels;
-    qsort(perm, (size_t)r->n, sizeof *perm, cmp_items);
-    sort_labels = NULL;
-    sort_items = NULL;
-    struct item *sorted = oc_xcalloc((size_t)(r->n ? r->n : 1), sizeof *sorted);
-    for (int64_t i = 0; i < r->n; i++)
-        sorted[i] = r->items[perm[i]];
-    free(r->items);
-    r->items = r->plan.items = sorted; /* no longer in candidate order */
-    int rc = oc_csv_restart(&r->csv, st);
-    r->csv.buffered = 1; /* written whole here: no flush per row */
-    for (int64_t i = 0; i < r->n && rc == 0; i++)
-        if (r->items[i].state != IT_PENDING)
-            row(r, &r->csv, &r->items[i], labels[perm[i]]);
-    for (int64_t i = 0; i < r->n; i++)
-        free(labels[i]);
-    free(labels);
-    free(perm);
-    if (rc != 0) {
-        oc_csv_abandon(&r->csv);
-        return -1;
-    }
-    return oc_csv_close(&r->csv, st);
-}
-
-/* The ranked results for the report and the plots: the simulated layouts'
- * metrics in res, the failed ones and the plan's examples of the rejected
- * in rej, and how many of each kind. */
-struct results {
-    struct oc_metrics *res;
-    struct oc_rejected_layout *rej;
-    int64_t nres, nfit, nfail, ninvalid, noom, nrej, npending, npruned;
-};
-
-static void results_gather(struct results *x, const struct run *r)
-{
-    memset(x, 0, sizeof *x);
-    int64_t nsim = 0, nrej = r->plan.nexamples;
-    for (int64_t i = 0; i < r->n; i++) {
-        const enum item_state s = r->items[i].state;
-        nsim += s == IT_SIMULATED;
-        nrej += s == IT_FAILED;
-    }
-    x->res = oc_xcalloc((size_t)(nsim ? nsim : 1), sizeof *x->res);
-    x->rej = oc_xcalloc((size_t)(nrej ? nrej : 1), sizeof *x->rej);
-    for (int64_t i = 0; i < r->n; i++) {
-        const struct item *it = &r->items[i];
-        if (it->state == IT_PENDING) {
-            x->npending++;
-            continue;
-        }
-        if (it->state == IT_PRUNED) {
-            x->npruned++;
-            continue;
-        }
-        if (it->state == IT_DOMINATED)
-            continue; /* counted in r->plan.ndominated */
-        if (it->state == IT_SIMULATED) {
-            x->res[x->nres++] = *it->mt;
-            x->nfit += it->mt->fits;
-            continue;
-        }
-        struct oc_rejected_layout *j = &x->rej[x->nrej++];
-        j->layout = it->layout;
-        j->kind = OC_REJECT_FAILED;
-        x->nfail++;
-        j->peak_mem_bytes = it->cf_peak_bytes;
-        j->device_mem_bytes = r->device_mem_bytes;
-        snprintf(j->reason, sizeof j->reason, "%s", oc_item_reason_of(it));
-    }
-    for (int64_t i = 0; i < r->plan.nexamples; i++)
-        x->rej[x->nrej++] = r->plan.examples[i];
-    x->ninvalid = r->plan.counts.illegal;
-    x->noom = r->plan.noom;
-}
-
-/* The chosen layout and why, on stdout. res is in rank order (cmp_items):
- * the first one that fits is chosen. */
-static void print_chosen(const struct results *x, const struct oc_topology *topo)
-{
-    if (x->nfit == 0)
-        return;
-    char name[128], why[4096];
-    oc_layout_format(&x->res[0].layout, name, sizeof name);
-    oc_report_explain(why, sizeof why, &x->res[0], x->nfit > 1 ? &x->res[1] : NULL, topo);
-    /* The text is Markdown for report.md; a terminal gets it without the
-     * bold marks. */
-    char plain[4096];
-    size_t k = 0;
-    for (const char *q = why; *q && k + 1 < sizeof plain; q++) {
-        if (q[0] == '*' && q[1] == '*') {
-            q++;
-            continue;
-        }
-        plain[k++] = *q;
-    }
-    plain[k] = '\0';
-    printf("\nchosen: %s\n%s\n", name, plain);
-}
-
-/* The confidence of the choice (core/perturb.h): the best fitting layouts
- * (res is in rank order, the fitting ones first) under o->robustness
- * perturbed cost models. 0 and nothing filled when --robustness 0 or no
- * layout fits. */
-static int confidence(const struct oc_opts *o, const struct results *x,
-                      struct oc_perturb_result *c)
-{
-    if (o->robustness <= 0 || x->nfit == 0)
-        return 0;
-    const struct oc_perturb_spread sp = OC_PERTURB_SPREAD_DEFAULT;
-    oc_perturb_run(x->res, x->nfit, o->robustness, o->exec.seed, &sp, c);
-    return 1;
-}
-
-/* The table and the chosen layout on stdout, then report.md and the
- * plots into `out` (NULL: none), marked when the sweep was interrupted by
- * `sig` (0: not). Returns 0, or 2 when the report could not be written. */
-static int report(const struct oc_opts *o, const struct run *r, int argc, char **argv,
-                  const char *out, const struct results *x, double wall, int sig,
-                  const struct oc_perturb_result *conf)
-{
-    struct oc_status st = {{0}};
-    char *cmdline = command_line(argc, argv);
-    char method[128];
-    snprintf(method, sizeof method, "SimGrid replay, %s fidelity, %s collectives%s%s",
-             o->fidelity, o->collective, o->coarse ? " (coarse rings)" : "",
-             o->no_steady ? "" : ", steady state folded where it repeats");
-    struct oc_report_ctx ctx = {
-        .command_line = cmdline, .model = &o->model, .topo = &o->topo,
-        .cards = o->cards, .global_batch = o->layout.global_batch,
-        .seq_length = o->layout.seq_length, .method = method,
-        .csv_name = "sweep.csv", .top_n = (int)o->top, .wall_s = wall,
-        .confidence = conf,
-        .search_ranges = r->plan.ranges, .pruned = x->npruned, .noop = r->plan.counts.noop,
-        .rejected_counted = 1, .rejected_rule = x->ninvalid, .rejected_memory = x->noom,
-        .rejected_csv = o->rejected_csv ? "rejected.csv" : NULL,
-    };
-    struct oc_plot_opts po = OC_PLOT_OPTS_DEFAULT;
-    char note[160];
-    if (sig) {
-        ctx.interrupted_by = sig == SIGTERM ? "SIGTERM" : "SIGINT";
-        ctx.pending = x->npending;
-        snprintf(note, sizeof note, "interrupted by %s: %lld of %lld layouts simulated",
-                 ctx.interrupted_by, (long long)(x->nres + x->nfail),
-                 (long long)(x->nres + x->nfail + x->npending));
-        po.note = note;
-        ctx.plot = &po;
-    }
-    oc_report_print_table(stdout, x->res, x->nres, (int)o->top);
-    print_chosen(x, &o->topo);
-    char line[512];
-    oc_report_confidence_line(line, sizeof line, conf);
-    if (line[0])
-        printf("%s\n", line);
-    int rc = 0;
-    int prc = out ? oc_report_sweep(out, x->res, x->nres, x->rej, x->nrej, &ctx, &st) : 0;
-    if (prc < 0) {
-        fprintf(stderr, "ocsim sweep: %s\n", st.msg);
-        rc = 2;
-    } else if (prc > 0) {
-        fprintf(stderr, "ocsim sweep: warning: %s\n", st.msg);
-    }
-    free(cmdline);
-    return rc;
-}
-
-/* The closing lines on stdout: the counts, an interruption, the failures
- * (how many, by reason, the first), where the files are. */
-/* The counts on stdout, then where report.md (`out`, NULL: not written)
- * and the table (`path`, NULL: not written) are. */
-static void summary(const struct results *x, const struct run *r, double wall, int sig,
-                    const char *out, const char *path)
-{
-    printf("\n%lld layouts: %lld simulated in %.1f s (%lld fit), %lld pruned by bound, "
-           "%lld out of memory, %lld illegal, %lld failed; %lld no-op variants, "
-           "%lld dominated skipped, %lld shared by identical collective variants\n",
-           (long long)r->plan.ncand, (long long)x->nres, wall, (long long)x->nfit,
-           (long long)x->npruned, (long long)x->noom, (long long)x->ninvalid,
-           (long long)x->nfail, (long long)r->plan.counts.noop,
-           (long long)r->plan.ndominated, (long long)r->nshared);
-    printf("searched: %s\n", r->plan.ranges);
-    if (sig)
-        printf("interrupted by %s: %lld of %lld layouts simulated; the same command with "
-               "--resume finishes the sweep\n",
-               sig == SIGTERM ? "SIGTERM" : "SIGINT", (long long)(x->nres + x->nfail),
-               (long long)(x->nres + x->nfail + x->npending));
-    char fails[2048];
-    if (oc_report_failures(fails, sizeof fails, x->rej, x->nrej, x->nres + x->nfail, 0) > 0)
-        printf("%s\n", fails);
-    if (out && path)
-        printf("report: %s/report.md   table: %s\n", out, path);
-    else if (path)
-        printf("table: %s\n", path);
 }
 
 static void run_free(struct run *r)
@@ -936,11 +628,11 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
     /* A table that could not be written: one line naming it, and neither
      * the report nor a "table:" line (the plots and report.md would fail
      * on the same full disk; the ranking still goes to stdout). */
-    const int table_rc = write_ranked(&r, &st);
+    const int table_rc = oc_sweep_write_ranked(&r, &st);
     if (table_rc != 0)
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
     struct results x;
-    results_gather(&x, &r);
+    oc_sweep_results_gather(&x, &r);
     oc->candidates = r.plan.ncand;
     oc->simulated = x.nres;
     oc->fitting = x.nfit;
@@ -948,14 +640,14 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         oc->have_best = 1;
         oc->best = x.res[0];
     }
-    oc->have_confidence = confidence(&o, &x, &oc->confidence);
+    oc->have_confidence = oc_sweep_confidence(&o, &x, &oc->confidence);
     if (sig)
         fprintf(stderr, "%socsim sweep: interrupted by %s: writing the report of the %lld "
                         "layouts simulated (further signals are ignored until it is "
                         "written)\n",
                 r.progress ? "\n" : "", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                 (long long)(x.nres + x.nfail));
-    rc = report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
+    rc = oc_sweep_report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
                 oc->have_confidence ? &oc->confidence : NULL);
     if (rc == 0 && !sig && o.variability) {
         struct oc_variability v; /* checked in sweep_setup */
@@ -964,7 +656,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
     }
     if (rc == 0 && !sig) /* node groups: what the slow group costs */
         oc_sweep_groups_cost(&o, &ro, x.res, x.nfit, table_rc == 0 ? out : NULL);
-    summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
+    oc_sweep_summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     if (table_rc != 0)
         rc = 2;
