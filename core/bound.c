@@ -56,7 +56,7 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
                                 (double)groups_per_node;
         s = moved * (double)(nodes - 1) / (double)nodes * bytes / node_Bps;
     }
-    return s;
+    return OC_BOUND_COMM_SAFETY * s;
 }
 
 /* The same collective under the layout's forced algorithm (bound.h): at
@@ -108,7 +108,7 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
     const double s = l->coll == OC_COLL_CHOICE_RING
                          ? moved * (double)(n - 1) / (double)n * bytes / hop
                          : through * bytes / hop;
-    return dmax(py, s);
+    return dmax(py, OC_BOUND_COMM_SAFETY * s);
 }
 
 /* The geometry of the DP groups of a layout: members of one group per node
@@ -258,7 +258,7 @@ static double tp_allreduce_s(const struct oc_model *m, const struct oc_layout *l
         return 0;
     const double S = oc_layout_act_bytes(l) * (double)l->micro_batch *
                      (double)oc_layout_local_seq(l) * (double)m->hidden_size;
-    return 2.0 * (double)(l->tp - 1) / (double)l->tp * S /
+    return OC_BOUND_COMM_SAFETY * 2.0 * (double)(l->tp - 1) / (double)l->tp * S /
            oc_topology_intra_Bps(t);
 }
 
@@ -289,6 +289,7 @@ static double cp_attn_s(const struct oc_model *m, const struct oc_layout *l,
     } else {
         x = kv / oc_topology_intra_Bps(t);
     }
+    x *= OC_BOUND_COMM_SAFETY;
     const double slice = a / (double)c;
     return (double)(c - 1) * dmax(slice, x) + slice;
 }
@@ -441,7 +442,7 @@ static double p2p_nic_bound_s(const struct oc_layout *l, const struct oc_model *
     const double bytes = (double)crossing * 2.0 * (double)oc_layout_num_micro_batches(l) *
                          (double)(l->tp * l->dp) * msg;
     const double nodes = (double)((world + gpn - 1) / gpn);
-    return bytes /
+    return OC_BOUND_COMM_SAFETY * bytes /
            (nodes * (double)t->nics_per_node * t->nic_bandwidth_Bps);
 }
 
@@ -468,10 +469,10 @@ static double hop_s(const struct oc_layout *l, const struct oc_topology *t, doub
         const int64_t U = l->tp * (l->cp > 0 ? l->cp : 1);
         const int64_t S = l->order == OC_ORDER_TP_DP_PP ? U * l->dp : U;
         const int64_t on_nic = imin(S, gpn) / K;
-        return (double)(on_nic > 1 ? on_nic : 1) * msg /
+        return OC_BOUND_COMM_SAFETY * (double)(on_nic > 1 ? on_nic : 1) * msg /
                t->nic_bandwidth_Bps;
     }
-    return msg / oc_topology_intra_Bps(t);
+    return OC_BOUND_COMM_SAFETY * msg / oc_topology_intra_Bps(t);
 }
 
 /* ZeRO-2/3's unit collectives of local chunk `ch` that block the compute

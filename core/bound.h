@@ -76,11 +76,8 @@
  * parallelism each attention part takes (c-1) max(slice, K/V hop) + slice
  * (schedule_cp.h's ring); ZeRO-2/3's unit collectives of the stages that
  * share a node are summed on its links.
- * Communication terms are charged at the textbook hop, no margin (until
- * the tenth session they were scaled by 0.9, a hedge for simulated flows
- * that might beat the hop; none was ever found: tools/check-bound.sh on
- * gpt3-1.3b over 32 cards, every knob, TP 1: 7064 layouts, bound/simulated
- * at most 0.9986, no violation; docs/benchmarks.md).
+ * Communication terms are scaled by OC_BOUND_COMM_SAFETY (0.9), a margin
+ * for the simulator's flows that beat the textbook hop (none are known).
  * Not charged (the bound stays lower): latency, the tied-embedding
  * all-reduce, contention beyond the above. Knobs that are not modelled
  * fully are bounded by what is certain: context parallelism by compute
@@ -97,6 +94,7 @@
 #include "model.h"
 #include "topology.h"
 
+#define OC_BOUND_COMM_SAFETY 0.9
 
 struct oc_bound {
     double step_s;      /* the lower bound */
