@@ -163,7 +163,7 @@ static const char *const named_what[OC_LAYOUT_NAMED_BITS] = {
     "cp (context-parallel size)", "the gradient-reduce overlap",
     "the first stage's layers", "the last stage's layers", "the collective algorithm",
     "the gradient compression", "the synchronisation interval (local SGD)",
-    "the TP-communication overlap",
+    "the TP-communication overlap", "the parameter-gather overlap",
 };
 
 const char *oc_layout_named_what(unsigned bit)
@@ -241,6 +241,10 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
         l->tp_comm_overlap = 1, *bit = OC_LAYOUT_NAMED_TPOVL;
     else if (strcmp(part, "notpovl") == 0)
         l->tp_comm_overlap = 0, *bit = OC_LAYOUT_NAMED_TPOVL;
+    else if (strcmp(part, "pgovl") == 0)
+        l->overlap_param_gather = 1, *bit = OC_LAYOUT_NAMED_PGOVL;
+    else if (strcmp(part, "nopgovl") == 0)
+        l->overlap_param_gather = 0, *bit = OC_LAYOUT_NAMED_PGOVL;
     else if (strcmp(part, "nozero") == 0)
         l->zero = 0, *bit = OC_LAYOUT_NAMED_ZERO;
     else if (strcmp(part, "flash") == 0)
@@ -437,6 +441,8 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
         put_part(buf, n, &k, l->overlap_grad_reduce ? "ovl" : "noovl", 0);
     if (l->tp_comm_overlap != d.tp_comm_overlap)
         put_part(buf, n, &k, l->tp_comm_overlap ? "tpovl" : "notpovl", 0);
+    if (l->overlap_param_gather != d.overlap_param_gather)
+        put_part(buf, n, &k, l->overlap_param_gather ? "pgovl" : "nopgovl", 0);
     if (l->attention != d.attention)
         put_part(buf, n, &k, l->attention == OC_ATTN_FLASH ? "flash" : "classic", 0);
     char named[48];
@@ -573,6 +579,13 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (l->tp_comm_overlap && !l->sequence_parallel)
         return oc_fail(st, "the TP-communication overlap (tpovl, --tp-comm-overlap) "
                            "needs sequence parallelism");
+    /* Megatron-LM arguments.py: "--overlap-param-gather only supported
+     * with distributed optimizer" and "Must use --overlap-param-gather
+     * with --overlap-grad-reduce". */
+    if (l->overlap_param_gather && (l->zero != 1 || !l->overlap_grad_reduce))
+        return oc_fail(st, "the parameter-gather overlap (pgovl, --overlap-param-gather) "
+                           "needs the distributed optimizer (zero1) and the gradient-reduce "
+                           "overlap (ovl)");
     /* Megatron-LM (arguments.py, and Megatron-Core's CP docs): the
      * sequence splits into 2*cp chunks, each CP rank holding chunks i and
      * 2*cp-1-i so that causal attention balances. */
@@ -778,6 +791,7 @@ int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
     KEY(first_stage_layers, OC_LAYOUT_NAMED_FIRST) KEY(last_stage_layers, OC_LAYOUT_NAMED_LAST)
     KEY(coll, OC_LAYOUT_NAMED_COLL) KEY(overlap_grad_reduce, OC_LAYOUT_NAMED_OVERLAP)
     KEY(tp_comm_overlap, OC_LAYOUT_NAMED_TPOVL)
+    KEY(overlap_param_gather, OC_LAYOUT_NAMED_PGOVL)
     KEY(attention, OC_LAYOUT_NAMED_ATTENTION) KEY(order, OC_LAYOUT_NAMED_ORDER)
     KEY(allow_cross_node_tp, 0) KEY(precision, OC_LAYOUT_NAMED_PRECISION)
     KEY(gc, OC_LAYOUT_NAMED_GC) KEY(gc_density, OC_LAYOUT_NAMED_GC)
