@@ -748,7 +748,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t mb = oc_layout_num_micro_batches(l);
     /* layers of the largest chunk (every chunk's when even) */
-    const double lpc = (double)oc_place_max_stage_layers(l, m) / (double)v;
+    const double lpc = (double)oc_place_max_chunk_layers(l, m);
     /* an s*b*h activation, e bytes per element (the run's precision) */
     const double sbh = (double)oc_layout_local_seq(l) * (double)l->micro_batch *
                        (double)m->hidden_size; /* s/c tokens under CP */

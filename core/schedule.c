@@ -949,7 +949,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.m = nm;
     /* the largest chunk's layers: the CP ring's tags are unique per
      * (micro-batch, chunk, layer of the chunk) under uneven stages too */
-    x.lc = oc_place_max_stage_layers(l, m) / v;
+    x.lc = oc_place_max_chunk_layers(l, m);
     x.grain = o->grain;
     x.cp = l->cp > 1 ? l->cp : 1;
     x.dg = x.d * x.cp;
