@@ -739,6 +739,23 @@ static double pg_stage_s(const struct oc_model *m, const struct oc_layout *l,
     return lost;
 }
 
+/* --overlap-param-gather: each stage's loss (pg_stage_s) in a new array
+ * of p; *total_s the largest stage's gathers (dp_comm_s is its rank's). */
+static double *pg_stages_s(const struct oc_model *m, const struct oc_layout *l,
+                           const struct oc_topology *t, const struct oc_cost *c,
+                           double layer_fwd_s, double *total_s)
+{
+    double *pg_s = oc_xmalloc((size_t)l->pp * sizeof *pg_s);
+    const int64_t big = largest_stage(m, l);
+    for (int64_t j = 0; j < l->pp; j++) {
+        double total = 0;
+        pg_s[j] = pg_stage_s(m, l, t, c, j, layer_fwd_s, &total);
+        if (j == big)
+            *total_s = total;
+    }
+    return pg_s;
+}
+
 void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                 const struct oc_topology *t, struct oc_cf_step *out)
 {
@@ -845,21 +862,11 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                            c.part_s[OC_PART_EMBED][OC_PHASE_BWD];
     const double head_s = c.part_s[OC_PART_HEAD][OC_PHASE_FWD] +
                           c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
-    /* --overlap-param-gather: each stage's chain; the gathers' time of
-     * the largest stage's (dp_comm_s is its rank's) */
     const int pg = oc_pg_on(l);
-    double *pg_s = NULL, pg_total_s = 0;
-    if (pg) {
-        pg_s = oc_xmalloc((size_t)p * sizeof *pg_s);
-        const int64_t big = largest_stage(m, l);
-        for (int64_t j = 0; j < p; j++) {
-            double total = 0;
-            pg_s[j] = pg_stage_s(m, l, t, &c, j, layer_fwd_s + tp_layer_s - tp_bwd_layer_s,
-                                 &total);
-            if (j == big)
-                pg_total_s = total;
-        }
-    }
+    double pg_total_s = 0;
+    double *pg_s =
+        pg ? pg_stages_s(m, l, t, &c, layer_fwd_s + tp_layer_s - tp_bwd_layer_s, &pg_total_s)
+           : NULL;
     const double pipeline_s =
         pipeline_time_s(m, l, mb, v, vb,
                         layer_fwd_s + layer_bwd_s + tp_layer_s + cp_exposed_layer_s,

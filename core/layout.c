@@ -528,6 +528,24 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     return 0;
 }
 
+/* The overlap knobs' preconditions. */
+static int overlap_rules(const struct oc_layout *l, struct oc_status *st)
+{
+    /* Megatron-LM arguments.py: "Tensor parallel communication/GEMM
+     * overlap can happen only when sequence parallelism is enabled". */
+    if (l->tp_comm_overlap && !l->sequence_parallel)
+        return oc_fail(st, "the TP-communication overlap (tpovl, --tp-comm-overlap) "
+                           "needs sequence parallelism");
+    /* Megatron-LM arguments.py: "--overlap-param-gather only supported
+     * with distributed optimizer" and "Must use --overlap-param-gather
+     * with --overlap-grad-reduce". */
+    if (l->overlap_param_gather && (l->zero != 1 || !l->overlap_grad_reduce))
+        return oc_fail(st, "the parameter-gather overlap (pgovl, --overlap-param-gather) "
+                           "needs the distributed optimizer (zero1) and the gradient-reduce "
+                           "overlap (ovl)");
+    return 0;
+}
+
 int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st)
@@ -581,18 +599,8 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (m->intermediate_size % l->tp != 0)
         return oc_fail(st, "intermediate_size %lld is not divisible by TP %lld",
                        (long long)m->intermediate_size, (long long)l->tp);
-    /* Megatron-LM arguments.py: "Tensor parallel communication/GEMM
-     * overlap can happen only when sequence parallelism is enabled". */
-    if (l->tp_comm_overlap && !l->sequence_parallel)
-        return oc_fail(st, "the TP-communication overlap (tpovl, --tp-comm-overlap) "
-                           "needs sequence parallelism");
-    /* Megatron-LM arguments.py: "--overlap-param-gather only supported
-     * with distributed optimizer" and "Must use --overlap-param-gather
-     * with --overlap-grad-reduce". */
-    if (l->overlap_param_gather && (l->zero != 1 || !l->overlap_grad_reduce))
-        return oc_fail(st, "the parameter-gather overlap (pgovl, --overlap-param-gather) "
-                           "needs the distributed optimizer (zero1) and the gradient-reduce "
-                           "overlap (ovl)");
+    if (overlap_rules(l, st) != 0)
+        return -1;
     /* Megatron-LM (arguments.py, and Megatron-Core's CP docs): the
      * sequence splits into 2*cp chunks, each CP rank holding chunks i and
      * 2*cp-1-i so that causal attention balances. */
