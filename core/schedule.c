@@ -1,9 +1,11 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 915 lines, over the ~800 guideline after the ZeRO-2/3 and CP
- * hooks (their ops live in schedule_zero.c and schedule_cp.c) and the DP
+ * Size: about 1030 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * hooks (their ops live in schedule_zero.c and schedule_cp.c), the DP
  * buckets' split of the last backward (the buckets themselves in
- * schedule_bucket.c; the split needs this file's sinks). The seam left:
+ * schedule_bucket.c; the split needs this file's sinks) and the weight
+ * gather's split of the first forward (--overlap-param-gather: the chain
+ * and its ops in schedule_pgather.c). The seam left:
  * the per-rank end of step (DP reduction, embedding all-reduce,
  * optimizer, ZeRO gathers in emit_rank) into a schedule_step.c.
  *
