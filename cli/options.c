@@ -22,7 +22,8 @@
 enum {
     O_CARDS = 256, O_MODEL, O_TOPOLOGY, O_CSV, O_OUT, O_LAYOUT, O_TP, O_PP,
     O_DP, O_MB, O_GB, O_SEQ, O_SCHEDULE, O_VCHUNKS, O_RECOMPUTE, O_SP, O_NOSP,
-    O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_TPOVL, O_NOTPOVL, O_ATTN, O_ORDER, O_CROSS_TP,
+    O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_TPOVL, O_NOTPOVL, O_PGOVL, O_NOPGOVL,
+    O_UNEVENV, O_NOUNEVENV, O_ATTN, O_ORDER, O_CROSS_TP,
     O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_NOSTEADY, O_PLATFORM, O_CFG,
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
@@ -83,6 +84,10 @@ static const struct flag flags[] = {
     {{"no-overlap-grad-reduce", no_argument, 0, O_NOOVERLAP}, 0},
     {{"tp-comm-overlap", no_argument, 0, O_TPOVL}, 0},
     {{"no-tp-comm-overlap", no_argument, 0, O_NOTPOVL}, 0},
+    {{"overlap-param-gather", no_argument, 0, O_PGOVL}, 0},
+    {{"no-overlap-param-gather", no_argument, 0, O_NOPGOVL}, 0},
+    {{"uneven-virtual-chunks", no_argument, 0, O_UNEVENV}, 0},
+    {{"no-uneven-virtual-chunks", no_argument, 0, O_NOUNEVENV}, 0},
     {{"accumulate-allreduce-grads-in-fp32", no_argument, 0, O_GRADFP32}, 0},
     {{"grad-reduce-in-fp32", no_argument, 0, O_GRADFP32}, 0},
     {{"no-grad-reduce-in-fp32", no_argument, 0, O_NOGRADFP32}, 0},
@@ -354,6 +359,10 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_NOOVERLAP: o->layout.overlap_grad_reduce = 0; return 0;
     case O_TPOVL: o->layout.tp_comm_overlap = 1; return 0;
     case O_NOTPOVL: o->layout.tp_comm_overlap = 0; return 0;
+    case O_PGOVL: o->layout.overlap_param_gather = 1; return 0;
+    case O_NOPGOVL: o->layout.overlap_param_gather = 0; return 0;
+    case O_UNEVENV: o->layout.uneven_chunks = 1; return 0;
+    case O_NOUNEVENV: o->layout.uneven_chunks = 0; return 0;
     case O_GRADFP32: o->layout.grad_fp32 = 1; return 0;
     case O_NOGRADFP32: o->layout.grad_fp32 = -1; return 0;
     case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
@@ -406,6 +415,8 @@ static int flag_slot(int c)
     case O_ZERO_STAGE: return O_ZERO;
     case O_NOOVERLAP: return O_OVERLAP;
     case O_NOTPOVL: return O_TPOVL;
+    case O_NOPGOVL: return O_PGOVL;
+    case O_NOUNEVENV: return O_UNEVENV;
     case O_NOGRADFP32: return O_GRADFP32;
     case O_FP16:
     case O_FP32: return O_BF16;
@@ -460,7 +471,8 @@ static const struct given *knob_flag(const struct pending *p, unsigned bit)
         {OC_LAYOUT_NAMED_ZERO, O_ZERO},       {OC_LAYOUT_NAMED_ATTENTION, O_ATTN},
         {OC_LAYOUT_NAMED_ORDER, O_ORDER},     {OC_LAYOUT_NAMED_PRECISION, O_BF16},
         {OC_LAYOUT_NAMED_OVERLAP, O_OVERLAP}, {OC_LAYOUT_NAMED_CP, O_CP},
-        {OC_LAYOUT_NAMED_TPOVL, O_TPOVL},
+        {OC_LAYOUT_NAMED_TPOVL, O_TPOVL},     {OC_LAYOUT_NAMED_PGOVL, O_PGOVL},
+        {OC_LAYOUT_NAMED_UNEVENV, O_UNEVENV},
     };
     const struct given *v = &p->given[O_VCHUNKS - O_CARDS];
     const struct given *sched = &p->given[O_SCHEDULE - O_CARDS];
@@ -497,6 +509,8 @@ static int64_t knob_value(const struct oc_layout *l, unsigned bit)
     case OC_LAYOUT_NAMED_CP: return l->cp;
     case OC_LAYOUT_NAMED_OVERLAP: return l->overlap_grad_reduce;
     case OC_LAYOUT_NAMED_TPOVL: return l->tp_comm_overlap;
+    case OC_LAYOUT_NAMED_PGOVL: return l->overlap_param_gather;
+    case OC_LAYOUT_NAMED_UNEVENV: return l->uneven_chunks;
     case OC_LAYOUT_NAMED_FIRST: return l->first_stage_layers;
     case OC_LAYOUT_NAMED_LAST: return l->last_stage_layers;
     case OC_LAYOUT_NAMED_COLL: return l->coll;

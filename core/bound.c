@@ -393,7 +393,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         if (reduced > 0)
             st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node,
                                                groups);
-        if (l->zero == 1)
+        if (l->zero == 1 && !l->overlap_param_gather)
             st->tail += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
     }
 }
@@ -547,7 +547,7 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
                     if (ready[j * v + c] >= T)
                         grad += late_layers(m, l, j, c) * P;
                 }
-                if (l->zero == 1 && last >= T)
+                if (l->zero == 1 && !l->overlap_param_gather && last >= T)
                     weight += (double)oc_place_stage_layers(l, m, j) * P;
             }
             if (!dp_grads_bounded(l))
@@ -674,7 +674,7 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                 }
             }
             double end = done + opt_params * c->optimizer_s_per_param;
-            if (gn > 1 && l->zero == 1)
+            if (gn > 1 && l->zero == 1 && !l->overlap_param_gather)
                 end += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
             step = dmax(step, end);
         }

@@ -28,7 +28,9 @@
  *     overlaps (all of the stage's gradients without --overlap-grad-reduce,
  *     with it the last DP bucket of chunk 0, the one holding its first
  *     layers (schedule_bucket.h): it starts after the last backward), the
- *     distributed optimizer's weight all-gather, and the AdamW step;
+ *     distributed optimizer's weight all-gather (not charged under
+ *     --overlap-param-gather, which moves it into the next forward:
+ *     schedule_pgather.h; a bound may leave a term out), and the AdamW step;
  *     a DP collective of S bytes over N ranks on G nodes at the bandwidth
  *     lower bound of Patarasuk and Yuan 2009 (all-reduce 2(N-1)/N * S/B)
  *     on the hops it must cross: 2(N-1)/N * S/B_intra inside a node;

@@ -24,6 +24,7 @@
 #include "schedule.h"
 #include "schedule_bucket.h"
 #include "schedule_cp.h"
+#include "schedule_pgather.h"
 #include "status.h"
 
 double oc_cf_bubble_fraction(int64_t p, int64_t m, int64_t v)
@@ -433,9 +434,10 @@ static void group_link(const struct oc_layout *l, const struct oc_topology *t,
  * interleaved schedule's fill and drain are chunks, 1/v of a stage. */
 static double pipeline_time_s(const struct oc_model *m, const struct oc_layout *l,
                               int64_t mb, int64_t v, int64_t vb, double layer_s,
-                              double chunk_s, double embed_s, double head_s)
+                              double chunk_s, double embed_s, double head_s,
+                              const double *pg_s)
 {
-    double best_s = 0, before_s = 0;
+    double best_s = 0, before_s = 0, pg_before_s = 0;
     for (int64_t j = 0; j < l->pp; j++) {
         double u = (double)oc_place_stage_layers(l, m, j) * layer_s +
                    (double)v * chunk_s;
@@ -443,10 +445,14 @@ static double pipeline_time_s(const struct oc_model *m, const struct oc_layout *
             u += embed_s;
         if (oc_place_stage_has_head(l, j))
             u += head_s;
-        const double t = (double)mb * u + before_s / (double)vb;
+        /* --overlap-param-gather: what stage j's first forward loses to
+         * its gathers (pg_stage_s) delays it and every stage after it */
+        const double pg = pg_s ? pg_s[j] : 0.0;
+        const double t = (double)mb * u + before_s / (double)vb + pg_before_s + pg;
         if (t > best_s)
             best_s = t;
         before_s += u;
+        pg_before_s += pg;
     }
     return best_s;
 }
@@ -550,7 +556,7 @@ static double zero_exposed_time_s(const struct oc_model *m, const struct oc_layo
 static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_layout *l,
                                    const struct oc_cost *c, int64_t stage, int64_t dg,
                                    double bw, double lat, double mem_Bps, double layer_s,
-                                   int nccl, double *total_s)
+                                   int nccl, enum oc_coll_kind kind, double *total_s)
 {
     struct oc_dp_bucket *b = oc_xmalloc((size_t)oc_dp_buckets_cap(m, l) * sizeof *b);
     const double grad = oc_mem_param_bytes(l).grad;
@@ -562,7 +568,7 @@ static double dp_buckets_exposed_s(const struct oc_model *m, const struct oc_lay
             now += (double)b[j].layer_count * layer_s +
                    (b[j].head ? c->part_s[OC_PART_HEAD][OC_PHASE_BWD] : 0.0) +
                    (b[j].embed ? c->part_s[OC_PART_EMBED][OC_PHASE_BWD] : 0.0);
-            const double r = oc_nccl_ring_s(nccl > 0, OC_COLL_ALLREDUCE, dg, grad * b[j].params,
+            const double r = oc_nccl_ring_s(nccl > 0, kind, dg, grad * b[j].params,
                                             bw, lat, mem_Bps, nccl == 2, NULL);
             free_at = (free_at > now ? free_at : now) + r;
             *total_s += r;
@@ -633,10 +639,15 @@ static double dp_exposed_time_s(const struct oc_model *m, const struct oc_layout
     /* Megatron-Core's --overlap-grad-reduce starts each bucket during the
      * last micro-batch's backward (earlier micro-batches only accumulate)
      * once its layers are done: what the rest of that backward hides. */
+    /* (the sharded optimizer's reduce-scatter and all-gather as one
+     * all-reduce of the gradient bytes, unless --overlap-param-gather
+     * takes the gather into the forward: pg_stage_s) */
     if (l->overlap_grad_reduce)
         return dp_buckets_exposed_s(m, l, c, largest_stage(m, l), dg, bw, lat,
                                     oc_cost_mem_Bps(t), layer_s,
-                                    t->nccl_version > 0 ? 1 + across : 0, &out->dp_comm_s);
+                                    t->nccl_version > 0 ? 1 + across : 0,
+                                    oc_pg_on(l) ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE,
+                                    &out->dp_comm_s);
     return out->dp_comm_s;
 }
 
@@ -684,6 +695,67 @@ static double cp_ring_chunk_s(const struct oc_model *m, const struct oc_layout *
     return exposed;
 }
 
+/* --overlap-param-gather (schedule_pgather.h): what `stage`'s first
+ * forward loses to its chain of weight gathers (oc_pg_chain_exposed_s),
+ * each bucket's gather a ring all-gather over the DP x CP group and its
+ * forward layer_fwd_s per layer (with its TP collectives) plus the
+ * embedding's or the head's. Chunk 0's first gather is exposed on stage 0
+ * only: a later stage waits for its first activation at least as long as
+ * the stage before it ran its own chain, whose first bucket is about as
+ * large; a later chunk's is issued during the chunk before it. Sets
+ * *total_s to the gathers' rings. An estimate (the simulator replays the
+ * chain against the real schedule). */
+static double pg_stage_s(const struct oc_model *m, const struct oc_layout *l,
+                         const struct oc_topology *t, const struct oc_cost *c,
+                         int64_t stage, double layer_fwd_s, double *total_s)
+{
+    const int64_t dg = l->dp * cf_cp(l);
+    double bw, lat;
+    int across;
+    group_link_x(l, t, CF_DP, &bw, &lat, &across);
+    const int nc = t->nccl_version > 0;
+    const double w = oc_mem_param_bytes(l).weight;
+    struct oc_pg_item *it = oc_xmalloc((size_t)oc_pg_chain_cap(m, l) * sizeof *it);
+    const int64_t n = oc_pg_chain(m, l, stage, it);
+    double *g = oc_xmalloc((size_t)n * sizeof *g), *f = oc_xmalloc((size_t)n * sizeof *f);
+    for (int64_t i = 0; i < n; i++) {
+        g[i] = oc_nccl_ring_s(nc, OC_COLL_ALLGATHER, dg, w * it[i].b.params, bw, lat, 0,
+                              across, NULL);
+        f[i] = (double)it[i].b.layer_count * layer_fwd_s +
+               (it[i].b.embed ? c->part_s[OC_PART_EMBED][OC_PHASE_FWD] : 0.0) +
+               (it[i].b.head ? c->part_s[OC_PART_HEAD][OC_PHASE_FWD] : 0.0);
+        *total_s += g[i];
+    }
+    double lost = 0;
+    for (int64_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && it[j].chunk == it[i].chunk; j++)
+            ;
+        const double arrive = stage == 0 && it[i].chunk == 0 ? 0.0 : g[i];
+        lost += oc_pg_chain_exposed_s(g + i, f + i, j - i, arrive);
+    }
+    free(g);
+    free(f);
+    free(it);
+    return lost;
+}
+
+/* --overlap-param-gather: each stage's loss (pg_stage_s) in a new array
+ * of p; *total_s the largest stage's gathers (dp_comm_s is its rank's). */
+static double *pg_stages_s(const struct oc_model *m, const struct oc_layout *l,
+                           const struct oc_topology *t, const struct oc_cost *c,
+                           double layer_fwd_s, double *total_s)
+{
+    double *pg_s = oc_xmalloc((size_t)l->pp * sizeof *pg_s);
+    const int64_t big = largest_stage(m, l);
+    for (int64_t j = 0; j < l->pp; j++) {
+        double total = 0;
+        pg_s[j] = pg_stage_s(m, l, t, c, j, layer_fwd_s, &total);
+        if (j == big)
+            *total_s = total;
+    }
+    return pg_s;
+}
+
 void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                 const struct oc_topology *t, struct oc_cf_step *out)
 {
@@ -693,7 +765,7 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
     const int64_t v = oc_place_chunks_per_stage(l);
     const int64_t mb = oc_layout_num_micro_batches(l);
     /* layers of the largest chunk (every chunk's when even) */
-    const double lpc = (double)oc_place_max_stage_layers(l, m) / (double)v;
+    const double lpc = (double)oc_place_max_chunk_layers(l, m);
     /* an s*b*h activation, e bytes per element (the run's precision) */
     const double sbh = (double)oc_layout_local_seq(l) * (double)l->micro_batch *
                        (double)m->hidden_size; /* s/c tokens under CP */
@@ -790,10 +862,16 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
                            c.part_s[OC_PART_EMBED][OC_PHASE_BWD];
     const double head_s = c.part_s[OC_PART_HEAD][OC_PHASE_FWD] +
                           c.part_s[OC_PART_HEAD][OC_PHASE_BWD];
+    const int pg = oc_pg_on(l);
+    double pg_total_s = 0;
+    double *pg_s =
+        pg ? pg_stages_s(m, l, t, &c, layer_fwd_s + tp_layer_s - tp_bwd_layer_s, &pg_total_s)
+           : NULL;
     const double pipeline_s =
         pipeline_time_s(m, l, mb, v, vb,
                         layer_fwd_s + layer_bwd_s + tp_layer_s + cp_exposed_layer_s,
-                        pp_chunk_s, embed_s, head_s);
+                        pp_chunk_s, embed_s, head_s, pg_s);
+    free(pg_s);
     out->tp_comm_s = (double)(mb * v) * tp_chunk_s;
     out->pp_comm_s = (double)(mb * v) * pp_chunk_s;
     out->cp_comm_s = (double)(mb * v) * cp_chunk_s;
@@ -804,6 +882,8 @@ void oc_cf_step(const struct oc_model *m, const struct oc_layout *l,
      * recompute, and their TP collectives (tp_bwd_layer_s) */
     const double dp_exposed_s =
         dp_exposed_time_s(m, l, t, &c, params, v, layer_bwd_s + tp_bwd_layer_s, out);
+    if (pg)
+        out->dp_comm_s += pg_total_s;
 
     /* Optimizer: memory-bound (cost.h, cost_overhead.h), over the
      * parameters this rank updates (1/d of them when sharded), and the

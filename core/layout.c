@@ -163,7 +163,8 @@ static const char *const named_what[OC_LAYOUT_NAMED_BITS] = {
     "cp (context-parallel size)", "the gradient-reduce overlap",
     "the first stage's layers", "the last stage's layers", "the collective algorithm",
     "the gradient compression", "the synchronisation interval (local SGD)",
-    "the TP-communication overlap",
+    "the TP-communication overlap", "the parameter-gather overlap",
+    "the uneven chunks",
 };
 
 const char *oc_layout_named_what(unsigned bit)
@@ -241,6 +242,14 @@ static int parse_part(struct oc_layout *l, const char *part, unsigned *bit)
         l->tp_comm_overlap = 1, *bit = OC_LAYOUT_NAMED_TPOVL;
     else if (strcmp(part, "notpovl") == 0)
         l->tp_comm_overlap = 0, *bit = OC_LAYOUT_NAMED_TPOVL;
+    else if (strcmp(part, "pgovl") == 0)
+        l->overlap_param_gather = 1, *bit = OC_LAYOUT_NAMED_PGOVL;
+    else if (strcmp(part, "nopgovl") == 0)
+        l->overlap_param_gather = 0, *bit = OC_LAYOUT_NAMED_PGOVL;
+    else if (strcmp(part, "unevenv") == 0)
+        l->uneven_chunks = 1, *bit = OC_LAYOUT_NAMED_UNEVENV;
+    else if (strcmp(part, "nounevenv") == 0)
+        l->uneven_chunks = 0, *bit = OC_LAYOUT_NAMED_UNEVENV;
     else if (strcmp(part, "nozero") == 0)
         l->zero = 0, *bit = OC_LAYOUT_NAMED_ZERO;
     else if (strcmp(part, "flash") == 0)
@@ -437,6 +446,10 @@ void oc_layout_format(const struct oc_layout *l, char *buf, size_t n)
         put_part(buf, n, &k, l->overlap_grad_reduce ? "ovl" : "noovl", 0);
     if (l->tp_comm_overlap != d.tp_comm_overlap)
         put_part(buf, n, &k, l->tp_comm_overlap ? "tpovl" : "notpovl", 0);
+    if (l->overlap_param_gather != d.overlap_param_gather)
+        put_part(buf, n, &k, l->overlap_param_gather ? "pgovl" : "nopgovl", 0);
+    if (l->uneven_chunks != d.uneven_chunks)
+        put_part(buf, n, &k, l->uneven_chunks ? "unevenv" : "nounevenv", 0);
     if (l->attention != d.attention)
         put_part(buf, n, &k, l->attention == OC_ATTN_FLASH ? "flash" : "classic", 0);
     char named[48];
@@ -515,6 +528,24 @@ int oc_layout_check_modelled(const struct oc_layout *l, struct oc_status *st)
     return 0;
 }
 
+/* The overlap knobs' preconditions. */
+static int overlap_rules(const struct oc_layout *l, struct oc_status *st)
+{
+    /* Megatron-LM arguments.py: "Tensor parallel communication/GEMM
+     * overlap can happen only when sequence parallelism is enabled". */
+    if (l->tp_comm_overlap && !l->sequence_parallel)
+        return oc_fail(st, "the TP-communication overlap (tpovl, --tp-comm-overlap) "
+                           "needs sequence parallelism");
+    /* Megatron-LM arguments.py: "--overlap-param-gather only supported
+     * with distributed optimizer" and "Must use --overlap-param-gather
+     * with --overlap-grad-reduce". */
+    if (l->overlap_param_gather && (l->zero != 1 || !l->overlap_grad_reduce))
+        return oc_fail(st, "the parameter-gather overlap (pgovl, --overlap-param-gather) "
+                           "needs the distributed optimizer (zero1) and the gradient-reduce "
+                           "overlap (ovl)");
+    return 0;
+}
+
 int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
                        const struct oc_topology *t, int64_t cards,
                        struct oc_status *st)
@@ -568,11 +599,8 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     if (m->intermediate_size % l->tp != 0)
         return oc_fail(st, "intermediate_size %lld is not divisible by TP %lld",
                        (long long)m->intermediate_size, (long long)l->tp);
-    /* Megatron-LM arguments.py: "Tensor parallel communication/GEMM
-     * overlap can happen only when sequence parallelism is enabled". */
-    if (l->tp_comm_overlap && !l->sequence_parallel)
-        return oc_fail(st, "the TP-communication overlap (tpovl, --tp-comm-overlap) "
-                           "needs sequence parallelism");
+    if (overlap_rules(l, st) != 0)
+        return -1;
     /* Megatron-LM (arguments.py, and Megatron-Core's CP docs): the
      * sequence splits into 2*cp chunks, each CP rank holding chunks i and
      * 2*cp-1-i so that causal attention balances. */
@@ -620,8 +648,7 @@ int oc_layout_validate(const struct oc_layout *l, const struct oc_model *m,
     /* Megatron-LM --recompute-method block: the first k layers of each
      * chunk; k at or past the largest chunk's layers is plain full
      * recompute, so one layout would have two labels. */
-    const int64_t max_chunk_layers =
-        oc_place_max_stage_layers(l, m) / oc_place_chunks_per_stage(l);
+    const int64_t max_chunk_layers = oc_place_max_chunk_layers(l, m);
     if (l->recompute_layers > 0 && l->recompute_layers >= max_chunk_layers)
         return oc_fail(st, "rfull%lld recomputes every layer of a %lld-layer model "
                            "chunk: write rfull (or k below %lld)",
@@ -778,6 +805,8 @@ int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
     KEY(first_stage_layers, OC_LAYOUT_NAMED_FIRST) KEY(last_stage_layers, OC_LAYOUT_NAMED_LAST)
     KEY(coll, OC_LAYOUT_NAMED_COLL) KEY(overlap_grad_reduce, OC_LAYOUT_NAMED_OVERLAP)
     KEY(tp_comm_overlap, OC_LAYOUT_NAMED_TPOVL)
+    KEY(overlap_param_gather, OC_LAYOUT_NAMED_PGOVL)
+    KEY(uneven_chunks, OC_LAYOUT_NAMED_UNEVENV)
     KEY(attention, OC_LAYOUT_NAMED_ATTENTION) KEY(order, OC_LAYOUT_NAMED_ORDER)
     KEY(allow_cross_node_tp, 0) KEY(precision, OC_LAYOUT_NAMED_PRECISION)
     KEY(gc, OC_LAYOUT_NAMED_GC) KEY(gc_density, OC_LAYOUT_NAMED_GC)

@@ -122,6 +122,18 @@ struct oc_layout {
      * (tp_overlap.h); needs sequence parallelism. 0 = off (Megatron-LM's
      * default). */
     int tp_comm_overlap;
+    /* Megatron-LM --overlap-param-gather: the distributed optimizer's
+     * all-gather of the updated weights bucket by bucket under the next
+     * step's first forward instead of after the optimizer step
+     * (schedule_pgather.h); needs zero1 and overlap_grad_reduce. 0 = off
+     * (Megatron-LM's default). */
+    int overlap_param_gather;
+    /* Interleaved stages whose layers are not a multiple of v: each
+     * stage's layers spread over its v chunks as evenly as possible, the
+     * embedding's and the head's chunks the lighter, as Llama 3's
+     * balanced pipeline (placement.h). 0 = Megatron-LM's rule (every
+     * stage's layers a multiple of v). */
+    int uneven_chunks;
     enum oc_attention attention;
     enum oc_rank_order order;
     int allow_cross_node_tp; /* let a TP group span nodes */
@@ -193,7 +205,9 @@ enum {
     OC_LAYOUT_NAMED_GC = 1u << 17,
     OC_LAYOUT_NAMED_SYNC = 1u << 18,
     OC_LAYOUT_NAMED_TPOVL = 1u << 19,
-    OC_LAYOUT_NAMED_BITS = 20
+    OC_LAYOUT_NAMED_PGOVL = 1u << 20,
+    OC_LAYOUT_NAMED_UNEVENV = 1u << 21,
+    OC_LAYOUT_NAMED_BITS = 22
 };
 /* oc_layout_parse, and the OC_LAYOUT_NAMED_* bits of the knobs s names
  * into *named (may be NULL). */

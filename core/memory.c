@@ -457,14 +457,20 @@ static double interleaved_peak(const struct oc_model *m,
     if (!peak_cache)
         peak_cache = oc_xcalloc(PEAK_WAYS, sizeof *peak_cache);
     struct peak_entry *e = &peak_cache[peak_hash(&key) % PEAK_WAYS];
-    if (e->used && memcmp(&e->k, &key, sizeof key) == 0) {
+    /* unevenv (placement.h): chunks of different layers, each its own
+     * figure, and a key that does not say so: no cache */
+    const int uneven = l->uneven_chunks != 0;
+    if (!uneven && e->used && memcmp(&e->k, &key, sizeof key) == 0) {
         *logits_at_peak = e->best_logits;
         return e->best;
     }
     struct chunk_fig small[16];
     struct chunk_fig *c = v <= 16 ? small : oc_xcalloc((size_t)v, sizeof *c);
     for (int64_t k = 0; k < v; k++) {
-        c[k].act = chunk_activation_bytes(m, l, stage, k, key.layers);
+        const double layers =
+            uneven ? chunk_layers_bytes(m, l, oc_place_chunk_layers(l, m, stage, k).count)
+                   : key.layers;
+        c[k].act = chunk_activation_bytes(m, l, stage, k, layers);
         c[k].logits = oc_place_holds_head(l, stage, k) ? logit_bytes : 0.0;
     }
     const struct seq_entry *u = unit_chunks(l, warm + steady);
@@ -478,9 +484,11 @@ static double interleaved_peak(const struct oc_model *m,
     OC_ASSERT(w.units == warm);
     /* The replay and the closed-form count must agree. */
     OC_ASSERT(w.max_units == oc_mem_inflight(l, stage));
-    e->k = key;
-    e->best = w.best, e->best_logits = w.best_logits;
-    e->used = 1;
+    if (!uneven) {
+        e->k = key;
+        e->best = w.best, e->best_logits = w.best_logits;
+        e->used = 1;
+    }
     if (c != small)
         free(c);
     *logits_at_peak = w.best_logits;

@@ -54,6 +54,27 @@ int oc_place_uneven(const struct oc_layout *l)
     return l->first_stage_layers > 0 || l->last_stage_layers > 0;
 }
 
+/* unevenv (placement.h, "Uneven chunks"): every chunk at least one layer
+ * but the embedding's and the head's, which may hold none. */
+static int check_uneven_chunks(const struct oc_layout *l, const struct oc_model *m,
+                               struct oc_status *st)
+{
+    const int64_t v = oc_place_chunks_per_stage(l), p = l->pp;
+    if (v < 2)
+        return oc_fail(st, "unevenv (uneven chunks) needs the interleaved schedule with "
+                           "v >= 2 chunks per stage");
+    for (int64_t i = 0; i < p; i++) {
+        const int64_t n = oc_place_stage_layers(l, m, i);
+        const int64_t least = i == 0 || i == p - 1 ? v - 1 : v;
+        if (n < least)
+            return oc_fail(st, "unevenv: stage %lld's %lld layers leave a chunk of its v%lld "
+                               "without a layer (only the embedding's and the head's "
+                               "chunks may hold none)",
+                           (long long)i, (long long)n, (long long)v);
+    }
+    return 0;
+}
+
 int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
                          struct oc_status *st)
 {
@@ -63,8 +84,8 @@ int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
     if (f < 0 || e < 0)
         return oc_fail(st, "the first and last stage's layers must be at least 1");
     if (!oc_place_uneven(l)) {
-        if (L % (p * v) == 0)
-            return 0;
+        if (L % (p * v) == 0 || (l->uneven_chunks && L % p == 0))
+            return l->uneven_chunks ? check_uneven_chunks(l, m, st) : 0;
         if (v > 1)
             return oc_fail(st, "num_hidden_layers %lld is not divisible by "
                                "PP*v = %lld*%lld = %lld",
@@ -93,12 +114,14 @@ int oc_place_check_split(const struct oc_layout *l, const struct oc_model *m,
         return oc_fail(st, "the %lld layers left by first%lld and last%lld do not "
                            "split evenly over the %lld other stages",
                        (long long)ml, (long long)f, (long long)e, (long long)ms);
+    if (l->uneven_chunks)
+        return check_uneven_chunks(l, m, st);
     /* Megatron-LM: with a virtual pipeline every stage's layers divide
      * into its v chunks. */
     if (v > 1 && (f % v != 0 || e % v != 0 || (ms > 0 && (ml / ms) % v != 0)))
         return oc_fail(st, "with v%lld chunks per stage every stage's layers must be "
                            "a multiple of %lld (first%lld, last%lld, %lld on each "
-                           "other stage)",
+                           "other stage; unevenv spreads them as evenly as possible)",
                        (long long)v, (long long)v, (long long)f, (long long)e,
                        (long long)(ms > 0 ? ml / ms : 0));
     return 0;
@@ -131,12 +154,54 @@ int64_t oc_place_max_stage_layers(const struct oc_layout *l,
     return most;
 }
 
+/* unevenv: chunk `chunk` of `stage`'s layers, n/v or n/v + 1; the n % v
+ * heavier chunks are the last ones on the stage holding the embedding
+ * (its chunk 0 the lighter), the first ones elsewhere (the head's chunk
+ * v-1 the lighter) (placement.h, "Uneven chunks"). */
+static int64_t uneven_chunk_count(const struct oc_layout *l, const struct oc_model *m,
+                                  int64_t stage, int64_t chunk)
+{
+    const int64_t v = oc_place_chunks_per_stage(l), n = oc_place_stage_layers(l, m, stage);
+    const int64_t q = n / v, r = n % v;
+    const int heavy = oc_place_stage_has_embed(l, stage) ? chunk >= v - r : chunk < r;
+    return q + (heavy ? 1 : 0);
+}
+
+/* unevenv: the chunks before global chunk g = c*p + i in model order
+ * hold the layers before it. */
+static struct oc_layer_range uneven_chunk_layers(const struct oc_layout *l,
+                                                const struct oc_model *m, int64_t stage,
+                                                int64_t chunk)
+{
+    int64_t first = 0;
+    for (int64_t c = 0; c <= chunk; c++)
+        for (int64_t j = 0; j < l->pp && (c < chunk || j < stage); j++)
+            first += uneven_chunk_count(l, m, j, c);
+    return (struct oc_layer_range){first, uneven_chunk_count(l, m, stage, chunk)};
+}
+
+int64_t oc_place_max_chunk_layers(const struct oc_layout *l, const struct oc_model *m)
+{
+    const int64_t v = oc_place_chunks_per_stage(l);
+    if (!l->uneven_chunks)
+        return oc_place_max_stage_layers(l, m) / v;
+    int64_t most = 0;
+    for (int64_t i = 0; i < l->pp; i++)
+        for (int64_t c = 0; c < v; c++) {
+            const int64_t n = uneven_chunk_count(l, m, i, c);
+            most = n > most ? n : most;
+        }
+    return most;
+}
+
 struct oc_layer_range oc_place_chunk_layers(const struct oc_layout *l,
                                             const struct oc_model *m,
                                             int64_t stage, int64_t chunk)
 {
     const int64_t v = oc_place_chunks_per_stage(l);
     OC_ASSERT(chunk >= 0 && chunk < v);
+    if (l->uneven_chunks)
+        return uneven_chunk_layers(l, m, stage, chunk);
     /* One round of global chunks (c*p .. c*p + p-1) holds L/v layers, a
      * stage n_i/v of them (placement.h). */
     const int64_t n = oc_place_stage_layers(l, m, stage);

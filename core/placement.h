@@ -42,6 +42,24 @@
  * Without first/last every n_i is L/p and this is [g*Lc, (g+1)*Lc).
  * 80 layers on pp12 with first5 and last5: stages 1..10 hold 70/10 = 7.
  *
+ * Uneven chunks (layout.h's uneven_chunks, layout part unevenv; not
+ * Megatron-LM's, whose TransformerConfig refuses stage layers that v does
+ * not divide): Llama 3's balanced pipeline (Dubey et al. 2024,
+ * arXiv:2407.21783, section 3.3.2: one layer fewer on the first and the
+ * last stage, "the first model chunk on the first stage has only the
+ * embedding, and the last model chunk on the last stage has only output
+ * projection and loss calculation"). Stage i's n_i layers spread over its
+ * v chunks as evenly as possible, n_i/v or n_i/v + 1 each; the n_i % v
+ * heavier chunks are the last ones on the embedding's stage (the
+ * embedding's chunk 0 the lighter) and the first ones on every other
+ * stage (the head's chunk v-1 the lighter). Model order as above: global
+ * chunk g = c*p + i starts after the layers of the chunks before it.
+ * Every chunk holds a layer but the embedding's and the head's, which may
+ * hold none (n_0 and n_{p-1} at least v-1, the others at least v). 126
+ * layers on pp16 v8 with first7 and last7: stage 0's chunk 0 holds the
+ * embedding alone and chunks 1..7 a layer each, the middle stages a layer
+ * a chunk, stage 15's chunks 0..6 a layer each and chunk 7 the head alone.
+ *
  * Tied embeddings (Megatron-LM's embedding group): with
  * tie_word_embeddings and p > 1 the head stage keeps a copy of the word
  * embedding, and the embedding stage and the head stage all-reduce the two
@@ -102,10 +120,14 @@ int64_t oc_place_max_stage_layers(const struct oc_layout *l,
                                   const struct oc_model *m);
 
 /* The layers chunk `chunk` of `stage` holds: n_i/v of them from
- * c*L/v + (n_0 + ... + n_{i-1})/v on ([g*Lc, (g+1)*Lc) when even). */
+ * c*L/v + (n_0 + ... + n_{i-1})/v on ([g*Lc, (g+1)*Lc) when even; under
+ * unevenv n_i/v or one more, after the chunks before it in model order). */
 struct oc_layer_range oc_place_chunk_layers(const struct oc_layout *l,
                                             const struct oc_model *m,
                                             int64_t stage, int64_t chunk);
+/* The most layers of any chunk (n_i/v of the largest stage but under
+ * unevenv). */
+int64_t oc_place_max_chunk_layers(const struct oc_layout *l, const struct oc_model *m);
 /* The chunk that holds global layer `layer` (global chunk layer / Lc when
  * even). */
 struct oc_chunk_at oc_place_layer_chunk(const struct oc_layout *l,

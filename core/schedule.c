@@ -1,9 +1,11 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 915 lines, over the ~800 guideline after the ZeRO-2/3 and CP
- * hooks (their ops live in schedule_zero.c and schedule_cp.c) and the DP
+ * Size: about 1030 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * hooks (their ops live in schedule_zero.c and schedule_cp.c), the DP
  * buckets' split of the last backward (the buckets themselves in
- * schedule_bucket.c; the split needs this file's sinks). The seam left:
+ * schedule_bucket.c; the split needs this file's sinks) and the weight
+ * gather's split of the first forward (--overlap-param-gather: the chain
+ * and its ops in schedule_pgather.c). The seam left:
  * the per-rank end of step (DP reduction, embedding all-reduce,
  * optimizer, ZeRO gathers in emit_rank) into a schedule_step.c.
  *
@@ -55,6 +57,7 @@
 #include "placement.h"
 #include "compress.h"
 #include "schedule_bucket.h"
+#include "schedule_pgather.h"
 #include "schedule_zero.h"
 #include "schedule_cp.h"
 
@@ -144,6 +147,7 @@ struct ctx {
     struct oc_zero_ctx zc;        /* ZeRO-2/3 per-unit ops (schedule_zero.h) */
     int dp_async;                 /* DP buckets during the last backward */
     int64_t bucket_size, bucket_cap; /* schedule_bucket.h */
+    int pg; /* the weight all-gather under the first forward (schedule_pgather.h) */
 };
 
 /* Per-stage data shared by every rank of the stage. */
@@ -158,6 +162,10 @@ struct stage_info {
     struct oc_dp_bucket *bk;
     struct unit_sum *bsums;
     int64_t *nbk;            /* v entries */
+    /* pg: the stage's chain of weight-gather buckets (schedule_pgather.h),
+     * where each chunk's start in it, and each chunk's first forward */
+    struct oc_pg_item *pg;
+    int64_t npg, *pg0, *first_fwd;
     int64_t count;           /* ops per rank, -1 until counted */
 };
 
@@ -315,9 +323,13 @@ static void put_ce(const struct ctx *x, struct sink *k, int64_t mb,
     put(k, &o);
 }
 
-/* Compute and TP collectives of a forward unit, layer grain. */
-static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
-                      int64_t stage, int64_t c, int first, int last)
+/* Compute and TP collectives of a forward unit's chunk-local layers jlo
+ * to jhi-1, after the embedding's if `first` and before the head's if
+ * `last`, layer grain (a whole unit: fwd_parts; a weight-gather bucket's
+ * share of it: put_fwd_buckets). */
+static void fwd_span(const struct ctx *x, struct sink *k, int64_t mb,
+                     int64_t stage, int64_t c, int64_t jlo, int64_t jhi,
+                     int first, int last)
 {
     const struct oc_layer_range lr =
         oc_place_chunk_layers(x->l, x->model, stage, c);
@@ -334,7 +346,7 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
                    stage, c, -1);
     }
     const struct oc_zero_at za = oc_zero_at(&x->zc, OC_PHASE_FWD, mb, stage, c);
-    for (int64_t j = 0; j < lr.count; j++) {
+    for (int64_t j = jlo; j < jhi; j++) {
         int64_t layer = lr.first + j;
         oc_zero_layer_begin(&x->zc, zput, k, &za, j, lr.count, layer, layer + 1);
         put_layer_part(x, k, OC_PHASE_FWD, OC_PART_ATTN, mb, stage, c, layer,
@@ -355,6 +367,13 @@ static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
                     x->head_flops);
         put_ce(x, k, mb, stage, c);
     }
+}
+
+static void fwd_parts(const struct ctx *x, struct sink *k, int64_t mb,
+                      int64_t stage, int64_t c, int first, int last)
+{
+    const int64_t n = oc_place_chunk_layers(x->l, x->model, stage, c).count;
+    fwd_span(x, k, mb, stage, c, 0, n, first, last);
 }
 
 /* Compute and TP collectives of a backward unit's chunk-local layers
@@ -521,6 +540,10 @@ struct unit_at {
     const struct oc_dp_bucket *bk;
     const struct unit_sum *bsums;
     int64_t nbk;
+    /* the chunk's first forward under pg: its buckets chain[pg0 .. pg0+npg)
+     * of the stage's nchain */
+    const struct oc_pg_item *chain;
+    int64_t nchain, pg0, npg;
 };
 
 /* A forward unit receives from the previous chunk in model order and sends
@@ -535,7 +558,7 @@ static struct unit_at unit_at_of(const struct ctx *x,
                         oc_place_holds_head(x->l, me.pp, c), -1, -1, -1,
                         oc_place_chunk_layers(x->l, x->model, me.pp, c),
                         si->act_bytes[c], &si->sums[c * 2 + u.backward],
-                        NULL, NULL, 0};
+                        NULL, NULL, 0, NULL, 0, 0, 0};
     int64_t prev = -1, next = -1;
     if (!a.first) {
         const struct oc_chunk_at at = oc_place_chunk_at(x->l, g - 1);
@@ -608,6 +631,56 @@ static void put_bwd_buckets(const struct ctx *x, struct sink *k,
                 x->logits_bytes);
 }
 
+/* --overlap-param-gather, a chunk's first forward: before each bucket's
+ * layers (schedule_pgather.h) the wait for its weights and the next
+ * bucket's gather. Chunk grain: one merged piece per bucket (cost.c times
+ * a piece by its layers); with CP's merged ring the unit stays whole. */
+static void put_pg(const struct ctx *x, struct sink *k, const struct unit_at *a,
+                   int64_t g, int wait)
+{
+    const struct oc_op o = wait ? oc_pg_wait_op(&a->chain[g], a->stage)
+                                : oc_pg_gather_op(x->l, &a->chain[g], a->stage);
+    put(k, &o);
+}
+
+static void put_fwd_buckets(const struct ctx *x, struct sink *k,
+                            const struct unit_at *a)
+{
+    const int64_t mb = a->u.mb, stage = a->stage, c = a->u.chunk;
+    const int64_t end = a->pg0 + a->npg; /* past the chunk's buckets */
+    if (x->grain != OC_GRAIN_LAYER && a->last)
+        put_mem(x, k, OC_OP_ALLOC, OC_BUF_LOGITS, OC_PHASE_FWD, mb, stage, c, -1, 0,
+                x->logits_bytes);
+    if (x->grain != OC_GRAIN_LAYER && k->ring) { /* whole */
+        put_pg(x, k, a, a->pg0, 1);
+        for (int64_t g = a->pg0 + 1; g < end; g++)
+            put_pg(x, k, a, g, 0);
+        merged_parts(x, k, a->sum, OC_PHASE_FWD, mb, stage, c);
+        if (a->npg > 1)
+            put_pg(x, k, a, end - 1, 1);
+        if (end < a->nchain)
+            put_pg(x, k, a, end, 0);
+        return;
+    }
+    for (int64_t g = a->pg0; g < end; g++) {
+        const struct oc_dp_bucket *b = &a->chain[g].b;
+        put_pg(x, k, a, g, 1);
+        if (g + 1 < a->nchain)
+            put_pg(x, k, a, g + 1, 0);
+        const int64_t lo = b->layer_first - a->layers.first, hi = lo + b->layer_count;
+        if (x->grain == OC_GRAIN_LAYER) {
+            fwd_span(x, k, mb, stage, c, lo, hi, b->embed, b->head);
+            continue;
+        }
+        struct unit_sum u;
+        memset(&u, 0, sizeof u);
+        struct sink ks = {NULL, &u, k->ring};
+        fwd_span(x, &ks, mb, stage, c, lo, hi, b->embed, b->head);
+        merged_range(x, k, &u, OC_PHASE_FWD, mb, stage, c,
+                     (struct oc_layer_range){b->layer_first, b->layer_count});
+    }
+}
+
 /* A unit's work between its messages: the forward keeps its activations
  * and computes; the backward computes (and drops the logits). */
 static void put_unit_work(const struct ctx *x, struct sink *k,
@@ -622,7 +695,9 @@ static void put_unit_work(const struct ctx *x, struct sink *k,
     if (!a->u.backward)
         put_mem(x, k, OC_OP_ALLOC, OC_BUF_ACTIVATIONS, OC_PHASE_FWD, mb, stage,
                 c, a->layers.first, a->layers.count, a->act_bytes);
-    if (!a->u.backward && x->grain == OC_GRAIN_LAYER) {
+    if (!a->u.backward && a->npg > 0) { /* pg: not with ZeRO-2/3 */
+        put_fwd_buckets(x, k, a);
+    } else if (!a->u.backward && x->grain == OC_GRAIN_LAYER) {
         fwd_parts(x, k, mb, stage, c, a->first, a->last);
     } else if (!a->u.backward) {
         if (a->last)
@@ -675,6 +750,12 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
         put_mem(x, &k, OC_OP_ALLOC, OC_BUF_OPTIMIZER, OC_PHASE_FWD, -1, stage, 0,
                 -1, 0, oc_gc_mem_bytes(x->model, x->l, stage));
 
+    /* --overlap-param-gather: the first bucket's weights gathered from
+     * the start (zero_grad, schedule_pgather.h) */
+    if (x->pg && si->npg > 0) {
+        const struct oc_op o = oc_pg_gather_op(x->l, &si->pg[0], stage);
+        put(&k, &o);
+    }
     const int dp_async = x->dp_async;
     enum oc_coll_kind dp_coll =
         x->l->zero ? OC_COLL_REDUCESCATTER : OC_COLL_ALLREDUCE;
@@ -685,6 +766,12 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
             a.bk = &si->bk[a.u.chunk * x->bucket_cap];
             a.bsums = &si->bsums[a.u.chunk * x->bucket_cap];
             a.nbk = si->nbk[a.u.chunk];
+        }
+        if (x->pg && i == si->first_fwd[a.u.chunk]) {
+            a.chain = si->pg;
+            a.nchain = si->npg;
+            a.pg0 = si->pg0[a.u.chunk];
+            a.npg = (a.u.chunk + 1 < x->v ? si->pg0[a.u.chunk + 1] : si->npg) - a.pg0;
         }
         put_unit_msg(x, &k, &a, OC_OP_RECV);
         put_unit_work(x, &k, &a);
@@ -729,7 +816,7 @@ static void emit_rank(const struct ctx *x, const struct stage_info *si,
                               -1, stage, 0);
     opt.hbm_bytes = 28.0 * opt_params;
     put(&k, &opt);
-    if (x->dg > 1 && x->l->zero && !x->zc.gather) {
+    if (x->dg > 1 && x->l->zero && !x->zc.gather && !x->pg) {
         /* distributed optimizer (ZeRO-1 and 2): gather the updated compute
          * weights; ZeRO-3 gathers them unit by unit in the next step */
         struct oc_op o = op_new(OC_OP_COLLECTIVE, OC_PHASE_OPTIMIZER,
@@ -753,6 +840,9 @@ static void stage_info_free(struct stage_info *si, int64_t p)
         free(si[i].bk);
         free(si[i].bsums);
         free(si[i].nbk);
+        free(si[i].pg);
+        free(si[i].pg0);
+        free(si[i].first_fwd);
     }
     free(si);
 }
@@ -784,6 +874,19 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
         bwd_parts(x, &k, 0, stage, c, first, last);
     }
     si->count = -1;
+    if (x->pg) {
+        si->pg = oc_xmalloc((size_t)oc_pg_chain_cap(x->model, x->l) * sizeof *si->pg);
+        si->npg = oc_pg_chain(x->model, x->l, stage, si->pg);
+        si->pg0 = oc_xmalloc((size_t)x->v * sizeof *si->pg0);
+        si->first_fwd = oc_xmalloc((size_t)x->v * sizeof *si->first_fwd);
+        for (int64_t c = x->v - 1; c >= 0; c--)
+            si->pg0[c] = si->first_fwd[c] = -1;
+        for (int64_t j = si->npg - 1; j >= 0; j--)
+            si->pg0[si->pg[j].chunk] = j;
+        for (int64_t i = si->nunits - 1; i >= 0; i--)
+            if (!si->order[i].backward)
+                si->first_fwd[si->order[i].chunk] = i;
+    }
     if (!x->dp_async)
         return;
     const int64_t cap = x->bucket_cap;
@@ -848,7 +951,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.m = nm;
     /* the largest chunk's layers: the CP ring's tags are unique per
      * (micro-batch, chunk, layer of the chunk) under uneven stages too */
-    x.lc = oc_place_max_stage_layers(l, m) / v;
+    x.lc = oc_place_max_chunk_layers(l, m);
     x.grain = o->grain;
     x.cp = l->cp > 1 ? l->cp : 1;
     x.dg = x.d * x.cp;
@@ -884,6 +987,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.dp_async = x.dg > 1 && l->overlap_grad_reduce && !x.zc.on && !oc_gc_on(l);
     x.bucket_size = oc_dp_bucket_size(l);
     x.bucket_cap = oc_dp_buckets_cap(m, l);
+    x.pg = oc_pg_on(l) && !x.zc.on;
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
 
     struct stage_info *si = oc_xcalloc((size_t)x.p, sizeof *si);

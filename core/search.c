@@ -295,6 +295,7 @@ static int structural_ok(struct emit *e, const struct oc_layout *l, char *why, s
     p.recompute_layers = 0;
     p.sequence_parallel = 0;
     p.tp_comm_overlap = 0; /* it needs sequence parallelism */
+    p.overlap_param_gather = 0; /* it needs zero1 and ovl */
     p.overlap_grad_reduce = 0;
     p.coll = OC_COLL_CHOICE_AUTO;
     int64_t f[MAXSPLIT], la[MAXSPLIT];

@@ -548,6 +548,15 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
     if (o->layout.zero >= 2)
         return oc_fail(st, "layout %s: ocsim-exec does not run ZeRO-%d yet (ocsim simulate "
                            "predicts it; zero1 runs)", j->lname, o->layout.zero);
+    if (o->layout.uneven_chunks) /* core/placement.h: the runner's chunks are equal */
+        return oc_fail(st, "layout %s: ocsim-exec does not run unevenv (chunks of different "
+                           "layers) yet (ocsim simulate predicts it)",
+                       j->lname);
+    if (o->layout.overlap_param_gather) /* core/schedule_pgather.h */
+        return oc_fail(st, "layout %s: ocsim-exec does not run pgovl (--overlap-param-gather: "
+                           "the weight all-gather under the next forward) yet (ocsim simulate "
+                           "predicts it; without it the gather runs after the optimizer)",
+                       j->lname);
     if (o->layout.recompute_layers > 0)
         return oc_fail(st, "layout %s: ocsim-exec does not run rfull%lld (full recompute of "
                            "the first layers of each chunk) yet (ocsim simulate predicts it; "

@@ -39,6 +39,8 @@ static const struct vcol {
     {"zero", "zero-stage", V_STR, NULL},
     {"overlap_grad_reduce", "overlap-grad-reduce", V_BOOL, "no-overlap-grad-reduce"},
     {"tp_comm_overlap", "tp-comm-overlap", V_BOOL, "no-tp-comm-overlap"},
+    {"overlap_param_gather", "overlap-param-gather", V_BOOL, "no-overlap-param-gather"},
+    {"uneven_chunks", "uneven-virtual-chunks", V_BOOL, "no-uneven-virtual-chunks"},
     {"grad_reduce_in_fp32", "grad-reduce-in-fp32", V_BOOL, "no-grad-reduce-in-fp32"},
     {"attention", "attention", V_STR, NULL},
     {"rank_order", "rank-order", V_STR, NULL},
