@@ -28,6 +28,11 @@ int oc_simulate_var_check(const struct oc_opts *o, struct oc_variability *v,
             return oc_fail(st, "--seed seeds --variability, which is missing");
         return 0;
     }
+    return oc_var_spec_read(o, v, st);
+}
+
+int oc_var_spec_read(const struct oc_opts *o, struct oc_variability *v, struct oc_status *st)
+{
     if (oc_var_parse(o->variability, v, st) != 0)
         return -1;
     if (o->exec.steps_given && o->exec.steps > OC_VAR_MAX_STEPS)

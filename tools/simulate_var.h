@@ -16,6 +16,9 @@
  * one line. *v is the parsed spec with the seed. */
 int oc_simulate_var_check(const struct oc_opts *o, struct oc_variability *v,
                           struct oc_status *st);
+/* What both `simulate` and `sweep` read of o->variability (given): the
+ * spec, --steps at most OC_VAR_MAX_STEPS, the seed. 0, or -1 and one line. */
+int oc_var_spec_read(const struct oc_opts *o, struct oc_variability *v, struct oc_status *st);
 
 /* Runs the ideal step and o->exec.steps noisy ones, prints the figures,
  * writes DIR/variability.csv (one row per step) and

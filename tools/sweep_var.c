@@ -30,13 +30,7 @@ int oc_sweep_var_check(const struct oc_opts *o, struct oc_variability *v,
         return oc_fail(st, "--variability re-runs the layouts of one sweep: give one card "
                            "count (--cards %lld, not a list)",
                        (long long)o->cards_list[0]);
-    if (oc_var_parse(o->variability, v, st) != 0)
-        return -1;
-    if (o->exec.steps_given && o->exec.steps > OC_VAR_MAX_STEPS)
-        return oc_fail(st, "--steps %lld: at most %d sampled steps", (long long)o->exec.steps,
-                       OC_VAR_MAX_STEPS);
-    v->seed = o->exec.seed;
-    return 0;
+    return oc_var_spec_read(o, v, st);
 }
 
 /* One re-run layout. */
