@@ -24,7 +24,7 @@ enum {
     O_DP, O_MB, O_GB, O_SEQ, O_SCHEDULE, O_VCHUNKS, O_RECOMPUTE, O_SP, O_NOSP,
     O_ZERO, O_NOZERO, O_OVERLAP, O_NOOVERLAP, O_TPOVL, O_NOTPOVL, O_PGOVL, O_NOPGOVL,
     O_UNEVENV, O_NOUNEVENV, O_ATTN, O_ORDER, O_CROSS_TP,
-    O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_NOSTEADY, O_PLATFORM, O_CFG,
+    O_MBS, O_HELP, O_FIDELITY, O_COLLECTIVE, O_COARSE, O_NOCOARSE, O_NOSTEADY, O_PLATFORM, O_CFG,
     O_JOBS, O_TOP, O_LOG, O_BACKEND, O_PRECISION, O_STEPS, O_LR, O_SEED,
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
@@ -100,6 +100,7 @@ static const struct flag flags[] = {
     {{"fidelity", required_argument, 0, O_FIDELITY}, OC_OPT_SIM},
     {{"collective", required_argument, 0, O_COLLECTIVE}, OC_OPT_SIM},
     {{"coarse", no_argument, 0, O_COARSE}, OC_OPT_SIM},
+    {{"no-coarse", no_argument, 0, O_NOCOARSE}, OC_OPT_SIM},
     {{"no-steady-fold", no_argument, 0, O_NOSTEADY}, OC_OPT_SIM},
     {{"platform", required_argument, 0, O_PLATFORM}, OC_OPT_SIM},
     {{"cfg", required_argument, 0, O_CFG}, OC_OPT_SIM},
@@ -370,6 +371,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_FP16: o->layout.precision = OC_PREC_FP16; return 0;
     case O_FP32: o->layout.precision = OC_PREC_FP32; return 0;
     case O_COARSE: o->coarse = 1; return 0;
+    case O_NOCOARSE: o->coarse = 0; return 0;
     case O_NOSTEADY: o->no_steady = 1; return 0;
     case O_RESUME: o->resume = 1; return 0;
     case O_BATCH_TOL: return oc_optv_tolerance_value(val, &o->batch_tolerance, st);

@@ -150,6 +150,8 @@ void oc_coll_ring_run(const struct oc_coll_ring *r, int64_t S, int rs, int ag)
                 if (ph == 0)
                     reduce_s += oc_coll_reduce(r->tx, c, 2, oc_coll_hop_s(&r->prev, c), 0);
             }
+        XBT_DEBUG("coarse ring of %" PRId64 " members: %" PRId64 " steps merged into one "
+                  "message of %" PRId64 " bytes", n, steps, total);
         exchange(r, total, -1);
         if (steps > 1 && r->lat_s > 0)
             sg_actor_sleep_for((double)(steps - 1) * r->lat_s);

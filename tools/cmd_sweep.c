@@ -95,6 +95,23 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* OCSIM_TIMING=1: each phase's wall time on stderr, for
+ * tools/bench-sweep.sh and docs/benchmarks.md (not part of the output). */
+static double phase_t0 = -1.0;
+
+static void phase(const char *what)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("OCSIM_TIMING") != NULL;
+    if (!on)
+        return;
+    const double t = now_s();
+    if (phase_t0 >= 0.0)
+        fprintf(stderr, "ocsim sweep: timing: %-12s %.3f s\n", what, t - phase_t0);
+    phase_t0 = t;
+}
+
 static void progress(const struct run *r)
 {
     if (!r->progress)
@@ -384,6 +401,11 @@ static int sweep_setup(struct oc_opts *o, struct oc_replay_opts *ro, int argc, c
      * (sim/replay_sym.c; equal to fast fidelity, tests/sym_fast.sh), fast
      * fidelity elsewhere. */
     o->fidelity = "sym";
+    /* and merges each uniform ring phase into one message (collective.h's
+     * coarse mode): the same figures to 2e-5 where measured
+     * (docs/benchmarks.md, tests/coarse_sweep.sh), a third of the
+     * messages' cost at 1024 cards; --no-coarse for message level */
+    o->coarse = 1;
     if (oc_opts_parse(o, argc, argv, GROUPS, &st) != 0) {
         fprintf(stderr, "ocsim sweep: %s\n", st.msg);
         return 2;
@@ -602,6 +624,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         run_free(&r);
         return 2;
     }
+    phase("plan");
     r.total = nsim;
     r.progress = isatty(2);
     r.t0 = now_s();
@@ -612,6 +635,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         src = second_pass(&r, to_sim, &o, &so, &st);
     if (src == 0 && r.prune_on)
         prune_final(&r);
+    phase("simulate");
     const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
     oc_sweep_stop_ignore();
     double wall = now_s() - r.t0;
@@ -640,7 +664,9 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         oc->have_best = 1;
         oc->best = x.res[0];
     }
+    phase("table");
     oc->have_confidence = oc_sweep_confidence(&o, &x, &oc->confidence);
+    phase("confidence");
     if (sig)
         fprintf(stderr, "%socsim sweep: interrupted by %s: writing the report of the %lld "
                         "layouts simulated (further signals are ignored until it is "
@@ -649,6 +675,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
                 (long long)(x.nres + x.nfail));
     rc = oc_sweep_report(&o, &r, argc, argv, table_rc == 0 ? out : NULL, &x, wall, sig,
                 oc->have_confidence ? &oc->confidence : NULL);
+    phase("report");
     if (rc == 0 && !sig && o.variability) {
         struct oc_variability v; /* checked in sweep_setup */
         if (oc_sweep_var_check(&o, &v, &st) == 0)
@@ -658,6 +685,7 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         oc_sweep_groups_cost(&o, &ro, x.res, x.nfit, table_rc == 0 ? out : NULL);
     oc_sweep_summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
+    phase("summary");
     if (table_rc != 0)
         rc = 2;
     free(x.rej);
@@ -674,9 +702,11 @@ static int sweep(int argc, char **argv)
 {
     struct oc_opts o;
     struct oc_replay_opts ro;
+    phase("start");
     int rc = sweep_setup(&o, &ro, argc, argv);
     if (rc != 0)
         return rc == 1 ? 0 : rc;
+    phase("setup");
     if (o.n_cards > 1)
         return oc_sweep_scaling(&o, &ro, argc, argv);
     struct oc_sweep_outcome *oc = oc_xmalloc(sizeof *oc);
