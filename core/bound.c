@@ -106,9 +106,9 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
     const double through = kind == 0 ? 2.0 * c
                                      : c + (double)(n - per_node) / (double)n;
     const double s = l->coll == OC_COLL_CHOICE_RING
-                         ? moved * (double)(n - 1) / (double)n * bytes / hop
-                         : through * bytes / hop;
-    return dmax(py, OC_BOUND_COMM_SAFETY * s);
+                         ? OC_BOUND_COMM_SAFETY * moved * (double)(n - 1) / (double)n * bytes / hop
+                         : OC_BOUND_TREE_SAFETY * through * bytes / hop; /* bound.h */
+    return dmax(py, s);
 }
 
 /* The geometry of the DP groups of a layout: members of one group per node
