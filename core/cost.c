@@ -333,15 +333,21 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
         return backward ? 2.0 * fwd : fwd;
     case OC_PART_HEAD: {
         /* Final norm, then Megatron-LM's vocab-parallel cross-entropy over
-         * the T x V/t logits in fp32: cast (read e = 2, write 4), max (read
-         * 4), exp of the shifted logits in place (read 4, write 4), sum
-         * (read 4), normalise in place (read 4, write 4) = 30 bytes per
-         * logit. Backward: softmax minus one-hot in place (read 4, write 4),
-         * cast to the activation type (read 4, write e = 2) = 14 bytes per
-         * logit, plus the norm's gradient. */
+         * the T x V/t logits in fp32 (megatron/core/tensor_parallel/
+         * cross_entropy.py, core_r0.8.0, as recalled: check against the
+         * file): calculate_logits_max casts (.float(): read e = 2, write 4)
+         * and takes the max (read 4); calculate_predicted_logits subtracts
+         * the max in place (vocab_parallel_logits -= logits_max: read 4,
+         * write 4), then exp in place (read 4, write 4) and sum (read 4);
+         * calculate_cross_entropy_loss normalises in place (exp_logits.div_:
+         * read 4, write 4): 38 bytes per logit (36 + e). Backward
+         * (calculate_gradients): grad_input.mul_(grad_output) in place (read
+         * 4, write 4; the one-hot subtraction touches one logit a row),
+         * then the cast's gradient to the activation type (read 4, write e
+         * = 2) = 14 bytes per logit, plus the norm's gradient. */
         const double logits = d->T * (double)d->V;
         return backward ? 2.0 * norm + (12.0 + e) * logits
-                        : norm + (28.0 + e) * logits;
+                        : norm + (36.0 + e) * logits;
     }
     default:
         return 0;
