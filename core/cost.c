@@ -110,6 +110,7 @@ struct dims {
     int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
     int dropout, gated, flash, rope, learned_pos;
     double e;              /* bytes per activation element (layout.h) */
+    double g;              /* bytes per gradient-buffer element (memory.h) */
     double mem_Bps;        /* memory-bound kernels' sustained bandwidth */
 };
 
@@ -155,6 +156,7 @@ static void dims_init(struct dims *d, const struct oc_model *m,
     d->rope = !m->learned_pos_emb;
     d->learned_pos = m->learned_pos_emb != 0;
     d->e = oc_layout_act_bytes(l);
+    d->g = oc_mem_grads_fp32(l) ? 4.0 : d->e;
 }
 
 /* Time and GEMM FLOPs accumulated over a part's kernels. */
@@ -327,10 +329,21 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
         /* Gather: read T rows of the (vocab-parallel) table, write T*h
          * (2e*T*h); add the learned positions (read e*T*h more); dropout.
          * Backward: the scatter-add reads the gradient and
-         * read-modify-writes the rows, charged as twice the forward. */
+         * read-modify-writes the rows, charged as twice the forward; and
+         * the table's gradient is dense: PyTorch's embedding backward
+         * (aten/src/ATen/native/cuda/Embedding.cu,
+         * embedding_dense_backward_cuda) allocates it zeroed, V/t x h
+         * elements of e bytes, every micro-batch, and Megatron's DDP
+         * (distributed_data_parallel.py, the param hook's
+         * param.main_grad.add_(param.grad)) adds it into the gradient
+         * buffer: read e, read and write g (4 with fp32 gradients, else
+         * e). (2e + 2g) per table element: 12 bytes for bf16 with fp32
+         * gradients. As recalled from both files; not in the 2020 code
+         * base, which had no main_grad (its one micro-batch per step
+         * makes it 0.1 % of those steps). */
         fwd = 2.0 * e * d->T * h + (d->learned_pos ? e * d->T * h : 0.0) +
               dropout;
-        return backward ? 2.0 * fwd : fwd;
+        return backward ? 2.0 * fwd + (2.0 * e + 2.0 * d->g) * (double)d->V * h : fwd;
     case OC_PART_HEAD: {
         /* Final norm, then Megatron-LM's vocab-parallel cross-entropy over
          * the T x V/t logits in fp32 (megatron/core/tensor_parallel/
