@@ -110,6 +110,7 @@ struct dims {
     int64_t a, k, f, V;    /* per TP rank: heads, KV heads, intermediate, vocab */
     int dropout, gated, flash, rope, learned_pos;
     double e;              /* bytes per activation element (layout.h) */
+    double g;              /* bytes per gradient-buffer element (memory.h) */
     double mem_Bps;        /* memory-bound kernels' sustained bandwidth */
 };
 
@@ -155,6 +156,7 @@ static void dims_init(struct dims *d, const struct oc_model *m,
     d->rope = !m->learned_pos_emb;
     d->learned_pos = m->learned_pos_emb != 0;
     d->e = oc_layout_act_bytes(l);
+    d->g = oc_mem_grads_fp32(l) ? 4.0 : d->e;
 }
 
 /* Time and GEMM FLOPs accumulated over a part's kernels. */
@@ -327,21 +329,38 @@ static double part_mem_bytes(const struct dims *d, enum oc_part part,
         /* Gather: read T rows of the (vocab-parallel) table, write T*h
          * (2e*T*h); add the learned positions (read e*T*h more); dropout.
          * Backward: the scatter-add reads the gradient and
-         * read-modify-writes the rows, charged as twice the forward. */
+         * read-modify-writes the rows, charged as twice the forward; and
+         * the table's gradient is dense: PyTorch's embedding backward
+         * (aten/src/ATen/native/cuda/Embedding.cu,
+         * embedding_dense_backward_cuda) allocates it zeroed, V/t x h
+         * elements of e bytes, every micro-batch, and Megatron's DDP
+         * (distributed_data_parallel.py, the param hook's
+         * param.main_grad.add_(param.grad)) adds it into the gradient
+         * buffer: read e, read and write g (4 with fp32 gradients, else
+         * e). (2e + 2g) per table element: 12 bytes for bf16 with fp32
+         * gradients. As recalled from both files; not in the 2020 code
+         * base, which had no main_grad (its one micro-batch per step
+         * makes it 0.1 % of those steps). */
         fwd = 2.0 * e * d->T * h + (d->learned_pos ? e * d->T * h : 0.0) +
               dropout;
-        return backward ? 2.0 * fwd : fwd;
+        return backward ? 2.0 * fwd + (2.0 * e + 2.0 * d->g) * (double)d->V * h : fwd;
     case OC_PART_HEAD: {
         /* Final norm, then Megatron-LM's vocab-parallel cross-entropy over
-         * the T x V/t logits in fp32: cast (read e = 2, write 4), max (read
-         * 4), exp of the shifted logits in place (read 4, write 4), sum
-         * (read 4), normalise in place (read 4, write 4) = 30 bytes per
-         * logit. Backward: softmax minus one-hot in place (read 4, write 4),
-         * cast to the activation type (read 4, write e = 2) = 14 bytes per
-         * logit, plus the norm's gradient. */
+         * the T x V/t logits in fp32 (megatron/core/tensor_parallel/
+         * cross_entropy.py, core_r0.8.0, as recalled: check against the
+         * file): calculate_logits_max casts (.float(): read e = 2, write 4)
+         * and takes the max (read 4); calculate_predicted_logits subtracts
+         * the max in place (vocab_parallel_logits -= logits_max: read 4,
+         * write 4), then exp in place (read 4, write 4) and sum (read 4);
+         * calculate_cross_entropy_loss normalises in place (exp_logits.div_:
+         * read 4, write 4): 38 bytes per logit (36 + e). Backward
+         * (calculate_gradients): grad_input.mul_(grad_output) in place (read
+         * 4, write 4; the one-hot subtraction touches one logit a row),
+         * then the cast's gradient to the activation type (read 4, write e
+         * = 2) = 14 bytes per logit, plus the norm's gradient. */
         const double logits = d->T * (double)d->V;
         return backward ? 2.0 * norm + (12.0 + e) * logits
-                        : norm + (28.0 + e) * logits;
+                        : norm + (36.0 + e) * logits;
     }
     default:
         return 0;

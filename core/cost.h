@@ -40,7 +40,9 @@
  *         residual and dropout as memory-bound kernels.
  *   MLP   up [T x h] x [h x f/t] (2f/t wide when gated), down
  *         [T x f/t] x [f/t x h]; norm, activation, residual, dropout.
- *   EMBED gather (and position add) over HBM.   HEAD final norm, logits GEMM
+ *   EMBED gather (and position add) over HBM; backward also the dense
+ *         V/t x h table gradient, zeroed and added into the gradient buffer.
+ *   HEAD  final norm, logits GEMM
  *         [T x h] x [h x V/t], fp32 cross-entropy passes over the logits.
  * Backward: for every forward GEMM its input-gradient and weight-gradient
  * GEMMs, memory-bound work doubled (flash: 5 GEMMs, recomputing S).

@@ -2,12 +2,58 @@
  * nccl_model.h). Every number is NCCL 2.18's performance model, file
  * src/graph/tuning.cc of github.com/NVIDIA/nccl (tag v2.18.x, the
  * release the Azure nccl-tests runs of validation/ used: 2.18-2.20),
- * transcribed into seconds; the names are NCCL's. CHECK: the tables were
- * written down from NCCL's source as known to the author, without the
- * file at hand (no network on the machine that wrote them); the per-link
- * NVLink figures of the topologies (src/graph/topo.h) likewise. Compare
- * with tuning.cc and topo.h of the tag before relying on the last digit;
- * the least sure is the tree's network Simple figure (50 us). */
+ * transcribed into seconds; the names are NCCL's.
+ *
+ * Provenance: written down from NCCL's source as recalled, without the file
+ * at hand (no network on the machines that wrote them); later sessions
+ * recalled the same tables independently (docs/validation.md), which is
+ * agreement of memories, not a check. Compare
+ * with tuning.cc of the tag before relying on the last digit; the least
+ * sure is the tree's network Simple figure (50 us, which NCCL's own comment
+ * on the table reproduces: 6.8 + 2 x 256 kB / 12 GB/s = 50.5 us).
+ *
+ * What ncclTopoTuneModel does with them (as recalled, v2.18), and what of
+ * it ocsim takes:
+ *   latency  = baseLat[a][p] + steps x hwLat[hw][a][p]: taken. For a ring
+ *              across nodes NCCL splits the steps: nInterSteps = 2 x nNodes
+ *              (all-reduce) or nNodes - 1 (all-gather, reduce-scatter) at
+ *              hwLat[NET] (+ the net's own latency, + its flush for
+ *              Simple), the rest at the intra-node hwLat, raised to
+ *              getNetOverhead() (1 us on Intel, 2 on AMD CPUs; x3 for
+ *              Simple). ocsim's flat ring across nodes puts every step at
+ *              hwLat[NET] (it steps in lockstep at its slowest hop); its
+ *              two-level ring splits them as NCCL does. NOT taken: the
+ *              split for the flat ring, the net overhead.
+ *   bandwidth = nChannels x the channel's bandwidth (the topology
+ *              search's bwIntra, or bwInter above two nodes), then:
+ *              ring LL    x 1/4 (x 1/3 inside one node for all-gather,
+ *                         reduce-scatter, broadcast), capped at llMaxBw
+ *                         (A100 one node 87.7 GB/s, H100 141; as recalled)
+ *              ring LL128 x 0.92 (x 0.7 when ppn = ranks / nodes < 2),
+ *                         capped at nChannels x perChMaxRingLL128Bw
+ *                         (20.0 GB/s a channel on Volta and Ampere, 36.7
+ *                         on Hopper)
+ *              tree       x 0.92, capped at nChannels x perChMaxTreeBw
+ *                         (Ampere 24.0/23.6/17.8, Hopper 38.7/41.4/36.0
+ *                         for 1/2/more nodes); LL then x 1/3.8 (capped at
+ *                         llMaxBw), LL128 x 120/128 across nodes (7/9 on
+ *                         one node, capped at perChMaxTreeLL128Bw);
+ *                         x 0.85 more on the tree pattern
+ *              then algBw = busBw x nRanks / nSteps for the ring, x 0.5
+ *              for the tree, x 5/6 for NVLS.
+ *   ocsim takes the ring and tree factors (1/4, 0.92, 1; tree 0.92 with
+ *   1/3.8 and 120/128) on its own per-hop bandwidth (the topology's
+ *   achieved_Bps, NCCL's per-link NVLink figure times the links, which is
+ *   the search's nChannels x bwIntra on a DGX). NOT taken: the 1/3 of
+ *   single-node LL all-gathers (ocsim 1/4: LL is the cheapest only below
+ *   about 1 MiB there, where latency dominates), the llMaxBw and
+ *   per-channel caps (they bind only when the search finds fewer channels
+ *   than ocsim's bandwidth implies: on a DGX A100 the ring graph NCCL_DEBUG
+ *   prints, as recalled, is 12 channels x 20 GB/s, an LL128 cap of 240
+ *   GB/s, above 0.92 x 240; llMaxBw sits
+ *   above 1/4 of 240 and of 370.8), LL128's 0.7 when a communicator has one
+ *   rank per node, the tree pattern's 0.85, NVLS and CollNet. Each is a
+ *   gap between this model and NCCL's own, listed in docs/validation.md. */
 #include "nccl_model.h"
 
 #include <math.h>
@@ -18,18 +64,22 @@
 #define US 1e-6
 
 /* baseLat[algorithm][protocol]: fixed latency of one call, microseconds
- * (tuning.cc: Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4}; LL, LL128,
- * Simple). */
+ * (tuning.cc, "Latencies in us": Tree {6.8, 14.0, 0}, Ring {6.6, 14.0,
+ * 8.4}; LL, LL128, Simple; as recalled, see the file's head). */
 static const double base_lat_us[2][OC_NCCL_PROTOS] = {
     [OC_NCCL_RING] = {6.6, 14.0, 8.4},
     [OC_NCCL_TREE] = {6.8, 14.0, 0.0},
 };
 
 /* hwLat[hardware][algorithm][protocol]: latency of one step, microseconds
- * (tuning.cc: NVLINK Tree {.6, 1.25, 28}, Ring {.6, 1.9, 3.4}; NET Tree
- * {5.0, 8.5, 50}, Ring {2.7, 4.0, 14.0}). The tree's Simple figure is,
- * by NCCL's comment, "the latency a 256kB chunk, which is ~ base lat +
- * 256k/12GB/s (+ 256k/12GB/s for the network)". */
+ * (tuning.cc, NCCL_HW_NVLINK and NCCL_HW_NET rows: NVLINK Tree {.6, 1.25,
+ * 28}, Ring {.6, 1.9, 3.4}; NET Tree {5.0, 8.5, 50}, Ring {2.7, 4.0,
+ * 14.0}; the PCI row, {1.0, 1.9, 28} and {1.0, 2.5, 5.7}, is not used:
+ * every shipped node is NVLink). The tree's Simple figure is, by NCCL's
+ * comment, "the latency a 256kB chunk, which is ~ base lat + 256k/12GB/s
+ * (+ 256k/12GB/s for the network)"; its other comment, "Ring/LL128
+ * reflects the latency for the second plateau, not the base latency",
+ * says why ring LL128's 1.9 us sits above LL's 0.6. As recalled. */
 static const double nvl_lat_us[2][OC_NCCL_PROTOS] = {
     [OC_NCCL_RING] = {0.6, 1.9, 3.4},
     [OC_NCCL_TREE] = {0.6, 1.25, 28.0},
@@ -40,7 +90,8 @@ static const double net_lat_us[2][OC_NCCL_PROTOS] = {
 };
 
 /* The fraction of the link's bandwidth each protocol carries as data
- * (tuning.cc's model refinements of busBw):
+ * (tuning.cc's "various model refinements" of busBw, as recalled; the
+ * caps and cases not taken are in the file's head):
  *   ring LL     1/4  (LL sends 8 bytes of data with 8 of flags per 16-byte
  *                    store, and runs on fewer threads; NCCL's factor for
  *                    an all-reduce or any ring across nodes, 1/3 for the
