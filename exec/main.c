@@ -82,6 +82,7 @@
 #include "job.h"
 #include "launch.h"
 #include "lost.h"
+#include "mbsplit.h"
 #include "options.h"
 #include "out_measured.h"
 #include "out_weights.h"
@@ -556,6 +557,11 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
         return oc_fail(st, "layout %s: ocsim-exec does not run pgovl (--overlap-param-gather: "
                            "the weight all-gather under the next forward) yet (ocsim simulate "
                            "predicts it; without it the gather runs after the optimizer)",
+                       j->lname);
+    if (oc_mbs_on(&o->layout)) /* core/mbsplit.h: one count on every replica here */
+        return oc_fail(st, "layout %s: ocsim-exec does not run unequal micro-batch counts "
+                           "per DP replica (mbs=, --dp-micro-batch-split) (ocsim simulate "
+                           "predicts it; the loss would need normalising by the step's tokens)",
                        j->lname);
     if (o->layout.recompute_layers > 0)
         return oc_fail(st, "layout %s: ocsim-exec does not run rfull%lld (full recompute of "
