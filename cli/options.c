@@ -676,6 +676,11 @@ int oc_opts_mbsplit(struct oc_opts *o, struct oc_status *st)
 {
     if (!o->mbsplit)
         return 0;
+    const int word = strcmp(o->mbsplit, "even") == 0 || strcmp(o->mbsplit, "speed") == 0;
+    if (!o->layout_given) /* a sweep: even or speed for every layout */
+        return word ? 0
+                    : oc_fail(st, "--dp-micro-batch-split %s: a list is for one layout "
+                                  "(a sweep takes even or speed)", o->mbsplit);
     if (strcmp(o->mbsplit, "speed") == 0)
         return oc_mbs_speed(&o->layout, &o->model, &o->topo, st) != 0
                    ? oc_fail(st, "--dp-micro-batch-split speed: %s", st->msg)
@@ -700,7 +705,7 @@ int oc_opts_load(struct oc_opts *o, struct oc_status *st)
     if (o->layout.seq_length == 0)
         o->layout.seq_length = o->model.max_position_embeddings;
     o->topo.reserve = o->reserve;
-    if (o->layout_given && oc_opts_mbsplit(o, st) != 0)
+    if (oc_opts_mbsplit(o, st) != 0)
         return -1;
     /* Beyond the model's positions: allowed for rotary models, said once
      * (layout.h, oc_layout_seq_warning). */

@@ -846,8 +846,9 @@ int oc_layout_cmp_except(const struct oc_layout *a, const struct oc_layout *b,
     KEY(allow_cross_node_tp, 0) KEY(precision, OC_LAYOUT_NAMED_PRECISION)
     KEY(gc, OC_LAYOUT_NAMED_GC) KEY(gc_density, OC_LAYOUT_NAMED_GC)
     KEY(gc_rank, OC_LAYOUT_NAMED_GC) KEY(sync_every, OC_LAYOUT_NAMED_SYNC)
-    for (int i = 0; i < OC_MBS_MAX; i++)
-        KEY(mbs[i], OC_LAYOUT_NAMED_MBS)
+    for (int i = 0; i < OC_MBS_MAX_RUNS; i++) {
+        KEY(mbs[i].count, OC_LAYOUT_NAMED_MBS) KEY(mbs[i].len, OC_LAYOUT_NAMED_MBS)
+    }
 #undef KEY
     return 0;
 }

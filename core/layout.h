@@ -86,15 +86,17 @@ enum oc_rank_order { OC_ORDER_TP_DP_PP, OC_ORDER_TP_PP_DP };
  * wherever they apply. */
 enum oc_coll_choice { OC_COLL_CHOICE_AUTO, OC_COLL_CHOICE_RING, OC_COLL_CHOICE_HIER, OC_COLL_CHOICE_TREE };
 
-/* The most DP replicas an unequal micro-batch split can name
- * (mbsplit.h), and the most micro-batches of one replica
- * (OC_MBS_MAX_COUNT). Kept inline (not a pointer) so a layout stays a
- * plain value (copied, compared, sent whole by sim/sweep_mpi.c and on
- * sim/sweep.c's job pipe, whose 256 jobs must fit 64 KiB: 32 16-bit
- * counts are the 64 bytes left there). A split of more replicas is
- * refused, one line. */
-#define OC_MBS_MAX 32
+/* An unequal micro-batch split (mbsplit.h) as runs of replicas with
+ * equal counts: `len` consecutive DP replicas run `count` micro-batches
+ * each. At most OC_MBS_MAX_RUNS runs, kept inline (not a pointer) so a
+ * layout stays a plain value (copied, compared, sent whole by
+ * sim/sweep_mpi.c and on sim/sweep.c's job pipe, whose 256 jobs must fit
+ * 64 KiB: 16 runs of two 16-bit numbers are the 64 bytes left there). */
+#define OC_MBS_MAX_RUNS 16
 #define OC_MBS_MAX_COUNT 65535
+struct oc_mbs_run {
+    uint16_t count, len;
+};
 
 struct oc_layout {
     int64_t tp, pp, dp;
@@ -166,10 +168,11 @@ struct oc_layout {
     double gc_density;
     int64_t gc_rank;
     int64_t sync_every;
-    /* Micro-batches of each DP replica (mbsplit.h, ocsim's knob "mbs="):
-     * mbs[r] for replica r < dp, summing to G/b; all 0 = the even split,
-     * G/(d*b) each. */
-    uint16_t mbs[OC_MBS_MAX];
+    /* Micro-batches of each DP replica (mbsplit.h, ocsim's knob "mbs="),
+     * as runs in replica order, adjacent runs of different counts, the
+     * replicas summing to d and their counts to G/b; mbs[0].len 0 = the
+     * even split, G/(d*b) each. */
+    struct oc_mbs_run mbs[OC_MBS_MAX_RUNS];
 };
 
 /* Where one rank sits in the layout. */

@@ -11,7 +11,7 @@
 
 #include "bound_groups.h"
 
-int oc_mbs_on(const struct oc_layout *l) { return l->mbs[0] > 0; }
+int oc_mbs_on(const struct oc_layout *l) { return l->mbs[0].len > 0; }
 
 int64_t oc_mbs_replica(const struct oc_layout *l, int64_t dp)
 {
@@ -19,15 +19,20 @@ int64_t oc_mbs_replica(const struct oc_layout *l, int64_t dp)
         const int64_t per = l->dp * l->micro_batch;
         return per > 0 ? l->global_batch / per : 0;
     }
-    OC_ASSERT(dp >= 0 && dp < OC_MBS_MAX);
-    return l->mbs[dp];
+    for (int i = 0; i < OC_MBS_MAX_RUNS && l->mbs[i].len > 0; i++) {
+        if (dp < l->mbs[i].len)
+            return l->mbs[i].count;
+        dp -= l->mbs[i].len;
+    }
+    OC_ASSERT(!"a replica inside the split's runs");
+    return 0;
 }
 
 static int64_t extreme(const struct oc_layout *l, int most)
 {
     int64_t x = oc_mbs_replica(l, 0);
-    for (int64_t r = 1; oc_mbs_on(l) && r < l->dp && r < OC_MBS_MAX; r++) {
-        const int64_t y = l->mbs[r];
+    for (int i = 1; oc_mbs_on(l) && i < OC_MBS_MAX_RUNS && l->mbs[i].len > 0; i++) {
+        const int64_t y = l->mbs[i].count;
         x = most ? (y > x ? y : x) : (y < x ? y : x);
     }
     return x;
@@ -36,16 +41,38 @@ static int64_t extreme(const struct oc_layout *l, int most)
 int64_t oc_mbs_min(const struct oc_layout *l) { return extreme(l, 0); }
 int64_t oc_mbs_max(const struct oc_layout *l) { return extreme(l, 1); }
 
+/* Appends k replicas of count c to the runs (merged with the last run
+ * when equal); -1 past OC_MBS_MAX_RUNS runs or OC_MBS_MAX_COUNT replicas
+ * in one run. */
+static int push(struct oc_mbs_run *runs, int *n, int64_t c, int64_t k)
+{
+    if (*n > 0 && runs[*n - 1].count == c) {
+        if (runs[*n - 1].len + k > OC_MBS_MAX_COUNT)
+            return -1;
+        runs[*n - 1].len = (uint16_t)(runs[*n - 1].len + k);
+        return 0;
+    }
+    if (*n == OC_MBS_MAX_RUNS || k > OC_MBS_MAX_COUNT)
+        return -1;
+    runs[*n].count = (uint16_t)c;
+    runs[*n].len = (uint16_t)k;
+    (*n)++;
+    return 0;
+}
+
 int oc_mbs_distinct(const struct oc_layout *l, int64_t *counts)
 {
+    if (!oc_mbs_on(l)) {
+        counts[0] = oc_mbs_replica(l, 0);
+        return 1;
+    }
     int nc = 0;
-    for (int64_t r = 0; r < (oc_mbs_on(l) ? l->dp : 1); r++) {
-        const int64_t c = oc_mbs_replica(l, r);
+    for (int i = 0; i < OC_MBS_MAX_RUNS && l->mbs[i].len > 0; i++) {
         int seen = 0;
         for (int k = 0; k < nc; k++)
-            seen |= counts[k] == c;
+            seen |= counts[k] == l->mbs[i].count;
         if (!seen)
-            counts[nc++] = c;
+            counts[nc++] = l->mbs[i].count;
     }
     return nc;
 }
@@ -77,7 +104,7 @@ static int read_run(const char **s, long long *v, long long *k)
         if (!isdigit((unsigned char)*r))
             return -1;
         *k = strtoll(r, &end, 10);
-        if (errno || *k < 1 || *k > OC_MBS_MAX)
+        if (errno || *k < 1 || *k > OC_MBS_MAX_COUNT)
             return -1;
     }
     *s = end;
@@ -87,7 +114,8 @@ static int read_run(const char **s, long long *v, long long *k)
 int oc_mbs_parse(struct oc_layout *l, const char *list, struct oc_status *st)
 {
     char q[OC_QUOTE_MAX];
-    uint16_t v[OC_MBS_MAX] = {0};
+    struct oc_mbs_run v[OC_MBS_MAX_RUNS];
+    memset(v, 0, sizeof v);
     if (strcmp(list, "even") == 0) {
         memcpy(l->mbs, v, sizeof v);
         return 0;
@@ -104,11 +132,10 @@ int oc_mbs_parse(struct oc_layout *l, const char *list, struct oc_status *st)
             return oc_fail(st, "micro-batch split '%s': a replica's count is 0 (each "
                                "replica runs at least one micro-batch)",
                            oc_quote(q, sizeof q, list));
-        if (n + k > OC_MBS_MAX)
-            return oc_fail(st, "micro-batch split '%s': more than %d replicas",
-                           oc_quote(q, sizeof q, list), OC_MBS_MAX);
-        for (long long j = 0; j < k; j++)
-            v[n++] = (uint16_t)c;
+        if (push(v, &n, c, k) != 0)
+            return oc_fail(st, "micro-batch split '%s': more than %d runs of equal counts "
+                               "(the layout's label stays short)",
+                           oc_quote(q, sizeof q, list), OC_MBS_MAX_RUNS);
         if (!*s)
             break;
         s++;
@@ -121,17 +148,14 @@ void oc_mbs_format(const struct oc_layout *l, char *buf, size_t n)
 {
     size_t k = 0;
     buf[0] = '\0';
-    for (int r = 0; r < OC_MBS_MAX && l->mbs[r] > 0 && k < n;) {
-        int e = r;
-        while (e + 1 < OC_MBS_MAX && l->mbs[e + 1] == l->mbs[r])
-            e++;
-        const int w = e > r ? snprintf(buf + k, n - k, "%s%dx%d", r ? "/" : "",
-                                       (int)l->mbs[r], e - r + 1)
-                            : snprintf(buf + k, n - k, "%s%d", r ? "/" : "", (int)l->mbs[r]);
+    for (int i = 0; i < OC_MBS_MAX_RUNS && l->mbs[i].len > 0 && k < n; i++) {
+        const int w = l->mbs[i].len > 1
+                          ? snprintf(buf + k, n - k, "%s%dx%d", i ? "/" : "",
+                                     (int)l->mbs[i].count, (int)l->mbs[i].len)
+                          : snprintf(buf + k, n - k, "%s%d", i ? "/" : "", (int)l->mbs[i].count);
         if (w < 0)
             return;
         k += (size_t)w;
-        r = e + 1;
     }
 }
 
@@ -141,15 +165,13 @@ int oc_mbs_check(const struct oc_layout *l, struct oc_status *st)
         return 0;
     char list[OC_MSG_MAX / 2];
     oc_mbs_format(l, list, sizeof list);
-    int64_t n = 0, sum = 0, same = 1;
-    while (n < OC_MBS_MAX && l->mbs[n] > 0) {
-        sum += l->mbs[n];
-        same &= l->mbs[n] == l->mbs[0];
-        n++;
+    int64_t n = 0, sum = 0;
+    int runs = 0;
+    while (runs < OC_MBS_MAX_RUNS && l->mbs[runs].len > 0) {
+        n += l->mbs[runs].len;
+        sum += (int64_t)l->mbs[runs].len * l->mbs[runs].count;
+        runs++;
     }
-    if (l->dp > OC_MBS_MAX)
-        return oc_fail(st, "micro-batch split mbs=%s: DP %lld is more than the %d "
-                           "replicas a split can name", list, (long long)l->dp, OC_MBS_MAX);
     if (n != l->dp)
         return oc_fail(st, "micro-batch split mbs=%s names %lld replicas, DP is %lld",
                        list, (long long)n, (long long)l->dp);
@@ -158,21 +180,15 @@ int oc_mbs_check(const struct oc_layout *l, struct oc_status *st)
                            "size %lld = %lld sequences, not the global batch %lld",
                        list, (long long)sum, (long long)l->micro_batch,
                        (long long)(sum * l->micro_batch), (long long)l->global_batch);
-    int runs = 1;
-    for (int64_t r = 1; r < n; r++)
-        runs += l->mbs[r] != l->mbs[r - 1];
-    if (runs > OC_MBS_MAX_RUNS)
-        return oc_fail(st, "micro-batch split mbs=%s: %d runs of equal counts, at most "
-                           "%d (the layout's label stays short)", list, runs, OC_MBS_MAX_RUNS);
-    if (same)
+    if (runs == 1)
         return oc_fail(st, "micro-batch split mbs=%s is the even split (leave the "
                            "mbs= part out)", list);
-    for (int64_t r = 0; l->schedule == OC_SCHED_INTERLEAVED && r < n; r++)
-        if (l->mbs[r] % l->pp != 0)
+    for (int i = 0; l->schedule == OC_SCHED_INTERLEAVED && i < runs; i++)
+        if (l->mbs[i].count % l->pp != 0)
             return oc_fail(st, "micro-batch split mbs=%s: the interleaved schedule "
                                "needs each replica's micro-batches a multiple of PP "
-                               "%lld (replica %lld has %d)",
-                           list, (long long)l->pp, (long long)r, (int)l->mbs[r]);
+                               "%lld (%d is not)",
+                           list, (long long)l->pp, (int)l->mbs[i].count);
     if (l->zero >= 2)
         return oc_fail(st, "micro-batch split mbs=%s: ZeRO-%d reduces (and gathers) "
                            "over DP per micro-batch, which needs one count on "
@@ -253,34 +269,36 @@ int oc_mbs_speed(struct oc_layout *l, const struct oc_model *m,
     memset(l->mbs, 0, sizeof l->mbs);
     if (l->dp < 2)
         return 0;
-    if (l->dp > OC_MBS_MAX)
-        return oc_fail(st, "micro-batch split speed: DP %lld is more than the %d "
-                           "replicas a split can name", (long long)l->dp, OC_MBS_MAX);
     if (l->zero >= 2)
         return oc_fail(st, "micro-batch split speed: ZeRO-%d reduces over DP per "
                            "micro-batch, which needs one count on every replica "
                            "(zero0 or zero1)", l->zero);
-    double period[OC_MBS_MAX], w[OC_MBS_MAX];
-    int64_t out[OC_MBS_MAX];
+    double *period = oc_xmalloc((size_t)l->dp * sizeof *period);
+    double *w = oc_xmalloc((size_t)l->dp * sizeof *w);
+    int64_t *out = oc_xmalloc((size_t)l->dp * sizeof *out);
     oc_mbs_periods(m, l, t, period);
     for (int64_t r = 0; r < l->dp; r++)
         w[r] = 1.0 / period[r];
     const int64_t step = l->schedule == OC_SCHED_INTERLEAVED ? l->pp : 1;
+    int rc = 0;
+    struct oc_mbs_run v[OC_MBS_MAX_RUNS];
+    memset(v, 0, sizeof v);
+    int n = 0;
     if (l->micro_batch < 1 || l->global_batch % l->micro_batch != 0 ||
         oc_mbs_apportion(w, l->dp, l->global_batch / l->micro_batch, step, out) != 0)
-        return oc_fail(st, "micro-batch split speed: the global batch %lld in "
-                           "micro-batches of %lld cannot give each of %lld replicas "
-                           "%lld or more", (long long)l->global_batch,
-                       (long long)l->micro_batch, (long long)l->dp, (long long)step);
-    int same = 1;
-    for (int64_t r = 0; r < l->dp; r++) {
-        same &= out[r] == out[0];
-        if (out[r] > OC_MBS_MAX_COUNT)
-            return oc_fail(st, "micro-batch split speed: replica %lld would run %lld "
-                               "micro-batches, more than %d", (long long)r,
-                           (long long)out[r], OC_MBS_MAX_COUNT);
-    }
-    for (int64_t r = 0; !same && r < l->dp; r++)
-        l->mbs[r] = (uint16_t)out[r];
-    return 0;
+        rc = oc_fail(st, "micro-batch split speed: the global batch %lld in "
+                         "micro-batches of %lld cannot give each of %lld replicas "
+                         "%lld or more", (long long)l->global_batch,
+                     (long long)l->micro_batch, (long long)l->dp, (long long)step);
+    for (int64_t r = 0; rc == 0 && r < l->dp; r++)
+        if (out[r] > OC_MBS_MAX_COUNT || push(v, &n, out[r], 1) != 0)
+            rc = oc_fail(st, "micro-batch split speed: the split of %lld replicas has "
+                             "more than %d runs of equal counts or a count above %d",
+                         (long long)l->dp, OC_MBS_MAX_RUNS, OC_MBS_MAX_COUNT);
+    if (rc == 0 && n > 1) /* one run: every replica alike, the even split */
+        memcpy(l->mbs, v, sizeof v);
+    free(period);
+    free(w);
+    free(out);
+    return rc;
 }

@@ -25,8 +25,9 @@
  * Rules (oc_mbs_check, called by oc_layout_validate): exactly d counts,
  * each at least 1 (interleaved: a multiple of PP, Megatron-LM's rule per
  * replica), summing to G / b; not all equal (that is the even split,
- * written without the part); d at most OC_MBS_MAX, at most
- * OC_MBS_MAX_RUNS runs; not with ZeRO-2/3
+ * written without the part); at most OC_MBS_MAX_RUNS runs of equal
+ * counts (layout.h: the runs are what a layout holds; the label stays
+ * short); not with ZeRO-2/3
  * (their per-micro-batch DP collectives need one count on every replica).
  *
  * The speed split (oc_mbs_speed): replica r's period is its slowest
@@ -50,12 +51,8 @@
 #include "status.h"
 #include "topology.h"
 
-/* The most runs of equal consecutive counts a split may have (its label,
- * "mbs=43x4/21x4" has 2), so a layout's label fits the 128 characters
- * the tables give it. */
-#define OC_MBS_MAX_RUNS 8
 
-/* 1 when l names an unequal split (l->mbs[0] > 0). */
+/* 1 when l names an unequal split (l->mbs[0].len > 0). */
 int oc_mbs_on(const struct oc_layout *l);
 /* Micro-batches replica `dp` runs: its count, or G/(d*b) when even. */
 int64_t oc_mbs_replica(const struct oc_layout *l, int64_t dp);
@@ -64,7 +61,7 @@ int64_t oc_mbs_min(const struct oc_layout *l);
 /* The most (oc_layout_num_micro_batches returns it). */
 int64_t oc_mbs_max(const struct oc_layout *l);
 
-/* The distinct counts of the replicas into counts[] (OC_MBS_MAX), in
+/* The distinct counts of the replicas into counts[] (OC_MBS_MAX_RUNS), in
  * replica order of first appearance; returns how many (1 when even:
  * G/(d*b)). oc_mbs_count_index: the index in counts[0..nc) of replica
  * dp's count. core/schedule.c builds each stage's unit order once per
@@ -98,7 +95,7 @@ void oc_mbs_periods(const struct oc_model *m, const struct oc_layout *l,
 
 /* Sets l->mbs to the speed split (the even split when every replica's
  * period is the same, or when the apportionment gives every replica the
- * same count). -1 with one line when d > OC_MBS_MAX, under ZeRO-2/3, or
+ * same count). -1 with one line under ZeRO-2/3, past OC_MBS_MAX_RUNS runs, or
  * when the micro-batches cannot give every replica its floor. */
 int oc_mbs_speed(struct oc_layout *l, const struct oc_model *m,
                  const struct oc_topology *t, struct oc_status *st);

@@ -995,7 +995,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
 
     /* one stage_info per (replica micro-batch count, stage): the unit
      * order follows each replica's m (mbsplit.h); one count when even */
-    int64_t counts[OC_MBS_MAX];
+    int64_t counts[OC_MBS_MAX_RUNS];
     const int nc = oc_mbs_distinct(l, counts);
     struct stage_info *si = oc_xcalloc((size_t)(nc * x.p), sizeof *si);
     for (int k = 0; k < nc; k++) {
