@@ -1,6 +1,6 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 1030 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * Size: about 1050 lines, over the ~800 guideline after the ZeRO-2/3 and CP
  * hooks (their ops live in schedule_zero.c and schedule_cp.c), the DP
  * buckets' split of the last backward (the buckets themselves in
  * schedule_bucket.c; the split needs this file's sinks) and the weight
@@ -906,6 +906,23 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
     }
 }
 
+/* One stage_info per (replica micro-batch count, stage), at
+ * [k * p + stage] for counts[k]: the unit order follows each replica's m
+ * (mbsplit.h); one count when even. x->m is left the most. */
+static struct stage_info *stage_infos(struct ctx *x, int64_t *counts, int *nc)
+{
+    const int64_t most = x->m;
+    *nc = oc_mbs_distinct(x->l, counts);
+    struct stage_info *si = oc_xcalloc((size_t)(*nc * x->p), sizeof *si);
+    for (int k = 0; k < *nc; k++) {
+        x->m = counts[k];
+        for (int64_t i = 0; i < x->p; i++)
+            stage_info_init(x, i, &si[k * x->p + i]);
+    }
+    x->m = most;
+    return si;
+}
+
 int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
                       const struct oc_layout *l,
                       const struct oc_schedule_opts *o, struct oc_status *st)
@@ -993,17 +1010,9 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.pg = oc_pg_on(l) && !x.zc.on;
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
 
-    /* one stage_info per (replica micro-batch count, stage): the unit
-     * order follows each replica's m (mbsplit.h); one count when even */
     int64_t counts[OC_MBS_MAX_RUNS];
-    const int nc = oc_mbs_distinct(l, counts);
-    struct stage_info *si = oc_xcalloc((size_t)(nc * x.p), sizeof *si);
-    for (int k = 0; k < nc; k++) {
-        x.m = counts[k];
-        for (int64_t i = 0; i < x.p; i++)
-            stage_info_init(&x, i, &si[k * x.p + i]);
-    }
-    x.m = nm;
+    int nc;
+    struct stage_info *si = stage_infos(&x, counts, &nc);
 
     s->nranks = oc_layout_world(l);
     s->num_micro_batches = nm;
