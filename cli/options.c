@@ -8,6 +8,7 @@
 #include "options.h"
 
 #include "compress.h"
+#include "mbsplit.h"
 #include "options_values.h"
 
 #include "reserve.h"
@@ -29,7 +30,7 @@ enum {
     O_TIMEOUT, O_CALIBRATE, O_NOWEIGHTS, O_NOMPI, O_NETBW, O_RPN, O_MAXMSG,
     O_BF16, O_FP16, O_FP32, O_SAVE, O_SAVE_EVERY, O_SAVE_KEEP, O_LOAD,
     O_RESUME, O_BATCH_TOL, O_EVEN_STAGES, O_RESERVE, O_FRAGMENTATION, O_ROBUSTNESS, O_NOPRUNE, O_KEEPDOM, O_REJCSV, O_ALLKNOBS, O_COREKNOBS, O_ZERO_STAGE, O_RECOMPUTE_LAYERS, O_CP,
-    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY, O_VAR_TOP, O_COMPRESSION,
+    O_GRADFP32, O_NOGRADFP32, O_VARIABILITY, O_VAR_TOP, O_COMPRESSION, O_MBSPLIT,
     O_END /* the number of codes above, less O_CARDS */
 };
 
@@ -87,6 +88,7 @@ static const struct flag flags[] = {
     {{"overlap-param-gather", no_argument, 0, O_PGOVL}, 0},
     {{"no-overlap-param-gather", no_argument, 0, O_NOPGOVL}, 0},
     {{"uneven-virtual-chunks", no_argument, 0, O_UNEVENV}, 0},
+    {{"dp-micro-batch-split", required_argument, 0, O_MBSPLIT}, 0},
     {{"no-uneven-virtual-chunks", no_argument, 0, O_NOUNEVENV}, 0},
     {{"accumulate-allreduce-grads-in-fp32", no_argument, 0, O_GRADFP32}, 0},
     {{"grad-reduce-in-fp32", no_argument, 0, O_GRADFP32}, 0},
@@ -308,6 +310,20 @@ static int nonneg_zero_stage(const char *val, int64_t *z, struct oc_status *st)
     return 0;
 }
 
+/* --dp-micro-batch-split: even, speed, or a list (core/mbsplit.h), its
+ * form checked here; the list's rules and the speed split need the
+ * model, the topology and the batch (oc_opts_load). */
+static int mbsplit_flag(struct oc_opts *o, const char *val, struct oc_status *st)
+{
+    if (strcmp(val, "even") != 0 && strcmp(val, "speed") != 0) {
+        struct oc_layout l = o->layout;
+        if (oc_mbs_parse(&l, val, st) != 0)
+            return oc_fail(st, "--dp-micro-batch-split: %s (or even, speed)", st->msg);
+    }
+    o->mbsplit = val;
+    return 0;
+}
+
 static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *name,
                     const char *val, struct oc_status *st)
 {
@@ -364,6 +380,7 @@ static int one_flag(struct oc_opts *o, struct pending *p, int c, const char *nam
     case O_NOPGOVL: o->layout.overlap_param_gather = 0; return 0;
     case O_UNEVENV: o->layout.uneven_chunks = 1; return 0;
     case O_NOUNEVENV: o->layout.uneven_chunks = 0; return 0;
+    case O_MBSPLIT: return mbsplit_flag(o, val, st);
     case O_GRADFP32: o->layout.grad_fp32 = 1; return 0;
     case O_NOGRADFP32: o->layout.grad_fp32 = -1; return 0;
     case O_CROSS_TP: o->layout.allow_cross_node_tp = 1; return 0;
@@ -531,6 +548,12 @@ static int apply_layout_string(struct oc_opts *o, const struct pending *p,
     unsigned named = 0;
     if (oc_layout_parse_named(&l, p->layout_str, &named, st) != 0)
         return -1;
+    const struct given *ms = &p->given[O_MBSPLIT - O_CARDS];
+    if ((named & OC_LAYOUT_NAMED_MBS) && ms->name) {
+        char f[OC_QUOTE_MAX + 64], q[OC_QUOTE_MAX];
+        return oc_fail(st, "%s and --layout %s both give the micro-batch split (give one)",
+                       flag_text(ms, f, sizeof f), oc_quote(q, sizeof q, p->layout_str));
+    }
     for (int i = 0; i < OC_LAYOUT_NAMED_BITS; i++) {
         const unsigned bit = 1u << i;
         const struct given *g = (named & bit) ? knob_flag(p, bit) : NULL;
@@ -554,6 +577,8 @@ static void set_fixed(struct oc_opts *o, const struct pending *p)
             o->fixed |= 1u << i;
     if (p->given[O_MBS - O_CARDS].name)
         o->fixed |= OC_LAYOUT_NAMED_MB;
+    if (p->given[O_MBSPLIT - O_CARDS].name)
+        o->fixed |= OC_LAYOUT_NAMED_MBS;
     /* --collective: the algorithm of every layout (the layout's coll
      * stays auto, which runs it) */
     if (p->given[O_COLLECTIVE - O_CARDS].name)
@@ -649,6 +674,26 @@ int oc_opts_parse(struct oc_opts *o, int argc, char **argv, unsigned groups,
     return 0;
 }
 
+int oc_opts_mbsplit(struct oc_opts *o, struct oc_status *st)
+{
+    if (!o->mbsplit)
+        return 0;
+    const int word = strcmp(o->mbsplit, "even") == 0 || strcmp(o->mbsplit, "speed") == 0;
+    if (!o->layout_given) /* a sweep: even or speed for every layout */
+        return word ? 0
+                    : oc_fail(st, "--dp-micro-batch-split %s: a list is for one layout "
+                                  "(a sweep takes even or speed)", o->mbsplit);
+    if (strcmp(o->mbsplit, "speed") == 0)
+        return oc_mbs_speed(&o->layout, &o->model, &o->topo, st) != 0
+                   ? oc_fail(st, "--dp-micro-batch-split speed: %s", st->msg)
+                   : 0;
+    if (oc_mbs_parse(&o->layout, o->mbsplit, st) != 0)
+        return -1; /* "even" clears it; a list was checked by the flag */
+    return oc_mbs_check(&o->layout, st) != 0
+               ? oc_fail(st, "--dp-micro-batch-split: %s", st->msg)
+               : 0;
+}
+
 int oc_opts_load(struct oc_opts *o, struct oc_status *st)
 {
     if (oc_model_load(o->model_name, &o->model, st) != 0)
@@ -662,6 +707,8 @@ int oc_opts_load(struct oc_opts *o, struct oc_status *st)
     if (o->layout.seq_length == 0)
         o->layout.seq_length = o->model.max_position_embeddings;
     o->topo.reserve = o->reserve;
+    if (oc_opts_mbsplit(o, st) != 0)
+        return -1;
     /* Beyond the model's positions: allowed for rotary models, said once
      * (layout.h, oc_layout_seq_warning). */
     char warn[OC_MSG_MAX];

@@ -142,6 +142,11 @@ struct oc_opts {
                                  knob not fixed by a flag (core/search.h) */
     int keep_dominated;       /* --keep-dominated: simulate dominated variants
                                  too (tools/sweep_plan.h) */
+    /* --dp-micro-batch-split even | speed | LIST (core/mbsplit.h): a
+     * single layout's split, resolved by oc_opts_load (speed from the
+     * cost model of each replica's devices); a sweep's even or speed
+     * alone (not given: both on node groups). NULL when not given. */
+    const char *mbsplit;
     int rejected_csv;         /* --rejected-csv: also write DIR/rejected.csv,
                                  the candidates rejected before simulation
                                  with their reasons */
@@ -171,6 +176,11 @@ struct oc_opts {
     struct oc_topology topo;
 };
 
+/* --dp-micro-batch-split onto o->layout (core/mbsplit.h): even clears
+ * the split, speed computes it from the model and topology, a list is
+ * checked against the layout (DP, the batch). oc_opts_load calls it for
+ * a single layout; one line and -1 on a broken rule. */
+int oc_opts_mbsplit(struct oc_opts *o, struct oc_status *st);
 void oc_opts_default(struct oc_opts *o);
 /* Parses argv (argv[0] is the command name). Unknown flags, bad numbers and
  * flags the command does not take are errors. */

@@ -10,6 +10,7 @@
 
 #include "bound_walk.h"
 #include "cost.h"
+#include "mbsplit.h"
 #include "memory.h"
 #include "placement.h"
 #include "schedule.h"
@@ -439,8 +440,14 @@ static double p2p_nic_bound_s(const struct oc_layout *l, const struct oc_model *
     const double msg = oc_layout_act_bytes(l) * (double)l->micro_batch *
                        (double)l->seq_length * (double)m->hidden_size /
                        (l->sequence_parallel && l->tp > 1 ? (double)l->tp : 1.0);
-    const double bytes = (double)crossing * 2.0 * (double)oc_layout_num_micro_batches(l) *
-                         (double)(l->tp * l->dp) * msg;
+    /* every replica's micro-batches: d*m when even, the sum of the
+     * counts (G/b) under an unequal split (mbsplit.h), not d times the most */
+    const double bytes = oc_mbs_on(l) ? (double)crossing * 2.0 *
+                                            (double)(l->global_batch / l->micro_batch) *
+                                            (double)l->tp * msg
+                                      : (double)crossing * 2.0 *
+                                            (double)oc_layout_num_micro_batches(l) *
+                                            (double)(l->tp * l->dp) * msg;
     const double nodes = (double)((world + gpn - 1) / gpn);
     return OC_BOUND_COMM_SAFETY * bytes /
            (nodes * (double)t->nics_per_node * t->nic_bandwidth_Bps);

@@ -3,6 +3,7 @@
 #include "bound_groups.h"
 
 #include "cost.h"
+#include "mbsplit.h"
 #include "memory.h"
 #include "placement.h"
 
@@ -47,19 +48,27 @@ static double recomputed(const struct oc_model *m, const struct oc_layout *l, in
  * after the chunk-0 forwards of micro-batch 0 on the stages before it (its
  * first unit needs their activation) and before their chunk-0 backwards
  * of its last micro-batch (which need its gradient). */
-static double rank_path_s(const struct oc_model *m, const struct oc_layout *l,
-                          const struct oc_topology *t, const struct gw *w, int64_t r)
+/* One micro-batch of stage i on the device of weights x. */
+static double stage_mb_s(const struct oc_model *m, const struct oc_layout *l,
+                         const struct gw *x, int64_t i)
 {
-    const struct oc_coord c = oc_layout_coord(l, r);
-    const int64_t i = c.pp;
-    const struct gw *x = &w[oc_topology_group_of_rank(t, r)];
     double own = (double)oc_place_stage_layers(l, m, i) * (x->fwd + x->bwd) +
                  recomputed(m, l, i) * x->rec;
     if (oc_place_stage_has_embed(l, i))
         own += x->emb;
     if (oc_place_stage_has_head(l, i))
         own += x->head;
-    double path = (double)oc_layout_num_micro_batches(l) * own;
+    return own;
+}
+
+static double rank_path_s(const struct oc_model *m, const struct oc_layout *l,
+                          const struct oc_topology *t, const struct gw *w, int64_t r)
+{
+    const struct oc_coord c = oc_layout_coord(l, r);
+    const int64_t i = c.pp;
+    const double own = stage_mb_s(m, l, &w[oc_topology_group_of_rank(t, r)], i);
+    /* its own replica's micro-batches (mbsplit.h; G/(d*b) when even) */
+    double path = (double)oc_mbs_replica(l, c.dp) * own;
     for (int64_t j = 0; j < i; j++) {
         struct oc_coord cj = c;
         cj.pp = j;
@@ -84,4 +93,16 @@ double oc_bound_groups_s(const struct oc_model *m, const struct oc_layout *l,
         most = p > most ? p : most;
     }
     return most * OC_BOUND_GROUPS_SAFETY;
+}
+
+void oc_bound_groups_stage_mb_s(const struct oc_model *m, const struct oc_layout *l,
+                                const struct oc_topology *t, double *out)
+{
+    const int ng = t->n_groups > 0 ? t->n_groups : 1;
+    for (int g = 0; g < ng; g++) {
+        struct gw w;
+        group_weights(m, l, t, g, &w);
+        for (int64_t i = 0; i < l->pp; i++)
+            out[g * l->pp + i] = stage_mb_s(m, l, &w, i);
+    }
 }

@@ -17,7 +17,8 @@
  * 2021, section 2.2), at their ranks' devices. Optimizer, communication
  * and the bubble inside the steady state left out (so it stays below),
  * times 0.999 for the order of floating-point sums. The step is at least
- * the longest rank's.
+ * the longest rank's. Under an unequal micro-batch split (mbsplit.h) each
+ * rank counts its own replica's micro-batches.
  *
  * What it is not: a bound of a uniform cluster (0 there: bound.h's is).
  */
@@ -30,5 +31,13 @@
 
 double oc_bound_groups_s(const struct oc_model *m, const struct oc_layout *l,
                          const struct oc_topology *t);
+
+/* The compute of one micro-batch of each stage on each group's device, as
+ * the bound counts it (forward, backward, recompute, the embedding and the
+ * head where the stage holds them): out[g * pp + i] for group g (one
+ * group, the topology's own device, without groups) and stage i; out
+ * holds max(n_groups, 1) * pp. mbsplit.h's speed split reads it. */
+void oc_bound_groups_stage_mb_s(const struct oc_model *m, const struct oc_layout *l,
+                                const struct oc_topology *t, double *out);
 
 #endif

@@ -28,7 +28,9 @@
  * the last pipeline stage), coll=auto|ring|hier|tree (collective
  * algorithm), gc=none|topk<D>|q8|q1|psgd<R> (gradient compression) and
  * sync<K> (local SGD, parameters averaged every K steps; both ocsim's
- * names, Megatron-LM has no such flags: compress.h). Each knob is named at most once: "tp8-tp8-pp8-dp1" and
+ * names, Megatron-LM has no such flags: compress.h), mbs=<m0>/<m1>/...
+ * (each DP replica's micro-batches, runs written <m>x<k>; ocsim's,
+ * mbsplit.h). Each knob is named at most once: "tp8-tp8-pp8-dp1" and
  * "gpipe-...-1f1b" are refused, naming both parts.
  *
  * oc_layout_format writes tp, pp, dp, mb and the schedule (or v) always,
@@ -83,6 +85,18 @@ enum oc_rank_order { OC_ORDER_TP_DP_PP, OC_ORDER_TP_PP_DP };
  * the others force ring, hierarchical (intra-node then inter-node) or tree
  * wherever they apply. */
 enum oc_coll_choice { OC_COLL_CHOICE_AUTO, OC_COLL_CHOICE_RING, OC_COLL_CHOICE_HIER, OC_COLL_CHOICE_TREE };
+
+/* An unequal micro-batch split (mbsplit.h) as runs of replicas with
+ * equal counts: `len` consecutive DP replicas run `count` micro-batches
+ * each. At most OC_MBS_MAX_RUNS runs, kept inline (not a pointer) so a
+ * layout stays a plain value (copied, compared, sent whole by
+ * sim/sweep_mpi.c and on sim/sweep.c's job pipe, whose 256 jobs must fit
+ * 64 KiB: 16 runs of two 16-bit numbers are the 64 bytes left there). */
+#define OC_MBS_MAX_RUNS 16
+#define OC_MBS_MAX_COUNT 65535
+struct oc_mbs_run {
+    uint16_t count, len;
+};
 
 struct oc_layout {
     int64_t tp, pp, dp;
@@ -154,6 +168,11 @@ struct oc_layout {
     double gc_density;
     int64_t gc_rank;
     int64_t sync_every;
+    /* Micro-batches of each DP replica (mbsplit.h, ocsim's knob "mbs="),
+     * as runs in replica order, adjacent runs of different counts, the
+     * replicas summing to d and their counts to G/b; mbs[0].len 0 = the
+     * even split, G/(d*b) each. */
+    struct oc_mbs_run mbs[OC_MBS_MAX_RUNS];
 };
 
 /* Where one rank sits in the layout. */
@@ -207,7 +226,8 @@ enum {
     OC_LAYOUT_NAMED_TPOVL = 1u << 19,
     OC_LAYOUT_NAMED_PGOVL = 1u << 20,
     OC_LAYOUT_NAMED_UNEVENV = 1u << 21,
-    OC_LAYOUT_NAMED_BITS = 22
+    OC_LAYOUT_NAMED_MBS = 1u << 22,
+    OC_LAYOUT_NAMED_BITS = 23
 };
 /* oc_layout_parse, and the OC_LAYOUT_NAMED_* bits of the knobs s names
  * into *named (may be NULL). */
@@ -272,7 +292,8 @@ int oc_layout_seq_warning(const struct oc_layout *l, const struct oc_model *m,
 /* t*c*p*d (c = cp), of a layout that passed oc_layout_check_world
  * (asserted). */
 int64_t oc_layout_world(const struct oc_layout *l);
-int64_t oc_layout_num_micro_batches(const struct oc_layout *l);  /* G/(d*b) */
+/* G/(d*b); under an unequal split (mbsplit.h) the most any replica runs */
+int64_t oc_layout_num_micro_batches(const struct oc_layout *l);
 /* The tokens of one sequence a rank holds: s/cp (context parallelism
  * splits the sequence; oc_layout_validate makes it divide). */
 int64_t oc_layout_local_seq(const struct oc_layout *l);

@@ -1,6 +1,6 @@
 /* schedule.c: every rank's ordered op list for one layout (see schedule.h).
  *
- * Size: about 1030 lines, over the ~800 guideline after the ZeRO-2/3 and CP
+ * Size: about 1050 lines, over the ~800 guideline after the ZeRO-2/3 and CP
  * hooks (their ops live in schedule_zero.c and schedule_cp.c), the DP
  * buckets' split of the last backward (the buckets themselves in
  * schedule_bucket.c; the split needs this file's sinks) and the weight
@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "memory.h"
+#include "mbsplit.h"
 #include "placement.h"
 #include "compress.h"
 #include "schedule_bucket.h"
@@ -905,6 +906,23 @@ static void stage_info_init(const struct ctx *x, int64_t stage,
     }
 }
 
+/* One stage_info per (replica micro-batch count, stage), at
+ * [k * p + stage] for counts[k]: the unit order follows each replica's m
+ * (mbsplit.h); one count when even. x->m is left the most. */
+static struct stage_info *stage_infos(struct ctx *x, int64_t *counts, int *nc)
+{
+    const int64_t most = x->m;
+    *nc = oc_mbs_distinct(x->l, counts);
+    struct stage_info *si = oc_xcalloc((size_t)(*nc * x->p), sizeof *si);
+    for (int k = 0; k < *nc; k++) {
+        x->m = counts[k];
+        for (int64_t i = 0; i < x->p; i++)
+            stage_info_init(x, i, &si[k * x->p + i]);
+    }
+    x->m = most;
+    return si;
+}
+
 int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
                       const struct oc_layout *l,
                       const struct oc_schedule_opts *o, struct oc_status *st)
@@ -927,15 +945,17 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
         return oc_fail(st, "schedule: v%lld needs the interleaved schedule",
                        (long long)l->vchunks);
     int64_t v = l->vchunks;
-    int64_t nm = oc_layout_num_micro_batches(l);
-    if (nm < 1 || nm * l->dp * l->micro_batch != l->global_batch)
-        return oc_fail(st, "schedule: global batch %lld is not a positive "
-                           "multiple of DP*micro-batch = %lld",
-                       (long long)l->global_batch,
-                       (long long)(l->dp * l->micro_batch));
+    int64_t nm = oc_layout_num_micro_batches(l); /* the most of any replica */
+    if (oc_mbs_on(l) ? oc_mbs_check(l, st) != 0
+                     : nm < 1 || nm * l->dp * l->micro_batch != l->global_batch)
+        return oc_mbs_on(l) ? oc_fail(st, "schedule: %s", st->msg)
+                            : oc_fail(st, "schedule: global batch %lld is not a positive "
+                                          "multiple of DP*micro-batch = %lld",
+                                      (long long)l->global_batch,
+                                      (long long)(l->dp * l->micro_batch));
     if (oc_place_check_split(l, m, st) != 0)
         return oc_fail(st, "schedule: %s", st->msg);
-    if (interleaved && nm % l->pp != 0)
+    if (interleaved && !oc_mbs_on(l) && nm % l->pp != 0)
         return oc_fail(st, "schedule: the interleaved schedule needs the %lld "
                            "micro-batches to be a multiple of PP %lld",
                        (long long)nm, (long long)l->pp);
@@ -990,9 +1010,9 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.pg = oc_pg_on(l) && !x.zc.on;
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
 
-    struct stage_info *si = oc_xcalloc((size_t)x.p, sizeof *si);
-    for (int64_t i = 0; i < x.p; i++)
-        stage_info_init(&x, i, &si[i]);
+    int64_t counts[OC_MBS_MAX_RUNS];
+    int nc;
+    struct stage_info *si = stage_infos(&x, counts, &nc);
 
     s->nranks = oc_layout_world(l);
     s->num_micro_batches = nm;
@@ -1001,9 +1021,11 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     for (int64_t r = 0; r < s->nranks; r++) {
         if (o->only && !o->only[r])
             continue;
-        struct stage_info *me = &si[oc_layout_coord(l, r).pp];
+        const struct oc_coord cr = oc_layout_coord(l, r);
+        const int k = oc_mbs_count_index(l, counts, nc, cr.dp);
+        struct stage_info *me = &si[k * x.p + cr.pp];
         struct oc_rank_ops *ro = &s->ranks[r];
-        if (me->count < 0) { /* every rank of a stage has the same count */
+        if (me->count < 0) { /* every rank of a (count, stage) has the same ops */
             emit_rank(&x, me, r, ro);
             me->count = ro->n;
         }
@@ -1013,7 +1035,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
         emit_rank(&x, me, r, ro);
         OC_ASSERT(ro->n == ro->cap);
     }
-    stage_info_free(si, x.p);
+    stage_info_free(si, nc * x.p);
     return 0;
 }
 

@@ -82,6 +82,7 @@
 #include "job.h"
 #include "launch.h"
 #include "lost.h"
+#include "mbsplit.h"
 #include "options.h"
 #include "out_measured.h"
 #include "out_weights.h"
@@ -523,6 +524,13 @@ static int check_job(struct oc_exec_job *j, const char *name, const struct oc_la
         return oc_fail(st, "layout %s: context parallelism (cp%lld) is not run by "
                            "ocsim-exec (no ring attention in the executor); "
                            "ocsim simulate predicts it", j->lname, (long long)o->layout.cp);
+    /* core/mbsplit.h: the runner runs one count on every replica (and its
+     * loss is each replica's mean, not the step's) */
+    if (oc_mbs_on(&o->layout) || (o->mbsplit && strcmp(o->mbsplit, "even") != 0))
+        return oc_fail(st, "layout %s: ocsim-exec does not run unequal micro-batch counts "
+                           "per DP replica (mbs=, --dp-micro-batch-split) (ocsim simulate "
+                           "predicts it; the loss would need normalising by the step's tokens)",
+                       j->lname);
     const int64_t need = oc_layout_world(&o->layout);
     if (L->mpi && need != world)
         return oc_fail(st, "layout %s needs tp*pp*dp = %lld processes, but MPI started %d "

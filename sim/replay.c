@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "mbsplit.h"
 #include "sim_log.h"
 #include "step_metrics.h"
 
@@ -254,8 +255,10 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     R.l = l;
     R.fast = oc_replay_fidelity_used(o) != OC_SIM_FULL;
     /* one replica stands for all only when all run on one node type
-     * (node groups, topology.h): else fast mode, every replica */
-    R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM && t->n_groups < 2;
+     * (node groups, topology.h) and the same micro-batches (mbsplit.h):
+     * else fast mode, every replica */
+    R.sym_asked = oc_replay_fidelity_used(o) == OC_SIM_SYM && t->n_groups < 2 &&
+                  !oc_mbs_on(l);
     R.world = world;
     R.var = o->var;
     R.var_step = o->var_step;

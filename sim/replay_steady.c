@@ -75,6 +75,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mbsplit.h"
 #include "sim_log.h"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_steady, ocsim,
@@ -87,6 +88,9 @@ int oc_rp_steady_plan(const struct oc_layout *l, struct oc_rp_steady *sp)
     memset(sp, 0, sizeof *sp);
     if (l->schedule != OC_SCHED_1F1B && l->schedule != OC_SCHED_INTERLEAVED)
         return 0; /* gpipe: its backward phase starts after all m forwards */
+    if (oc_mbs_on(l))
+        return 0; /* unequal counts per replica (mbsplit.h): the reduced run
+                     would need one reduction per count; the full replay runs */
     const int64_t p = l->pp, m = oc_layout_num_micro_batches(l);
     const int inter = l->schedule == OC_SCHED_INTERLEAVED;
     const int64_t K = inter ? p : 1, W = inter ? 2 * p : p;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mbsplit.h"
 #include "commands.h"
 #include "engine.h"
 #include "format.h"
@@ -45,12 +46,18 @@ struct job {
 
 static void print_metrics(const struct oc_opts *o, const struct oc_metrics *mt)
 {
-    char b[8][32], name[128];
+    char b[8][32], name[256];
     oc_layout_format(&mt->layout, name, sizeof name);
-    printf("%s, %s on %lld x %s, global batch %lld, seq %lld, %lld micro-batches",
+    printf("%s, %s on %lld x %s, global batch %lld, seq %lld, ",
            o->model.name, name, (long long)o->cards, o->topo.device.name,
-           (long long)mt->layout.global_batch, (long long)mt->layout.seq_length,
-           (long long)mt->num_micro_batches);
+           (long long)mt->layout.global_batch, (long long)mt->layout.seq_length);
+    if (oc_mbs_on(&mt->layout)) { /* core/mbsplit.h */
+        char list[96];
+        oc_mbs_format(&mt->layout, list, sizeof list);
+        printf("micro-batches %s over the DP replicas", list);
+    } else {
+        printf("%lld micro-batches", (long long)mt->num_micro_batches);
+    }
     if (mt->sim_micro_batches > 0 && mt->sim_micro_batches < mt->num_micro_batches)
         printf(" (%lld simulated, the steady state unfolded)",
                (long long)mt->sim_micro_batches);

@@ -54,6 +54,7 @@
 #include "sweep_plan.h"
 #include "sweep_twins.h"
 #include "sweep_groups.h"
+#include "sweep_mbs.h"
 #include "sweep_run.h"
 
 #define GROUPS (OC_OPT_OUT | OC_OPT_SWEEP | OC_OPT_SIM | OC_OPT_RESERVE | OC_OPT_PLAN | OC_OPT_FIX | \
@@ -635,6 +636,11 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         src = second_pass(&r, to_sim, &o, &so, &st);
     if (src == 0 && r.prune_on)
         prune_final(&r);
+    struct oc_sweep_mbs mb; /* node groups: each replica's micro-batches */
+    if (src == 0)
+        src = oc_sweep_mbs_pass(&r, &o, &so, &mb, &st);
+    else
+        memset(&mb, 0, sizeof mb);
     phase("simulate");
     const int sig = src == 1 ? oc_sweep_stop_signal() : 0;
     oc_sweep_stop_ignore();
@@ -681,8 +687,10 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
         if (oc_sweep_var_check(&o, &v, &st) == 0)
             rc = oc_sweep_var_run(&o, &ro, &v, x.res, x.nres, table_rc == 0 ? out : NULL);
     }
-    if (rc == 0 && !sig) /* node groups: what the slow group costs */
+    if (rc == 0 && !sig) { /* node groups: what the slow group costs */
         oc_sweep_groups_cost(&o, &ro, x.res, x.nfit, table_rc == 0 ? out : NULL);
+        oc_sweep_mbs_report(&mb, x.nfit > 0 ? &x.res[0] : NULL, table_rc == 0 ? out : NULL);
+    }
     oc_sweep_summary(&x, &r, wall, sig, table_rc == 0 && rc == 0 ? out : NULL,
             table_rc == 0 ? path : NULL);
     phase("summary");

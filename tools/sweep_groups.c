@@ -5,7 +5,8 @@
  * cluster made of one group's node type only (oc_topology_group_view: every
  * node a node of that group, the same card count), each with its own stage
  * split and with the even split (a split balanced for unlike devices is
- * unbalanced on like ones; the faster of the two is kept). The chosen
+ * unbalanced on like ones; the faster of the two is kept), and with every
+ * DP replica's micro-batches equal (core/mbsplit.h). The chosen
  * layout's step against the fastest all-one-kind step is "what the slow
  * group costs"; the top layouts on both go into groups.{dat,gp,png}.
  *
@@ -33,6 +34,12 @@ static double step_on(const struct oc_opts *o, const struct oc_replay_opts *ro,
     struct oc_metrics mt;
     struct oc_status st = {{0}};
     double best = 0;
+    /* like devices: every replica alike, so the even micro-batch split
+     * (core/mbsplit.h: a speed split of the mixed cluster would idle the
+     * replicas it gave fewer) */
+    struct oc_layout own = *l;
+    memset(own.mbs, 0, sizeof own.mbs);
+    l = &own;
     struct oc_layout even = *l;
     even.first_stage_layers = even.last_stage_layers = 0;
     const int n = (l->first_stage_layers > 0 || l->last_stage_layers > 0) &&
