@@ -471,6 +471,16 @@ static int plan(struct run *r, const struct oc_opts *o, const char *out,
     return rc_close;
 }
 
+/* " by N processes" when the plan was built by more than one. */
+static const char *planned_by(const struct oc_plan *p)
+{
+    static char buf[32];
+    buf[0] = '\0';
+    if (p->parts > 1)
+        snprintf(buf, sizeof buf, " by %d processes", p->parts);
+    return buf;
+}
+
 /* Plans the sweep, opens the journal (or resumes it) and sweep.csv with
  * the rows already finished, and fills *to_sim with what is left to
  * simulate. Returns 0, or 2 with one line on stderr. */
@@ -519,12 +529,12 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     for (int64_t i = 0; i < r->n; i++)
         planned += r->items[i].state == IT_PENDING || r->items[i].state == IT_SIMULATED;
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
-                    "(%s fidelity), writing %s; planned in %.2f s\n",
+                    "(%s fidelity), writing %s; planned in %.2f s%s\n",
             o->model.name, (long long)o->cards, o->topo.device.name,
             (long long)r->plan.ncand, (long long)planned,
             /* node groups: the symmetric mode does not apply (sim/replay.c) */
             strcmp(o->fidelity, "sym") == 0 && o->topo.n_groups > 1 ? "fast" : o->fidelity,
-            out, r->plan_s);
+            out, r->plan_s, planned_by(&r->plan));
     if (o->resume)
         fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
                         "%lld left\n",

@@ -482,6 +482,7 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_s
     else
         oc_plan_parts_forked(parts, n, o, s);
     oc_plan_merge(p, parts, n, o, s);
+    p->parts = n;
     for (int i = 0; i < n; i++)
         oc_plan_part_free(&parts[i]);
     free(parts);
