@@ -45,6 +45,12 @@
  * all through the plan's `rejected` hook for --rejected-csv); the
  * dominated ones are counted and dropped; only the candidates to simulate
  * remain as items, with their bound.
+ *
+ * Cores: the walk's units (tp, cp, pp, dp, micro-batch, schedule) are
+ * dealt to --jobs forked processes (at most the cores), each judging its
+ * units as above, and merged into the plan one process makes, byte for
+ * byte (sweep_plan_part.h; tests/sweep_plan_jobs.sh). With the rejected
+ * hook the plan is built in one process (its calls in candidate order).
  */
 #ifndef OC_SWEEP_PLAN_H
 #define OC_SWEEP_PLAN_H

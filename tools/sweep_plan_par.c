@@ -16,13 +16,13 @@
 #include <unistd.h>
 
 #include "sweep_journal.h"
+#include "sweep_mpi.h"
 
 #define MAX_PARTS 64
 
 int oc_plan_jobs(const struct oc_opts *o)
 {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    cores = cores < 1 ? 1 : cores;
+    const long cores = oc_sweep_mpi_cores(); /* what this process may run on */
     long n = o->jobs > 0 && o->jobs < cores ? (long)o->jobs : cores;
     const char *e = getenv("OCSIM_PLAN_JOBS");
     if (e && *e) {

@@ -51,7 +51,8 @@ void oc_plan_part_build(struct oc_plan_part *pt, const struct oc_opts *o,
                         int part, int nparts);
 void oc_plan_part_free(struct oc_plan_part *pt);
 
-/* The parts the plan runs on: --jobs (0: the online cores), at most 64;
+/* The parts the plan runs on: --jobs, at most the cores this process may
+ * run on (sched_getaffinity: an MPI rank's binding), and 64;
  * OCSIM_PLAN_JOBS=N (the tests' switch) overrides. */
 int oc_plan_jobs(const struct oc_opts *o);
 /* parts[0..n) built: part 0 in this process, the others in forked
