@@ -135,7 +135,9 @@ void oc_opts_print_help(FILE *f, unsigned groups)
               "                          --cfg network/model:LV08\n"
               "  --log SPEC              SimGrid log settings, e.g. --log\n"
               "                          ocsim_replay.thres:debug (one line per op)\n"
-              "  --jobs N                simulations at once (default: the cores)\n"
+              "  --jobs N                simulations at once (default: the cores); a\n"
+              "                          sweep plans on as many processes (at most\n"
+              "                          the cores)\n"
               "  --top N                 rows of the ranked table (default 10)\n", f);
     if (groups & OC_OPT_RESERVE)
         fputs("Memory reserve (what fits means: peak + reserve <= device memory):\n"

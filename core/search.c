@@ -27,7 +27,10 @@ void oc_search_space_default(struct oc_search_space *s, int64_t cards,
 }
 
 struct emit {
-    int64_t n; /* candidates so far */
+    int64_t n; /* candidates so far (of the visited units) */
+    int part, nparts; /* visit the units u with u % nparts == part */
+    int64_t unit;     /* units so far (visited or not) */
+    int64_t cur;      /* the unit being visited */
     struct oc_search_counts c;
     const struct oc_search_space *s;
     const struct oc_model *m;
@@ -45,6 +48,7 @@ static int fixed(const struct oc_search_space *s, unsigned bit)
 static void emit_set(struct emit *e, struct oc_search_set *g)
 {
     g->index = e->n;
+    g->unit = e->cur;
     e->n += (int64_t)g->norder * g->ncoll * g->nsplit;
     const int64_t v[5] = {g->layout.tp, g->layout.cp, g->layout.pp, g->layout.dp,
                           g->layout.vchunks};
@@ -313,9 +317,17 @@ static void structural(struct emit *e, int64_t tp, int64_t cp, int64_t pp, int64
     const struct oc_search_space *s = e->s;
     enum oc_schedule_kind sk[MAXV];
     int64_t sv[MAXV];
+    /* the no-op interleavings it counts belong to the structural's first
+     * unit (oc_search_run_part) */
+    const int64_t noop0 = e->c.noop;
     const int nsched = schedule_options(e, pp, sk, sv);
+    if (e->unit % e->nparts != e->part)
+        e->c.noop = noop0;
     for (int i = 0; i < s->n_micro_batches; i++)
         for (int j = 0; j < nsched; j++) {
+            e->cur = e->unit++;
+            if (e->cur % e->nparts != e->part)
+                continue;
             struct oc_layout l = s->base;
             l.tp = tp, l.cp = cp, l.pp = pp, l.dp = dp;
             l.micro_batch = s->micro_batches[i];
@@ -349,7 +361,17 @@ int64_t oc_search_run(const struct oc_search_space *s, const struct oc_model *m,
                       void (*fn)(void *ctx, const struct oc_search_set *g), void *ctx,
                       struct oc_search_counts *counts)
 {
-    struct emit e = {.s = s, .m = m, .t = t, .fn = fn, .ctx = ctx};
+    return oc_search_run_part(s, m, t, fn, ctx, counts, 0, 1);
+}
+
+int64_t oc_search_run_part(const struct oc_search_space *s, const struct oc_model *m,
+                           const struct oc_topology *t,
+                           void (*fn)(void *ctx, const struct oc_search_set *g), void *ctx,
+                           struct oc_search_counts *counts, int part, int nparts)
+{
+    OC_ASSERT(nparts >= 1 && part >= 0 && part < nparts);
+    struct emit e = {.s = s, .m = m, .t = t, .fn = fn, .ctx = ctx, .part = part,
+                     .nparts = nparts};
     for (int i = 0; i < 5; i++)
         e.c.lo[i] = INT64_MAX, e.c.hi[i] = INT64_MIN;
     const int64_t N = s->cards;

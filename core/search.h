@@ -126,6 +126,7 @@ void oc_search_space_default(struct oc_search_space *s, int64_t cards,
 struct oc_search_set {
     struct oc_layout layout;   /* order[0], coll[0], split 0 */
     int64_t index;             /* its first candidate's */
+    int64_t unit;              /* its unit's (oc_search_run_part) */
     int norder, ncoll, nsplit;
     enum oc_rank_order order[2];
     enum oc_coll_choice coll[4];
@@ -145,6 +146,23 @@ int64_t oc_search_run(const struct oc_search_space *s, const struct oc_model *m,
                       const struct oc_topology *t,
                       void (*fn)(void *ctx, const struct oc_search_set *g), void *ctx,
                       struct oc_search_counts *counts);
+
+/* One part of oc_search_run's walk, for planning on several cores: the
+ * walk's units, one per (tp, cp, pp, dp, micro-batch, schedule) and
+ * numbered from 0 in the enumeration order (a set's .unit), are dealt
+ * round-robin, and this call visits the units u with u % nparts == part,
+ * each set as oc_search_run hands it, but .index and the return value
+ * count only the visited candidates. *counts (may be NULL) covers the
+ * visited units: the candidates and no-op variants of all parts sum to
+ * oc_search_run's, their ranges' lo (hi) have its lo (hi) as minimum
+ * (maximum). A unit's sets are visited one after the other; with the
+ * candidates of each unit (the sum of its sets' norder * ncoll * nsplit)
+ * the global index of a candidate is the candidates of the units before
+ * its own plus its offset in the unit. oc_search_run is part 0 of 1. */
+int64_t oc_search_run_part(const struct oc_search_space *s, const struct oc_model *m,
+                           const struct oc_topology *t,
+                           void (*fn)(void *ctx, const struct oc_search_set *g), void *ctx,
+                           struct oc_search_counts *counts, int part, int nparts);
 
 /* Fills *out (malloc'd, caller frees) with every candidate of s in the
  * order above, each validated (.valid, .reason); *counts (may be NULL)

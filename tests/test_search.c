@@ -293,7 +293,116 @@ static void test_sets(void)
     }
 }
 
+/* oc_search_run_part: the parts' sets, each candidate renumbered by its
+ * unit (the candidates of the units before it, over all parts, plus its
+ * offset in its unit), are oc_search_enumerate's candidates one for one,
+ * and the parts' counts add up to the whole's. */
+struct part_cands {
+    int64_t n, cap;
+    int64_t *unit, *index;
+    char (*label)[192];
+    int64_t unit_cands[4096]; /* candidates per unit */
+};
+
+static void part_set(void *ctx, const struct oc_search_set *g)
+{
+    struct part_cands *x = ctx;
+    OC_ASSERT(g->unit >= 0 && g->unit < 4096);
+    for (int io = 0; io < g->norder; io++)
+        for (int ic = 0; ic < g->ncoll; ic++)
+            for (int k = 0; k < g->nsplit; k++) {
+                if (x->n == x->cap) {
+                    x->cap = x->cap ? 2 * x->cap : 256;
+                    x->unit = realloc(x->unit, (size_t)x->cap * sizeof *x->unit);
+                    x->index = realloc(x->index, (size_t)x->cap * sizeof *x->index);
+                    x->label = realloc(x->label, (size_t)x->cap * sizeof *x->label);
+                }
+                struct oc_layout l;
+                oc_search_set_layout(g, io, ic, k, &l);
+                x->unit[x->n] = g->unit;
+                x->index[x->n] = g->index + ((int64_t)io * g->ncoll + ic) * g->nsplit + k;
+                oc_layout_format(&l, x->label[x->n++], 192);
+                x->unit_cands[g->unit]++;
+            }
+}
+
+static void check_parts(const struct oc_search_space *s, const struct oc_model *m,
+                        const struct oc_topology *t, int nparts)
+{
+    struct oc_candidate *c = NULL;
+    struct oc_search_counts whole;
+    const int64_t k = oc_search_enumerate(s, m, t, &c, &whole);
+    struct part_cands *x = calloc((size_t)nparts, sizeof *x);
+    struct oc_search_counts sum = {0};
+    for (int i = 0; i < 5; i++)
+        sum.lo[i] = INT64_MAX, sum.hi[i] = INT64_MIN;
+    for (int w = 0; w < nparts; w++) {
+        struct oc_search_counts n;
+        const int64_t kw = oc_search_run_part(s, m, t, part_set, &x[w], &n, w, nparts);
+        CU_ASSERT_EQUAL(kw, x[w].n);
+        CU_ASSERT_EQUAL(n.candidates, kw);
+        sum.candidates += n.candidates, sum.noop += n.noop;
+        for (int i = 0; i < 5; i++) {
+            sum.lo[i] = n.lo[i] < sum.lo[i] ? n.lo[i] : sum.lo[i];
+            sum.hi[i] = n.hi[i] > sum.hi[i] ? n.hi[i] : sum.hi[i];
+        }
+    }
+    CU_ASSERT_EQUAL(sum.candidates, k);
+    CU_ASSERT_EQUAL(sum.noop, whole.noop);
+    for (int i = 0; i < 5; i++)
+        CU_ASSERT_TRUE(sum.lo[i] == whole.lo[i] && sum.hi[i] == whole.hi[i]);
+    /* the first candidate of each unit in the whole numbering */
+    int64_t first[4096], at = 0, seen = 0, bad = 0;
+    for (int u = 0; u < 4096; u++) {
+        first[u] = at;
+        for (int w = 0; w < nparts; w++) {
+            CU_ASSERT_TRUE(x[w].unit_cands[u] == 0 || u % nparts == w);
+            at += x[w].unit_cands[u];
+        }
+    }
+    for (int w = 0; w < nparts; w++) {
+        int64_t local0 = 0; /* the part's number of its unit's first */
+        for (int64_t i = 0; i < x[w].n; i++) {
+            if (i == 0 || x[w].unit[i] != x[w].unit[i - 1])
+                local0 = x[w].index[i];
+            const int64_t g = first[x[w].unit[i]] + x[w].index[i] - local0;
+            char want[192];
+            if (g >= 0 && g < k)
+                oc_layout_format(&c[g].layout, want, sizeof want);
+            if (g < 0 || g >= k || strcmp(want, x[w].label[i]) != 0) {
+                if (bad++ < 3)
+                    fprintf(stderr, "part %d: %s as candidate %lld\n", w, x[w].label[i],
+                            (long long)g);
+            }
+            seen++;
+        }
+        free(x[w].unit);
+        free(x[w].index);
+        free(x[w].label);
+    }
+    CU_ASSERT_EQUAL(seen, k);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(x);
+    free(c);
+}
+
+static void test_parts(void)
+{
+    struct oc_model m = small();
+    struct oc_topology t = node8();
+    for (int64_t cards = 8; cards <= 32; cards *= 4) {
+        struct oc_search_space s = space(cards);
+        s.base.global_batch = 64;
+        s.max_cp = 4;
+        s.micro_batches[1] = 2;
+        s.n_micro_batches = 2;
+        for (int nparts = 1; nparts <= 3; nparts++)
+            check_parts(&s, &m, &t, nparts);
+    }
+}
+
 static CU_TestInfo tests[] = {
+    {"parts: renumbered, the whole", test_parts},
     {"sets: variants judged alike, indices", test_sets},
     {"count by hand", test_count_by_hand},
     {"fixed knobs", test_fixed},

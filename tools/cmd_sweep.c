@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -96,9 +97,26 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* OCSIM_TIMING=1: each phase's wall time on stderr, for
- * tools/bench-sweep.sh and docs/benchmarks.md (not part of the output). */
-static double phase_t0 = -1.0;
+/* CPU seconds of this process and of its children waited for (the
+ * plan's parts, the simulations, gnuplot), user and system. */
+static double cpu_s(void)
+{
+    double s = 0;
+    const int who[2] = {RUSAGE_SELF, RUSAGE_CHILDREN};
+    for (int i = 0; i < 2; i++) {
+        struct rusage u;
+        if (getrusage(who[i], &u) == 0)
+            s += (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec +
+                 (double)u.ru_stime.tv_sec + 1e-6 * (double)u.ru_stime.tv_usec;
+    }
+    return s;
+}
+
+/* OCSIM_TIMING=1: each phase's wall time on stderr, and the CPU time it
+ * took on every core (on a machine others share, the CPU time tells
+ * what the wall time cannot), for tools/bench-sweep.sh and
+ * docs/benchmarks.md (not part of the output). */
+static double phase_t0 = -1.0, phase_cpu0;
 
 static void phase(const char *what)
 {
@@ -107,10 +125,11 @@ static void phase(const char *what)
         on = getenv("OCSIM_TIMING") != NULL;
     if (!on)
         return;
-    const double t = now_s();
+    const double t = now_s(), c = cpu_s();
     if (phase_t0 >= 0.0)
-        fprintf(stderr, "ocsim sweep: timing: %-12s %.3f s\n", what, t - phase_t0);
-    phase_t0 = t;
+        fprintf(stderr, "ocsim sweep: timing: %-12s %.3f s (cpu %.3f s)\n", what,
+                t - phase_t0, c - phase_cpu0);
+    phase_t0 = t, phase_cpu0 = c;
 }
 
 static void progress(const struct run *r)
@@ -494,6 +513,16 @@ static int plan(struct run *r, const struct oc_opts *o, const char *out,
     return rc_close;
 }
 
+/* " by N processes" when the plan was built by more than one. */
+static const char *planned_by(const struct oc_plan *p)
+{
+    static char buf[32];
+    buf[0] = '\0';
+    if (p->parts > 1)
+        snprintf(buf, sizeof buf, " by %d processes", p->parts);
+    return buf;
+}
+
 /* Plans the sweep, opens the journal (or resumes it) and sweep.csv with
  * the rows already finished, and fills *to_sim with what is left to
  * simulate. Returns 0, or 2 with one line on stderr. */
@@ -542,12 +571,12 @@ static int sweep_start(struct run *r, const struct oc_opts *o, const char *out,
     for (int64_t i = 0; i < r->n; i++)
         planned += r->items[i].state == IT_PENDING || r->items[i].state == IT_SIMULATED;
     fprintf(stderr, "ocsim sweep: %s on %lld x %s: %lld layouts, %lld to simulate "
-                    "(%s fidelity), writing %s; planned in %.2f s\n",
+                    "(%s fidelity), writing %s; planned in %.2f s%s\n",
             o->model.name, (long long)o->cards, o->topo.device.name,
             (long long)r->plan.ncand, (long long)planned,
             /* node groups: the symmetric mode does not apply (sim/replay.c) */
             strcmp(o->fidelity, "sym") == 0 && o->topo.n_groups > 1 ? "fast" : o->fidelity,
-            out, r->plan_s);
+            out, r->plan_s, planned_by(&r->plan));
     if (o->resume)
         fprintf(stderr, "ocsim sweep: resuming: %lld of the %lld simulated before (%s), "
                         "%lld left\n",

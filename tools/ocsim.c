@@ -49,29 +49,45 @@ static void usage(FILE *f)
  * only at start-up: so ocsim starts itself again once with the tunable
  * added to GLIBC_TUNABLES (execv keeps the process id, nothing has run
  * yet). Advice only: where the kernel's transparent_hugepage is "never",
- * or glibc is older, nothing changes; OCSIM_NO_HUGEPAGES=1 skips it. */
-static void heap_huge_pages(char **argv)
+ * or glibc is older, nothing changes; OCSIM_NO_HUGEPAGES=1 skips it. A
+ * GLIBC_TUNABLES that names the tunable already is kept as it is. */
+static void heap_huge_pages(int argc, char **argv, char **envp)
 {
-    const char *t = getenv("GLIBC_TUNABLES");
-    if ((t && strstr(t, "glibc.malloc.hugetlb")) || getenv("OCSIM_NO_HUGEPAGES"))
-        return;
-    static const char add[] = "glibc.malloc.hugetlb=1";
-    char buf[1024];
-    if (t && *t) {
-        if ((size_t)snprintf(buf, sizeof buf, "%s:%s", t, add) >= sizeof buf)
+    (void)argc;
+    static const char key[] = "GLIBC_TUNABLES=", add[] = "glibc.malloc.hugetlb=1";
+    static char *env[4096];
+    static char buf[1024];
+    int n = 0, at = -1;
+    for (; envp && envp[n]; n++) {
+        if (strncmp(envp[n], "OCSIM_NO_HUGEPAGES=", 19) == 0 ||
+            (strncmp(envp[n], key, sizeof key - 1) == 0 && strstr(envp[n], "glibc.malloc.hugetlb")))
             return;
-    } else {
-        memcpy(buf, add, sizeof add);
+        if (strncmp(envp[n], key, sizeof key - 1) == 0)
+            at = n;
+        if (n + 2 >= (int)(sizeof env / sizeof env[0]))
+            return; /* an environment this large: go on without */
+        env[n] = envp[n];
     }
-    if (setenv("GLIBC_TUNABLES", buf, 1) != 0)
+    const char *old = at >= 0 ? envp[at] + sizeof key - 1 : "";
+    if ((size_t)snprintf(buf, sizeof buf, "%s%s%s%s", key, old, *old ? ":" : "", add) >= sizeof buf)
         return;
-    execv("/proc/self/exe", argv);
-    /* no /proc: go on without (the variable stays, it is read only at start) */
+    env[at >= 0 ? at : n++] = buf;
+    env[n] = NULL;
+    execve("/proc/self/exe", argv, env);
+    /* no /proc: go on without */
 }
+
+/* Run by the dynamic linker before any shared library's initialisers
+ * (ELF's DT_PREINIT_ARRAY, with main's arguments): the restart above then
+ * skips the first start's library constructors (libsimgrid's ns-3 alone
+ * registers thousands of types), about a third of a start's CPU time
+ * (docs/benchmarks.md, twelfth session). It calls nothing that needs an
+ * initialised libc but the string functions, snprintf and execve. */
+__attribute__((used, section(".preinit_array"))) static void (*const oc_preinit)(
+    int, char **, char **) = heap_huge_pages;
 
 int main(int argc, char **argv)
 {
-    heap_huge_pages(argv);
     /* Bad input is one line on stderr (exit 2); the usage is --help's. */
     if (argc < 2) {
         fputs("ocsim: a command is required (", stderr);

@@ -14,6 +14,7 @@
 #include "memory.h"
 #include "reserve.h"
 #include "sweep_journal.h"
+#include "sweep_plan_part.h"
 
 void oc_sweep_space(const struct oc_opts *o, struct oc_search_space *s)
 {
@@ -142,8 +143,8 @@ static int closed_form_fits(struct plan_cache *pc, const struct oc_opts *o,
 
 /* Why a legal layout is not simulated: its closed-form peak and the
  * reserve (core/reserve.h) exceed the device. */
-static void oom_reason(char *buf, size_t n, const struct oc_opts *o, int64_t stage,
-                       double peak, double reserve)
+void oc_plan_oom_reason(char *buf, size_t n, const struct oc_opts *o, int64_t stage,
+                        double peak, double reserve)
 {
     char need[32], res[32], have[32];
     snprintf(buf, n, "out of memory: stage %lld needs %s per GPU + %s reserve, the %s has %s",
@@ -251,24 +252,21 @@ static int64_t mark_dominated(struct oc_plan *p)
     return nd;
 }
 
-/* The plan while the search walks the space. */
+/* A part of the plan while the search walks its units. */
 struct build {
-    struct oc_plan *p;
+    struct oc_plan_part *pt;
+    struct oc_plan *p; /* &pt->pl */
     const struct oc_opts *o;
     const struct oc_plan_rejected *rej;
     struct plan_cache *pc;
     int64_t cap;
-    /* the closest misses of memory, ascending by (peak, label) */
-    struct oc_rejected_layout miss[OC_PLAN_MISSES];
-    char miss_label[OC_PLAN_MISSES][192];
-    int64_t miss_stage[OC_PLAN_MISSES];
-    double miss_reserve[OC_PLAN_MISSES];
-    int nmiss;
 };
 
-/* An illegal candidate l (refused: the structural reason, NULL: validate
- * says why) as one of the first three examples and to the hook. */
-static void rejected_illegal(struct build *b, const struct oc_layout *l, const char *refused)
+/* An illegal candidate l, number cand (refused: the structural reason,
+ * NULL: validate says why) as one of the first three examples and to the
+ * hook. */
+static void rejected_illegal(struct build *b, const struct oc_layout *l, int64_t cand,
+                             const char *refused)
 {
     const int example = b->p->counts.illegal < 3;
     b->p->counts.illegal++;
@@ -280,6 +278,7 @@ static void rejected_illegal(struct build *b, const struct oc_layout *l, const c
         refused = st.msg;
     }
     if (example) {
+        b->pt->ex_cand[b->p->nexamples] = cand;
         struct oc_rejected_layout *x = &b->p->examples[b->p->nexamples++];
         x->layout = *l;
         x->kind = OC_REJECT_RULE;
@@ -291,10 +290,10 @@ static void rejected_illegal(struct build *b, const struct oc_layout *l, const c
         b->rej->fn(b->rej->ctx, l, -1, refused);
 }
 
-/* An out-of-memory candidate l: among the closest misses when its (peak,
- * label) is below the worst kept. */
-static void keep_miss(struct build *b, const struct oc_layout *l, double peak, int64_t stage,
-                      double reserve)
+/* An out-of-memory candidate l, number cand: among the closest misses
+ * when its (peak, label) is below the worst kept. */
+static void keep_miss(struct oc_plan_part *b, const struct oc_layout *l, int64_t cand,
+                      double peak, int64_t stage, double reserve)
 {
     if (b->nmiss == OC_PLAN_MISSES && peak > b->miss[b->nmiss - 1].peak_mem_bytes)
         return;
@@ -314,12 +313,56 @@ static void keep_miss(struct build *b, const struct oc_layout *l, double peak, i
         memcpy(b->miss_label[j], b->miss_label[j - 1], sizeof b->miss_label[j]);
         b->miss_stage[j] = b->miss_stage[j - 1];
         b->miss_reserve[j] = b->miss_reserve[j - 1];
+        b->miss_cand[j] = b->miss_cand[j - 1];
     }
     b->miss[i].layout = *l;
     b->miss[i].peak_mem_bytes = peak;
     memcpy(b->miss_label[i], lab, sizeof lab);
     b->miss_stage[i] = stage;
     b->miss_reserve[i] = reserve;
+    b->miss_cand[i] = cand;
+}
+
+/* A set's unit, noted when it is the first of its unit. */
+static void note_unit(struct oc_plan_part *pt, const struct oc_search_set *g)
+{
+    if (pt->nunits > 0 && pt->unit_id[pt->nunits - 1] == g->unit)
+        return;
+    if (pt->nunits == pt->unit_cap) {
+        pt->unit_cap = pt->unit_cap ? 2 * pt->unit_cap : 256;
+        pt->unit_id = oc_xrealloc(pt->unit_id, (size_t)pt->unit_cap * sizeof *pt->unit_id);
+        pt->unit_first =
+            oc_xrealloc(pt->unit_first, (size_t)pt->unit_cap * sizeof *pt->unit_first);
+    }
+    pt->unit_id[pt->nunits] = g->unit;
+    pt->unit_first[pt->nunits++] = g->index;
+}
+
+/* The rejected candidate (io, ic, k) of set g, number cand: only what an
+ * example or the hook needs. */
+static void plan_rejected(struct build *b, const struct oc_search_set *g, int io, int ic, int k,
+                          int64_t cand, int legal, double peak, int64_t stage, double reserve)
+{
+    struct oc_plan_part *pt = b->pt;
+    if (legal && !b->rej && pt->nmiss == OC_PLAN_MISSES &&
+        peak > pt->miss[OC_PLAN_MISSES - 1].peak_mem_bytes)
+        return;
+    if (!legal && !b->rej && b->p->counts.illegal >= 3) {
+        b->p->counts.illegal++;
+        return;
+    }
+    struct oc_layout v;
+    oc_search_set_layout(g, io, ic, k, &v);
+    if (!legal) {
+        rejected_illegal(b, &v, cand, g->refused);
+        return;
+    }
+    keep_miss(pt, &v, cand, peak, stage, reserve);
+    if (b->rej) {
+        char why[OC_MSG_MAX];
+        oc_plan_oom_reason(why, sizeof why, b->o, stage, peak, reserve);
+        b->rej->fn(b->rej->ctx, &v, peak, why);
+    }
 }
 
 /* One knob set of the search (search.h): each split judged once (legal,
@@ -329,6 +372,7 @@ static void plan_set(void *ctx, const struct oc_search_set *g)
 {
     struct build *b = ctx;
     struct oc_plan *p = b->p;
+    note_unit(b->pt, g);
     const int64_t nvar = (int64_t)g->norder * g->ncoll;
     int legal[OC_SEARCH_MAX_SPLIT], fits[OC_SEARCH_MAX_SPLIT], nfit = 0;
     double peak[OC_SEARCH_MAX_SPLIT], reserve[OC_SEARCH_MAX_SPLIT];
@@ -352,61 +396,27 @@ static void plan_set(void *ctx, const struct oc_search_set *g)
     for (int io = 0; io < g->norder; io++)
         for (int ic = 0; ic < g->ncoll; ic++)
             for (int k = 0; k < g->nsplit; k++) {
-                if (fits[k]) {
-                    struct item *it = &p->items[p->n++];
-                    memset(it, 0, sizeof *it);
-                    oc_search_set_layout(g, io, ic, k, &it->layout);
-                    it->cand = g->index + ((int64_t)io * g->ncoll + ic) * g->nsplit + k;
-                    it->state = IT_PENDING;
-                    it->cf_peak_bytes = peak[k];
-                    it->bound_s = -1;
+                const int64_t cand = g->index + ((int64_t)io * g->ncoll + ic) * g->nsplit + k;
+                if (!fits[k]) {
+                    plan_rejected(b, g, io, ic, k, cand, legal[k], peak[k], stage[k],
+                                  reserve[k]);
                     continue;
                 }
-                /* rejected: only what an example or the hook needs */
-                if (legal[k] && !b->rej && b->nmiss == OC_PLAN_MISSES &&
-                    peak[k] > b->miss[OC_PLAN_MISSES - 1].peak_mem_bytes)
-                    continue;
-                if (!legal[k] && !b->rej && p->counts.illegal >= 3) {
-                    p->counts.illegal++;
-                    continue;
-                }
-                struct oc_layout v;
-                oc_search_set_layout(g, io, ic, k, &v);
-                if (!legal[k]) {
-                    rejected_illegal(b, &v, g->refused);
-                    continue;
-                }
-                keep_miss(b, &v, peak[k], stage[k], reserve[k]);
-                if (b->rej) {
-                    char why[OC_MSG_MAX];
-                    oom_reason(why, sizeof why, b->o, stage[k], peak[k], reserve[k]);
-                    b->rej->fn(b->rej->ctx, &v, peak[k], why);
-                }
+                struct item *it = &p->items[p->n++];
+                memset(it, 0, sizeof *it);
+                oc_search_set_layout(g, io, ic, k, &it->layout);
+                it->cand = cand;
+                it->state = IT_PENDING;
+                it->cf_peak_bytes = peak[k];
+                it->bound_s = -1;
             }
 }
 
-void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_search_space *s,
-                   const struct oc_plan_rejected *rej)
+/* The bounds of the pending items; the dominated ones dropped (to the
+ * hook). */
+static void plan_bounds(struct oc_plan *p, const struct oc_opts *o, struct plan_cache *pc,
+                        const struct oc_plan_rejected *rej)
 {
-    memset(p, 0, sizeof *p);
-    p->examples = oc_xcalloc(3 + OC_PLAN_MISSES, sizeof *p->examples);
-    struct build *b = oc_xcalloc(1, sizeof *b);
-    b->p = p, b->o = o, b->rej = rej;
-    b->pc = oc_xcalloc(1, sizeof *b->pc);
-    struct plan_cache *pc = b->pc;
-    struct oc_search_counts n;
-    p->ncand = oc_search_run(s, &o->model, &o->topo, plan_set, b, &n);
-    n.illegal = p->counts.illegal; /* counted by plan_set */
-    p->counts = n;
-    oc_search_describe(s, &p->counts, p->ranges, sizeof p->ranges);
-    p->ndominated = o->keep_dominated ? 0 : mark_dominated(p);
-    if (p->ndominated > 0) {
-        const size_t k = strlen(p->ranges);
-        snprintf(p->ranges + k, sizeof p->ranges - k,
-                 "; %lld dominated variants skipped (more recompute where less fits)",
-                 (long long)p->ndominated);
-    }
-    /* the bounds of those to simulate; the dominated dropped */
     int64_t kept = 0;
     for (int64_t i = 0; i < p->n; i++) {
         struct item *it = &p->items[i];
@@ -433,24 +443,49 @@ void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_s
     }
     p->n = kept;
     p->items = oc_xrealloc(p->items, (size_t)(kept ? kept : 1) * sizeof *p->items);
-    /* the examples: the first illegal ones (already there), the misses */
-    for (int i = 0; i < b->nmiss; i++) {
-        struct oc_rejected_layout *x = &p->examples[p->nexamples++];
-        *x = b->miss[i];
-        x->kind = OC_REJECT_MEMORY;
-        x->device_mem_bytes = o->topo.device.memory_bytes;
-        oom_reason(x->reason, sizeof x->reason, o, b->miss_stage[i], x->peak_mem_bytes,
-                   b->miss_reserve[i]);
-    }
-    int64_t *idx = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *idx);
-    struct oc_layout *lay = oc_xcalloc((size_t)(p->n ? p->n : 1), sizeof *lay);
-    for (int64_t i = 0; i < p->n; i++)
-        idx[i] = p->items[i].cand, lay[i] = p->items[i].layout;
-    p->layouts_hash = oc_hash_layouts(lay, idx, p->n);
-    free(lay);
-    free(idx);
-    free(pc);
-    free(b);
+}
+
+void oc_plan_part_build(struct oc_plan_part *pt, const struct oc_opts *o,
+                        const struct oc_search_space *s, const struct oc_plan_rejected *rej,
+                        int part, int nparts)
+{
+    memset(pt, 0, sizeof *pt);
+    struct oc_plan *p = &pt->pl;
+    p->examples = oc_xcalloc(3, sizeof *p->examples);
+    struct build b = {.pt = pt, .p = p, .o = o, .rej = rej};
+    b.pc = oc_xcalloc(1, sizeof *b.pc);
+    struct oc_search_counts n;
+    p->ncand = oc_search_run_part(s, &o->model, &o->topo, plan_set, &b, &n, part, nparts);
+    n.illegal = p->counts.illegal; /* counted by plan_set */
+    p->counts = n;
+    p->ndominated = o->keep_dominated ? 0 : mark_dominated(p);
+    plan_bounds(p, o, b.pc, rej);
+    free(b.pc);
+}
+
+void oc_plan_part_free(struct oc_plan_part *pt)
+{
+    oc_plan_free(&pt->pl);
+    free(pt->unit_id);
+    free(pt->unit_first);
+    memset(pt, 0, sizeof *pt);
+}
+
+void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_search_space *s,
+                   const struct oc_plan_rejected *rej)
+{
+    /* the hook's calls come in candidate order: one part */
+    const int n = rej ? 1 : oc_plan_jobs(o);
+    struct oc_plan_part *parts = oc_xcalloc((size_t)n, sizeof *parts);
+    if (n == 1)
+        oc_plan_part_build(&parts[0], o, s, rej, 0, 1);
+    else
+        oc_plan_parts_forked(parts, n, o, s);
+    oc_plan_merge(p, parts, n, o, s);
+    p->parts = n;
+    for (int i = 0; i < n; i++)
+        oc_plan_part_free(&parts[i]);
+    free(parts);
 }
 
 struct item *oc_plan_item(const struct oc_plan *p, int64_t cand)

@@ -45,6 +45,12 @@
  * all through the plan's `rejected` hook for --rejected-csv); the
  * dominated ones are counted and dropped; only the candidates to simulate
  * remain as items, with their bound.
+ *
+ * Cores: the walk's units (tp, cp, pp, dp, micro-batch, schedule) are
+ * dealt to --jobs forked processes (at most the cores), each judging its
+ * units as above, and merged into the plan one process makes, byte for
+ * byte (sweep_plan_part.h; tests/sweep_plan_jobs.sh). With the rejected
+ * hook the plan is built in one process (its calls in candidate order).
  */
 #ifndef OC_SWEEP_PLAN_H
 #define OC_SWEEP_PLAN_H
@@ -95,6 +101,7 @@ struct oc_plan {
     int64_t ndominated;       /* dominated variants, dropped (below) */
     uint64_t layouts_hash;    /* the items' layouts with their indices */
     char ranges[1024];        /* oc_search_describe */
+    int parts;                /* the processes that built it (sweep_plan_part.h) */
     /* examples of the rejected, with their reasons: the first three
      * illegal candidates in enumeration order, then the OC_PLAN_MISSES
      * out of memory with the lowest closed-form peak (ties: by label) */
@@ -105,7 +112,8 @@ struct oc_plan {
 /* The knob space of the command line: --micro-batches, the fixed knobs
  * (o->fixed) at their flags' values, --schedule's list. */
 void oc_sweep_space(const struct oc_opts *o, struct oc_search_space *s);
-/* rej: NULL, or where every rejected candidate goes. */
+/* rej: NULL, or where every rejected candidate goes (then in one
+ * process; else in as many as --jobs, sweep_plan_part.h). */
 void oc_plan_build(struct oc_plan *p, const struct oc_opts *o, const struct oc_search_space *s,
                    const struct oc_plan_rejected *rej);
 /* The item of candidate `cand`, NULL when it is not one (items are in
