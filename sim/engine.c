@@ -500,11 +500,6 @@ static pid_t fork_child(oc_sim_child_fn fn, void *arg, int keep_stderr, int data
         /* a child's own child (the steady-state fold's reduced run) dies
          * with it when the wall limit kills it */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        /* No transparent huge pages in a simulation: tools/ocsim.c turns
-         * them on for the planner's large arrays, but a simulation's
-         * memory is fresh and sparse (an actor stack touches a few pages of
-         * 256 KiB), and each first touch of a huge page zeroes 2 MiB. */
-        prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
         close(data[0]);
         if (err[1] >= 0) {
             close(err[0]);
