@@ -51,56 +51,58 @@ void oc_timeline_free(struct oc_timeline *tl)
     memset(tl, 0, sizeof *tl);
 }
 
-/* The SENDs of a schedule by (sender, tag): an open-addressing table of
- * twice their count (a table of every rank by every tag took memory of
- * ranks x tags, 50 MB for 64 ranks of 512 micro-batches with CP), one
- * slot's three fields side by side (one cache line a probe). */
+/* The SENDs of each rank by tag: an open-addressing table per sender of
+ * twice its SEND count (one table of every rank by every tag took memory
+ * of ranks x tags, 50 MB for 64 ranks of 512 micro-batches with CP; one
+ * table of all SENDs by (sender, tag) made every lookup a cache miss).
+ * A rank's RECVs come from a few peers (pipeline and CP neighbours), whose
+ * tables then stay in cache. */
 struct send_slot {
-    int64_t rank, tag, at; /* rank -1: empty */
+    int64_t tag, at; /* tag -1: empty */
 };
 
-static uint64_t send_hash(uint64_t mask, int64_t r, int64_t tag)
-{
-    uint64_t x = (uint64_t)r * 0x9e3779b97f4a7c15ULL ^ (uint64_t)tag * 0xc2b2ae3d27d4eb4fULL;
-    x ^= x >> 29;
-    return x & mask;
-}
+struct send_table {
+    uint64_t mask;
+    struct send_slot *slot;
+};
 
-static struct send_slot *send_find(struct send_slot *h, uint64_t mask, int64_t r, int64_t tag)
+static struct send_slot *send_find(const struct send_table *h, int64_t tag)
 {
-    uint64_t k = send_hash(mask, r, tag);
-    while (h[k].rank >= 0 && !(h[k].rank == r && h[k].tag == tag))
-        k = (k + 1) & mask;
-    return &h[k];
+    uint64_t k = ((uint64_t)tag * 0x9e3779b97f4a7c15ULL) >> 17 & h->mask;
+    while (h->slot[k].tag >= 0 && h->slot[k].tag != tag)
+        k = (k + 1) & h->mask;
+    return &h->slot[k];
 }
 
 int64_t **oc_timeline_partners(const struct oc_schedule *s)
 {
     const int64_t R = s->nranks;
-    int64_t sends = 0;
-    for (int64_t r = 0; r < R; r++)
-        for (int64_t i = 0; i < s->ranks[r].n; i++)
-            sends += s->ranks[r].ops[i].kind == OC_OP_SEND;
-    uint64_t cap = 16;
-    while (cap < 2 * (uint64_t)sends)
-        cap *= 2;
-    const uint64_t mask = cap - 1;
-    struct send_slot *h = oc_xmalloc(cap * sizeof *h);
-    for (uint64_t k = 0; k < cap; k++)
-        h[k].rank = -1;
+    struct send_table *h = oc_xcalloc((size_t)(R > 0 ? R : 1), sizeof *h);
     int64_t **partner = oc_xcalloc((size_t)(R > 0 ? R : 1), sizeof *partner);
     for (int64_t r = 0; r < R; r++) {
         const struct oc_rank_ops *ro = &s->ranks[r];
         partner[r] = oc_xmalloc((size_t)(ro->n > 0 ? ro->n : 1) * sizeof **partner);
+        int64_t sends = 0;
+        for (int64_t i = 0; i < ro->n; i++) {
+            partner[r][i] = -1;
+            sends += ro->ops[i].kind == OC_OP_SEND;
+        }
+        if (sends == 0)
+            continue;
+        uint64_t cap = 16;
+        while (cap < 2 * (uint64_t)sends)
+            cap *= 2;
+        h[r].mask = cap - 1;
+        h[r].slot = oc_xmalloc(cap * sizeof *h[r].slot);
+        for (uint64_t k = 0; k < cap; k++)
+            h[r].slot[k].tag = -1;
         for (int64_t i = 0; i < ro->n; i++) {
             const struct oc_op *op = &ro->ops[i];
-            partner[r][i] = -1;
             if (op->kind != OC_OP_SEND)
                 continue;
             OC_ASSERT(op->tag >= 0 && op->peer >= 0 && op->peer < R);
-            struct send_slot *e = send_find(h, mask, r, op->tag);
             /* a repeated tag: the last SEND, as before */
-            *e = (struct send_slot){r, op->tag, i};
+            *send_find(&h[r], op->tag) = (struct send_slot){op->tag, i};
         }
     }
     for (int64_t r = 0; r < R; r++)
@@ -109,8 +111,10 @@ int64_t **oc_timeline_partners(const struct oc_schedule *s)
             if (op->kind != OC_OP_RECV)
                 continue;
             OC_ASSERT(op->tag >= 0 && op->peer >= 0 && op->peer < R);
-            const struct send_slot *e = send_find(h, mask, op->peer, op->tag);
-            if (e->rank < 0)
+            if (!h[op->peer].slot)
+                continue;
+            const struct send_slot *e = send_find(&h[op->peer], op->tag);
+            if (e->tag < 0)
                 continue;
             const int64_t j = e->at;
             if (s->ranks[op->peer].ops[j].peer != r)
@@ -118,6 +122,8 @@ int64_t **oc_timeline_partners(const struct oc_schedule *s)
             partner[r][i] = j;
             partner[op->peer][j] = i;
         }
+    for (int64_t r = 0; r < R; r++)
+        free(h[r].slot);
     free(h);
     return partner;
 }
