@@ -28,13 +28,14 @@ XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
 static char coll_token;
 static void *coll_sink;
 
-static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0, 0};
+static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0, 0, 0};
 
 /* ---- the table --------------------------------------------------------- */
 
-/* Tie order of the automatic choice: ring, then hier, then tree. */
+/* Tie order of the automatic choice: ring, then hier, tree, nvls, rails. */
 static const struct oc_coll_algo *const table[] = {&oc_coll_ring, &oc_coll_hier,
-                                                   &oc_coll_tree};
+                                                   &oc_coll_tree, &oc_coll_nvls,
+                                                   &oc_coll_rails};
 #define TABLE_N ((int64_t)(sizeof table / sizeof table[0]))
 
 const struct oc_coll_algo *const *oc_coll_table(int64_t *n)
@@ -51,6 +52,14 @@ const struct oc_coll_algo *oc_coll_find(enum oc_sim_algo a)
             return table[i];
     OC_ASSERT(!"no descriptor for this algorithm");
     return NULL;
+}
+
+int oc_coll_usable(const struct oc_coll_algo *a, const struct oc_sim_group *g,
+                   enum oc_coll_kind kind, const struct oc_sim_coll_opts *o)
+{
+    /* NVLS needs a switch that reduces: the topology's, through the
+     * options (a group knows no topology) */
+    return a->applies(g, kind) && (a != &oc_coll_nvls || (o && o->nvls));
 }
 
 /* The forced algorithms that would have picked, in every automatic choice
@@ -72,10 +81,12 @@ unsigned oc_coll_same_as_auto(void)
  * it applies, the ring elsewhere (oc_coll_pick). */
 static const struct oc_coll_algo *note_auto(const struct oc_sim_group *g,
                                             enum oc_coll_kind kind,
-                                            const struct oc_coll_algo *picked)
+                                            const struct oc_coll_algo *picked,
+                                            const struct oc_sim_coll_opts *o)
 {
     for (int64_t i = 0; i < TABLE_N; i++) {
-        const struct oc_coll_algo *forced = table[i]->applies(g, kind) ? table[i] : &oc_coll_ring;
+        const struct oc_coll_algo *forced =
+            oc_coll_usable(table[i], g, kind, o) ? table[i] : &oc_coll_ring;
         if (forced != picked) {
             same_as_auto &= ~(1u << table[i]->id);
         }
@@ -101,6 +112,11 @@ static struct oc_nccl_steps nccl_steps(const struct oc_sim_group *g,
     } else if (a == &oc_coll_hier) {
         s.nvl = oc_nccl_ring_steps(kind, g->per_node);
         s.net = oc_nccl_ring_steps(kind, g->nodes);
+    } else if (a == &oc_coll_nvls) {
+        s.algo = OC_NCCL_NVLS;
+        s.nvl = 1, s.nvl_lat_s = g->ring.lat_s;
+    } else if (a == &oc_coll_rails) {
+        oc_nccl_split_steps(kind, g->size, g->nodes, &s.nvl, &s.net);
     } else {
         int64_t depth = 0;
         while (((int64_t)1 << depth) < g->nodes)
@@ -127,6 +143,8 @@ double oc_coll_cost_s(const struct oc_sim_group *g, const struct oc_coll_algo *a
         const enum oc_nccl_algo na = s.algo;
         best = INFINITY;
         for (int p = 0; p < OC_NCCL_PROTOS; p++) {
+            if (!oc_nccl_proto_ok(na, (enum oc_nccl_proto)p))
+                continue;
             const double pw = oc_nccl_wire((enum oc_nccl_proto)p, na);
             const double pl = oc_nccl_latency_s(&s, (enum oc_nccl_proto)p);
             const double t = a->estimate_s(g, kind, bytes * pw, o) + pl;
@@ -151,22 +169,22 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
         o = &default_opts;
     if (algo != OC_SIM_ALGO_AUTO) {
         const struct oc_coll_algo *a = oc_coll_find(algo);
-        if (a->applies(g, kind))
+        if (oc_coll_usable(a, g, kind, o))
             return a;
         XBT_DEBUG("%s on %s: %s does not apply, the ring runs", oc_coll_name(kind),
                   g->name, a->name);
         return &oc_coll_ring;
     }
-    /* Like NCCL's tuner: the smallest estimate; inside one node only the
-     * ring (collective.h). */
+    /* Like NCCL's tuner: the smallest estimate; inside one node the ring,
+     * or NVLS where the switch reduces (collective.h). */
     const struct oc_coll_algo *best = &oc_coll_ring;
-    if (g->nodes < 2)
-        return note_auto(g, kind, best);
+    if (g->nodes < 2 && !oc_coll_usable(&oc_coll_nvls, g, kind, o))
+        return note_auto(g, kind, best, o);
     const int trace = XBT_LOG_ISENABLED(ocsim_coll_table, xbt_log_priority_debug);
     char seen[160] = "";
     double best_s = INFINITY;
     for (int64_t i = 0; i < TABLE_N; i++) {
-        if (!table[i]->applies(g, kind))
+        if (!oc_coll_usable(table[i], g, kind, o))
             continue;
         const double t = oc_coll_cost_s(g, table[i], kind, bytes, o, NULL, NULL);
         if (t < best_s) {
@@ -180,7 +198,7 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
     }
     XBT_DEBUG("%s of %.0f bytes on %s:%s: %s", oc_coll_name(kind), bytes, g->name, seen,
               best->name);
-    return note_auto(g, kind, best);
+    return note_auto(g, kind, best, o);
 }
 
 int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,

@@ -30,7 +30,7 @@
  * Choosing (oc_coll_pick): a forced algorithm runs where it applies, the
  * ring elsewhere (the ring applies to every kind and group). AUTO takes the
  * smallest estimate among the applicable algorithms, in table order on
- * ties (ring, hier, tree); inside one node only the ring. New algorithm:
+ * ties (ring, hier, tree, nvls, rails). New algorithm:
  * a file with its descriptor, a row in the table (coll.c), an enum value
  * and its closed form in core/closed_form.c; nothing else switches on it.
  *
@@ -250,8 +250,13 @@ struct oc_coll_algo {
                 const struct oc_coll_call *c);
 };
 
-extern const struct oc_coll_algo oc_coll_ring, oc_coll_hier, oc_coll_tree;
+extern const struct oc_coll_algo oc_coll_ring, oc_coll_hier, oc_coll_tree, oc_coll_nvls,
+    oc_coll_rails;
 
+/* Can a run on g for kind under o (may be NULL): a->applies, and for
+ * NVLS the switch's reduction (o->nvls). Every choice asks this. */
+int oc_coll_usable(const struct oc_coll_algo *a, const struct oc_sim_group *g,
+                   enum oc_coll_kind kind, const struct oc_sim_coll_opts *o);
 /* The descriptors in tie order; *n gets their count. */
 const struct oc_coll_algo *const *oc_coll_table(int64_t *n);
 /* The descriptor of algorithm a (not AUTO). */
