@@ -53,17 +53,25 @@ void oc_timeline_free(struct oc_timeline *tl)
 
 /* The SENDs of a schedule by (sender, tag): an open-addressing table of
  * twice their count (a table of every rank by every tag took memory of
- * ranks x tags, 50 MB for 64 ranks of 512 micro-batches with CP). */
-struct send_table {
-    uint64_t mask;
-    int64_t *rank, *tag, *at; /* rank -1: empty */
+ * ranks x tags, 50 MB for 64 ranks of 512 micro-batches with CP), one
+ * slot's three fields side by side (one cache line a probe). */
+struct send_slot {
+    int64_t rank, tag, at; /* rank -1: empty */
 };
 
-static uint64_t send_slot(const struct send_table *h, int64_t r, int64_t tag)
+static uint64_t send_hash(uint64_t mask, int64_t r, int64_t tag)
 {
     uint64_t x = (uint64_t)r * 0x9e3779b97f4a7c15ULL ^ (uint64_t)tag * 0xc2b2ae3d27d4eb4fULL;
     x ^= x >> 29;
-    return x & h->mask;
+    return x & mask;
+}
+
+static struct send_slot *send_find(struct send_slot *h, uint64_t mask, int64_t r, int64_t tag)
+{
+    uint64_t k = send_hash(mask, r, tag);
+    while (h[k].rank >= 0 && !(h[k].rank == r && h[k].tag == tag))
+        k = (k + 1) & mask;
+    return &h[k];
 }
 
 int64_t **oc_timeline_partners(const struct oc_schedule *s)
@@ -73,16 +81,13 @@ int64_t **oc_timeline_partners(const struct oc_schedule *s)
     for (int64_t r = 0; r < R; r++)
         for (int64_t i = 0; i < s->ranks[r].n; i++)
             sends += s->ranks[r].ops[i].kind == OC_OP_SEND;
-    struct send_table h;
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)sends)
         cap *= 2;
-    h.mask = cap - 1;
-    h.rank = oc_xmalloc(cap * sizeof *h.rank);
-    h.tag = oc_xmalloc(cap * sizeof *h.tag);
-    h.at = oc_xmalloc(cap * sizeof *h.at);
+    const uint64_t mask = cap - 1;
+    struct send_slot *h = oc_xmalloc(cap * sizeof *h);
     for (uint64_t k = 0; k < cap; k++)
-        h.rank[k] = -1;
+        h[k].rank = -1;
     int64_t **partner = oc_xcalloc((size_t)(R > 0 ? R : 1), sizeof *partner);
     for (int64_t r = 0; r < R; r++) {
         const struct oc_rank_ops *ro = &s->ranks[r];
@@ -93,12 +98,9 @@ int64_t **oc_timeline_partners(const struct oc_schedule *s)
             if (op->kind != OC_OP_SEND)
                 continue;
             OC_ASSERT(op->tag >= 0 && op->peer >= 0 && op->peer < R);
-            uint64_t k = send_slot(&h, r, op->tag);
-            while (h.rank[k] >= 0 && !(h.rank[k] == r && h.tag[k] == op->tag))
-                k = (k + 1) & h.mask;
-            h.rank[k] = r; /* a repeated tag: the last SEND, as before */
-            h.tag[k] = op->tag;
-            h.at[k] = i;
+            struct send_slot *e = send_find(h, mask, r, op->tag);
+            /* a repeated tag: the last SEND, as before */
+            *e = (struct send_slot){r, op->tag, i};
         }
     }
     for (int64_t r = 0; r < R; r++)
@@ -107,20 +109,16 @@ int64_t **oc_timeline_partners(const struct oc_schedule *s)
             if (op->kind != OC_OP_RECV)
                 continue;
             OC_ASSERT(op->tag >= 0 && op->peer >= 0 && op->peer < R);
-            uint64_t k = send_slot(&h, op->peer, op->tag);
-            while (h.rank[k] >= 0 && !(h.rank[k] == op->peer && h.tag[k] == op->tag))
-                k = (k + 1) & h.mask;
-            if (h.rank[k] < 0)
+            const struct send_slot *e = send_find(h, mask, op->peer, op->tag);
+            if (e->rank < 0)
                 continue;
-            const int64_t j = h.at[k];
+            const int64_t j = e->at;
             if (s->ranks[op->peer].ops[j].peer != r)
                 continue;
             partner[r][i] = j;
             partner[op->peer][j] = i;
         }
-    free(h.rank);
-    free(h.tag);
-    free(h.at);
+    free(h);
     return partner;
 }
 

@@ -375,13 +375,24 @@ struct fork_job {
     const struct oc_replay_opts *o;
 };
 
+static int steady_here(const struct oc_model *m, const struct oc_topology *t,
+                       const struct oc_layout *l, const struct oc_replay_opts *o,
+                       struct oc_metrics *out, struct oc_status *st);
+
+/* The child of oc_replay_run_forked: the metrics, or (the fold did not
+ * hold after its reduced run here) one byte asking for the full replay. */
 static int fork_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
 {
     const struct fork_job *j = arg;
     struct oc_metrics *mt = oc_xmalloc(sizeof *mt);
-    int rc = oc_replay_run_steady(j->m, j->t, j->l, j->o, mt, NULL, NULL, st);
+    int rc = steady_here(j->m, j->t, j->l, j->o, mt, st);
     if (rc == 0)
         oc_sim_buf_append(out, mt, sizeof *mt);
+    else if (rc == 1) {
+        const char full = 'F';
+        oc_sim_buf_append(out, &full, 1);
+        rc = 0;
+    }
     free(mt);
     return rc;
 }
@@ -490,6 +501,71 @@ short_read:
                    b->len);
 }
 
+/* The fold from the reduced run's schedule s1, timeline tl1 and metrics
+ * mt1 (each freed here): 1 when it held (out, and sched_out and tl_out
+ * where given, filled), 0 when it does not hold (nothing filled), -1 with
+ * st->msg. */
+static int steady_unfold(const struct oc_model *m, const struct oc_topology *t,
+                         const struct oc_layout *l, const struct oc_replay_opts *o,
+                         const struct oc_rp_steady *sp, struct oc_schedule *s1,
+                         struct oc_timeline *tl1, struct oc_metrics *mt1,
+                         struct oc_metrics *out, struct oc_schedule *sched_out,
+                         struct oc_timeline *tl_out, struct oc_status *st)
+{
+    const struct oc_schedule_opts so = {replay_grain(o), 1, NULL};
+    struct oc_schedule local;
+    struct oc_schedule *s = sched_out ? sched_out : &local;
+    struct oc_timeline tl_local;
+    struct oc_timeline *tl = tl_out ? tl_out : &tl_local;
+    char why[256] = "";
+    /* without sched_out only the recorded ranks' ops: the figures read
+     * no other */
+    unsigned char *record = NULL;
+    struct oc_schedule_opts so_full = so;
+    if (!sched_out) {
+        record = oc_xcalloc((size_t)s1->nranks, 1);
+        for (int64_t r = 0; r < s1->nranks; r++)
+            record[r] = tl1->start_s[r] != NULL;
+        so_full.only = record;
+    }
+    int rc = oc_schedule_build(s, m, l, &so_full, st);
+    free(record);
+    int held = 0;
+    /* test hook (tests/test_sim_steady.c): the fold taken as not holding */
+    const int broken = getenv("OCSIM_TEST_STEADY_BREAK") != NULL;
+    if (broken)
+        snprintf(why, sizeof why, "OCSIM_TEST_STEADY_BREAK is set");
+    if (rc == 0 && !broken && oc_rp_steady_unfold(s1, tl1, s, tl, sp, why, sizeof why) == 0) {
+        held = 1;
+        timeline_figures(tl, m, l, t, out);
+        out->coll_same = mt1->coll_same;
+        out->sim_micro_batches = sp->m1;
+        if (!tl_out)
+            oc_timeline_free(tl);
+    }
+    oc_timeline_free(tl1);
+    if (rc == 0 && (!held || !sched_out))
+        oc_schedule_free(s);
+    oc_schedule_free(s1);
+    free(mt1);
+    if (rc == 0 && !held)
+        XBT_CDEBUG(ocsim_steady, "steady-state fold does not hold, the full replay runs: %s",
+                   why);
+    return rc != 0 ? -1 : held;
+}
+
+/* The reduced run's layout and options (the plan sp holds). */
+static void steady_reduced(const struct oc_layout *l, const struct oc_replay_opts *o,
+                           const struct oc_rp_steady *sp, struct oc_layout *l1,
+                           struct oc_replay_opts *o1)
+{
+    *l1 = *l;
+    l1->global_batch = sp->m1 * l1->dp * l1->micro_batch;
+    *o1 = *o;
+    o1->steady = 0;
+    o1->records_only = 1; /* its schedule goes no further than its timeline */
+}
+
 int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
                          const struct oc_layout *l, const struct oc_replay_opts *o,
                          struct oc_metrics *out, struct oc_schedule *sched_out,
@@ -504,11 +580,9 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
         memset(sched_out, 0, sizeof *sched_out);
     if (tl_out)
         memset(tl_out, 0, sizeof *tl_out);
-    struct oc_layout l1 = *l;
-    l1.global_batch = sp.m1 * l1.dp * l1.micro_batch;
-    struct oc_replay_opts o1 = *o;
-    o1.steady = 0;
-    o1.records_only = 1; /* its schedule goes no further than its timeline */
+    struct oc_layout l1;
+    struct oc_replay_opts o1;
+    steady_reduced(l, o, &sp, &l1, &o1);
     struct reduced_job j = {m, t, &l1, &o1};
     struct oc_sim_buf buf = {0};
     /* a log asked for in the options shows, as the caller's own */
@@ -519,47 +593,46 @@ int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
     }
     const struct oc_schedule_opts so = {replay_grain(o), 1, NULL};
     struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1);
-    struct oc_schedule s1, local;
-    struct oc_schedule *s = sched_out ? sched_out : &local;
-    struct oc_timeline tl1, tl_local;
-    struct oc_timeline *tl = tl_out ? tl_out : &tl_local;
-    char why[256] = "";
+    struct oc_schedule s1;
+    struct oc_timeline tl1;
     int rc = reduced_timeline(&buf, m, &l1, &so, &s1, mt1, &tl1, st);
     oc_sim_buf_free(&buf);
-    int held = 0;
-    if (rc == 0) {
-        /* without sched_out only the recorded ranks' ops: the figures
-         * read no other */
-        unsigned char *record = NULL;
-        struct oc_schedule_opts so_full = so;
-        if (!sched_out) {
-            record = oc_xcalloc((size_t)s1.nranks, 1);
-            for (int64_t r = 0; r < s1.nranks; r++)
-                record[r] = tl1.start_s[r] != NULL;
-            so_full.only = record;
-        }
-        rc = oc_schedule_build(s, m, l, &so_full, st);
-        free(record);
-        if (rc == 0 &&
-            oc_rp_steady_unfold(&s1, &tl1, s, tl, &sp, why, sizeof why) == 0) {
-            held = 1;
-            timeline_figures(tl, m, l, t, out);
-            out->coll_same = mt1->coll_same;
-            out->sim_micro_batches = sp.m1;
-            if (!tl_out)
-                oc_timeline_free(tl);
-        }
-        oc_timeline_free(&tl1);
-        if (!held || !sched_out)
-            oc_schedule_free(s);
+    if (rc != 0) {
+        oc_schedule_free(&s1);
+        free(mt1);
+        return -1;
     }
-    oc_schedule_free(&s1);
-    free(mt1);
-    if (rc != 0 || held)
-        return rc;
+    rc = steady_unfold(m, t, l, o, &sp, &s1, &tl1, mt1, out, sched_out, tl_out, st);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
     /* the fold does not hold: every micro-batch, here */
-    XBT_CDEBUG(ocsim_steady, "steady-state fold does not hold, the full replay runs: %s", why);
     return oc_replay_run(m, t, l, o, out, sched_out, tl_out, st);
+}
+
+/* In a forked child that has not run SimGrid: the fold's reduced run in
+ * this very process (no second fork, no copy of its timeline), metrics
+ * only. 1 when the fold does not hold: SimGrid has run here, so the
+ * caller forks the full replay. */
+static int steady_here(const struct oc_model *m, const struct oc_topology *t,
+                       const struct oc_layout *l, const struct oc_replay_opts *o,
+                       struct oc_metrics *out, struct oc_status *st)
+{
+    struct oc_rp_steady sp;
+    if (!o || !o->steady || o->var || !oc_rp_steady_plan(l, &sp))
+        return oc_replay_run(m, t, l, o, out, NULL, NULL, st);
+    memset(out, 0, sizeof *out);
+    struct oc_layout l1;
+    struct oc_replay_opts o1;
+    steady_reduced(l, o, &sp, &l1, &o1);
+    struct oc_metrics *mt1 = oc_xmalloc(sizeof *mt1);
+    struct oc_schedule s1;
+    struct oc_timeline tl1;
+    if (oc_replay_run(m, t, &l1, &o1, mt1, &s1, &tl1, st) != 0) {
+        free(mt1);
+        return -1;
+    }
+    const int rc = steady_unfold(m, t, l, o, &sp, &s1, &tl1, mt1, out, NULL, NULL, st);
+    return rc < 0 ? -1 : rc == 0;
 }
 
 int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
@@ -570,12 +643,24 @@ int oc_replay_run_forked(const struct oc_model *m, const struct oc_topology *t,
 {
     OC_ASSERT(m && t && l && out);
     memset(out, 0, sizeof *out);
+    struct oc_replay_opts full;
     struct fork_job j = {m, t, l, o};
     struct oc_sim_fork_opts fo = {wall_limit_s > 0 ? wall_limit_s : 0, 0};
     struct oc_sim_buf buf = {0};
     if (oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
         oc_sim_buf_free(&buf);
         return -1;
+    }
+    if (buf.len == 1 && o && o->steady) {
+        /* the fold did not hold: every micro-batch, in a fresh child */
+        oc_sim_buf_free(&buf);
+        full = *o;
+        full.steady = 0;
+        j.o = &full;
+        if (oc_sim_fork_run(fork_child, &j, &fo, &buf, st) != 0) {
+            oc_sim_buf_free(&buf);
+            return -1;
+        }
     }
     int rc = 0;
     if (buf.len != sizeof *out)

@@ -316,15 +316,31 @@ static void feed_abort(struct feed *f)
     f->fd = -1;
 }
 
-/* The next index to hand out (one to retry first), or -1. */
+/* Whether the caller may still ask for a passed-over index (sweep.h). */
+static int feed_waits(const struct feed *f, const struct oc_sweep_opts *o)
+{
+    return f->open && o->waiting && o->waiting(o->ctx);
+}
+
+/* The next index to hand out (one to retry first, then one the caller
+ * passed over and now wants), or -1. */
 static int64_t feed_next(struct feed *f, const struct oc_sweep_opts *o)
 {
     if (f->nretry > 0)
         return f->retry[--f->nretry];
+    if (f->open && o->extra) {
+        const int64_t e = o->extra(o->ctx);
+        if (e >= 0) {
+            OC_ASSERT(e < f->next && f->passed > 0);
+            f->passed--; /* passed over before, handed out now */
+            return e;
+        }
+    }
     for (;;) {
         const int m = !f->open || f->next >= f->n ? 0 : o->more ? o->more(o->ctx, f->next) : 1;
         if (m == 0) {
-            feed_close(f);
+            if (!feed_waits(f, o))
+                feed_close(f);
             return -1;
         }
         if (m > 0)
@@ -349,7 +365,7 @@ static void feed_local(struct feed *f, const struct oc_sweep_opts *o)
         }
         f->local_out++;
     }
-    if (f->open && f->nretry == 0 && f->next >= f->n)
+    if (f->open && f->nretry == 0 && f->next >= f->n && !feed_waits(f, o))
         feed_close(f);
 }
 
@@ -366,7 +382,7 @@ static void feed_remote(struct feed *f, const struct oc_sweep_opts *o, int rank)
                 return;
             oc_sweep_remote_give(f->rem, r, i, &f->layouts[i]);
         }
-    if (f->open && f->nretry == 0 && f->next >= f->n)
+    if (f->open && f->nretry == 0 && f->next >= f->n && !feed_waits(f, o))
         feed_close(f);
 }
 

@@ -64,13 +64,23 @@ typedef void (*oc_sweep_done_fn)(void *ctx, int64_t index,
  * and reach on_done; the sweep then returns 0). */
 typedef int (*oc_sweep_more_fn)(void *ctx, int64_t next);
 
+/* Asked before each hand-out, ahead of the next new index: a layout the
+ * caller passed over earlier in this sweep (more < 0) that it now wants
+ * simulated, or -1 (none now). `waiting` tells whether one may still come
+ * (from a result in flight): the hand-out stays open while it says so,
+ * after the last new index. Both NULL: none. */
+typedef int64_t (*oc_sweep_extra_fn)(void *ctx);
+typedef int (*oc_sweep_waiting_fn)(void *ctx);
+
 struct oc_sweep_opts {
     int jobs;                     /* parallel simulations; <= 0: online cores */
     double wall_limit_s;          /* per layout; 0: none */
     struct oc_replay_opts replay;
     oc_sweep_done_fn on_done;
     oc_sweep_more_fn more;        /* NULL: every layout */
-    void *ctx;                    /* of on_done and more */
+    oc_sweep_extra_fn extra;      /* NULL: none */
+    oc_sweep_waiting_fn waiting;  /* NULL: none */
+    void *ctx;                    /* of on_done, more, extra and waiting */
     const int *stop_fd;           /* readable: stop (see above); NULL: never */
 };
 

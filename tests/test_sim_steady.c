@@ -294,8 +294,37 @@ static void test_sim_cp_zero(void)
     folded_equals_full("tp2-pp4-dp2-mb1-1f1b-coll=tree", 16, 2 * 40, OC_SIM_SYM);
 }
 
+/* A fold that does not hold after its reduced run (the test hook) in a
+ * forked replay: the reduced run ran SimGrid in the child, so the full
+ * replay runs in a second child (replay.c, oc_replay_run_forked); its
+ * figures are the full run's. */
+static void test_sim_no_fold_forked(void)
+{
+    const struct oc_model m = model();
+    struct oc_topology t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
+    struct oc_layout l = lay("tp2-pp4-dp2-mb1-1f1b", 2 * 40);
+    struct oc_replay_opts o = {.fidelity = OC_SIM_SYM, .steady = 1};
+    struct oc_metrics *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    setenv("OCSIM_TEST_STEADY_BREAK", "1", 1);
+    const int rc = oc_replay_run_forked(&m, &t, &l, &o, a, 120.0, &st);
+    unsetenv("OCSIM_TEST_STEADY_BREAK");
+    if (rc != 0)
+        fprintf(stderr, "no fold: %s\n", st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(a->sim_micro_batches, oc_layout_num_micro_batches(&l));
+    o.steady = 0;
+    CU_ASSERT_EQUAL_FATAL(oc_replay_run_forked(&m, &t, &l, &o, b, 120.0, &st), 0);
+    same(a, b);
+    CU_ASSERT_EQUAL(a->step_time_s, b->step_time_s);
+    free(a);
+    free(b);
+}
+
 static CU_TestInfo tests[] = {
     {"plan: window and reduced run by hand", test_plan},
+    {"a fold that does not hold, forked: the full replay's figures", test_sim_no_fold_forked},
     {"unfold of a linear timeline = the full linear timeline", test_unfold_linear},
     {"off-period op, long op, op of no micro-batch in the window: no fold",
      test_unfold_broken},

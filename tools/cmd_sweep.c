@@ -239,6 +239,29 @@ static int more(void *ctx, int64_t next)
     return 1;
 }
 
+/* sim/sweep.h's extra: a forced variant settled as to simulate (settle)
+ * while the first pass runs, before the next new index; one whose bound
+ * now exceeds the --top-th best is left to prune_final. */
+static int64_t extra(void *ctx)
+{
+    struct run *r = ctx;
+    while (!r->pass && r->taken < r->nsecond) {
+        const int64_t w = r->second[r->taken++];
+        if (r->prune_on && oc_prune_stops(&r->prune, &r->items[r->sim_index[w]]))
+            continue;
+        return w;
+    }
+    return -1;
+}
+
+/* sim/sweep.h's waiting: a forced variant may still be settled as to
+ * simulate (its auto variant in flight). */
+static int waiting(void *ctx)
+{
+    const struct run *r = ctx;
+    return !r->pass && r->share && oc_twins_nwaiting(&r->twins) > 0;
+}
+
 /* A sweep that ran through: every candidate whose bound exceeds the final
  * --top-th best is reported pruned, the ones not handed out and those
  * simulated before the N-th best had come down to its final value (which
@@ -581,25 +604,26 @@ static int cmp_i64(const void *pa, const void *pb)
 }
 
 /* The forced-collective variants whose auto variant's replay made a
- * choice they would not have made (sweep_twins.h), simulated in bound
- * order after the first pass (pruning as in it: a bound above the N-th
+ * choice they would not have made (sweep_twins.h) and that the first
+ * pass did not hand out (extra), simulated in bound order after it
+ * (pruning as in it: a bound above the N-th
  * best prunes, and the N-th best only comes down). Returns
  * oc_sweep_run's code. */
 static int second_pass(struct run *r, const struct oc_layout *to_sim, const struct oc_opts *o,
                        struct oc_sweep_opts *so, struct oc_status *st)
 {
-    int64_t *idx = r->second;
-    qsort(idx, (size_t)r->nsecond, sizeof *idx, cmp_i64);
-    struct oc_layout *lay = oc_xcalloc((size_t)r->nsecond, sizeof *lay);
-    for (int64_t k = 0; k < r->nsecond; k++)
+    int64_t *all = r->second, *idx = all + r->taken;
+    const int64_t n = r->nsecond - r->taken;
+    qsort(idx, (size_t)n, sizeof *idx, cmp_i64);
+    struct oc_layout *lay = oc_xcalloc((size_t)n, sizeof *lay);
+    for (int64_t k = 0; k < n; k++)
         lay[k] = to_sim[idx[k]];
     r->pass = idx;
-    const int64_t n = r->nsecond;
     r->second = oc_xcalloc((size_t)(r->twins.n ? r->twins.n : 1), sizeof *r->second);
-    r->nsecond = 0; /* nothing waits on a forced variant */
+    r->nsecond = r->taken = 0; /* nothing waits on a forced variant */
     const int src = oc_sweep_run(lay, n, &o->model, &o->topo, so, st);
     r->pass = NULL;
-    free(idx);
+    free(all);
     free(lay);
     return src;
 }
@@ -630,9 +654,12 @@ int oc_sweep_one(const struct oc_opts *op, const struct oc_replay_opts *rop, int
     r.progress = isatty(2);
     r.t0 = now_s();
     struct oc_sweep_opts so = {.jobs = (int)o.jobs, .replay = ro, .on_done = on_done,
-                               .more = more, .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
+                               .more = more, .extra = extra, .waiting = waiting,
+                               .ctx = &r, .stop_fd = oc_sweep_stop_fd()};
     int src = oc_sweep_run(to_sim, nsim, &o.model, &o.topo, &so, &st);
-    if (src == 0 && r.nsecond > 0)
+    so.extra = NULL;
+    so.waiting = NULL;
+    if (src == 0 && r.nsecond > r.taken)
         src = second_pass(&r, to_sim, &o, &so, &st);
     if (src == 0 && r.prune_on)
         prune_final(&r);

@@ -40,8 +40,10 @@ struct run {
     int share;
     struct oc_twins twins;
     const int64_t *pass;  /* the second pass's sweep indices, or NULL */
-    int64_t *second;      /* forced variants to simulate in the second pass */
-    int64_t nsecond, nshared;
+    int64_t *second;      /* forced variants to simulate: handed out from
+                             second[taken] on in the first pass, the rest
+                             in the second pass */
+    int64_t nsecond, taken, nshared;
 };
 
 /* The ranked results for the report and the plots: the simulated layouts'

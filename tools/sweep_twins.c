@@ -69,8 +69,11 @@ void oc_twins_init(struct oc_twins *tw, const struct item *items, const int64_t 
 enum oc_twin_answer oc_twins_ask(struct oc_twins *tw, int64_t j)
 {
     const int64_t s = tw->sib[j];
+    if (tw->st[j] == 4)
+        tw->nwait--;
     if (s >= 0 && tw->st[s] == 1) {
         tw->st[j] = 4;
+        tw->nwait++;
         return OC_TWIN_WAIT;
     }
     if (s >= 0 && tw->st[s] == 2 && (tw->same[s] >> tw->coll[j] & 1u)) {
@@ -101,6 +104,11 @@ int64_t oc_twins_next(const struct oc_twins *tw, int64_t j, int64_t w)
 int oc_twins_waiting(const struct oc_twins *tw, int64_t w)
 {
     return tw->st[w] == 4;
+}
+
+int64_t oc_twins_nwaiting(const struct oc_twins *tw)
+{
+    return tw->nwait;
 }
 
 void oc_twins_free(struct oc_twins *tw)

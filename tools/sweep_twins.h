@@ -18,8 +18,9 @@
  * The auto variant is enumerated before its forced variants and their
  * bounds are equal or larger, so it is handed out first; a forced variant
  * asked while it is in flight waits (the sweep goes on with the next
- * index) and is settled when its result comes: shared, or simulated in a
- * second pass after the first.
+ * index) and is settled when its result comes: shared, or simulated (the
+ * sweep hands it out next, before any new index: sim/sweep.h's extra;
+ * what is left when the sweep ends runs in a second pass).
  */
 #ifndef OC_SWEEP_TWINS_H
 #define OC_SWEEP_TWINS_H
@@ -42,6 +43,7 @@ struct oc_twins {
                             4 waits on its auto variant */
     int64_t *first, *next; /* the forced variants of an auto one: a list */
     unsigned *same;      /* index -> its result's coll_same (done) */
+    int64_t nwait;       /* indices in state 4 */
     enum oc_coll_choice *coll; /* index -> its layout's coll */
 };
 
@@ -61,6 +63,8 @@ void oc_twins_done(struct oc_twins *tw, int64_t j, const struct oc_metrics *mt);
 int64_t oc_twins_next(const struct oc_twins *tw, int64_t j, int64_t w);
 /* Whether sweep index w was asked while its auto variant was in flight. */
 int oc_twins_waiting(const struct oc_twins *tw, int64_t w);
+/* How many indices wait on their auto variant now. */
+int64_t oc_twins_nwaiting(const struct oc_twins *tw);
 void oc_twins_free(struct oc_twins *tw);
 
 #endif
