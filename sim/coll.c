@@ -271,9 +271,14 @@ void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
         tx->coarse_ring = tx->coarse_ring && hop_scale(tx, i, (i + 1) % n) == hop_scale(tx, 0, 1);
     tx->coarse_intra = c && g->intra.uniform;
     tx->coarse_inter = c && g->inter.uniform;
+    tx->coarse_rails = c && g->intra.uniform && g->inter.uniform;
     if (L > 0 && M > 1) {
         const int64_t s0 = hop_scale(tx, oc_coll_node_member(g, 0, 0),
                                      oc_coll_node_member(g, 1, 0));
+        for (int64_t i = 0; i < n; i++)
+            tx->coarse_rails = tx->coarse_rails &&
+                               hop_scale(tx, i, oc_coll_ring_nbr(g, OC_COLL_RING_DIAG, i, 1)) ==
+                                   s0;
         for (int64_t j = 0; j < L; j++)
             for (int64_t k = 0; k < M; k++)
                 tx->coarse_inter = tx->coarse_inter &&
@@ -288,8 +293,11 @@ static struct oc_coll_hop hop_x(const struct oc_coll_tx *tx, int64_t from, int64
     const struct oc_sim_group *g = tx->g;
     OC_ASSERT(from >= 0 && from < g->size && to >= 0 && to < g->size);
     char name[160];
-    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
-                     g->ranks[to]);
+    /* a step to an ~in twin between members of one node has its own
+     * mailbox (coll.h, oc_coll_hop_across) */
+    const char *tw = cross && g->node[from] == g->node[to] ? "~in" : "";
+    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64 "%s", g->name, g->ranks[from],
+                     g->ranks[to], tw);
     OC_ASSERT(w > 0 && (size_t)w < sizeof name);
     struct oc_coll_hop h = {sg_mailbox_by_name(name), scale_x(tx->scale, from, to, cross), 0,
                             0, 0};
@@ -382,10 +390,15 @@ void oc_coll_loop_stop(struct oc_coll_loop *L)
 
 /* One ring step on a loop: the receiver is woken at this simulated time,
  * so the message flows at once. */
-void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
+sg_comm_t oc_coll_loop_put(struct oc_coll_loop *L, int64_t bytes)
 {
     sg_sem_release(L->go);
-    sg_comm_wait(sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale));
+    return sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale);
+}
+
+void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
+{
+    sg_comm_wait(oc_coll_loop_put(L, bytes));
 }
 
 void oc_coll_in_main(void *arg)
@@ -422,6 +435,11 @@ int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
         const int64_t M = g->nodes;
         return oc_coll_node_member(g, (g->node[i] + d + M) % M, g->local[i]);
     }
+    case OC_COLL_RING_DIAG: {
+        OC_ASSERT(g->per_node >= 1);
+        const int64_t M = g->nodes, L = g->per_node;
+        return oc_coll_node_member(g, (g->node[i] + d + M) % M, (g->local[i] + d + L) % L);
+    }
     case OC_COLL_RING_FLAT:
     default:
         return (i + d + g->size) % g->size;
@@ -442,7 +460,24 @@ static int sym_rings(const struct oc_sim_group *g, const struct oc_coll_algo *a,
         k[1] = OC_COLL_RING_INTER;
         return 2;
     }
+    if (a == &oc_coll_rails && g->per_node >= 1) {
+        /* a step: the chunks of L-1 channels to the node neighbour, one
+         * across to (k+1, j+1) (coll_rails.c) */
+        k[0] = OC_COLL_RING_INTRA;
+        k[1] = OC_COLL_RING_DIAG;
+        return 2;
+    }
     return 0;
+}
+
+/* NVLS under the fold: every member's image one member (its exchange is
+ * then one step to its loop inside the node, coll_nvls.c). */
+static int sym_nvls_ok(const struct oc_sim_group *g, const int64_t *image)
+{
+    for (int64_t i = 1; i < g->size; i++)
+        if (image[i] != image[0])
+            return 0;
+    return 1;
 }
 
 static int crosses(const struct oc_sim_group *g, int64_t i, int64_t j)
@@ -455,6 +490,8 @@ int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
 {
     if (g->size < 2)
         return 1;
+    if (a == &oc_coll_nvls)
+        return sym_nvls_ok(g, image);
     enum oc_coll_ring_kind k[2];
     const int nk = sym_rings(g, a, k);
     if (nk == 0)
@@ -481,12 +518,13 @@ int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
 int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i)
 {
     OC_ASSERT(image[i] == i);
-    const int both = g->per_node >= 1; /* the hierarchical ring applies */
-    const enum oc_coll_ring_kind k[3] = {OC_COLL_RING_FLAT, OC_COLL_RING_INTRA,
-                                         OC_COLL_RING_INTER};
-    const int64_t n[3] = {g->size, oc_coll_node_count(g, g->node[i]), g->nodes};
+    /* the hierarchical ring applies; the multi-rail ring too */
+    const int both = g->per_node >= 1, rails = g->per_node >= 2 && g->nodes >= 2;
+    const enum oc_coll_ring_kind k[4] = {OC_COLL_RING_FLAT, OC_COLL_RING_INTRA,
+                                         OC_COLL_RING_INTER, OC_COLL_RING_DIAG};
+    const int64_t n[4] = {g->size, oc_coll_node_count(g, g->node[i]), g->nodes, g->size};
     int need = 0;
-    for (int r = 0; r < (both ? 3 : 1); r++) {
+    for (int r = 0; r < (rails ? 4 : both ? 3 : 1); r++) {
         if (n[r] < 2)
             continue;
         const int64_t nx = oc_coll_ring_nbr(g, k[r], i, 1);

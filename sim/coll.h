@@ -70,6 +70,9 @@ struct oc_coll_loop {
 void oc_coll_loop_main(void *arg);
 /* From the simulated member's actor: the receiver leaves. */
 void oc_coll_loop_stop(struct oc_coll_loop *L);
+/* One step of `bytes` (times the loop's scale) on the loop, not waited for
+ * (the multi-rail ring sends on two loops at once). */
+sg_comm_t oc_coll_loop_put(struct oc_coll_loop *L, int64_t bytes);
 /* One ring step of `bytes` (times the loop's scale) on the loop; blocks. */
 void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes);
 
@@ -101,6 +104,9 @@ struct oc_coll_tx {
     /* coarse rings allowed on: the flat ring, rings inside nodes, rings
      * across nodes (opts.coarse and equal hops) */
     int coarse_ring, coarse_intra, coarse_inter;
+    /* and the multi-rail ring's steps (coll_rails.c): opts.coarse, equal
+     * hops inside and across nodes, equal scales on its hops across */
+    int coarse_rails;
     /* Symmetric fidelity, on a group with members that are not simulated
      * (NULL otherwise): image[i] is the member index of member i's
      * replica-0 image (i for a simulated member). A simulated member's
@@ -119,8 +125,15 @@ struct oc_coll_tx {
 
 /* The rings an algorithm runs: the flat ring of the group, the ring inside
  * each node, the ring across nodes of the members with one local index
- * (only where every node holds as many members). */
-enum oc_coll_ring_kind { OC_COLL_RING_FLAT, OC_COLL_RING_INTRA, OC_COLL_RING_INTER };
+ * (only where every node holds as many members), and the multi-rail ring's
+ * hop across nodes, (k, j) -> (k+1, j+1) (coll_rails.c; every node as many
+ * members). */
+enum oc_coll_ring_kind {
+    OC_COLL_RING_FLAT,
+    OC_COLL_RING_INTRA,
+    OC_COLL_RING_INTER,
+    OC_COLL_RING_DIAG
+};
 /* Member i's successor (d = +1) or predecessor (d = -1) on its ring of
  * kind k; i itself on a ring of one. */
 int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
@@ -128,7 +141,9 @@ int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
 
 /* Can the symmetric fidelity run algorithm a on g, image as in struct
  * oc_coll_tx (replay_sym.c's file comment has the argument)? On every ring
- * of a (a: the ring or the hierarchical ring, else 0): every member's hop
+ * of a (a: the ring, the hierarchical ring (intra, inter), the multi-rail
+ * ring (intra, diag); NVLS only where no member is an image of another or
+ * all are images of one, its exchange then one loop step; else 0): every member's hop
  * to its successor crosses nodes as its image's does; for every simulated
  * member i, the image y of its successor has the image of y's predecessor
  * i, and the hop i -> y crosses nodes as i's real hop does, or i's real
@@ -138,7 +153,8 @@ int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
                    const int64_t *image);
 /* The loops simulated member i needs (bit 0: inside a node, bit 1: across
  * nodes): where the image of its successor on a ring of two or more that
- * the ring or the hierarchical ring runs is i itself; bit 2: its ~in
+ * the ring, the hierarchical ring or the multi-rail ring runs is i itself
+ * (NVLS: bit 0 where every member's image is i); bit 2: its ~in
  * receiver, where its real predecessor on such a ring is on another node
  * and that one's image (not i) on i's. */
 int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i);
@@ -160,7 +176,9 @@ struct oc_coll_hop {
 struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,
                                int64_t to);
 /* The same, scaled and timed as a hop across nodes whatever the nodes of
- * from and to (symmetric fidelity: a step to an ~in twin). */
+ * from and to (symmetric fidelity: a step to an ~in twin). Between two
+ * members of one node its mailbox is not oc_coll_hop's (name + "~in"): the
+ * multi-rail ring sends both to one image, over NVLink and to its ~in twin. */
 struct oc_coll_hop oc_coll_hop_across(const struct oc_coll_tx *tx, int64_t from,
                                       int64_t to);
 /* Seconds `bytes` (times the hop's scale) take over the hop, uncontended. */

@@ -32,6 +32,7 @@
 
 #include <simgrid/actor.h>
 #include <simgrid/comm.h>
+#include <simgrid/semaphore.h>
 
 #include "sim_log.h"
 
@@ -59,21 +60,63 @@ static double rails_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind k
 }
 
 /* Member me's four hops: to and from its node neighbours, to and from the
- * next and previous node's members one local index on. */
+ * next and previous node's members one local index on. Symmetric fidelity
+ * (tx->image, coll.h): to and from the images of those, the hop across
+ * nodes to an image on me's node through that image's ~in twin (xin),
+ * and where an image is me itself, to me's loop of the hop's kind (lin,
+ * lx; the hops then the real ones, which time the reductions' hiding). */
 struct rails_pos {
     struct oc_coll_hop in_next, in_prev, x_next, x_prev;
+    struct oc_coll_loop *lin, *lx;
+    struct oc_coll_in *xin;
     int64_t pos, n, L;
 };
+
+static void rails_sym(const struct oc_coll_tx *tx, int64_t me, const int64_t nb[4],
+                      struct rails_pos *r)
+{
+    const int64_t *im = tx->image, *node = tx->g->node;
+    OC_ASSERT(im[me] == me);
+    if (im[nb[0]] == me) {
+        OC_ASSERT(im[nb[1]] == me && tx->loop_nv[me]);
+        r->lin = tx->loop_nv[me];
+    } else {
+        r->in_next = oc_coll_hop(tx, me, im[nb[0]]);
+        r->in_prev = oc_coll_hop(tx, im[nb[1]], me);
+    }
+    const int64_t xn = im[nb[2]], xp = im[nb[3]];
+    if (xn == me) {
+        OC_ASSERT(xp == me && tx->loop_net[me]);
+        r->lx = tx->loop_net[me];
+        return;
+    }
+    /* oc_coll_sym_ok: a real hop across nodes whose image stays on the
+     * node goes to the image's ~in twin */
+    r->x_next = node[xn] == node[me] ? oc_coll_hop_across(tx, me, xn) : oc_coll_hop(tx, me, xn);
+    if (node[xp] == node[me]) {
+        r->x_prev = oc_coll_hop_across(tx, xp, me);
+        OC_ASSERT(tx->in && tx->in[me]);
+        r->xin = tx->in[me];
+    } else {
+        r->x_prev = oc_coll_hop(tx, xp, me);
+    }
+}
 
 static struct rails_pos rails_pos_of(const struct oc_coll_tx *tx, int64_t me)
 {
     const struct oc_sim_group *g = tx->g;
     const int64_t L = g->per_node, M = g->nodes, k = g->node[me], j = g->local[me];
     struct rails_pos r = {.pos = k * L + j, .n = g->size, .L = L};
-    r.in_next = oc_coll_hop(tx, me, oc_coll_node_member(g, k, (j + 1) % L));
-    r.in_prev = oc_coll_hop(tx, oc_coll_node_member(g, k, (j + L - 1) % L), me);
-    r.x_next = oc_coll_hop(tx, me, oc_coll_node_member(g, (k + 1) % M, (j + 1) % L));
-    r.x_prev = oc_coll_hop(tx, oc_coll_node_member(g, (k + M - 1) % M, (j + L - 1) % L), me);
+    const int64_t nb[4] = {oc_coll_node_member(g, k, (j + 1) % L),
+                           oc_coll_node_member(g, k, (j + L - 1) % L),
+                           oc_coll_node_member(g, (k + 1) % M, (j + 1) % L),
+                           oc_coll_node_member(g, (k + M - 1) % M, (j + L - 1) % L)};
+    r.in_next = oc_coll_hop(tx, me, nb[0]);
+    r.in_prev = oc_coll_hop(tx, nb[1], me);
+    r.x_next = oc_coll_hop(tx, me, nb[2]);
+    r.x_prev = oc_coll_hop(tx, nb[3], me);
+    if (tx->image)
+        rails_sym(tx, me, nb, &r);
     return r;
 }
 
@@ -84,25 +127,38 @@ static double rails_exchange(const struct rails_pos *r, int64_t c, int64_t c_in)
 {
     const int64_t x = c / r->L, x_in = c_in / r->L;
     /* both receives posted at once: a transfer starts only when its
-     * receive is posted (SimGrid's rendezvous) */
-    sg_comm_t cs[4] = {oc_coll_put(&r->in_next, c - x), oc_coll_put(&r->x_next, x),
-                       oc_coll_get_async(&r->in_prev), oc_coll_get_async(&r->x_prev)};
-    for (int i = 0; i < 4; i++)
+     * receive is posted (SimGrid's rendezvous); on a loop the twin
+     * receives (coll.h) */
+    sg_comm_t cs[4];
+    int nc = 0;
+    cs[nc++] = r->lin ? oc_coll_loop_put(r->lin, c - x) : oc_coll_put(&r->in_next, c - x);
+    cs[nc++] = r->lx ? oc_coll_loop_put(r->lx, x) : oc_coll_put(&r->x_next, x);
+    if (!r->lin)
+        cs[nc++] = oc_coll_get_async(&r->in_prev);
+    if (r->xin) {
+        r->xin->mb = r->x_prev.mb;
+        sg_sem_release(r->xin->go);
+    } else if (!r->lx) {
+        cs[nc++] = oc_coll_get_async(&r->x_prev);
+    }
+    for (int i = 0; i < nc; i++)
         sg_comm_wait(cs[i]);
+    if (r->xin)
+        sg_sem_acquire(r->xin->done);
     return fmax(oc_coll_hop_s(&r->in_prev, c_in - x_in), oc_coll_hop_s(&r->x_prev, x_in));
 }
 
 static void rails_run(const struct oc_coll_tx *tx, int64_t me, const struct oc_coll_call *c)
 {
     const struct oc_sim_group *g = tx->g;
-    OC_ASSERT(rails_applies(g, c->kind) && !tx->image);
+    OC_ASSERT(rails_applies(g, c->kind));
     XBT_DEBUG("%s of %" PRId64 " bytes on %s, member %" PRId64 " (multi-rail ring)",
               oc_coll_name(c->kind), c->bytes, g->name, me);
     const struct rails_pos r = rails_pos_of(tx, me);
     const int64_t n = r.n, S = c->bytes;
     const int rs = c->kind != OC_COLL_ALLGATHER, ag = c->kind != OC_COLL_REDUCESCATTER;
     const int do_phase[2] = {rs, ag};
-    const int coarse = tx->o->coarse && g->intra.uniform && g->inter.uniform;
+    const int coarse = tx->coarse_rails;
     int64_t total = 0, steps = 0;
     double reduce_s = 0;
     for (int ph = 0; ph < 2; ph++)
@@ -128,6 +184,8 @@ static void rails_run(const struct oc_coll_tx *tx, int64_t me, const struct oc_c
         }
     if (!coarse)
         return;
+    XBT_DEBUG("coarse multi-rail ring of %" PRId64 " members: %" PRId64 " steps merged", n,
+              steps);
     rails_exchange(&r, total, total);
     const double lat = fmax(g->intra.lat_s, g->inter.lat_s);
     if (steps > 1 && lat > 0)
