@@ -187,7 +187,10 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
         if (!oc_coll_usable(table[i], g, kind, o))
             continue;
         const double t = oc_coll_cost_s(g, table[i], kind, bytes, o, NULL, NULL);
-        if (t < best_s) {
+        /* the multi-rail ring only where it gains more than
+         * OC_COLL_RAILS_MARGIN over the best of the others (coll.h) */
+        const double need = table[i] == &oc_coll_rails ? 1.0 - OC_COLL_RAILS_MARGIN : 1.0;
+        if (t < best_s * need) {
             best = table[i];
             best_s = t;
         }

@@ -271,6 +271,20 @@ struct oc_coll_algo {
 extern const struct oc_coll_algo oc_coll_ring, oc_coll_hier, oc_coll_tree, oc_coll_nvls,
     oc_coll_rails;
 
+/* AUTO takes the multi-rail ring (coll_rails.c) only where its estimate is
+ * below (1 - this) x the best of the other algorithms. Measured: on two
+ * nodes of 4 H100 (tests/coarse_sweep.sh's ZeRO-3 sweep) the two-level
+ * ring and the multi-rail ring come within 0.1-1.5 % of each other, and
+ * the smallest estimate then switches between them by message size; a
+ * replay whose per-layer gathers (one ZeRO stream) and reduce-scatters
+ * (the other) alternate so runs its coarse rings up to 3.4 % of a step
+ * off its message-level rings (6e-3 with the multi-rail ring's steps not
+ * merged at all), against 1e-4 on the two-level ring alone. Where the
+ * multi-rail ring matters (three nodes and more: NCCL's three-node rows,
+ * 30 % faster than the two-level ring; the 8-node DP groups of the
+ * validation's training rows) it gains far more than 5 %. */
+#define OC_COLL_RAILS_MARGIN 0.05
+
 /* Can a run on g for kind under o (may be NULL): a->applies, and for
  * NVLS the switch's reduction (o->nvls). Every choice asks this. */
 int oc_coll_usable(const struct oc_coll_algo *a, const struct oc_sim_group *g,
