@@ -110,13 +110,17 @@ static enum oc_sim_algo choose(const struct oc_topology *t, int64_t n, double by
 
 /* Automatic choice: one node of 8 with a switch that reduces, 1e9 bytes:
  * NVLS 11.252 ms against the ring's 17.528 ms; without it the ring. Two
- * nodes of 4 (4 NICs), S = 8e6: rails 196 us, hier 220 us: rails. */
+ * nodes of 4 (4 NICs), S = 8e6: rails 196 us, hier 220 us: rails (11 %
+ * faster). S = 5.5e6, by the closed forms above: rails 14 x (4 us + S/8 /
+ * 1e11) = 152.25 us, hier 6 x (2 us + S/4 / 1e11) + 2 x (4 us + S/8 /
+ * 25e9) = 157.5 us: rails 3.3 % faster, under OC_COLL_RAILS_MARGIN: hier. */
 static void test_auto(void)
 {
     struct oc_topology one = topo(8, 1, 1, 1), two = topo(4, 4, 1, 1);
     CU_ASSERT_EQUAL(choose(&one, 8, 1e9, 1), OC_SIM_ALGO_NVLS);
     CU_ASSERT_EQUAL(choose(&one, 8, 1e9, 0), OC_SIM_ALGO_RING);
     CU_ASSERT_EQUAL(choose(&two, 8, 8e6, 0), OC_SIM_ALGO_RAILS);
+    CU_ASSERT_EQUAL(choose(&two, 8, 5.5e6, 0), OC_SIM_ALGO_HIER);
 }
 
 /* NCCL's split of a ring's steps across nodes: 24 ranks on 3 nodes, an
