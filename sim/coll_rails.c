@@ -18,11 +18,29 @@
  * enter a node through NICs on the same rail; on ocsim's non-blocking
  * fabric that placement does not matter.
  *
- * Coarse mode (opts.coarse): the steps become one exchange of their
- * bytes, then (k-1) of the larger route latency and the reductions the
- * steps would not have hidden: the same as the steps when one kind of hop
- * is the slower in both latency and bandwidth (the NIC, on every shipped
- * topology), else a little faster. */
+ * Coarse mode (opts.coarse, where tx->coarse_rails: equal hops inside and
+ * across nodes, equal NIC factors on the hops across): the steps become
+ * one exchange of their bytes, then (k-1) of the larger route latency and
+ * the reductions the steps would not have hidden: the same as the steps
+ * when one kind of hop is the slower in both latency and bandwidth (the
+ * NIC, on every shipped topology), else a little faster. Under contention
+ * it is an approximation like the coarse ring's: on the ZeRO-3 sweep of
+ * tests/coarse_sweep.sh it came 3.4 % of a step off message level where
+ * auto switched between this ring and the two-level one by size (why
+ * exactly is not found: merging at most 8 exchanges a call still left
+ * 6e-3, running this ring at message level in both sweeps 6e-3 too, and
+ * dropping the NVLink part of its steps changed nothing, so it is the
+ * merged rings' NIC flows sharing the NICs with this ring's), 1.9e-3 with
+ * this ring forced; auto's margin (coll.h, OC_COLL_RAILS_MARGIN) keeps
+ * those near ties on the two-level ring.
+ *
+ * Symmetric fidelity (tx->image, coll.h): a step goes to the images of
+ * the node neighbour and of (k+1, j+1) and comes from those of (k, j-1)
+ * and (k-1, j-1), oc_coll_sym_ok having checked the images match up on
+ * both rings (OC_COLL_RING_INTRA and _DIAG); the hop across nodes whose
+ * image stays on the node goes to the image's ~in twin (one node's
+ * replicas standing for all), and an image that is the member itself to
+ * its loop of the hop's kind (replica 0 alone). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "coll.h"

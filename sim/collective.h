@@ -97,7 +97,8 @@
  *          (k+1, j+1) through its NIC, at once: every NIC of the node
  *          carries one channel, the node's L NICs the whole buffer. Closed
  *          form oc_cf_rails_*. Needs the same L >= 2 on every node of two
- *          or more; not for broadcast.
+ *          or more; not for broadcast. Coarse mode merges its steps as
+ *          one exchange over NVLink and through the NIC (coll_rails.c).
  * The forced algorithm (opts.algo) applies to every collective it serves
  * on the group (all-reduce, all-gather, reduce-scatter alike; ZeRO's too);
  * where it does not apply, the ring runs.
@@ -105,7 +106,10 @@
  * Automatic choice (OC_SIM_ALGO_AUTO), like NCCL's tuner, per collective
  * kind and size: estimate each applicable algorithm from the group's
  * measured routes (oc_sim_coll_estimate_s) and take the fastest, the ring
- * first on ties, then hier, then tree, nvls, rails. Inside one node the
+ * first on ties, then hier, then tree, nvls, rails, rails only where it
+ * beats the best of the others by OC_COLL_RAILS_MARGIN (coll.h: on two
+ * nodes it and hier are near ties, and a choice switching between them by
+ * size put the coarse sweep off its message level). Inside one node the
  * ring and, on a switch that reduces, NVLS (NCCL's tuner, as recalled,
  * takes NVLS wherever its model says it is faster); across nodes the tree wins for small S (fewer latency terms:
  * log2(M) instead of N-1), the hierarchical ring for large S when a node
