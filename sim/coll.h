@@ -1,5 +1,6 @@
 /* coll.h: the table of collective algorithms (one descriptor per
- * algorithm, one file each: coll_ring.c, coll_hier.c, coll_tree.c) and the
+ * algorithm, one file each: coll_ring.c, coll_hier.c, coll_tree.c,
+ * coll_nvls.c, coll_rails.c; the symmetric fidelity's checks, coll_sym.c) and the
  * transport their messages go through. Internal to sim/: collective.c runs
  * a call in full fidelity, replay.c in fast fidelity; both pick the
  * algorithm here. It does not build groups (collective.c does) or know of
