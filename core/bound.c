@@ -28,6 +28,16 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int dp_grads_bounded(const struct oc_layout *l) { return !oc_gc_on(l); }
 static double dmax(double a, double b) { return a > b ? a : b; }
 
+/* What an all-reduce over n members of one node moves per member, in
+ * buffers: the ring's 2(n-1)/n, or where the switch reduces (NVLS,
+ * sim/coll_nvls.c) the (n+1)/n it needs, whichever is less. */
+static double node_allreduce_moved(const struct oc_topology *t, int64_t n)
+{
+    const double ring = 2.0 * (double)(n - 1) / (double)n;
+    const double nvls = (double)(n + 1) / (double)n;
+    return t->intra_nvls && nvls < ring ? nvls : ring;
+}
+
 double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
                              int64_t n, int64_t per_node, int64_t groups_per_node)
 {
@@ -43,13 +53,14 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
      * other N-1 members' parts of it, or gives its part to them). Across
      * nodes, the node as one member (its reduction inside is free): its
      * NICs carry at least that with G nodes for N. Any algorithm moves as
-     * much (no in-network reduction is simulated): ring, tree and
+     * much, save NVLS inside a node (node_allreduce_moved): ring, tree and
      * hierarchical alike. */
     const double moved = kind == 0 ? 2.0 : 1.0;
     const int64_t nodes = (n + per_node - 1) / per_node;
     double s;
     if (nodes <= 1) {
-        s = moved * (double)(n - 1) / (double)n * bytes / oc_topology_intra_Bps(t);
+        s = (kind == 0 ? node_allreduce_moved(t, n) : (double)(n - 1) / (double)n) * bytes /
+            oc_topology_intra_Bps(t);
     } else {
         /* The node as one member whose reduction inside is free: G members
          * on the node's NICs, shared by the groups leaving it at once. */
@@ -259,7 +270,7 @@ static double tp_allreduce_s(const struct oc_model *m, const struct oc_layout *l
         return 0;
     const double S = oc_layout_act_bytes(l) * (double)l->micro_batch *
                      (double)oc_layout_local_seq(l) * (double)m->hidden_size;
-    return OC_BOUND_COMM_SAFETY * 2.0 * (double)(l->tp - 1) / (double)l->tp * S /
+    return OC_BOUND_COMM_SAFETY * node_allreduce_moved(t, l->tp) * S /
            oc_topology_intra_Bps(t);
 }
 

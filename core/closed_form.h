@@ -86,6 +86,38 @@ double oc_cf_hier_allreduce_s(const struct oc_cf_levels *v, double bytes);
 double oc_cf_hier_reducescatter_s(const struct oc_cf_levels *v, double bytes);
 double oc_cf_hier_allgather_s(const struct oc_cf_levels *v, double bytes);
 
+/* NCCL's NVLS all-reduce inside one node (NVLink SHARP; closed_form_nccl.c):
+ * the switch reads every member's shard of the buffer and sums it
+ * (multimem ld_reduce), then writes the sum to every member (multimem
+ * st), the two halves pipelined. Each of the N members sends S (its whole
+ * buffer, read by the switch) plus S/N (its shard's sum, to broadcast)
+ * and receives S/N plus S over its own link to the switch, whatever N:
+ *   all-reduce  (N+1)/N * S/B + l
+ * against the ring's 2(N-1)/N * S/B + 2(N-1) l; the members reduce
+ * nothing. NCCL's topology search charges an NVLS channel exactly this
+ * ((N+1) x its bandwidth on every GPU's NVLink for N channels,
+ * core/nccl_model.c). N = 1 costs 0. */
+double oc_cf_nvls_allreduce_s(int64_t n, double bytes, double bw_Bps, double lat_s);
+
+/* NCCL's ring across nodes, one channel per member of a node
+ * (closed_form_nccl.c): L = per_node >= 2 channels of S/L, channel c entering
+ * each node at local member c and leaving through the NIC of member c-1;
+ * N = L*M. Each step every member sends the chunks of L-1 channels to its
+ * node neighbour and one across, at once, so with c = S/N a step takes
+ *   t(c) = max(l_i + (L-1)/L * c/B_i,  l_n + c/(L*B_n))
+ * and, a reduce-scatter step reducing the c bytes it received (2 reads),
+ * the exposed part of that reduction, oc_cf_reduce_exposed_s(c, 2, M,
+ * t(c)):
+ *   all-reduce      2(N-1) steps, the first N-1 with their reductions
+ *   reduce-scatter  N-1 steps with their reductions
+ *   all-gather      N-1 steps
+ * Busbw of an all-reduce for large S: min(B_i L/(L-1), L B_n), the node's
+ * NICs together (NCCL's rings, one per NIC, as its maintainers describe
+ * the multi-node busbw, ../shared/validation/README.md). */
+double oc_cf_rails_allreduce_s(const struct oc_cf_levels *v, double bytes);
+double oc_cf_rails_reducescatter_s(const struct oc_cf_levels *v, double bytes);
+double oc_cf_rails_allgather_s(const struct oc_cf_levels *v, double bytes);
+
 /* C chunks pipelined along a path of hops_a hops of step_a_s seconds per
  * chunk and hops_b hops of step_b_s: a hop forwards one chunk at a time,
  * as soon as it has it, so the slowest hop paces the chunks:

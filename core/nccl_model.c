@@ -22,8 +22,13 @@
  *              getNetOverhead() (1 us on Intel, 2 on AMD CPUs; x3 for
  *              Simple). ocsim's flat ring across nodes puts every step at
  *              hwLat[NET] (it steps in lockstep at its slowest hop); its
- *              two-level ring splits them as NCCL does. NOT taken: the
- *              split for the flat ring, the net overhead.
+ *              two-level ring and its multi-rail ring split them as NCCL
+ *              does (oc_nccl_split_steps). NOT taken: the split for the
+ *              flat ring, the net overhead, the "plateau effect" of
+ *              ncclTopoGetAlgoTime (a multi-node ring Simple all-reduce's
+ *              latency x 1.4 on Ampere and later, x 1.9 before, once
+ *              S/(nChannels x nRanks) >= 64 bytes: it needs NCCL's channel
+ *              count, which ocsim does not keep).
  *   bandwidth = nChannels x the channel's bandwidth (the topology
  *              search's bwIntra, or bwInter above two nodes), then:
  *              ring LL    x 1/4 (x 1/3 inside one node for all-gather,
@@ -52,7 +57,9 @@
  *   prints, as recalled, is 12 channels x 20 GB/s, an LL128 cap of 240
  *   GB/s, above 0.92 x 240; llMaxBw sits
  *   above 1/4 of 240 and of 370.8), LL128's 0.7 when a communicator has one
- *   rank per node, the tree pattern's 0.85, NVLS and CollNet. Each is a
+ *   rank per node, the tree pattern's 0.85, NVLS across nodes (NVLS
+ *   tree) and CollNet. NVLS inside a node is taken since the twelfth
+ *   session (bw_factor, latencies below). Each is a
  *   gap between this model and NCCL's own, listed in docs/validation.md. */
 #include "nccl_model.h"
 
@@ -65,10 +72,13 @@
 
 /* baseLat[algorithm][protocol]: fixed latency of one call, microseconds
  * (tuning.cc, "Latencies in us": Tree {6.8, 14.0, 0}, Ring {6.6, 14.0,
- * 8.4}; LL, LL128, Simple; as recalled, see the file's head). */
-static const double base_lat_us[2][OC_NCCL_PROTOS] = {
+ * 8.4}; LL, LL128, Simple; as recalled, see the file's head). NVLS: {0,
+ * 0, 0}, its whole latency in hwLat (below), as recalled from later tags
+ * (2.19 onward); v2.18's NVLS entries are not recalled. */
+static const double base_lat_us[OC_NCCL_ALGOS][OC_NCCL_PROTOS] = {
     [OC_NCCL_RING] = {6.6, 14.0, 8.4},
     [OC_NCCL_TREE] = {6.8, 14.0, 0.0},
+    [OC_NCCL_NVLS] = {0.0, 0.0, 0.0},
 };
 
 /* hwLat[hardware][algorithm][protocol]: latency of one step, microseconds
@@ -80,13 +90,21 @@ static const double base_lat_us[2][OC_NCCL_PROTOS] = {
  * (+ 256k/12GB/s for the network)"; its other comment, "Ring/LL128
  * reflects the latency for the second plateau, not the base latency",
  * says why ring LL128's 1.9 us sits above LL's 0.6. As recalled. */
-static const double nvl_lat_us[2][OC_NCCL_PROTOS] = {
+/* NVLS: the NVLINK row's NVLS entry {0, 0, 25}, charged once per call
+ * (NCCL's NVLS latency is intraLat, plus interLat across nodes: no
+ * per-step term), the NET row's {0, 0, 0} unused (ocsim's NVLS runs
+ * inside one node); as recalled from tags 2.19 onward, the least sure
+ * figure of the file: docs/validation.md (twelfth session) shows what the
+ * single-node rows say of it. */
+static const double nvl_lat_us[OC_NCCL_ALGOS][OC_NCCL_PROTOS] = {
     [OC_NCCL_RING] = {0.6, 1.9, 3.4},
     [OC_NCCL_TREE] = {0.6, 1.25, 28.0},
+    [OC_NCCL_NVLS] = {0.0, 0.0, 25.0},
 };
-static const double net_lat_us[2][OC_NCCL_PROTOS] = {
+static const double net_lat_us[OC_NCCL_ALGOS][OC_NCCL_PROTOS] = {
     [OC_NCCL_RING] = {2.7, 4.0, 14.0},
     [OC_NCCL_TREE] = {5.0, 8.5, 50.0},
+    [OC_NCCL_NVLS] = {0.0, 0.0, 0.0},
 };
 
 /* The fraction of the link's bandwidth each protocol carries as data
@@ -100,10 +118,23 @@ static const double net_lat_us[2][OC_NCCL_PROTOS] = {
  *   ring Simple 1
  *   tree        0.92 on every protocol, then LL 1/3.8, LL128 120/128 (a
  *               tree across nodes; 7/9 on one node is not used: ocsim's
- *               tree runs across nodes only). */
-static const double bw_factor[2][OC_NCCL_PROTOS] = {
+ *               tree runs across nodes only).
+ *   NVLS Simple 5/6: NCCL converts an NVLS bus bandwidth into its
+ *               algorithm bandwidth with "ratio = 5.0/6.0" (where the ring
+ *               takes nRanks/nsteps and the tree 0.5; as recalled, and
+ *               written in this file's head by an earlier session before
+ *               NVLS was modelled). Its bus bandwidth is nChannels x bw of
+ *               the NVLS graph, which the search sizes so that a channel
+ *               costs 2 x bw on its head GPU's NVLink and 1 x bw on every
+ *               other's (search.cc, ncclTopoSearchTryNvls: "d0 == g ? 2 :
+ *               1", as recalled): N channels put (N+1) x bw on each GPU,
+ *               the (N+1)/N x S per GPU that ocsim's NVLS moves
+ *               (oc_cf_nvls_allreduce_s), so the 5/6 is all that is left
+ *               to take. LL and LL128 do not run NVLS (0: not used). */
+static const double bw_factor[OC_NCCL_ALGOS][OC_NCCL_PROTOS] = {
     [OC_NCCL_RING] = {1.0 / 4.0, 0.92, 1.0},
     [OC_NCCL_TREE] = {0.92 / 3.8, 0.92 * 120.0 / 128.0, 0.92},
+    [OC_NCCL_NVLS] = {0.0, 0.0, 5.0 / 6.0},
 };
 
 const char *oc_nccl_proto_name(enum oc_nccl_proto p)
@@ -113,15 +144,21 @@ const char *oc_nccl_proto_name(enum oc_nccl_proto p)
     return names[p];
 }
 
+int oc_nccl_proto_ok(enum oc_nccl_algo a, enum oc_nccl_proto p)
+{
+    OC_ASSERT(p >= 0 && p < OC_NCCL_PROTOS && a >= 0 && a < OC_NCCL_ALGOS);
+    return bw_factor[a][p] > 0;
+}
+
 double oc_nccl_wire(enum oc_nccl_proto p, enum oc_nccl_algo a)
 {
-    OC_ASSERT(p >= 0 && p < OC_NCCL_PROTOS && (a == OC_NCCL_RING || a == OC_NCCL_TREE));
+    OC_ASSERT(oc_nccl_proto_ok(a, p));
     return 1.0 / bw_factor[a][p];
 }
 
 double oc_nccl_latency_s(const struct oc_nccl_steps *s, enum oc_nccl_proto p)
 {
-    OC_ASSERT(s && p >= 0 && p < OC_NCCL_PROTOS && s->nvl >= 0 && s->net >= 0);
+    OC_ASSERT(s && oc_nccl_proto_ok(s->algo, p) && s->nvl >= 0 && s->net >= 0);
     const int a = s->algo;
     const double nvl = fmax(0.0, nvl_lat_us[a][p] * US - s->nvl_lat_s);
     const double net = fmax(0.0, net_lat_us[a][p] * US - s->net_lat_s);
@@ -132,6 +169,16 @@ int64_t oc_nccl_ring_steps(enum oc_coll_kind kind, int64_t n)
 {
     OC_ASSERT(n >= 1);
     return (kind == OC_COLL_ALLREDUCE ? 2 : 1) * (n - 1);
+}
+
+void oc_nccl_split_steps(enum oc_coll_kind kind, int64_t n, int64_t nodes, int64_t *nvl,
+                         int64_t *net)
+{
+    OC_ASSERT(n >= 1 && nodes >= 1 && nvl && net);
+    const int64_t k = oc_nccl_ring_steps(kind, n);
+    const int64_t x = nodes < 2 ? 0 : kind == OC_COLL_ALLREDUCE ? 2 * nodes : nodes - 1;
+    *net = x < k ? x : k;
+    *nvl = k - *net;
 }
 
 static double plain_ring_s(enum oc_coll_kind kind, int64_t n, double bytes, double bw,

@@ -25,9 +25,10 @@
 
 /* NCCL's protocols (src/include/devcomm.h: NCCL_PROTO_LL, _LL128, _SIMPLE). */
 enum oc_nccl_proto { OC_NCCL_LL, OC_NCCL_LL128, OC_NCCL_SIMPLE, OC_NCCL_PROTOS };
-/* The two latency classes of NCCL's table that ocsim's algorithms map to:
- * the ring (ocsim's ring and two-level ring) and the tree. */
-enum oc_nccl_algo { OC_NCCL_RING, OC_NCCL_TREE };
+/* The latency classes of NCCL's table that ocsim's algorithms map to: the
+ * ring (ocsim's ring, two-level ring and multi-rail ring), the tree, and
+ * NVLS (NCCL_ALGO_NVLS: in-switch reduction, Simple only). */
+enum oc_nccl_algo { OC_NCCL_RING, OC_NCCL_TREE, OC_NCCL_NVLS, OC_NCCL_ALGOS };
 
 /* One call's algorithm steps by the fabric they cross, and the route
  * latency each step already pays in the simulation or closed form (the
@@ -39,6 +40,9 @@ struct oc_nccl_steps {
 };
 
 const char *oc_nccl_proto_name(enum oc_nccl_proto p);
+/* Does NCCL run algorithm a with protocol p? NVLS: Simple only (tuning.cc
+ * skips LL and LL128 for NVLS). */
+int oc_nccl_proto_ok(enum oc_nccl_algo a, enum oc_nccl_proto p);
 /* Bytes on the wire per byte of data (1 / NCCL's bandwidth factor). */
 double oc_nccl_wire(enum oc_nccl_proto p, enum oc_nccl_algo a);
 /* NCCL's latency of one call beyond the route latency: baseLat of the
@@ -48,6 +52,14 @@ double oc_nccl_latency_s(const struct oc_nccl_steps *s, enum oc_nccl_proto p);
 /* Ring steps of one collective over n members: 2(n-1) for an all-reduce,
  * n-1 otherwise. */
 int64_t oc_nccl_ring_steps(enum oc_coll_kind kind, int64_t n);
+
+/* NCCL's split of a ring's steps across nodes (tuning.cc, as recalled):
+ * of the oc_nccl_ring_steps over n ranks on `nodes` nodes, 2 x nodes
+ * (all-reduce) or nodes - 1 (the others) at the network's per-step
+ * latency, the rest at NVLink's (*net at most all of them; one node:
+ * none). */
+void oc_nccl_split_steps(enum oc_coll_kind kind, int64_t n, int64_t nodes, int64_t *nvl,
+                         int64_t *net);
 
 /* The closed form of a ring collective (core/closed_form.h's
  * oc_cf_ring_*) of S bytes over n members, per-hop bandwidth bw and

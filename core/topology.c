@@ -108,6 +108,18 @@ static const struct oc_topo_int oc_topo_ints[] = {
     {"inter_node", "switch_levels", OFF(switch_levels), 1, 16},
 };
 
+/* true/false fields (an int in struct oc_topology), all optional: false
+ * when absent. */
+struct oc_topo_bool {
+    const char *section;
+    const char *key;
+    size_t off; /* of the int in struct oc_topology */
+};
+
+static const struct oc_topo_bool oc_topo_bools[] = {
+    {"intra_node", "nvls", OFF(intra_nvls)},
+};
+
 static const struct oc_topo_str oc_topo_strs[] = {
     STR("", "name", name),
     STR("device", "name", device.name),
@@ -158,6 +170,9 @@ static void section_keys(const char *sec, const char **keys, size_t n)
     for (size_t i = 0; i < OC_COUNT(oc_topo_strs) && k + 1 < n; i++)
         if (strcmp(oc_topo_strs[i].section, sec) == 0)
             keys[k++] = oc_topo_strs[i].key;
+    for (size_t i = 0; i < OC_COUNT(oc_topo_bools) && k + 1 < n; i++)
+        if (strcmp(oc_topo_bools[i].section, sec) == 0)
+            keys[k++] = oc_topo_bools[i].key;
     keys[k] = NULL;
 }
 
@@ -188,6 +203,12 @@ static int is_field(const char *dotted)
         if (strcmp(name, dotted) == 0)
             return 1;
     }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_bools); i++) {
+        const struct oc_topo_bool *f = &oc_topo_bools[i];
+        snprintf(name, sizeof name, "%s.%s", f->section, f->key);
+        if (strcmp(name, dotted) == 0)
+            return 1;
+    }
     return 0;
 }
 
@@ -215,6 +236,12 @@ static int read_section(const struct oc_json_obj *o, const char *sec,
         if (strcmp(f->section, sec) == 0 &&
             oc_json_str(o, f->key, OC_JSON_OPTIONAL, base + f->off, f->size,
                         NULL, st))
+            return -1;
+    }
+    for (size_t i = 0; i < OC_COUNT(oc_topo_bools); i++) {
+        const struct oc_topo_bool *f = &oc_topo_bools[i];
+        if (strcmp(f->section, sec) == 0 &&
+            oc_json_bool(o, f->key, OC_JSON_OPTIONAL, (int *)(base + f->off), NULL, st))
             return -1;
     }
     return 0;

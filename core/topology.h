@@ -15,7 +15,9 @@
  *     "device":     { "name", "peak_flops_16bit", "memory_bytes",
  *                     "hbm_bandwidth_Bps", "sm_count", "gemm_efficiency" },
  *     "intra_node": { "name", "bandwidth_Bps", "latency_s",
- *                     "achieved_Bps" (optional) },
+ *                     "achieved_Bps" (optional),
+ *                     "nvls" (optional, true/false: the switch reduces,
+ *                     NVLink SHARP; sim/coll_nvls.c) },
  *     "nic":        { "name", "count_per_node", "bandwidth_Bps", "latency_s" },
  *     "inter_node": { "name", "latency_s", "switch_levels", "oversubscription" },
  *     "nccl":       { "version" } (optional: NCCL's terms, core/nccl_model.h),
@@ -128,6 +130,10 @@ struct oc_topology {
      * (src/graph/topo.h) times the links; 0: the line rate. Every transfer
      * inside a node runs at it (oc_topology_intra_Bps, sim/platform.c). */
     double intra_achieved_Bps;
+    /* 1: the node's switch reduces in the network (NVLink SHARP, NVSwitch
+     * 3 on HGX/DGX H100 and H200; "intra_node.nvls": true), so NCCL's NVLS
+     * all-reduce may run inside a node (sim/coll_nvls.c); 0: it may not. */
+    int intra_nvls;
     /* > 0: the collectives pay NCCL's protocol latencies and efficiencies
      * (core/nccl_model.h), the tables of this NCCL version; 0: none. */
     double nccl_version;

@@ -28,13 +28,14 @@ XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_coll_table, ocsim_coll,
 static char coll_token;
 static void *coll_sink;
 
-static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0, 0};
+static const struct oc_sim_coll_opts default_opts = {OC_SIM_ALGO_AUTO, 0, 0, 0, 0, 0, 0};
 
 /* ---- the table --------------------------------------------------------- */
 
-/* Tie order of the automatic choice: ring, then hier, then tree. */
+/* Tie order of the automatic choice: ring, then hier, tree, nvls, rails. */
 static const struct oc_coll_algo *const table[] = {&oc_coll_ring, &oc_coll_hier,
-                                                   &oc_coll_tree};
+                                                   &oc_coll_tree, &oc_coll_nvls,
+                                                   &oc_coll_rails};
 #define TABLE_N ((int64_t)(sizeof table / sizeof table[0]))
 
 const struct oc_coll_algo *const *oc_coll_table(int64_t *n)
@@ -51,6 +52,14 @@ const struct oc_coll_algo *oc_coll_find(enum oc_sim_algo a)
             return table[i];
     OC_ASSERT(!"no descriptor for this algorithm");
     return NULL;
+}
+
+int oc_coll_usable(const struct oc_coll_algo *a, const struct oc_sim_group *g,
+                   enum oc_coll_kind kind, const struct oc_sim_coll_opts *o)
+{
+    /* NVLS needs a switch that reduces: the topology's, through the
+     * options (a group knows no topology) */
+    return a->applies(g, kind) && (a != &oc_coll_nvls || (o && o->nvls));
 }
 
 /* The forced algorithms that would have picked, in every automatic choice
@@ -72,10 +81,12 @@ unsigned oc_coll_same_as_auto(void)
  * it applies, the ring elsewhere (oc_coll_pick). */
 static const struct oc_coll_algo *note_auto(const struct oc_sim_group *g,
                                             enum oc_coll_kind kind,
-                                            const struct oc_coll_algo *picked)
+                                            const struct oc_coll_algo *picked,
+                                            const struct oc_sim_coll_opts *o)
 {
     for (int64_t i = 0; i < TABLE_N; i++) {
-        const struct oc_coll_algo *forced = table[i]->applies(g, kind) ? table[i] : &oc_coll_ring;
+        const struct oc_coll_algo *forced =
+            oc_coll_usable(table[i], g, kind, o) ? table[i] : &oc_coll_ring;
         if (forced != picked) {
             same_as_auto &= ~(1u << table[i]->id);
         }
@@ -101,6 +112,11 @@ static struct oc_nccl_steps nccl_steps(const struct oc_sim_group *g,
     } else if (a == &oc_coll_hier) {
         s.nvl = oc_nccl_ring_steps(kind, g->per_node);
         s.net = oc_nccl_ring_steps(kind, g->nodes);
+    } else if (a == &oc_coll_nvls) {
+        s.algo = OC_NCCL_NVLS;
+        s.nvl = 1, s.nvl_lat_s = g->ring.lat_s;
+    } else if (a == &oc_coll_rails) {
+        oc_nccl_split_steps(kind, g->size, g->nodes, &s.nvl, &s.net);
     } else {
         int64_t depth = 0;
         while (((int64_t)1 << depth) < g->nodes)
@@ -127,6 +143,8 @@ double oc_coll_cost_s(const struct oc_sim_group *g, const struct oc_coll_algo *a
         const enum oc_nccl_algo na = s.algo;
         best = INFINITY;
         for (int p = 0; p < OC_NCCL_PROTOS; p++) {
+            if (!oc_nccl_proto_ok(na, (enum oc_nccl_proto)p))
+                continue;
             const double pw = oc_nccl_wire((enum oc_nccl_proto)p, na);
             const double pl = oc_nccl_latency_s(&s, (enum oc_nccl_proto)p);
             const double t = a->estimate_s(g, kind, bytes * pw, o) + pl;
@@ -151,25 +169,28 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
         o = &default_opts;
     if (algo != OC_SIM_ALGO_AUTO) {
         const struct oc_coll_algo *a = oc_coll_find(algo);
-        if (a->applies(g, kind))
+        if (oc_coll_usable(a, g, kind, o))
             return a;
         XBT_DEBUG("%s on %s: %s does not apply, the ring runs", oc_coll_name(kind),
                   g->name, a->name);
         return &oc_coll_ring;
     }
-    /* Like NCCL's tuner: the smallest estimate; inside one node only the
-     * ring (collective.h). */
+    /* Like NCCL's tuner: the smallest estimate; inside one node the ring,
+     * or NVLS where the switch reduces (collective.h). */
     const struct oc_coll_algo *best = &oc_coll_ring;
-    if (g->nodes < 2)
-        return note_auto(g, kind, best);
+    if (g->nodes < 2 && !oc_coll_usable(&oc_coll_nvls, g, kind, o))
+        return note_auto(g, kind, best, o);
     const int trace = XBT_LOG_ISENABLED(ocsim_coll_table, xbt_log_priority_debug);
     char seen[160] = "";
     double best_s = INFINITY;
     for (int64_t i = 0; i < TABLE_N; i++) {
-        if (!table[i]->applies(g, kind))
+        if (!oc_coll_usable(table[i], g, kind, o))
             continue;
         const double t = oc_coll_cost_s(g, table[i], kind, bytes, o, NULL, NULL);
-        if (t < best_s) {
+        /* the multi-rail ring only where it gains more than
+         * OC_COLL_RAILS_MARGIN over the best of the others (coll.h) */
+        const double need = table[i] == &oc_coll_rails ? 1.0 - OC_COLL_RAILS_MARGIN : 1.0;
+        if (t < best_s * need) {
             best = table[i];
             best_s = t;
         }
@@ -180,7 +201,7 @@ const struct oc_coll_algo *oc_coll_pick(const struct oc_sim_group *g,
     }
     XBT_DEBUG("%s of %.0f bytes on %s:%s: %s", oc_coll_name(kind), bytes, g->name, seen,
               best->name);
-    return note_auto(g, kind, best);
+    return note_auto(g, kind, best, o);
 }
 
 int oc_coll_run(const struct oc_coll_tx *tx, int64_t me, enum oc_coll_kind kind,
@@ -253,9 +274,14 @@ void oc_coll_tx_init(struct oc_coll_tx *tx, const struct oc_sim_group *g,
         tx->coarse_ring = tx->coarse_ring && hop_scale(tx, i, (i + 1) % n) == hop_scale(tx, 0, 1);
     tx->coarse_intra = c && g->intra.uniform;
     tx->coarse_inter = c && g->inter.uniform;
+    tx->coarse_rails = c && g->intra.uniform && g->inter.uniform;
     if (L > 0 && M > 1) {
         const int64_t s0 = hop_scale(tx, oc_coll_node_member(g, 0, 0),
                                      oc_coll_node_member(g, 1, 0));
+        for (int64_t i = 0; i < n; i++)
+            tx->coarse_rails = tx->coarse_rails &&
+                               hop_scale(tx, i, oc_coll_ring_nbr(g, OC_COLL_RING_DIAG, i, 1)) ==
+                                   s0;
         for (int64_t j = 0; j < L; j++)
             for (int64_t k = 0; k < M; k++)
                 tx->coarse_inter = tx->coarse_inter &&
@@ -270,8 +296,11 @@ static struct oc_coll_hop hop_x(const struct oc_coll_tx *tx, int64_t from, int64
     const struct oc_sim_group *g = tx->g;
     OC_ASSERT(from >= 0 && from < g->size && to >= 0 && to < g->size);
     char name[160];
-    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64, g->name, g->ranks[from],
-                     g->ranks[to]);
+    /* a step to an ~in twin between members of one node has its own
+     * mailbox (coll.h, oc_coll_hop_across) */
+    const char *tw = cross && g->node[from] == g->node[to] ? "~in" : "";
+    int w = snprintf(name, sizeof name, "%s:%" PRId64 ">%" PRId64 "%s", g->name, g->ranks[from],
+                     g->ranks[to], tw);
     OC_ASSERT(w > 0 && (size_t)w < sizeof name);
     struct oc_coll_hop h = {sg_mailbox_by_name(name), scale_x(tx->scale, from, to, cross), 0,
                             0, 0};
@@ -364,10 +393,15 @@ void oc_coll_loop_stop(struct oc_coll_loop *L)
 
 /* One ring step on a loop: the receiver is woken at this simulated time,
  * so the message flows at once. */
-void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
+sg_comm_t oc_coll_loop_put(struct oc_coll_loop *L, int64_t bytes)
 {
     sg_sem_release(L->go);
-    sg_comm_wait(sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale));
+    return sg_mailbox_put_async(L->mb, &coll_token, bytes * L->scale);
+}
+
+void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes)
+{
+    sg_comm_wait(oc_coll_loop_put(L, bytes));
 }
 
 void oc_coll_in_main(void *arg)
@@ -388,97 +422,6 @@ void oc_coll_in_stop(struct oc_coll_in *I)
         return;
     I->stop = 1;
     sg_sem_release(I->go);
-}
-
-int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
-                         int64_t i, int d)
-{
-    OC_ASSERT(i >= 0 && i < g->size && (d == 1 || d == -1));
-    switch (k) {
-    case OC_COLL_RING_INTRA: {
-        const int64_t n = g->node[i], c = oc_coll_node_count(g, n);
-        return oc_coll_node_member(g, n, (g->local[i] + d + c) % c);
-    }
-    case OC_COLL_RING_INTER: {
-        OC_ASSERT(g->per_node >= 1);
-        const int64_t M = g->nodes;
-        return oc_coll_node_member(g, (g->node[i] + d + M) % M, g->local[i]);
-    }
-    case OC_COLL_RING_FLAT:
-    default:
-        return (i + d + g->size) % g->size;
-    }
-}
-
-/* The rings algorithm a runs on g (oc_coll_sym_ok's); their count, 0 for
- * an algorithm the symmetric fidelity does not run. */
-static int sym_rings(const struct oc_sim_group *g, const struct oc_coll_algo *a,
-                     enum oc_coll_ring_kind k[2])
-{
-    if (a == &oc_coll_ring) {
-        k[0] = OC_COLL_RING_FLAT;
-        return 1;
-    }
-    if (a == &oc_coll_hier && g->per_node >= 1) {
-        k[0] = OC_COLL_RING_INTRA;
-        k[1] = OC_COLL_RING_INTER;
-        return 2;
-    }
-    return 0;
-}
-
-static int crosses(const struct oc_sim_group *g, int64_t i, int64_t j)
-{
-    return g->node[i] != g->node[j];
-}
-
-int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
-                   const int64_t *image)
-{
-    if (g->size < 2)
-        return 1;
-    enum oc_coll_ring_kind k[2];
-    const int nk = sym_rings(g, a, k);
-    if (nk == 0)
-        return 0;
-    for (int r = 0; r < nk; r++)
-        for (int64_t i = 0; i < g->size; i++) {
-            const int64_t nx = oc_coll_ring_nbr(g, k[r], i, 1), im = image[i];
-            const int cross = crosses(g, i, nx);
-            if (cross != crosses(g, im, oc_coll_ring_nbr(g, k[r], im, 1)))
-                return 0;
-            if (im != i)
-                continue;
-            const int64_t y = image[nx];
-            if (image[oc_coll_ring_nbr(g, k[r], y, -1)] != i)
-                return 0;
-            /* a step across nodes to an image on i's node goes to the
-             * image's ~in twin; the other way round has no route */
-            if (y != i && !cross && crosses(g, i, y))
-                return 0;
-        }
-    return 1;
-}
-
-int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i)
-{
-    OC_ASSERT(image[i] == i);
-    const int both = g->per_node >= 1; /* the hierarchical ring applies */
-    const enum oc_coll_ring_kind k[3] = {OC_COLL_RING_FLAT, OC_COLL_RING_INTRA,
-                                         OC_COLL_RING_INTER};
-    const int64_t n[3] = {g->size, oc_coll_node_count(g, g->node[i]), g->nodes};
-    int need = 0;
-    for (int r = 0; r < (both ? 3 : 1); r++) {
-        if (n[r] < 2)
-            continue;
-        const int64_t nx = oc_coll_ring_nbr(g, k[r], i, 1);
-        if (image[nx] == i)
-            need |= crosses(g, i, nx) ? 2 : 1;
-        const int64_t pv = oc_coll_ring_nbr(g, k[r], i, -1), pi = image[pv];
-        if (pi != i && crosses(g, pv, i) && !crosses(g, pi, i))
-            need |= 4;
-    }
-    return need;
 }
 
 void oc_coll_comms_push(struct oc_coll_comms *cs, sg_comm_t c)

@@ -1,5 +1,6 @@
 /* coll.h: the table of collective algorithms (one descriptor per
- * algorithm, one file each: coll_ring.c, coll_hier.c, coll_tree.c) and the
+ * algorithm, one file each: coll_ring.c, coll_hier.c, coll_tree.c,
+ * coll_nvls.c, coll_rails.c; the symmetric fidelity's checks, coll_sym.c) and the
  * transport their messages go through. Internal to sim/: collective.c runs
  * a call in full fidelity, replay.c in fast fidelity; both pick the
  * algorithm here. It does not build groups (collective.c does) or know of
@@ -30,7 +31,7 @@
  * Choosing (oc_coll_pick): a forced algorithm runs where it applies, the
  * ring elsewhere (the ring applies to every kind and group). AUTO takes the
  * smallest estimate among the applicable algorithms, in table order on
- * ties (ring, hier, tree); inside one node only the ring. New algorithm:
+ * ties (ring, hier, tree, nvls, rails). New algorithm:
  * a file with its descriptor, a row in the table (coll.c), an enum value
  * and its closed form in core/closed_form.c; nothing else switches on it.
  *
@@ -70,6 +71,9 @@ struct oc_coll_loop {
 void oc_coll_loop_main(void *arg);
 /* From the simulated member's actor: the receiver leaves. */
 void oc_coll_loop_stop(struct oc_coll_loop *L);
+/* One step of `bytes` (times the loop's scale) on the loop, not waited for
+ * (the multi-rail ring sends on two loops at once). */
+sg_comm_t oc_coll_loop_put(struct oc_coll_loop *L, int64_t bytes);
 /* One ring step of `bytes` (times the loop's scale) on the loop; blocks. */
 void oc_coll_loop_send(struct oc_coll_loop *L, int64_t bytes);
 
@@ -101,6 +105,9 @@ struct oc_coll_tx {
     /* coarse rings allowed on: the flat ring, rings inside nodes, rings
      * across nodes (opts.coarse and equal hops) */
     int coarse_ring, coarse_intra, coarse_inter;
+    /* and the multi-rail ring's steps (coll_rails.c): opts.coarse, equal
+     * hops inside and across nodes, equal scales on its hops across */
+    int coarse_rails;
     /* Symmetric fidelity, on a group with members that are not simulated
      * (NULL otherwise): image[i] is the member index of member i's
      * replica-0 image (i for a simulated member). A simulated member's
@@ -119,8 +126,15 @@ struct oc_coll_tx {
 
 /* The rings an algorithm runs: the flat ring of the group, the ring inside
  * each node, the ring across nodes of the members with one local index
- * (only where every node holds as many members). */
-enum oc_coll_ring_kind { OC_COLL_RING_FLAT, OC_COLL_RING_INTRA, OC_COLL_RING_INTER };
+ * (only where every node holds as many members), and the multi-rail ring's
+ * hop across nodes, (k, j) -> (k+1, j+1) (coll_rails.c; every node as many
+ * members). */
+enum oc_coll_ring_kind {
+    OC_COLL_RING_FLAT,
+    OC_COLL_RING_INTRA,
+    OC_COLL_RING_INTER,
+    OC_COLL_RING_DIAG
+};
 /* Member i's successor (d = +1) or predecessor (d = -1) on its ring of
  * kind k; i itself on a ring of one. */
 int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
@@ -128,7 +142,9 @@ int64_t oc_coll_ring_nbr(const struct oc_sim_group *g, enum oc_coll_ring_kind k,
 
 /* Can the symmetric fidelity run algorithm a on g, image as in struct
  * oc_coll_tx (replay_sym.c's file comment has the argument)? On every ring
- * of a (a: the ring or the hierarchical ring, else 0): every member's hop
+ * of a (a: the ring, the hierarchical ring (intra, inter), the multi-rail
+ * ring (intra, diag); NVLS only where no member is an image of another or
+ * all are images of one, its exchange then one loop step; else 0): every member's hop
  * to its successor crosses nodes as its image's does; for every simulated
  * member i, the image y of its successor has the image of y's predecessor
  * i, and the hop i -> y crosses nodes as i's real hop does, or i's real
@@ -138,7 +154,8 @@ int oc_coll_sym_ok(const struct oc_sim_group *g, const struct oc_coll_algo *a,
                    const int64_t *image);
 /* The loops simulated member i needs (bit 0: inside a node, bit 1: across
  * nodes): where the image of its successor on a ring of two or more that
- * the ring or the hierarchical ring runs is i itself; bit 2: its ~in
+ * the ring, the hierarchical ring or the multi-rail ring runs is i itself
+ * (NVLS: bit 0 where every member's image is i); bit 2: its ~in
  * receiver, where its real predecessor on such a ring is on another node
  * and that one's image (not i) on i's. */
 int oc_coll_sym_loops(const struct oc_sim_group *g, const int64_t *image, int64_t i);
@@ -160,7 +177,9 @@ struct oc_coll_hop {
 struct oc_coll_hop oc_coll_hop(const struct oc_coll_tx *tx, int64_t from,
                                int64_t to);
 /* The same, scaled and timed as a hop across nodes whatever the nodes of
- * from and to (symmetric fidelity: a step to an ~in twin). */
+ * from and to (symmetric fidelity: a step to an ~in twin). Between two
+ * members of one node its mailbox is not oc_coll_hop's (name + "~in"): the
+ * multi-rail ring sends both to one image, over NVLink and to its ~in twin. */
 struct oc_coll_hop oc_coll_hop_across(const struct oc_coll_tx *tx, int64_t from,
                                       int64_t to);
 /* Seconds `bytes` (times the hop's scale) take over the hop, uncontended. */
@@ -250,8 +269,27 @@ struct oc_coll_algo {
                 const struct oc_coll_call *c);
 };
 
-extern const struct oc_coll_algo oc_coll_ring, oc_coll_hier, oc_coll_tree;
+extern const struct oc_coll_algo oc_coll_ring, oc_coll_hier, oc_coll_tree, oc_coll_nvls,
+    oc_coll_rails;
 
+/* AUTO takes the multi-rail ring (coll_rails.c) only where its estimate is
+ * below (1 - this) x the best of the other algorithms. Measured: on two
+ * nodes of 4 H100 (tests/coarse_sweep.sh's ZeRO-3 sweep) the two-level
+ * ring and the multi-rail ring come within 0.1-1.5 % of each other, and
+ * the smallest estimate then switches between them by message size; a
+ * replay whose per-layer gathers (one ZeRO stream) and reduce-scatters
+ * (the other) alternate so runs its coarse rings up to 3.4 % of a step
+ * off its message-level rings (6e-3 with the multi-rail ring's steps not
+ * merged at all), against 1e-4 on the two-level ring alone. Where the
+ * multi-rail ring matters (three nodes and more: NCCL's three-node rows,
+ * 30 % faster than the two-level ring; the 8-node DP groups of the
+ * validation's training rows) it gains far more than 5 %. */
+#define OC_COLL_RAILS_MARGIN 0.05
+
+/* Can a run on g for kind under o (may be NULL): a->applies, and for
+ * NVLS the switch's reduction (o->nvls). Every choice asks this. */
+int oc_coll_usable(const struct oc_coll_algo *a, const struct oc_sim_group *g,
+                   enum oc_coll_kind kind, const struct oc_sim_coll_opts *o);
 /* The descriptors in tie order; *n gets their count. */
 const struct oc_coll_algo *const *oc_coll_table(int64_t *n);
 /* The descriptor of algorithm a (not AUTO). */

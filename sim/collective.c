@@ -193,7 +193,8 @@ double oc_sim_coll_estimate_s(const struct oc_sim_group *g, enum oc_coll_kind ki
 {
     OC_ASSERT(g && g->size >= 1 && bytes >= 0);
     const struct oc_coll_algo *d = oc_coll_find(a);
-    return d->applies(g, kind) ? oc_coll_cost_s(g, d, kind, bytes, o, NULL, NULL) : -1;
+    return oc_coll_usable(d, g, kind, o) ? oc_coll_cost_s(g, d, kind, bytes, o, NULL, NULL)
+                                         : -1;
 }
 
 enum oc_sim_algo oc_sim_coll_choose(const struct oc_sim_group *g, enum oc_coll_kind kind,

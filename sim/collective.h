@@ -78,6 +78,27 @@
  *          carry the whole buffer, which matters little for the small
  *          messages the tree is chosen for. All-reduce on any group;
  *          reduce-scatter and all-gather across nodes only.
+ *   nvls   (coll_nvls.c) NCCL's NVLS all-reduce (NVLink SHARP): the
+ *          NVSwitch reads and sums the members' shards (multimem
+ *          ld_reduce) and writes each sum to every member (multimem st),
+ *          so each member sends and receives (N+1)/N * S through its
+ *          switch link, against 2(N-1)/N * S for the ring, and reduces
+ *          nothing itself. Simulated as one exchange in which every member
+ *          sends (N+1)/(N(N-1)) * S to each other member (the same bytes
+ *          on every link as the switch's traffic); closed form
+ *          (N+1)/N * S/B + l (oc_cf_nvls_allreduce_s). All-reduce inside
+ *          one node whose switch reduces (opts.nvls), N >= 2.
+ *   rails  (coll_rails.c) NCCL's ring across nodes: one ring (channel)
+ *          per member of a node, channel c entering each node at local
+ *          member c and leaving it from member c-1 through that member's
+ *          NIC, S/L per channel. In each of the ring's 2(N-1) steps (N-1
+ *          for all-gather and reduce-scatter) member (k, j) sends the
+ *          chunks of L-1 channels to (k, j+1) over NVLink and one to
+ *          (k+1, j+1) through its NIC, at once: every NIC of the node
+ *          carries one channel, the node's L NICs the whole buffer. Closed
+ *          form oc_cf_rails_*. Needs the same L >= 2 on every node of two
+ *          or more; not for broadcast. Coarse mode merges its steps as
+ *          one exchange over NVLink and through the NIC (coll_rails.c).
  * The forced algorithm (opts.algo) applies to every collective it serves
  * on the group (all-reduce, all-gather, reduce-scatter alike; ZeRO's too);
  * where it does not apply, the ring runs.
@@ -85,8 +106,12 @@
  * Automatic choice (OC_SIM_ALGO_AUTO), like NCCL's tuner, per collective
  * kind and size: estimate each applicable algorithm from the group's
  * measured routes (oc_sim_coll_estimate_s) and take the fastest, the ring
- * first on ties, then hier, then tree. Inside one node only the ring
- * applies; across nodes the tree wins for small S (fewer latency terms:
+ * first on ties, then hier, then tree, nvls, rails, rails only where it
+ * beats the best of the others by OC_COLL_RAILS_MARGIN (coll.h: on two
+ * nodes it and hier are near ties, and a choice switching between them by
+ * size put the coarse sweep off its message level). Inside one node the
+ * ring and, on a switch that reduces, NVLS (NCCL's tuner, as recalled,
+ * takes NVLS wherever its model says it is faster); across nodes the tree wins for small S (fewer latency terms:
  * log2(M) instead of N-1), the hierarchical ring for large S when a node
  * holds several members (only S/L crosses the NICs), the flat ring for
  * large S with one member per node.
@@ -130,10 +155,12 @@ enum oc_sim_algo {
     OC_SIM_ALGO_RING,
     OC_SIM_ALGO_TREE,
     OC_SIM_ALGO_HIER,
+    OC_SIM_ALGO_NVLS,  /* in-switch reduction inside a node (coll_nvls.c) */
+    OC_SIM_ALGO_RAILS, /* NCCL's ring, one channel per NIC (coll_rails.c) */
     OC_SIM_ALGO_COUNT
 };
 
-/* "auto", "ring", "tree", "hier" (for a --collective flag). */
+/* "auto", "ring", "tree", "hier", "nvls", "rails" (for a --collective flag). */
 const char *oc_sim_algo_name(enum oc_sim_algo a);
 int oc_sim_algo_from_name(const char *s, enum oc_sim_algo *a,
                           struct oc_status *st);
@@ -150,6 +177,8 @@ struct oc_sim_coll_opts {
     int64_t max_chunks;    /* cap on the chunk count; 0: default */
     double reduce_Bps;     /* memory bandwidth of the reductions; 0: free */
     int nccl;              /* charge NCCL's latencies and protocols (see below) */
+    int nvls;              /* the node's switch reduces (topology's
+                              intra_node.nvls): NVLS may run */
 };
 
 /* Route figures of the hops an algorithm uses: the largest latency, the

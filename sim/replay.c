@@ -276,6 +276,7 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
     /* the reductions run at the device's memory bandwidth (collective.h) */
     R.copts.reduce_Bps = oc_cost_mem_Bps(t);
     R.copts.nccl = t->nccl_version > 0; /* core/nccl_model.h */
+    R.copts.nvls = t->intra_nvls;       /* sim/coll_nvls.c */
 
     struct oc_schedule local;
     struct oc_schedule *s = sched_out ? sched_out : &local;

@@ -97,8 +97,13 @@
  *     replica-0 rank uses that NIC (so the scaled flows stand for all of
  *     its traffic), and when uplinks are shared (switch_levels > 1 with
  *     oversubscription) the same on every node replica 0 uses;
- *   - every collective of such a group is a flat ring or a hierarchical
- *     ring (same count on every node) on whose rings every member's hop
+ *   - every collective of such a group is a flat ring, a hierarchical
+ *     ring (same count on every node) or a multi-rail ring (its ring
+ *     inside each node and its ring (k, j) -> (k+1, j+1) across, coll.h's
+ *     OC_COLL_RING_DIAG; gpt-22b tp1-pp1-dp64-zero3 --collective rails on
+ *     64 dgx-a100: 19 hosts, 1.2 s wall against fast mode's 20.1, every figure
+ *     equal), or NVLS inside one node where one member stands for all
+ *     (one loop step), on whose rings every member's hop
  *     crosses nodes as its image's does and the images match up as above
  *     (oc_coll_sym_ok), except that a hop across nodes may have an
  *     image inside a node: the step then goes to the receiver's ~in twin

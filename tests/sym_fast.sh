@@ -37,7 +37,12 @@
 # (tp1-pp4-dp2-cp8-coll=ring); one node's replicas standing for all
 # ("node": flat rings across nodes with 2 to 8 replicas per node, gpt-22b
 # dp16 ZeRO-3 on 16 dgx-a100, one NIC per node, oversubscribed uplinks);
-# falling back: a tree, a replica straddling nodes.
+# falling back: a tree, a replica straddling nodes. NCCL's multi-rail
+# ring (twelfth session): replica 0 alone, its steps to its loops
+# (tp1-pp4-dp16 on dgx-a100), and replica 0's CP block of 4 on two nodes
+# (tp4-pp2-dp2-cp4, not folded), its steps to the images of its
+# neighbours; NVLS inside one node, replica 0 standing for its DP group
+# (tp2-pp1-dp4-zero0 on one dgx-h100).
 # Three cases were cut as the suite's most expensive (more than two fifths
 # of its simulation time between them): tp1-pp4-dp2-cp8-v2 (sym+fold),
 # llama2-70b tp1-pp8-dp2-cp4-mb1-1f1b-rnone-order=tp-pp-dp and the
@@ -92,6 +97,9 @@ cases=(
   "node|64|llama2-13b|h100-100g|tp1-pp2-dp16-cp2-coll=ring|"
   "node|48|gpt3-1.3b|h100-100g|tp2-pp1-dp24-coll=ring|--global-batch 48"
   "sym+fold|64|llama2-70b|h100-100g|tp2-pp16-dp1-cp2-mb1-1f1b-rnone-coll=hier|"
+  "sym|64|gpt3-1.3b|dgx-a100|tp1-pp4-dp16|--collective rails"
+  "sym|64|llama2-13b|h100-100g|tp4-pp2-dp2-cp4|--collective rails"
+  "sym|8|gpt3-1.3b|dgx-h100|tp2-pp1-dp4-zero0|--global-batch 16 --collective nvls"
 )
 
 # Every simulation (each case's fast and sym) goes through a pool of two

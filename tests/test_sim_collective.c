@@ -350,7 +350,9 @@ static enum oc_sim_algo choose(const struct oc_topology *t, int64_t cards, int64
  *   (1 chunk, depth log2 8 = 3) 2*3*(4e-6 + 2*1e3/25e9) = 24.48e-6 s: tree.
  * 8 nodes x 1, S = 1e9: ring 0.070056 s; tree 64 chunks of 15.6e6,
  *   2*(3+63)*(4e-6 + 2*15.6e6/25e9) = 0.165 s: ring.
- * 2 nodes x 4, S = 1e9: ring 0.070056 s, hier 0.025020 s: hier.
+ * 2 nodes x 4 (4 NICs), S = 1e9: ring 0.070056 s, hier 0.025020 s,
+ *   rails (test_nvls_rails.c) 14 x max(2e-6 + 0.75 x 1.25e8/1e11,
+ *   4e-6 + 1.25e8/(4 x 25e9)) = 0.017556 s: rails.
  * 1 node x 8: ring whatever the size. */
 static void test_auto_choice(void)
 {
@@ -358,7 +360,7 @@ static void test_auto_choice(void)
                        one = topo(8, 1, 1, 1);
     CU_ASSERT_EQUAL(choose(&spread, 8, 8, 1e3), OC_SIM_ALGO_TREE);
     CU_ASSERT_EQUAL(choose(&spread, 8, 8, 1e9), OC_SIM_ALGO_RING);
-    CU_ASSERT_EQUAL(choose(&two, 8, 8, 1e9), OC_SIM_ALGO_HIER);
+    CU_ASSERT_EQUAL(choose(&two, 8, 8, 1e9), OC_SIM_ALGO_RAILS);
     CU_ASSERT_EQUAL(choose(&one, 8, 8, 1e3), OC_SIM_ALGO_RING);
     CU_ASSERT_EQUAL(choose(&one, 8, 8, 1e9), OC_SIM_ALGO_RING);
 }
@@ -432,7 +434,9 @@ static void test_auto_crossover(void)
 
 /* The choice for reduce-scatter and all-gather (ZeRO's), estimates by hand:
  * 2 nodes x 4 (4 NICs), S = 1e9: ring 7/8*1e9/25e9 + 7*4e-6 = 0.035028 s;
- *   hier 0.75e9/1e11 + 3*2e-6 + 0.5*2.5e8/25e9 + 4e-6 = 0.012510 s: hier.
+ *   hier 0.75e9/1e11 + 3*2e-6 + 0.5*2.5e8/25e9 + 4e-6 = 0.012510 s;
+ *   rails 7 x max(2e-6 + 0.75 x 1.25e8/1e11, 4e-6 + 1.25e8/(4 x 25e9))
+ *   = 0.008778 s: rails.
  * 8 nodes x 1, S = 1e3: ring 7*(4e-6 + 125/25e9) = 28.035e-6 s; hier (one
  *   member per node) is the ring and loses the tie; tree, one chunk, depth
  *   3, a leader's two child nodes sharing its NIC (each tree hop charged
@@ -451,7 +455,7 @@ static void test_auto_choice_kinds(void)
     const enum oc_coll_kind zero[2] = {OC_COLL_REDUCESCATTER, OC_COLL_ALLGATHER};
     const enum oc_sim_algo au = OC_SIM_ALGO_AUTO;
     for (int k = 0; k < 2; k++) {
-        CU_ASSERT_EQUAL(choose_kind(&two, 8, 8, zero[k], au, 1e9), OC_SIM_ALGO_HIER);
+        CU_ASSERT_EQUAL(choose_kind(&two, 8, 8, zero[k], au, 1e9), OC_SIM_ALGO_RAILS);
         CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, zero[k], au, 1e3), OC_SIM_ALGO_TREE);
         CU_ASSERT_EQUAL(choose_kind(&spread, 8, 8, zero[k], au, 1e9), OC_SIM_ALGO_RING);
         CU_ASSERT_EQUAL(choose_kind(&one, 8, 8, zero[k], au, 1e3), OC_SIM_ALGO_RING);
@@ -479,8 +483,8 @@ static void test_algo_names(void)
 {
     struct oc_status st = {{0}};
     enum oc_sim_algo a = OC_SIM_ALGO_AUTO;
-    const char *names[] = {"auto", "ring", "tree", "hier"};
-    for (int i = 0; i < 4; i++) {
+    const char *names[] = {"auto", "ring", "tree", "hier", "nvls", "rails"};
+    for (int i = 0; i < 6; i++) {
         CU_ASSERT_EQUAL(oc_sim_algo_from_name(names[i], &a, &st), 0);
         CU_ASSERT_EQUAL(a, (enum oc_sim_algo)i);
         CU_ASSERT_STRING_EQUAL(oc_sim_algo_name(a), names[i]);

@@ -56,7 +56,8 @@ static int coll_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
         m[i] = (struct member){&g, i, v->bytes,
                                {.algo = v->algo,
                                 .reduce_Bps = oc_cost_mem_Bps(&v->o.topo),
-                                .nccl = v->o.topo.nccl_version > 0},
+                                .nccl = v->o.topo.nccl_version > 0,
+                                .nvls = v->o.topo.intra_nvls},
                                0};
         oc_sim_actor_create("member", p->hosts[i], member_main, &m[i]);
     }
