@@ -274,11 +274,14 @@ static int64_t extra(void *ctx)
 }
 
 /* sim/sweep.h's waiting: a forced variant may still be settled as to
- * simulate (its auto variant in flight). */
+ * simulate (its auto variant in flight), or one settled so waits for a
+ * free worker (without it the hand-out closed with every worker busy and
+ * left it to the second pass). */
 static int waiting(void *ctx)
 {
     const struct run *r = ctx;
-    return !r->pass && r->share && oc_twins_nwaiting(&r->twins) > 0;
+    return !r->pass && r->share &&
+           (oc_twins_nwaiting(&r->twins) > 0 || r->taken < r->nsecond);
 }
 
 /* A sweep that ran through: every candidate whose bound exceeds the final
