@@ -923,14 +923,12 @@ static struct stage_info *stage_infos(struct ctx *x, int64_t *counts, int *nc)
     return si;
 }
 
-int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
-                      const struct oc_layout *l,
-                      const struct oc_schedule_opts *o, struct oc_status *st)
+/* What a schedule needs of its layout and options: 0 with *nm_out the
+ * micro-batches (the most of any replica), or -1 with st->msg. */
+static int check_layout(const struct oc_model *m, const struct oc_layout *l,
+                        const struct oc_schedule_opts *o, int64_t *nm_out,
+                        struct oc_status *st)
 {
-    memset(s, 0, sizeof *s);
-    struct oc_schedule_opts defaults = {OC_GRAIN_LAYER, 1, NULL};
-    if (!o)
-        o = &defaults;
     if (o->grain != OC_GRAIN_LAYER && o->grain != OC_GRAIN_CHUNK)
         return oc_fail(st, "schedule: unknown grain %d", (int)o->grain);
     if (l->tp < 1 || l->pp < 1 || l->dp < 1 || l->micro_batch < 1 ||
@@ -944,7 +942,6 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     if (!interleaved && l->vchunks != 1)
         return oc_fail(st, "schedule: v%lld needs the interleaved schedule",
                        (long long)l->vchunks);
-    int64_t v = l->vchunks;
     int64_t nm = oc_layout_num_micro_batches(l); /* the most of any replica */
     if (oc_mbs_on(l) ? oc_mbs_check(l, st) != 0
                      : nm < 1 || nm * l->dp * l->micro_batch != l->global_batch)
@@ -959,7 +956,13 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
         return oc_fail(st, "schedule: the interleaved schedule needs the %lld "
                            "micro-batches to be a multiple of PP %lld",
                        (long long)nm, (long long)l->pp);
+    *nm_out = nm;
+    return 0;
+}
 
+static void ctx_init(struct ctx *xp, const struct oc_model *m, const struct oc_layout *l,
+                     const struct oc_schedule_opts *o, int64_t nm)
+{
     struct ctx x;
     memset(&x, 0, sizeof x);
     x.model = m;
@@ -967,7 +970,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.t = l->tp;
     x.p = l->pp;
     x.d = l->dp;
-    x.v = v;
+    x.v = l->vchunks;
     x.m = nm;
     /* the largest chunk's layers: the CP ring's tags are unique per
      * (micro-batch, chunk, layer of the chunk) under uneven stages too */
@@ -975,7 +978,7 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.grain = o->grain;
     x.cp = l->cp > 1 ? l->cp : 1;
     x.dg = x.d * x.cp;
-    x.cp_tag_base = 2 * nm * v;
+    x.cp_tag_base = 2 * nm * x.v;
     x.emit_memory = o->emit_memory;
     x.sp = l->sequence_parallel && l->tp > 1;
     x.recompute = l->recompute;
@@ -1009,33 +1012,92 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
     x.bucket_cap = oc_dp_buckets_cap(m, l);
     x.pg = oc_pg_on(l) && !x.zc.on;
     x.embed_grad_bytes = x.pb.grad * (double)m->vocab_size * hd / td;
+    *xp = x;
+}
 
+struct oc_schedule_builder {
+    struct oc_layout l; /* the ctx points here */
+    struct ctx x;
     int64_t counts[OC_MBS_MAX_RUNS];
     int nc;
-    struct stage_info *si = stage_infos(&x, counts, &nc);
+    struct stage_info *si;
+};
 
+int oc_schedule_builder_new(struct oc_schedule_builder **out, const struct oc_model *m,
+                            const struct oc_layout *l, const struct oc_schedule_opts *o,
+                            struct oc_status *st)
+{
+    *out = NULL;
+    struct oc_schedule_opts defaults = {OC_GRAIN_LAYER, 1, NULL};
+    if (!o)
+        o = &defaults;
+    int64_t nm = 0;
+    if (check_layout(m, l, o, &nm, st) != 0)
+        return -1;
+    struct oc_schedule_builder *b = oc_xcalloc(1, sizeof *b);
+    b->l = *l;
+    ctx_init(&b->x, m, &b->l, o, nm);
+    b->si = stage_infos(&b->x, b->counts, &b->nc);
+    *out = b;
+    return 0;
+}
+
+int64_t oc_schedule_builder_ranks(const struct oc_schedule_builder *b)
+{
+    return oc_layout_world(&b->l);
+}
+
+int64_t oc_schedule_builder_micro_batches(const struct oc_schedule_builder *b)
+{
+    return b->x.m;
+}
+
+void oc_schedule_builder_rank(struct oc_schedule_builder *b, int64_t r,
+                              struct oc_rank_ops *ro)
+{
+    const struct ctx *x = &b->x;
+    OC_ASSERT(r >= 0 && r < oc_layout_world(&b->l));
+    const struct oc_coord cr = oc_layout_coord(&b->l, r);
+    const int k = oc_mbs_count_index(&b->l, b->counts, b->nc, cr.dp);
+    struct stage_info *me = &b->si[k * x->p + cr.pp];
+    if (me->count < 0) { /* every rank of a (count, stage) has the same ops */
+        struct oc_rank_ops counted = {0, 0, NULL};
+        emit_rank(x, me, r, &counted);
+        me->count = counted.n;
+    }
+    if (ro->cap < me->count) {
+        ro->ops = oc_xrealloc(ro->ops, (size_t)me->count * sizeof *ro->ops);
+        ro->cap = me->count;
+    }
+    ro->n = 0;
+    emit_rank(x, me, r, ro);
+    OC_ASSERT(ro->n == me->count);
+}
+
+void oc_schedule_builder_free(struct oc_schedule_builder *b)
+{
+    if (!b)
+        return;
+    stage_info_free(b->si, b->nc * b->x.p);
+    free(b);
+}
+
+int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
+                      const struct oc_layout *l,
+                      const struct oc_schedule_opts *o, struct oc_status *st)
+{
+    memset(s, 0, sizeof *s);
+    struct oc_schedule_builder *b;
+    if (oc_schedule_builder_new(&b, m, l, o, st) != 0)
+        return -1;
     s->nranks = oc_layout_world(l);
-    s->num_micro_batches = nm;
+    s->num_micro_batches = b->x.m;
     s->layout = *l;
     s->ranks = oc_xcalloc((size_t)s->nranks, sizeof *s->ranks);
-    for (int64_t r = 0; r < s->nranks; r++) {
-        if (o->only && !o->only[r])
-            continue;
-        const struct oc_coord cr = oc_layout_coord(l, r);
-        const int k = oc_mbs_count_index(l, counts, nc, cr.dp);
-        struct stage_info *me = &si[k * x.p + cr.pp];
-        struct oc_rank_ops *ro = &s->ranks[r];
-        if (me->count < 0) { /* every rank of a (count, stage) has the same ops */
-            emit_rank(&x, me, r, ro);
-            me->count = ro->n;
-        }
-        ro->cap = me->count;
-        ro->n = 0;
-        ro->ops = oc_xmalloc((size_t)ro->cap * sizeof *ro->ops);
-        emit_rank(&x, me, r, ro);
-        OC_ASSERT(ro->n == ro->cap);
-    }
-    stage_info_free(si, nc * x.p);
+    for (int64_t r = 0; r < s->nranks; r++)
+        if (!o || !o->only || o->only[r])
+            oc_schedule_builder_rank(b, r, &s->ranks[r]);
+    oc_schedule_builder_free(b);
     return 0;
 }
 

@@ -184,6 +184,26 @@ int oc_schedule_build(struct oc_schedule *s, const struct oc_model *m,
                       const struct oc_schedule_opts *o, struct oc_status *st);
 void oc_schedule_free(struct oc_schedule *s);
 
+/* The same lists one rank at a time, for a caller that reads one rank's
+ * list and need not hold them all (sim/replay_steady.c's folded figures):
+ *   struct oc_schedule_builder *b;
+ *   if (oc_schedule_builder_new(&b, m, l, o, st) != 0) ...;  // o->only unused
+ *   struct oc_rank_ops ro = {0};
+ *   oc_schedule_builder_rank(b, r, &ro);  // rank r's list, op for op as
+ *   ...                                   // oc_schedule_build's; ro.ops grows
+ *   free(ro.ops);                         // as needed and is reused
+ *   oc_schedule_builder_free(b);
+ * The builder keeps m (not copied): it must outlive the builder. */
+struct oc_schedule_builder;
+int oc_schedule_builder_new(struct oc_schedule_builder **b, const struct oc_model *m,
+                            const struct oc_layout *l, const struct oc_schedule_opts *o,
+                            struct oc_status *st);
+void oc_schedule_builder_rank(struct oc_schedule_builder *b, int64_t r,
+                              struct oc_rank_ops *ro);
+int64_t oc_schedule_builder_ranks(const struct oc_schedule_builder *b);
+int64_t oc_schedule_builder_micro_batches(const struct oc_schedule_builder *b);
+void oc_schedule_builder_free(struct oc_schedule_builder *b);
+
 /* The order in which one stage runs its (micro-batch, chunk, direction)
  * units; exposed so tests and the executor can read it directly. A unit is
  * one forward or one backward of one chunk for one micro-batch. */

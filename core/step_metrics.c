@@ -4,11 +4,6 @@
 
 #include <string.h>
 
-/* One recorded rank's figures (step_metrics.h's names). */
-struct rank_fig {
-    double end, compute, bubble, exposed, tp, pp, dp, cp, peak_mem;
-};
-
 static int is_async(const struct oc_op *op)
 {
     return op->kind == OC_OP_COLLECTIVE && op->async;
@@ -41,11 +36,19 @@ static double running_peak(const struct oc_rank_ops *ro)
 /* The message of op i of rank r (a SEND or RECV): its SEND's start (sent),
  * its RECV's start (posted) and end (arrived). 0 when the other end is
  * not recorded. */
-static int message(const struct oc_timeline *tl, int64_t *const *partner, int64_t r,
-                   int64_t i, double *sent, double *posted, double *arrived)
+struct tl_msg {
+    const struct oc_timeline *tl;
+    int64_t *const *partner;
+    int64_t r;
+};
+
+static int message(void *ctx, int64_t i, double *sent, double *posted, double *arrived)
 {
+    const struct tl_msg *c = ctx;
+    const struct oc_timeline *tl = c->tl;
+    const int64_t r = c->r;
     const struct oc_op *op = &tl->sched->ranks[r].ops[i];
-    const int64_t j = partner[r][i];
+    const int64_t j = c->partner[r][i];
     if (j < 0 || !tl->start_s[op->peer])
         return 0;
     const int recv = op->kind == OC_OP_RECV;
@@ -57,13 +60,10 @@ static int message(const struct oc_timeline *tl, int64_t *const *partner, int64_
     return 1;
 }
 
-/* Everything but the end-of-step idle, which needs the step time. */
-static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
-                         int64_t r, struct rank_fig *f)
+void oc_step_rank_figures(const struct oc_rank_ops *ro, const double *S, const double *E,
+                          const double *I, const double *peak_mem, oc_step_msg_fn msg,
+                          void *ctx, struct oc_rank_fig *f)
 {
-    const struct oc_rank_ops *ro = &tl->sched->ranks[r];
-    const double *S = tl->start_s[r], *E = tl->end_s[r];
-    const double *I = tl->inner_s ? tl->inner_s[r] : NULL;
     memset(f, 0, sizeof *f);
     f->end = rank_end(ro, E);
     double sent, posted, arrived;
@@ -89,7 +89,7 @@ static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
                 break;
             }
             double wait = 0;
-            if (message(tl, partner, r, i, &sent, &posted, &arrived)) {
+            if (msg(ctx, i, &sent, &posted, &arrived)) {
                 wait = (sent < E[i] ? sent : E[i]) - S[i];
                 if (wait < 0)
                     wait = 0;
@@ -117,7 +117,7 @@ static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
     /* What runs on after the rank moved on: transfers, async collectives. */
     for (int64_t i = 0; i < ro->n; i++) {
         const struct oc_op *op = &ro->ops[i];
-        if (op->kind == OC_OP_SEND && message(tl, partner, r, i, &sent, &posted, &arrived)) {
+        if (op->kind == OC_OP_SEND && msg(ctx, i, &sent, &posted, &arrived)) {
             const double pp = arrived - (sent > posted ? sent : posted);
             /* a context-parallel ring step is its own class */
             if (op->p2p == OC_P2P_KV)
@@ -131,30 +131,49 @@ static void rank_figures(const struct oc_timeline *tl, int64_t *const *partner,
                 f->dp += E[i] - S[i];
         }
     }
-    f->peak_mem = tl->peak_mem_bytes ? tl->peak_mem_bytes[r] : running_peak(ro);
+    f->peak_mem = peak_mem ? *peak_mem : running_peak(ro);
 }
 
 void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt)
 {
     const struct oc_schedule *s = tl->sched;
-    const int64_t R = tl->nranks, P = s->layout.pp;
-    OC_ASSERT(R == s->nranks && P == mt->nstages);
+    const int64_t R = tl->nranks;
+    OC_ASSERT(R == s->nranks);
     int64_t **partner = tl->partner ? tl->partner : oc_timeline_partners(s);
-    struct rank_fig *f = oc_xcalloc((size_t)R, sizeof *f);
-    double step = 0;
+    struct oc_rank_fig *f = oc_xcalloc((size_t)R, sizeof *f);
+    unsigned char *rec = oc_xcalloc((size_t)R, 1);
     for (int64_t r = 0; r < R; r++)
         if (tl->start_s[r]) {
-            rank_figures(tl, partner, r, &f[r]);
-            if (f[r].end > step)
-                step = f[r].end;
+            struct tl_msg c = {tl, partner, r};
+            rec[r] = 1;
+            oc_step_rank_figures(&s->ranks[r], tl->start_s[r], tl->end_s[r],
+                                 tl->inner_s ? tl->inner_s[r] : NULL,
+                                 tl->peak_mem_bytes ? &tl->peak_mem_bytes[r] : NULL, message,
+                                 &c, &f[r]);
         }
+    oc_step_metrics_ranks(&s->layout, R, rec, f, mt);
+    free(rec);
+    free(f);
+    if (partner != tl->partner)
+        oc_timeline_partners_free(partner, R);
+}
+
+void oc_step_metrics_ranks(const struct oc_layout *l, int64_t R, const unsigned char *rec,
+                           struct oc_rank_fig *f, struct oc_metrics *mt)
+{
+    const int64_t P = l->pp;
+    OC_ASSERT(P == mt->nstages);
+    double step = 0;
+    for (int64_t r = 0; r < R; r++)
+        if (rec[r] && f[r].end > step)
+            step = f[r].end;
     mt->step_time_s = step;
     int64_t *count = oc_xcalloc((size_t)P, sizeof *count);
     memset(mt->stage, 0, (size_t)P * sizeof mt->stage[0]);
     for (int64_t r = 0; r < R; r++) {
-        if (!tl->start_s[r])
+        if (!rec[r])
             continue;
-        const int64_t k = oc_layout_coord(&s->layout, r).pp;
+        const int64_t k = oc_layout_coord(l, r).pp;
         struct oc_stage_metrics *g = &mt->stage[k];
         f[r].bubble += step - f[r].end;
         count[k]++;
@@ -181,7 +200,4 @@ void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt)
         g->exposed_comm_s /= n;
     }
     free(count);
-    free(f);
-    if (partner != tl->partner)
-        oc_timeline_partners_free(partner, R);
 }

@@ -79,4 +79,26 @@
  * schedule's layout. Every stage needs a recorded rank. */
 void oc_step_metrics(const struct oc_timeline *tl, struct oc_metrics *mt);
 
+/* The same, for a producer that holds one rank's ops and times at a time
+ * (sim/replay_steady.c's folded figures): each recorded rank's figures
+ * by oc_step_rank_figures, then oc_step_metrics_ranks over them. */
+struct oc_rank_fig {
+    double end, compute, bubble, exposed, tp, pp, dp, cp, peak_mem;
+};
+/* The message of the rank's op i (a SEND or a RECV): 1 with its SEND's
+ * start (sent), its RECV's start (posted) and end (arrived); 0 when its
+ * other end is not recorded. */
+typedef int (*oc_step_msg_fn)(void *ctx, int64_t i, double *sent, double *posted,
+                              double *arrived);
+/* One rank's figures but the end-of-step idle (bubble), which needs the
+ * step time: its ops ro, their times S, E (and I: inner, or NULL), its
+ * measured peak memory (NULL: the running sum). */
+void oc_step_rank_figures(const struct oc_rank_ops *ro, const double *S, const double *E,
+                          const double *I, const double *peak_mem, oc_step_msg_fn msg,
+                          void *ctx, struct oc_rank_fig *f);
+/* The step time and stage table from f[r] of the R ranks with rec[r]
+ * (their bubble gets the end-of-step idle). */
+void oc_step_metrics_ranks(const struct oc_layout *l, int64_t R, const unsigned char *rec,
+                           struct oc_rank_fig *f, struct oc_metrics *mt);
+
 #endif

@@ -513,39 +513,42 @@ static int steady_unfold(const struct oc_model *m, const struct oc_topology *t,
                          struct oc_timeline *tl_out, struct oc_status *st)
 {
     const struct oc_schedule_opts so = {replay_grain(o), 1, NULL};
-    struct oc_schedule local;
-    struct oc_schedule *s = sched_out ? sched_out : &local;
-    struct oc_timeline tl_local;
-    struct oc_timeline *tl = tl_out ? tl_out : &tl_local;
     char why[256] = "";
-    /* without sched_out only the recorded ranks' ops: the figures read
-     * no other */
-    unsigned char *record = NULL;
-    struct oc_schedule_opts so_full = so;
-    if (!sched_out) {
-        record = oc_xcalloc((size_t)s1->nranks, 1);
-        for (int64_t r = 0; r < s1->nranks; r++)
-            record[r] = tl1->start_s[r] != NULL;
-        so_full.only = record;
-    }
-    int rc = oc_schedule_build(s, m, l, &so_full, st);
-    free(record);
-    int held = 0;
     /* test hook (tests/test_sim_steady.c): the fold taken as not holding */
     const int broken = getenv("OCSIM_TEST_STEADY_BREAK") != NULL;
     if (broken)
         snprintf(why, sizeof why, "OCSIM_TEST_STEADY_BREAK is set");
-    if (rc == 0 && !broken && oc_rp_steady_unfold(s1, tl1, s, tl, sp, why, sizeof why) == 0) {
-        held = 1;
-        timeline_figures(tl, m, l, t, out);
+    int rc = 0, held = 0;
+    if (!sched_out && !tl_out) {
+        /* figures only: no full schedule or timeline (replay_priv.h) */
+        if (!broken) {
+            oc_metrics_init(out, l);
+            rc = oc_rp_steady_figures(m, l, &so, s1, tl1, sp, out, st, why, sizeof why);
+            held = rc == 0;
+            if (held)
+                oc_metrics_finish(out, m, t);
+            rc = rc < 0 ? -1 : 0;
+        }
+    } else {
+        struct oc_schedule s_local;
+        struct oc_timeline tl_local;
+        struct oc_schedule *s = sched_out ? sched_out : &s_local;
+        struct oc_timeline *tl = tl_out ? tl_out : &tl_local;
+        rc = oc_schedule_build(s, m, l, &so, st);
+        if (rc == 0 && !broken && oc_rp_steady_unfold(s1, tl1, s, tl, sp, why, sizeof why) == 0) {
+            held = 1;
+            timeline_figures(tl, m, l, t, out);
+            if (!tl_out)
+                oc_timeline_free(tl);
+        }
+        if (rc == 0 && (!held || !sched_out))
+            oc_schedule_free(s);
+    }
+    if (held) {
         out->coll_same = mt1->coll_same;
         out->sim_micro_batches = sp->m1;
-        if (!tl_out)
-            oc_timeline_free(tl);
     }
     oc_timeline_free(tl1);
-    if (rc == 0 && (!held || !sched_out))
-        oc_schedule_free(s);
     oc_schedule_free(s1);
     free(mt1);
     if (rc == 0 && !held)

@@ -218,8 +218,10 @@ int oc_replay_run(const struct oc_model *m, const struct oc_topology *t,
 /* oc_replay_run, with the steady-state fold where o->steady asks for it
  * and it applies (replay_steady.c): the replay of fewer micro-batches runs
  * in a forked child (SimGrid once per process), its timeline comes back
- * and is unfolded here to *sched_out's every op; where the fold does not
- * hold, oc_replay_run here. out->sim_micro_batches says which ran. */
+ * and is unfolded here to *sched_out's every op (with neither sched_out
+ * nor tl asked for, the figures are read from it rank by rank, without
+ * the full schedule: the same figures, bit for bit); where the fold does
+ * not hold, oc_replay_run here. out->sim_micro_batches says which ran. */
 int oc_replay_run_steady(const struct oc_model *m, const struct oc_topology *t,
                          const struct oc_layout *l, const struct oc_replay_opts *o,
                          struct oc_metrics *out, struct oc_schedule *sched_out,

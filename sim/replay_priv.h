@@ -207,6 +207,18 @@ int oc_rp_steady_plan(const struct oc_layout *l, struct oc_rp_steady *sp);
 int oc_rp_steady_unfold(const struct oc_schedule *s1, const struct oc_timeline *tl1,
                         const struct oc_schedule *s, struct oc_timeline *tl,
                         const struct oc_rp_steady *sp, char *why, size_t nwhy);
+/* The full run's step figures (oc_step_metrics's: step time, stage table)
+ * without its schedule or timeline: the full lists of l are built one
+ * recorded rank at a time (schedule.h's builder, options so) and each op
+ * is read at its image's times shifted as oc_rp_steady_unfold would
+ * write them, so the figures equal those of the unfolded timeline bit for
+ * bit. 0 with mt's step figures; 1 when the fold does not hold (why); -1
+ * with st->msg. */
+int oc_rp_steady_figures(const struct oc_model *m, const struct oc_layout *l,
+                         const struct oc_schedule_opts *so, const struct oc_schedule *s1,
+                         const struct oc_timeline *tl1, const struct oc_rp_steady *sp,
+                         struct oc_metrics *mt, struct oc_status *st, char *why,
+                         size_t nwhy);
 
 /* replay_var.c: stragglers and jitter (core/variability.h) */
 /* Multiplies rank rk's COMPUTE costs c (its op list's) by their noise. */

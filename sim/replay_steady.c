@@ -77,6 +77,7 @@
 
 #include "mbsplit.h"
 #include "sim_log.h"
+#include "step_metrics.h"
 
 XBT_LOG_NEW_DEFAULT_SUBCATEGORY(ocsim_steady, ocsim,
                                 "ocsim: the replay's steady-state fold (where it holds)");
@@ -252,6 +253,73 @@ static int check_reduced(const struct oc_schedule *sr, const struct oc_timeline 
     return 0;
 }
 
+/* Rank r's full list F read against its reduced list A (grouped in B):
+ * each op's image y in A and its periods of shift, and its times (the
+ * image's shifted by periods * P) into S and E; img and per, where given,
+ * keep y and the periods. 0, or -1 with why when an op has no image or
+ * differs from it. seen: m counters, zeroed here. */
+static int image_rank(const struct oc_rp_steady *sp, int64_t r, const struct oc_rank_ops *F,
+                      const struct oc_rank_ops *A, const struct bymb *B,
+                      const struct oc_timeline *tl1, double P, int64_t m, int64_t *seen,
+                      double *S, double *E, int64_t *img, int64_t *per, char *why, size_t nwhy)
+{
+    memset(seen, 0, (size_t)m * sizeof *seen);
+    int64_t nnone = 0;
+    for (int64_t x = 0; x < F->n; x++) {
+        const struct oc_op *op = &F->ops[x];
+        int64_t y, periods;
+        if (op->mb >= 0) {
+            const int64_t i1 = image_mb(sp, op->mb, &periods);
+            const int64_t n = seen[op->mb]++;
+            if (n >= B->first[i1 + 1] - B->first[i1])
+                return fail(why, nwhy, "rank %" PRId64 ": micro-batch %d has more ops than "
+                            "its image %" PRId64, r, op->mb, i1);
+            y = B->at[B->first[i1] + n];
+        } else {
+            if (nnone >= B->nnone)
+                return fail(why, nwhy, "rank %" PRId64 ": more ops of no micro-batch", r);
+            y = B->none[nnone++];
+            /* after the window in the reduced run: after the inserted
+             * periods here */
+            periods = y > B->hi ? sp->D / sp->K : 0;
+        }
+        if (!alike(op, &A->ops[y]))
+            return fail(why, nwhy, "rank %" PRId64 ": op %" PRId64 " differs from its "
+                        "image %" PRId64 " in the reduced run", r, x, y);
+        S[x] = tl1->start_s[r][y] + (double)periods * P;
+        E[x] = tl1->end_s[r][y] + (double)periods * P;
+        if (img) {
+            img[x] = y;
+            per[x] = periods;
+        }
+    }
+    if (nnone != B->nnone)
+        return fail(why, nwhy, "rank %" PRId64 ": %" PRId64 " ops of no micro-batch, the "
+                    "reduced run %" PRId64, r, nnone, B->nnone);
+    return 0;
+}
+
+/* The reduced run's recorded ranks grouped by micro-batch, and the checks
+ * (check_reduced): 0 with P, or -1 with why. b: R entries, freed by
+ * bymb_all_free whatever the result. */
+static int reduced_checked(const struct oc_schedule *s1, const struct oc_timeline *tl1,
+                           const struct oc_rp_steady *sp, struct bymb *b, double *P,
+                           char *why, size_t nwhy)
+{
+    for (int64_t r = 0; r < s1->nranks; r++)
+        if (tl1->start_s[r])
+            bymb_init(&b[r], &s1->ranks[r], s1->num_micro_batches);
+    return check_reduced(s1, tl1, sp, b, P, why, nwhy);
+}
+
+static void bymb_all_free(const struct oc_timeline *tl1, struct bymb *b)
+{
+    for (int64_t r = 0; r < tl1->nranks; r++)
+        if (tl1->start_s[r])
+            bymb_free(&b[r]);
+    free(b);
+}
+
 int oc_rp_steady_unfold(const struct oc_schedule *s1, const struct oc_timeline *tl1,
                         const struct oc_schedule *s, struct oc_timeline *tl,
                         const struct oc_rp_steady *sp, char *why, size_t nwhy)
@@ -267,62 +335,130 @@ int oc_rp_steady_unfold(const struct oc_schedule *s1, const struct oc_timeline *
     memcpy(tl->proxy, tl1->proxy, (size_t)R * sizeof *tl->proxy);
 
     struct bymb *b = oc_xcalloc((size_t)R, sizeof *b);
-    for (int64_t r = 0; r < R; r++)
-        if (tl1->start_s[r])
-            bymb_init(&b[r], &s1->ranks[r], m1);
     double P = 0.0;
-    int rc = check_reduced(s1, tl1, sp, b, &P, why, nwhy);
+    int rc = reduced_checked(s1, tl1, sp, b, &P, why, nwhy);
     int64_t *seen = oc_xcalloc((size_t)(m > 0 ? m : 1), sizeof *seen);
-    for (int64_t r = 0; rc == 0 && r < R; r++) {
-        if (!tl1->start_s[r])
-            continue;
-        const struct oc_rank_ops *F = &s->ranks[r], *A = &s1->ranks[r];
-        const struct bymb *B = &b[r];
-        memset(seen, 0, (size_t)m * sizeof *seen);
-        int64_t nnone = 0;
-        for (int64_t x = 0; rc == 0 && x < F->n; x++) {
-            const struct oc_op *op = &F->ops[x];
-            int64_t y, periods;
-            if (op->mb >= 0) {
-                const int64_t i1 = image_mb(sp, op->mb, &periods);
-                const int64_t n = seen[op->mb]++;
-                if (n >= B->first[i1 + 1] - B->first[i1]) {
-                    rc = fail(why, nwhy, "rank %" PRId64 ": micro-batch %d has more ops than "
-                              "its image %" PRId64, r, op->mb, i1);
-                    break;
-                }
-                y = B->at[B->first[i1] + n];
-            } else {
-                if (nnone >= B->nnone) {
-                    rc = fail(why, nwhy, "rank %" PRId64 ": more ops of no micro-batch", r);
-                    break;
-                }
-                y = B->none[nnone++];
-                /* after the window in the reduced run: after the
-                 * inserted periods here */
-                periods = y > B->hi ? sp->D / sp->K : 0;
-            }
-            if (!alike(op, &A->ops[y])) {
-                rc = fail(why, nwhy, "rank %" PRId64 ": op %" PRId64 " differs from its "
-                          "image %" PRId64 " in the reduced run", r, x, y);
-                break;
-            }
-            tl->start_s[r][x] = tl1->start_s[r][y] + (double)periods * P;
-            tl->end_s[r][x] = tl1->end_s[r][y] + (double)periods * P;
-        }
-        if (rc == 0 && nnone != B->nnone)
-            rc = fail(why, nwhy, "rank %" PRId64 ": %" PRId64 " ops of no micro-batch, the "
-                      "reduced run %" PRId64, r, nnone, B->nnone);
-    }
-    free(seen);
-    for (int64_t r = 0; r < R; r++)
+    for (int64_t r = 0; rc == 0 && r < R; r++)
         if (tl1->start_s[r])
-            bymb_free(&b[r]);
-    free(b);
+            rc = image_rank(sp, r, &s->ranks[r], &s1->ranks[r], &b[r], tl1, P, m, seen,
+                            tl->start_s[r], tl->end_s[r], NULL, NULL, why, nwhy);
+    free(seen);
+    bymb_all_free(tl1, b);
     if (rc != 0)
         oc_timeline_free(tl);
     else
         XBT_DEBUG("steady-state fold: %" PRId64 " of %" PRId64 " micro-batches simulated, "
                   "period %.9g s", m1, m, P);
+    return rc;
+}
+
+/* A message of the full run read from the reduced one: the other end of
+ * op i (image y) is the image's partner shifted by the same periods (both
+ * ends carry one micro-batch, so one image micro-batch and one shift). */
+struct fold_msg {
+    const struct oc_rank_ops *ro;
+    const double *S, *E;
+    const int64_t *img, *per;
+    int64_t r;
+    int64_t *const *partner1;
+    const struct oc_timeline *tl1;
+    double P;
+};
+
+static int fold_message(void *ctx, int64_t i, double *sent, double *posted, double *arrived)
+{
+    const struct fold_msg *c = ctx;
+    const struct oc_op *op = &c->ro->ops[i];
+    const int64_t j = c->partner1[c->r][c->img[i]];
+    if (j < 0 || !c->tl1->start_s[op->peer])
+        return 0;
+    const double ps = c->tl1->start_s[op->peer][j] + (double)c->per[i] * c->P;
+    if (op->kind == OC_OP_RECV) {
+        *sent = ps;
+        *posted = c->S[i];
+        *arrived = c->E[i];
+    } else {
+        *sent = c->S[i];
+        *posted = ps;
+        *arrived = c->tl1->end_s[op->peer][j] + (double)c->per[i] * c->P;
+    }
+    return 1;
+}
+
+/* Buffers for one rank of the full run, grown as needed. */
+struct fold_rank {
+    struct oc_rank_ops ro;
+    double *S, *E;
+    int64_t *img, *per, cap;
+};
+
+static void fold_rank_fit(struct fold_rank *w)
+{
+    if (w->ro.n <= w->cap)
+        return;
+    w->cap = w->ro.n;
+    w->S = oc_xrealloc(w->S, (size_t)w->cap * sizeof *w->S);
+    w->E = oc_xrealloc(w->E, (size_t)w->cap * sizeof *w->E);
+    w->img = oc_xrealloc(w->img, (size_t)w->cap * sizeof *w->img);
+    w->per = oc_xrealloc(w->per, (size_t)w->cap * sizeof *w->per);
+}
+
+static void fold_rank_free(struct fold_rank *w)
+{
+    free(w->ro.ops);
+    free(w->S);
+    free(w->E);
+    free(w->img);
+    free(w->per);
+}
+
+int oc_rp_steady_figures(const struct oc_model *m, const struct oc_layout *l,
+                         const struct oc_schedule_opts *so, const struct oc_schedule *s1,
+                         const struct oc_timeline *tl1, const struct oc_rp_steady *sp,
+                         struct oc_metrics *mt, struct oc_status *st, char *why,
+                         size_t nwhy)
+{
+    struct oc_schedule_builder *bld;
+    if (oc_schedule_builder_new(&bld, m, l, so, st) != 0)
+        return -1;
+    const int64_t R = s1->nranks, nm = oc_schedule_builder_micro_batches(bld);
+    OC_ASSERT(oc_schedule_builder_ranks(bld) == R && tl1->nranks == R);
+    OC_ASSERT(s1->num_micro_batches == sp->m1 && nm == sp->m1 + sp->D);
+    struct bymb *b = oc_xcalloc((size_t)R, sizeof *b);
+    double P = 0.0;
+    int rc = reduced_checked(s1, tl1, sp, b, &P, why, nwhy) == 0 ? 0 : 1;
+    int64_t **partner1 = rc == 0 ? oc_timeline_partners(s1) : NULL;
+    struct oc_rank_fig *f = oc_xcalloc((size_t)R, sizeof *f);
+    unsigned char *rec = oc_xcalloc((size_t)R, 1);
+    int64_t *seen = oc_xcalloc((size_t)(nm > 0 ? nm : 1), sizeof *seen);
+    struct fold_rank w;
+    memset(&w, 0, sizeof w);
+    for (int64_t r = 0; rc == 0 && r < R; r++) {
+        if (!tl1->start_s[r])
+            continue;
+        oc_schedule_builder_rank(bld, r, &w.ro);
+        fold_rank_fit(&w);
+        if (image_rank(sp, r, &w.ro, &s1->ranks[r], &b[r], tl1, P, nm, seen, w.S, w.E, w.img,
+                       w.per, why, nwhy) != 0) {
+            rc = 1;
+            break;
+        }
+        struct fold_msg c = {&w.ro, w.S, w.E, w.img, w.per, r, partner1, tl1, P};
+        rec[r] = 1;
+        oc_step_rank_figures(&w.ro, w.S, w.E, NULL, NULL, fold_message, &c, &f[r]);
+    }
+    if (rc == 0) {
+        oc_step_metrics_ranks(l, R, rec, f, mt);
+        XBT_DEBUG("steady-state fold: %" PRId64 " of %" PRId64 " micro-batches simulated, "
+                  "period %.9g s (figures rank by rank)", sp->m1, nm, P);
+    }
+    fold_rank_free(&w);
+    free(seen);
+    free(rec);
+    free(f);
+    if (partner1)
+        oc_timeline_partners_free(partner1, R);
+    bymb_all_free(tl1, b);
+    oc_schedule_builder_free(bld);
     return rc;
 }

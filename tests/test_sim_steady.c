@@ -12,7 +12,10 @@
  *     to 1e-9 of the step, on layouts covering 1f1b, interleaved, CP,
  *     ZeRO-1/2/3, DP overlap on and off, full recompute, DP across nodes,
  *     fast and sym fidelity and a forced tree (sym falls back to fast);
- *     sim_micro_batches says the fold ran.
+ *     sim_micro_batches says the fold ran;
+ *   - the figures read rank by rank without the full schedule (a sweep's)
+ *     equal those of the unfolded timeline (`ocsim simulate`'s) bit for
+ *     bit, on 1f1b, interleaved, CP and ZeRO-3.
  *
  * Model gpt3-1.3b (24 layers), sequence 2048, bf16, topology h100-100g
  * (8 GPUs and one 100 Gb/s NIC per node).
@@ -294,6 +297,57 @@ static void test_sim_cp_zero(void)
     folded_equals_full("tp2-pp4-dp2-mb1-1f1b-coll=tree", 16, 2 * 40, OC_SIM_SYM);
 }
 
+/* The figures without the full schedule (oc_rp_steady_figures, when no
+ * schedule or timeline is asked for: what a sweep runs) equal those of the
+ * unfolded timeline (what `ocsim simulate` runs) bit for bit: the same op
+ * times read in the same order. */
+static void rank_by_rank_equals_unfolded(const char *label, int64_t cards, int64_t global_batch,
+                                         enum oc_sim_fidelity fid)
+{
+    const struct oc_model m = model();
+    struct oc_topology t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
+    struct oc_layout l = lay(label, global_batch);
+    CU_ASSERT_EQUAL_FATAL(oc_layout_world(&l), cards);
+    struct oc_replay_opts o = {.fidelity = fid, .steady = 1};
+    struct oc_metrics *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+    struct oc_schedule s;
+    struct oc_timeline tl;
+    int rc = oc_replay_run_steady(&m, &t, &l, &o, a, NULL, NULL, &st);
+    if (rc != 0)
+        fprintf(stderr, "%s: %s\n", label, st.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL_FATAL(oc_replay_run_steady(&m, &t, &l, &o, b, &s, &tl, &st), 0);
+    struct oc_rp_steady sp;
+    CU_ASSERT_EQUAL_FATAL(oc_rp_steady_plan(&l, &sp), 1);
+    CU_ASSERT_EQUAL(a->sim_micro_batches, sp.m1);
+    CU_ASSERT_EQUAL(b->sim_micro_batches, sp.m1);
+    CU_ASSERT_EQUAL(a->step_time_s, b->step_time_s);
+    CU_ASSERT_EQUAL(a->compute_s, b->compute_s);
+    CU_ASSERT_EQUAL(a->bubble_fraction, b->bubble_fraction);
+    CU_ASSERT_EQUAL(a->pp_comm_s, b->pp_comm_s);
+    CU_ASSERT_EQUAL(a->cp_comm_s, b->cp_comm_s);
+    CU_ASSERT_EQUAL(a->dp_comm_s, b->dp_comm_s);
+    CU_ASSERT_EQUAL(a->tp_comm_s, b->tp_comm_s);
+    CU_ASSERT_EQUAL(a->exposed_comm_s, b->exposed_comm_s);
+    CU_ASSERT_EQUAL(a->peak_mem_bytes, b->peak_mem_bytes);
+    for (int64_t i = 0; i < a->nstages; i++)
+        CU_ASSERT_EQUAL(memcmp(&a->stage[i], &b->stage[i], sizeof a->stage[i]), 0);
+    oc_timeline_free(&tl);
+    oc_schedule_free(&s);
+    free(a);
+    free(b);
+}
+
+static void test_rank_by_rank(void)
+{
+    rank_by_rank_equals_unfolded("tp2-pp4-dp2-mb1-1f1b", 16, 2 * 40, OC_SIM_SYM);
+    rank_by_rank_equals_unfolded("tp2-pp4-dp2-mb1-v2", 16, 2 * 80, OC_SIM_FAST);
+    rank_by_rank_equals_unfolded("tp1-pp4-dp2-cp2-mb1-1f1b", 16, 2 * 40, OC_SIM_SYM);
+    rank_by_rank_equals_unfolded("tp2-pp4-dp2-mb1-1f1b-zero3", 16, 2 * 40, OC_SIM_SYM);
+}
+
 /* A fold that does not hold after its reduced run (the test hook) in a
  * forked replay: the reduced run ran SimGrid in the child, so the full
  * replay runs in a second child (replay.c, oc_replay_run_forked); its
@@ -331,6 +385,7 @@ static CU_TestInfo tests[] = {
     {"folded = full: 1f1b, sym and fast, overlap off, full recompute", test_sim_1f1b},
     {"folded = full: interleaved", test_sim_interleaved},
     {"folded = full: CP, ZeRO-2, ZeRO-3, forced tree", test_sim_cp_zero},
+    {"figures rank by rank = the unfolded timeline's, bit for bit", test_rank_by_rank},
     CU_TEST_INFO_NULL,
 };
 
