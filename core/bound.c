@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bound_geom.h"
 #include "bound_walk.h"
 #include "cost.h"
 #include "mbsplit.h"
@@ -28,6 +29,15 @@ static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int dp_grads_bounded(const struct oc_layout *l) { return !oc_gc_on(l); }
 static double dmax(double a, double b) { return a > b ? a : b; }
 
+/* Whether the step ends with the distributed optimizer's all-gather of the
+ * updated weights over DP, after the optimizer (core/schedule.c, emit_rank):
+ * ZeRO-1 unless --overlap-param-gather moves it into the next forward,
+ * ZeRO-2 always (ZeRO-3 gathers per unit in the next step). */
+static int weights_gathered(const struct oc_layout *l)
+{
+    return (l->zero == 1 && !l->overlap_param_gather) || (l->zero == 2 && l->dp > 1);
+}
+
 /* What an all-reduce over n members of one node moves per member, in
  * buffers: the ring's 2(n-1)/n, or where the switch reduces (NVLS,
  * sim/coll_nvls.c) the (n+1)/n it needs, whichever is less. */
@@ -39,13 +49,13 @@ static double node_allreduce_moved(const struct oc_topology *t, int64_t n)
 }
 
 double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
-                             int64_t n, int64_t per_node, int64_t groups_per_node)
+                             int64_t n, int64_t per_node, double groups_per_node)
 {
     if (n < 2 || bytes <= 0)
         return 0;
     if (per_node < 1)
         per_node = 1;
-    if (groups_per_node < 1)
+    if (!(groups_per_node >= 1))
         groups_per_node = 1;
     /* Patarasuk and Yuan 2009: an all-reduce sends and receives at least
      * 2(N-1)/N * S per member over its link; a reduce-scatter or an
@@ -65,7 +75,7 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
         /* The node as one member whose reduction inside is free: G members
          * on the node's NICs, shared by the groups leaving it at once. */
         const double node_Bps = (double)t->nics_per_node * t->nic_bandwidth_Bps /
-                                (double)groups_per_node;
+                                groups_per_node;
         s = moved * (double)(nodes - 1) / (double)nodes * bytes / node_Bps;
     }
     return OC_BOUND_COMM_SAFETY * s;
@@ -98,7 +108,7 @@ double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes
  * hop); not for the sum over the groups of several stages (other rings,
  * other NICs: node_share_s keeps the node's capacity bound). */
 double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topology *t, int kind,
-                              double bytes, int64_t n, int64_t per_node, int64_t groups)
+                              double bytes, int64_t n, int64_t per_node, double groups)
 {
     const double py = oc_bound_group_coll_s(t, kind, bytes, n, per_node, groups);
     if (n < 2 || bytes <= 0 || per_node < 1 ||
@@ -106,10 +116,10 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
         return py;
     if ((n + per_node - 1) / per_node < 2) /* inside one node: as auto's */
         return py;
-    const int64_t flows = groups > 1 ? groups : 1;
+    const double flows = groups > 1 ? groups : 1;
     double hop = t->nic_bandwidth_Bps;
-    if ((double)t->nics_per_node * t->nic_bandwidth_Bps / (double)flows < hop)
-        hop = (double)t->nics_per_node * t->nic_bandwidth_Bps / (double)flows;
+    if ((double)t->nics_per_node * t->nic_bandwidth_Bps / flows < hop)
+        hop = (double)t->nics_per_node * t->nic_bandwidth_Bps / flows;
     if (!(hop > 0))
         return py;
     const double moved = kind == 0 ? 2.0 : 1.0;
@@ -123,49 +133,6 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
     return dmax(py, s);
 }
 
-/* The geometry of the DP groups of a layout: members of one group per node
- * (at most), and how many groups of one stage leave a node at once (at
- * least). Rank numbering (layout.h): TP fastest, then CP, then DP and PP
- * or PP and DP; the members of a DP group are `stride` ranks apart. */
-static void dp_geometry(const struct oc_layout *l, const struct oc_topology *t,
-                        int64_t *per_node, int64_t *groups)
-{
-    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
-    const int64_t tc = l->tp * (l->cp > 0 ? l->cp : 1);
-    const int64_t stride = l->order == OC_ORDER_TP_DP_PP ? tc : tc * l->pp;
-    *per_node = imin(l->dp, (gpn + stride - 1) / stride);
-    /* A TP (x CP) group aligned inside a node runs in lockstep: its tc
-     * members reduce over tc distinct DP groups at the same moment. */
-    *groups = (gpn % tc == 0 || tc % gpn == 0) ? imin(tc, gpn) : 1;
-}
-
-/* The gradient group of a layout (Megatron-LM's data-parallel group with
- * CP: the DP x CP ranks of one (tp, pp), schedule.h): *n members, at most
- * *per_node in a node, at least *groups such groups leaving a node at once.
- * Without CP dp_geometry's; with it, members share their TP index, so a
- * node holds at most ceil(gpn / tp) of them (cp per TP x CP block where
- * nodes hold whole blocks), and the tp members of a TP
- * group inside a node (in lockstep) belong to tp distinct groups. */
-static void grad_group(const struct oc_layout *l, const struct oc_topology *t, int64_t *n,
-                       int64_t *per_node, int64_t *groups)
-{
-    if (l->cp <= 1) {
-        *n = l->dp;
-        dp_geometry(l, t, per_node, groups);
-        return;
-    }
-    const int64_t gpn = t->gpus_per_node > 0 ? t->gpus_per_node : 1;
-    const int64_t U = l->tp * l->cp, DS = l->order == OC_ORDER_TP_DP_PP ? 1 : l->pp;
-    *n = l->dp * l->cp;
-    /* Nodes holding whole TP x CP blocks: a block holds cp members of the
-     * group, and the group's blocks are DS blocks apart (DP stride). */
-    if (gpn % U == 0)
-        *per_node = l->cp * imin(l->dp, (gpn / U + DS - 1) / DS);
-    else
-        *per_node = imin(*n, (gpn + l->tp - 1) / l->tp);
-    *groups = (gpn % l->tp == 0 || l->tp % gpn == 0) ? imin(l->tp, gpn) : 1;
-}
-
 /* One layer's ZeRO-2/3 all-gather of its weights (*ag1) and reduce-scatter
  * of its gradients (*rs1) at the DP-collective bound; 0 where the layout
  * has none (ZeRO 0-1, no DP, or CP, which ZeRO-2/3 refuse). */
@@ -176,15 +143,18 @@ static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
     *ag1 = *rs1 = 0;
     if (l->zero < 2 || l->dp < 2 || l->cp > 1)
         return 0;
-    int64_t per_node, groups;
-    dp_geometry(l, t, &per_node, &groups);
+    struct oc_bound_geom g;
+    oc_bound_dp_geom(l, t, &g);
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
     const double P = (double)oc_model_layer_params_tp(m, l->tp);
     struct oc_layout a = *l;
+    /* forced: one stage's own group (its NICs, oc_bound_dp_geom's share); else summed
+     * over the stages that share a node (its NICs, plain groups) */
+    const double share = forced ? g.share : (double)g.groups;
     if (!forced)
         a.coll = OC_COLL_CHOICE_AUTO;
-    *ag1 = oc_bound_forced_coll_s(&a, t, 1, pb.weight * P, l->dp, per_node, groups);
-    *rs1 = oc_bound_forced_coll_s(&a, t, 1, pb.grad * P, l->dp, per_node, groups);
+    *ag1 = oc_bound_forced_coll_s(&a, t, 1, pb.weight * P, l->dp, g.per_node, share);
+    *rs1 = oc_bound_forced_coll_s(&a, t, 1, pb.grad * P, l->dp, g.per_node, share);
     return 1;
 }
 
@@ -388,8 +358,10 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
      * distributed optimizer, AdamW over the rank's (shard of) parameters. */
     const int64_t params = oc_mem_stage_params(m, l, stage);
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-    int64_t gn, per_node, groups;
-    grad_group(l, t, &gn, &per_node, &groups);
+    struct oc_bound_geom g;
+    oc_bound_grad_geom(l, t, &g);
+    const int64_t gn = g.n, per_node = g.per_node;
+    const double groups = g.share; /* the stage's own groups */
     const double opt_params = l->zero >= 1 ? (double)params / (double)gn : (double)params;
     st->tail = opt_params * c->optimizer_s_per_param;
     if (gn > 1) {
@@ -405,7 +377,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         if (reduced > 0)
             st->tail += oc_bound_forced_coll_s(l, t, kind, pb.grad * reduced, gn, per_node,
                                                groups);
-        if (l->zero == 1 && !l->overlap_param_gather)
+        if (weights_gathered(l))
             st->tail += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
     }
 }
@@ -546,8 +518,11 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), q = node_stages(l, t);
     if (q < 2 || l->zero > 1)
         return 0;
-    int64_t gn, per_node, groups;
-    grad_group(l, t, &gn, &per_node, &groups);
+    struct oc_bound_geom g;
+    oc_bound_grad_geom(l, t, &g);
+    /* several stages' groups on the node: all its NICs (not oc_bound_dp_geom's share) */
+    const int64_t gn = g.n, per_node = g.per_node;
+    const double groups = (double)g.groups;
     if (gn < 2 || per_node >= gn)
         return 0;
     const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
@@ -595,7 +570,7 @@ static double node_share_s(const struct oc_model *m, const struct oc_layout *l,
 static double buckets_after_start_s(const struct oc_model *m, const struct oc_layout *l,
                                     const struct oc_topology *t, const struct oc_bound_walk *w,
                                     const int64_t *nl, int64_t i, int kind, int64_t gn,
-                                    int64_t per_node, int64_t groups)
+                                    int64_t per_node, double groups)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l);
     const double P = (double)oc_model_layer_params_tp(m, l->tp);
@@ -656,15 +631,29 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
      * reused): ZeRO-2/3 reduce inside a backward unit, layer by layer, so
      * a chunk's gradients are ready from its last backward's start; else
      * the chunk's bucket is posted after it */
+    /* ZeRO-2/3 under overlap: the gradient stream's queue (bound_walk.h) */
+    double ag1, rs1;
+    struct oc_bound_zstream zs = {NULL, ls->lb, 0};
+    double *zl = NULL;
+    if (l->overlap_grad_reduce && zero_layer_colls(m, l, t, 1, &ag1, &rs1) && rs1 > 0) {
+        zl = oc_xcalloc((size_t)G, sizeof *zl);
+        for (int64_t g = 0; g < G; g++)
+            zl[g] = (double)nl[(g % p) * v + g / p];
+        zs.layers = zl;
+        zs.rs = rs1;
+    }
     struct oc_bound_walk w;
-    const int walked = oc_bound_walk_run(l, nm, f, b, hop, &w);
+    const int walked = oc_bound_walk_run(l, nm, f, b, hop, zl ? &zs : NULL, &w);
+    free(zl);
     const double *clk = walked ? w.clk : NULL;
     const double *lastb = walked ? (l->zero >= 2 ? w.bstart : w.bend) : NULL;
     double step = 0;
     if (walked) {
         const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-        int64_t gn, per_node, groups;
-        grad_group(l, t, &gn, &per_node, &groups);
+        struct oc_bound_geom g;
+        oc_bound_grad_geom(l, t, &g);
+        const int64_t gn = g.n, per_node = g.per_node;
+        const double groups = g.share; /* each stage's own groups */
         const int kind = l->zero >= 1 ? 1 : 0;
         const double P = (double)oc_model_layer_params_tp(m, l->tp);
         for (int64_t i = 0; i < p; i++) {
@@ -691,8 +680,10 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
                                                                 gn, per_node, groups));
                 }
             }
+            /* the WAIT before the optimizer waits for the ZeRO stream */
+            done = dmax(done, w.zend[i]);
             double end = done + opt_params * c->optimizer_s_per_param;
-            if (gn > 1 && l->zero == 1 && !l->overlap_param_gather)
+            if (gn > 1 && weights_gathered(l))
                 end += oc_bound_forced_coll_s(l, t, 1, pb.weight * (double)params, gn, per_node, groups);
             step = dmax(step, end);
         }

@@ -35,8 +35,12 @@
  *     lower bound of Patarasuk and Yuan 2009 (all-reduce 2(N-1)/N * S/B)
  *     on the hops it must cross: 2(N-1)/N * S/B_intra inside a node;
  *     across nodes 2(G-1)/G * S over the node's NICs shared by the stage's
- *     DP groups that leave the node at once; reduce-scatter and
- *     all-gather half that. (Until the fifth session the bound charged
+ *     DP groups that leave the node at once, and of those NICs only the
+ *     ones the groups' members sit on (sim/platform.c routes GPU i through
+ *     NIC i % k and every simulated algorithm sends between members: on
+ *     eight-NIC nodes a DP group with two members per node crosses on two
+ *     NICs, not on its share of eight; where several stages' groups share
+ *     a node, all its NICs); reduce-scatter and all-gather half that. (Until the fifth session the bound charged
  *     half of these as a hedge; tools/check-bound.sh held the full bound
  *     below 4310 simulated DP-heavy layouts, docs/benchmarks.md.)
  *     A layout that forces the ring or the tree on a group across nodes
@@ -137,14 +141,15 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
 
 /* The bound of a DP-like collective (kind: 0 all-reduce, 1 reduce-scatter
  * or all-gather) of `bytes` over the `n` ranks of a group with `per_node`
- * members in each node, `groups_per_node` such groups leaving each node
- * at once (exposed for the tests). */
+ * members in each node, the node's NICs shared as among `groups_per_node`
+ * groups (the groups leaving each node at once; more where they use only
+ * some of its NICs, bound.c's nic_share) (exposed for the tests). */
 double oc_bound_group_coll_s(const struct oc_topology *t, int kind, double bytes,
-                             int64_t n, int64_t per_node, int64_t groups_per_node);
+                             int64_t n, int64_t per_node, double groups_per_node);
 /* The same under l's collective choice: at least oc_bound_group_coll_s,
  * and for coll=ring|tree on a group across nodes what that algorithm's
  * route carries over one flow between nodes (see above; bound.c). */
 double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topology *t, int kind,
-                              double bytes, int64_t n, int64_t per_node, int64_t groups);
+                              double bytes, int64_t n, int64_t per_node, double groups);
 
 #endif

@@ -52,9 +52,9 @@ struct entry {
     enum oc_schedule_kind sched;
     int64_t p, v, nm;
     uint64_t hash;
-    size_t cap;  /* doubles allocated in key (3G) and res (p + 2G) */
-    double *key; /* f[G], b[G], hop[G-1] */
-    double *res; /* clk[p], bend[G], bstart[G] */
+    size_t cap;  /* doubles allocated in key (4G + 1) and res (2p + 2G) */
+    double *key; /* f[G], b[G], hop[G-1], layers[G], layer_b, rs */
+    double *res; /* clk[p], bend[G], bstart[G], zend[p] */
 };
 
 static struct {
@@ -80,10 +80,13 @@ static uint64_t hash_key(const double *x, size_t n)
 /* The walk of path_bound_s (bound.c says what each step charges) into e's
  * results. */
 static int walk(const struct oc_layout *l, int64_t nm, const double *f, const double *b,
-                const double *hop, struct entry *e)
+                const double *hop, const double *zk, struct entry *e)
 {
     const int64_t p = l->pp, G = p * oc_place_chunks_per_stage(l);
     double *clk = e->res, *bend = e->res + p, *bstart = e->res + p + G;
+    double *zend = e->res + p + 2 * G;
+    /* the ZeRO stream (zk: layers[G], layer_b, rs; the key's tail) */
+    const double layer_b = zk[G], rs = zk[G + 1];
     if ((size_t)(nm * G) > cache.cap_units) {
         cache.cap_units = (size_t)(nm * G);
         free(cache.fe);
@@ -99,7 +102,7 @@ static int walk(const struct oc_layout *l, int64_t nm, const double *f, const do
     double *fe = cache.fe, *be = cache.be;
     int64_t *pos = cache.pos;
     for (int64_t i = 0; i < p; i++)
-        clk[i] = 0, pos[i] = 0;
+        clk[i] = 0, pos[i] = 0, zend[i] = 0;
     for (int64_t g = 0; g < G; g++)
         bend[g] = bstart[g] = 0;
     for (int64_t k = 0; k < nm * G; k++)
@@ -139,6 +142,8 @@ static int walk(const struct oc_layout *l, int64_t nm, const double *f, const do
                     be[k] = clk[i];
                     bend[g] = clk[i];
                     bstart[g] = start;
+                    for (int64_t q = 0; rs > 0 && q < (int64_t)zk[g]; q++)
+                        zend[i] = dmax(zend[i], start + (double)(q + 1) * layer_b) + rs;
                 } else {
                     fe[k] = clk[i];
                 }
@@ -152,10 +157,11 @@ static int walk(const struct oc_layout *l, int64_t nm, const double *f, const do
 }
 
 int oc_bound_walk_run(const struct oc_layout *l, int64_t nm, const double *f, const double *b,
-                      const double *hop, struct oc_bound_walk *out)
+                      const double *hop, const struct oc_bound_zstream *zs,
+                      struct oc_bound_walk *out)
 {
     const int64_t p = l->pp, v = oc_place_chunks_per_stage(l), G = p * v;
-    const size_t nk = (size_t)(3 * G - 1);
+    const size_t nk = (size_t)(4 * G + 1);
     /* the key in one array: hashed and compared whole */
     static double *key;
     static size_t key_cap;
@@ -167,6 +173,11 @@ int oc_bound_walk_run(const struct oc_layout *l, int64_t nm, const double *f, co
     memcpy(key, f, (size_t)G * sizeof *key);
     memcpy(key + G, b, (size_t)G * sizeof *key);
     memcpy(key + 2 * G, hop, (size_t)(G - 1) * sizeof *key);
+    double *zk = key + 3 * G - 1;
+    for (int64_t g = 0; g < G; g++)
+        zk[g] = zs && zs->rs > 0 ? zs->layers[g] : 0;
+    zk[G] = zs && zs->rs > 0 ? zs->layer_b : 0;
+    zk[G + 1] = zs && zs->rs > 0 ? zs->rs : 0;
     const uint64_t h = hash_key(key, nk);
     struct entry *e = NULL;
     for (int i = 0; i < WALK_WAYS && !e; i++) {
@@ -178,8 +189,9 @@ int oc_bound_walk_run(const struct oc_layout *l, int64_t nm, const double *f, co
     if (!e) {
         e = &cache.e[cache.next];
         cache.next = (cache.next + 1) % WALK_WAYS;
-        const size_t need = (size_t)(3 * G) > (size_t)(p + 2 * G) ? (size_t)(3 * G)
-                                                                   : (size_t)(p + 2 * G);
+        const size_t need = (size_t)(4 * G + 1) > (size_t)(2 * p + 2 * G)
+                                ? (size_t)(4 * G + 1)
+                                : (size_t)(2 * p + 2 * G);
         if (need > e->cap) {
             e->cap = need;
             free(e->key);
@@ -188,7 +200,7 @@ int oc_bound_walk_run(const struct oc_layout *l, int64_t nm, const double *f, co
             e->res = oc_xmalloc(need * sizeof *e->res);
         }
         e->used = 0; /* until the walk is in */
-        e->ok = walk(l, nm, f, b, hop, e);
+        e->ok = walk(l, nm, f, b, hop, zk, e);
         memcpy(e->key, key, nk * sizeof *key);
         e->sched = l->schedule, e->p = p, e->v = v, e->nm = nm, e->hash = h;
         e->used = 1;
@@ -198,5 +210,6 @@ int oc_bound_walk_run(const struct oc_layout *l, int64_t nm, const double *f, co
     out->clk = e->res;
     out->bend = e->res + p;
     out->bstart = e->res + p + G;
+    out->zend = e->res + p + 2 * G;
     return 1;
 }

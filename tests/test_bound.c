@@ -1,5 +1,6 @@
 /* test_bound.c: the closed-form lower bound of a layout's step time
- * (core/bound.h): its collective term worked by hand, its monotony in the
+ * (core/bound.h): its collective term worked by hand (with the NICs a
+ * stage's groups use, and the walk's ZeRO stream), its monotony in the
  * knobs it sees, and the property the sweep's pruning rests on: bound <=
  * the simulated step, on many layouts of the search (simulated here through
  * sim/sweep.h, one SimGrid child per layout, fast fidelity). */
@@ -8,6 +9,8 @@
 #include <string.h>
 
 #include "bound.h"
+#include "bound_geom.h"
+#include "bound_walk.h"
 #include "memory.h"
 #include "search.h"
 #include "sweep.h"
@@ -88,14 +91,84 @@ static void test_forced_coll_by_hand(void)
     CU_ASSERT_EQUAL(oc_bound_forced_coll_s(&l, &t, 0, 1e9, 1, 1, 1), 0);
 }
 
-static int load(struct oc_model *m, struct oc_topology *t, const char *model)
+static int load_on(struct oc_model *m, struct oc_topology *t, const char *model,
+                   const char *topo)
 {
     struct oc_status st = {{0}};
-    if (oc_model_load(model, m, &st) != 0 || oc_topology_load("h100-100g", t, &st) != 0) {
+    if (oc_model_load(model, m, &st) != 0 || oc_topology_load(topo, t, &st) != 0) {
         fprintf(stderr, "%s\n", st.msg);
         return -1;
     }
     return 0;
+}
+
+static int load(struct oc_model *m, struct oc_topology *t, const char *model)
+{
+    return load_on(m, t, model, "h100-100g");
+}
+
+static struct oc_layout parsed(const char *name, int64_t global_batch, int64_t seq)
+{
+    struct oc_layout l;
+    struct oc_status st = {{0}};
+    oc_layout_default(&l);
+    CU_ASSERT_EQUAL_FATAL(oc_layout_parse(&l, name, &st), 0);
+    l.global_batch = global_batch;
+    l.seq_length = seq;
+    return l;
+}
+
+/* The NICs a stage's DP groups use (bound_geom.h), by hand on dgx-a100
+ * (8 GPUs, 8 NICs of 25 GB/s, GPU i on NIC i % 8: sim/platform.c):
+ *   tp2-pp2-dp16, tp-pp-dp: members 4 ranks apart (tp * pp), 2 per node;
+ *   the TP pair in lockstep: 2 groups on GPUs {0, 4} and {1, 5}: 4 NICs
+ *   of 8, share 2 * 8 / 4 = 4. A reduce-scatter of 1 GB over the 16
+ *   members on 8 nodes: 7/8 * 1e9 over 8 * 25e9 / 4 = 50 GB/s = 17.5 ms
+ *   (all 8 NICs for the 2 groups would give 8.75 ms, the old term);
+ *   tp1-pp1-dp64: 8 members per node, 1 group: all 8 NICs, share 1;
+ *   on h100-100g (one NIC): share = groups (2). */
+static void test_nic_share_by_hand(void)
+{
+    struct oc_topology a, h;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("dgx-a100", &a, &st), 0);
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &h, &st), 0);
+    struct oc_layout l = parsed("tp2-pp2-dp16-mb1-1f1b-zero2-order=tp-pp-dp", 64, 1024);
+    struct oc_bound_geom g;
+    oc_bound_dp_geom(&l, &a, &g);
+    CU_ASSERT_EQUAL(g.n, 16);
+    CU_ASSERT_EQUAL(g.per_node, 2);
+    CU_ASSERT_EQUAL(g.groups, 2);
+    OC_ASSERT_REL(g.share, 4.0, 1e-15);
+    OC_ASSERT_REL(oc_bound_forced_coll_s(&l, &a, 1, 1e9, g.n, g.per_node, g.share), 17.5e-3,
+                  1e-12);
+    oc_bound_dp_geom(&l, &h, &g);
+    OC_ASSERT_REL(g.share, 2.0, 1e-15);
+    l = parsed("tp1-pp1-dp64-mb1-1f1b-zero2", 64, 1024);
+    oc_bound_dp_geom(&l, &a, &g);
+    CU_ASSERT_EQUAL(g.per_node, 8);
+    OC_ASSERT_REL(g.share, 1.0, 1e-15);
+}
+
+/* The ZeRO stream of the walk (bound_walk.h), by hand: one stage, 1f1b,
+ * two micro-batches (units F0 B0 F1 B1), forward 1 s, backward 2 s; each
+ * backward's 3 layers issue their reduce-scatter at its start + 0.5, 1,
+ * 1.5 s, each taking 1 s, one after the other: B0 starts at 1 (issues
+ * 1.5, 2, 2.5: the queue ends at 2.5, 3.5, 4.5), B1 at 4 (issues 4.5, 5,
+ * 5.5: ends 5.5, 6.5, 7.5). The stage's units end at 6, its stream at
+ * 7.5; without the stream 0. */
+static void test_walk_zstream_by_hand(void)
+{
+    struct oc_layout l = parsed("tp1-pp1-dp1-mb1-1f1b", 2, 1024);
+    const double f[1] = {1.0}, b[1] = {2.0}, hop[1] = {0}, layers[1] = {3};
+    const struct oc_bound_zstream zs = {layers, 0.5, 1.0};
+    struct oc_bound_walk w;
+    CU_ASSERT_EQUAL_FATAL(oc_bound_walk_run(&l, 2, f, b, hop, &zs, &w), 1);
+    OC_ASSERT_REL(w.clk[0], 6.0, 1e-15);
+    OC_ASSERT_REL(w.zend[0], 7.5, 1e-15);
+    CU_ASSERT_EQUAL_FATAL(oc_bound_walk_run(&l, 2, f, b, hop, NULL, &w), 1);
+    CU_ASSERT_EQUAL(w.zend[0], 0);
+    OC_ASSERT_REL(w.clk[0], 6.0, 1e-15);
 }
 
 /* The knobs the bound sees: no overlap or a slower collective never lowers
@@ -331,6 +404,29 @@ static void test_buckets_after_backward_start(void)
     check_below_sim(&m, &t, lay, 4, "gpt3-1.3b buckets", 16);
 }
 
+/* On eight-NIC nodes (dgx-a100), where a stage's DP groups cross on their
+ * members' NICs only (bound_geom.h), and ZeRO-2 (its weight all-gather
+ * after the optimizer, its reduce-scatter stream under overlap): bound <=
+ * simulated on gpt3-1.3b over 32 GPUs. */
+static void test_below_sim_multi_nic(void)
+{
+    struct oc_model m;
+    struct oc_topology t;
+    CU_ASSERT_FATAL(load_on(&m, &t, "gpt3-1.3b", "dgx-a100") == 0);
+    const char *names[] = {"tp2-pp2-dp8-mb1-v2-zero2-order=tp-pp-dp",
+                           "tp1-pp2-dp16-mb1-1f1b-zero2",
+                           "tp2-pp1-dp16-mb1-1f1b-zero2",
+                           "tp1-pp1-dp32-mb1-1f1b-zero2-coll=hier",
+                           "tp2-pp2-dp8-mb2-1f1b-zero1-order=tp-pp-dp",
+                           "tp4-pp1-dp8-mb1-1f1b-zero3",
+                           "tp1-pp4-dp8-mb1-v3-zero2-order=tp-pp-dp",
+                           "tp2-pp2-dp8-mb1-1f1b-zero2-noovl"};
+    struct oc_layout lay[8];
+    for (int i = 0; i < 8; i++)
+        lay[i] = parsed(names[i], 128, 1024);
+    check_below_sim(&m, &t, lay, 8, "gpt3-1.3b on dgx-a100", 32);
+}
+
 static void test_below_sim_tiny(void) { bound_below_sim("tiny", 8, 16, 128, 60); }
 static void test_below_sim_gpt(void) { bound_below_sim("gpt3-1.3b", 16, 32, 1024, 40); }
 /* four nodes of one 12.5 GB/s NIC each: pipeline messages and DP rings
@@ -340,6 +436,8 @@ static void test_below_sim_13b(void) { bound_below_sim("llama2-13b", 32, 64, 204
 static CU_TestInfo tests[] = {
     {"group collective by hand", test_group_coll_by_hand},
     {"forced collective algorithms by hand", test_forced_coll_by_hand},
+    {"a stage's DP groups on their members' NICs, by hand", test_nic_share_by_hand},
+    {"the walk's ZeRO stream, by hand", test_walk_zstream_by_hand},
     {"knobs seen", test_knobs_seen},
     {"a bound does not depend on the ones before", test_order_free},
     {"bound <= simulated, tiny on 8", test_below_sim_tiny},
@@ -347,6 +445,7 @@ static CU_TestInfo tests[] = {
     {"bound <= simulated, llama2-13b on 32", test_below_sim_13b},
     {"bound <= simulated, ZeRO-2/3 with and without overlap", test_below_sim_zero_noovl},
     {"DP buckets after the last backward's start", test_buckets_after_backward_start},
+    {"bound <= simulated, eight NICs per node, ZeRO-1/2/3", test_below_sim_multi_nic},
     CU_TEST_INFO_NULL,
 };
 static CU_SuiteInfo suites[] = {
