@@ -158,6 +158,24 @@ static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
     return 1;
 }
 
+/* One layer's ZeRO-2/3 gradient reduce-scatter as the walk's queue takes
+ * it (bound_walk.h): the DP-collective bound on the stage's own NICs,
+ * without the forced algorithm's own term (the forced tree's has a known
+ * defect, bound.h: summed over every layer and micro-batch of the queue
+ * it would carry that defect into every such layout). 0 where the layout
+ * has none. */
+static double zero_queue_rs_s(const struct oc_model *m, const struct oc_layout *l,
+                              const struct oc_topology *t)
+{
+    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
+        return 0;
+    struct oc_bound_geom g;
+    oc_bound_dp_geom(l, t, &g);
+    const double P = (double)oc_model_layer_params_tp(m, l->tp);
+    return oc_bound_group_coll_s(t, 1, oc_mem_param_bytes(l).grad * P, l->dp, g.per_node,
+                                 g.share);
+}
+
 /* ZeRO-2/3 (core/schedule_zero.h): the DP collectives of layer units
  * every micro-batch, of the stage's layers (its extra unit not counted).
  * *blocking_s gets those on the compute stream: without overlap every
@@ -632,10 +650,10 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
      * a chunk's gradients are ready from its last backward's start; else
      * the chunk's bucket is posted after it */
     /* ZeRO-2/3 under overlap: the gradient stream's queue (bound_walk.h) */
-    double ag1, rs1;
+    const double rs1 = zero_queue_rs_s(m, l, t);
     struct oc_bound_zstream zs = {NULL, ls->lb, 0};
     double *zl = NULL;
-    if (l->overlap_grad_reduce && zero_layer_colls(m, l, t, 1, &ag1, &rs1) && rs1 > 0) {
+    if (l->overlap_grad_reduce && rs1 > 0) {
         zl = oc_xcalloc((size_t)G, sizeof *zl);
         for (int64_t g = 0; g < G; g++)
             zl[g] = (double)nl[(g % p) * v + g / p];
