@@ -423,7 +423,7 @@ static void test_below_sim_multi_nic(void)
                            "tp2-pp2-dp8-mb1-1f1b-zero2-noovl"};
     struct oc_layout lay[8];
     for (int i = 0; i < 8; i++)
-        lay[i] = parsed(names[i], 128, 1024);
+        lay[i] = parsed(names[i], 64, 1024);
     check_below_sim(&m, &t, lay, 8, "gpt3-1.3b on dgx-a100", 32);
 }
 
