@@ -57,9 +57,15 @@
  * sending stage) over the cluster's aggregate NIC bandwidth.
  * and, third, ZeRO-2/3 (core/schedule_zero.h): each layer unit's
  * reduce-scatter (and ZeRO-3's two all-gathers) every micro-batch, their
- * sum at the DP-collective bound above over the links they share; on the
+ * sum at the DP-collective bound above over the links they share (under
+ * a forced tree with overlap, per direction of the split-duplex NICs: the
+ * reduce-scatters and gathers run at once on two streams and cross the
+ * root leader's NIC in opposite directions); on the
  * compute stream as well where they block (without overlap all of them,
- * with it ZeRO-3's first-layer gather of each unit run).
+ * with it ZeRO-3's first-layer gather of each unit run); in the critical
+ * path's walk, under overlap, a ZeRO-3 unit no shorter than its layers'
+ * gathers one after the other (stream 0), and the reduce-scatters queued
+ * on stream 1 in issue order before the optimizer's WAIT.
  * and, fourth, the pipeline's critical path (path_s, bound.c): every
  * stage's units walked in the schedule's order with the terms above per
  * unit, each unit no earlier than its predecessor on the stage ends and
