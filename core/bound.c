@@ -10,6 +10,7 @@
 
 #include "bound_geom.h"
 #include "bound_walk.h"
+#include "bound_zero.h"
 #include "cost.h"
 #include "mbsplit.h"
 #include "memory.h"
@@ -116,10 +117,7 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
         return py;
     if ((n + per_node - 1) / per_node < 2) /* inside one node: as auto's */
         return py;
-    const double flows = groups > 1 ? groups : 1;
-    double hop = t->nic_bandwidth_Bps;
-    if ((double)t->nics_per_node * t->nic_bandwidth_Bps / flows < hop)
-        hop = (double)t->nics_per_node * t->nic_bandwidth_Bps / flows;
+    const double hop = oc_bound_flow_Bps(t, groups);
     if (!(hop > 0))
         return py;
     const double moved = kind == 0 ? 2.0 : 1.0;
@@ -131,108 +129,6 @@ double oc_bound_forced_coll_s(const struct oc_layout *l, const struct oc_topolog
                          ? OC_BOUND_COMM_SAFETY * moved * (double)(n - 1) / (double)n * bytes / hop
                          : OC_BOUND_TREE_SAFETY * through * bytes / hop; /* bound.h */
     return dmax(py, s);
-}
-
-/* One layer's ZeRO-2/3 all-gather of its weights (*ag1) and reduce-scatter
- * of its gradients (*rs1) at the DP-collective bound; 0 where the layout
- * has none (ZeRO 0-1, no DP, or CP, which ZeRO-2/3 refuse). */
-static int zero_layer_colls(const struct oc_model *m, const struct oc_layout *l,
-                            const struct oc_topology *t, int forced, double *ag1,
-                            double *rs1)
-{
-    *ag1 = *rs1 = 0;
-    if (l->zero < 2 || l->dp < 2 || l->cp > 1)
-        return 0;
-    struct oc_bound_geom g;
-    oc_bound_dp_geom(l, t, &g);
-    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-    const double P = (double)oc_model_layer_params_tp(m, l->tp);
-    struct oc_layout a = *l;
-    /* forced: one stage's own group (its NICs, oc_bound_dp_geom's share); else summed
-     * over the stages that share a node (its NICs, plain groups) */
-    const double share = forced ? g.share : (double)g.groups;
-    if (!forced)
-        a.coll = OC_COLL_CHOICE_AUTO;
-    *ag1 = oc_bound_forced_coll_s(&a, t, 1, pb.weight * P, l->dp, g.per_node, share);
-    *rs1 = oc_bound_forced_coll_s(&a, t, 1, pb.grad * P, l->dp, g.per_node, share);
-    return 1;
-}
-
-/* The forced tree's ZeRO-2/3 unit collectives summed on the links, under
- * overlap (`units` layer units of every micro-batch): the reduce-scatters
- * (stream 1) and ZeRO-3's gathers (stream 0) run at once, and the tree's
- * root leader's NIC carries them in opposite directions: a reduce-scatter
- * takes c S in and sends (N - per_node)/N S out, an all-gather the
- * reverse (oc_bound_forced_coll_s, whose per-collective term adds the two
- * phases, one after the other). So the sum is bounded per direction: the
- * larger of the bytes in and the bytes out over the flow's hop (with the
- * tree term's margin), and at least the sum of the DP-collective bounds
- * (each direction of a node's NICs carries that much of every
- * collective). Charging the two phases' sum of every collective went 1.2 %
- * over the simulation of gpt3-1.3b tp2-pp4-dp2-mb1-v2-first4-last4 zero3
- * coll=tree order=tp-pp-dp on 16 dgx-a100 (tools/check-bound.sh). */
-static double zero_tree_sum_s(const struct oc_model *m, const struct oc_layout *l,
-                              const struct oc_topology *t, double units)
-{
-    struct oc_bound_geom g;
-    oc_bound_dp_geom(l, t, &g);
-    const struct oc_mem_param_bytes pb = oc_mem_param_bytes(l);
-    const double P = (double)oc_model_layer_params_tp(m, l->tp);
-    const double Sg = pb.grad * P, Sw = pb.weight * P, z3 = l->zero == 3 ? 2.0 : 0.0;
-    const int64_t n = l->dp, nodes = (n + g.per_node - 1) / g.per_node;
-    const double py = units * (oc_bound_group_coll_s(t, 1, Sg, n, g.per_node, g.share) +
-                               z3 * oc_bound_group_coll_s(t, 1, Sw, n, g.per_node, g.share));
-    const double flows = g.share > 1 ? g.share : 1;
-    double hop = t->nic_bandwidth_Bps;
-    if ((double)t->nics_per_node * t->nic_bandwidth_Bps / flows < hop)
-        hop = (double)t->nics_per_node * t->nic_bandwidth_Bps / flows;
-    if (nodes < 2 || !(hop > 0))
-        return py;
-    const double c = nodes >= 3 ? 2.0 : 1.0, f = (double)(n - g.per_node) / (double)n;
-    const double in = units * (c * Sg + z3 * f * Sw), out = units * (f * Sg + z3 * c * Sw);
-    return dmax(py, OC_BOUND_TREE_SAFETY * dmax(in, out) / hop);
-}
-
-/* ZeRO-2/3 (core/schedule_zero.h): the DP collectives of layer units
- * every micro-batch, of the stage's layers (its extra unit not counted).
- * *blocking_s gets those on the compute stream: without overlap every
- * gather and reduce-scatter; with it, the first layer's gather of every
- * (micro-batch, chunk, direction) under ZeRO-3. Returns the bound of all of
- * them on the DP links, which they share (a throughput bound: the sum of
- * each collective's bytes over the capacity it must cross). */
-static double zero_units_s(const struct oc_model *m, const struct oc_layout *l,
-                           const struct oc_topology *t, const int64_t *nl, int64_t stage,
-                           int forced, double *blocking_s)
-{
-    *blocking_s = 0;
-    double ag1, rs1;
-    if (!zero_layer_colls(m, l, t, forced, &ag1, &rs1))
-        return 0;
-    const int64_t nmb = oc_layout_num_micro_batches(l), v = oc_place_chunks_per_stage(l);
-    double all = 0, layers = 0;
-    for (int64_t ch = 0; ch < v; ch++) {
-        const int64_t n = nl[stage * v + ch];
-        if (n < 1)
-            continue;
-        layers += (double)n;
-        const double per_mb = (double)n * (rs1 + (l->zero == 3 ? 2 * ag1 : 0));
-        all += (double)nmb * per_mb;
-        if (!l->overlap_grad_reduce)
-            *blocking_s += (double)nmb * per_mb;
-        else if (l->zero == 3)
-            *blocking_s += (double)nmb * 2 * ag1;
-    }
-    if (forced && l->coll == OC_COLL_CHOICE_TREE && l->overlap_grad_reduce)
-        all = zero_tree_sum_s(m, l, t, (double)nmb * layers);
-    return all;
-}
-
-static double zero_blocking_s(const struct oc_model *m, const struct oc_layout *l,
-                              const struct oc_topology *t, const int64_t *nl, int64_t stage)
-{
-    double b;
-    zero_units_s(m, l, t, nl, stage, 1, &b);
-    return b;
 }
 
 /* Layers of chunk ch of `stage` whose gradients surely start their DP
@@ -390,7 +286,7 @@ static void stage_terms(const struct oc_model *m, const struct oc_layout *l,
         }
         per_mb += f + b;
     }
-    st->work = (double)nmb * per_mb + zero_blocking_s(m, l, t, ls->nl, stage);
+    st->work = (double)nmb * per_mb + oc_bound_zero_blocking_s(m, l, t, ls->nl, stage);
 
     /* The tail: DP reduction not overlapped, the weight all-gather of the
      * distributed optimizer, AdamW over the rank's (shard of) parameters. */
@@ -501,26 +397,6 @@ static double hop_s(const struct oc_layout *l, const struct oc_topology *t, doub
                t->nic_bandwidth_Bps;
     }
     return OC_BOUND_COMM_SAFETY * msg / oc_topology_intra_Bps(t);
-}
-
-/* ZeRO-2/3's unit collectives of local chunk `ch` that block the compute
- * stream, per micro-batch, in the forward (*zf) and the backward (*zb):
- * zero_units_s's blocking terms by direction (ZeRO-3 gathers a layer's
- * parameters before its forward and again before its backward; ZeRO-2/3
- * reduce-scatter its gradients after its backward). */
-static void zero_chunk_s(const struct oc_model *m, const struct oc_layout *l,
-                         const struct oc_topology *t, int64_t n, double *zf, double *zb)
-{
-    *zf = *zb = 0;
-    double ag1, rs1;
-    if (n < 1 || !zero_layer_colls(m, l, t, 1, &ag1, &rs1))
-        return;
-    if (!l->overlap_grad_reduce) {
-        *zf = l->zero == 3 ? (double)n * ag1 : 0;
-        *zb = (double)n * (rs1 + (l->zero == 3 ? ag1 : 0));
-    } else if (l->zero == 3) {
-        *zf = *zb = ag1;
-    }
 }
 
 /* How many consecutive stages of one replica a node holds whole, each
@@ -651,18 +527,23 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     double *f = oc_xcalloc((size_t)G, sizeof *f), *b = oc_xcalloc((size_t)G, sizeof *b);
     double *hop = oc_xcalloc((size_t)G, sizeof *hop);
     const int64_t *nl = ls->nl;
+    /* ZeRO-2/3 under overlap: one layer's gather and reduce-scatter at the
+     * forced algorithm's term (one collective's phases run one after the
+     * other, and each stream runs one collective at a time) */
+    double ag1 = 0, rs1 = 0;
+    const int zs_on = l->overlap_grad_reduce &&
+                      oc_bound_zero_layer_colls(m, l, t, 1, &ag1, &rs1) && rs1 > 0;
     for (int64_t g = 0; g < G; g++) {
         const int64_t i = g % p, ch = g / p;
         double zf, zb;
         chunk_fb(m, l, c, ls, i, ch, &f[g], &b[g]);
-        zero_chunk_s(m, l, t, nl[i * v + ch], &zf, &zb);
+        oc_bound_zero_chunk_s(m, l, t, nl[i * v + ch], &zf, &zb);
         f[g] += zf;
         b[g] += zb;
         /* ZeRO-3 under overlap: a unit's layers wait for their gathers,
          * which run one after the other on stream 0 from the unit's start
          * (the first blocking, the next ones prefetched: schedule_zero.h) */
-        double ag1, rs1;
-        if (l->zero == 3 && l->overlap_grad_reduce && zero_layer_colls(m, l, t, 1, &ag1, &rs1)) {
+        if (zs_on && l->zero == 3) {
             f[g] = dmax(f[g], (double)nl[i * v + ch] * ag1);
             b[g] = dmax(b[g], (double)nl[i * v + ch] * ag1);
         }
@@ -676,14 +557,11 @@ static double path_bound_s(const struct oc_model *m, const struct oc_layout *l,
     /* the units in order (bound_walk.c; a walk of the same inputs is
      * reused): ZeRO-2/3 reduce inside a backward unit, layer by layer, so
      * a chunk's gradients are ready from its last backward's start; else
-     * the chunk's bucket is posted after it */
-    /* ZeRO-2/3 under overlap: the gradient stream's queue (bound_walk.h) */
-    /* each at the forced algorithm's term: one collective's phases run
-     * one after the other, and the stream runs one collective at a time */
-    double ag1, rs1;
+     * the chunk's bucket is posted after it; under ZeRO-2/3 with overlap
+     * the reduce-scatters queue on their stream (bound_walk.h) */
     struct oc_bound_zstream zs = {NULL, ls->lb, 0};
     double *zl = NULL;
-    if (l->overlap_grad_reduce && zero_layer_colls(m, l, t, 1, &ag1, &rs1) && rs1 > 0) {
+    if (zs_on) {
         zl = oc_xcalloc((size_t)G, sizeof *zl);
         for (int64_t g = 0; g < G; g++)
             zl[g] = (double)nl[(g % p) * v + g / p];
@@ -809,10 +687,10 @@ void oc_bound_step_cost(const struct oc_model *m, const struct oc_layout *l,
     for (int64_t k0 = 0; k0 < p; k0 += q) {
         double z = 0, blocking;
         for (int64_t i = k0; i < k0 + q && i < p; i++) {
-            z += zero_units_s(m, l, t, nl, i, 0, &blocking);
+            z += oc_bound_zero_units_s(m, l, t, nl, i, 0, &blocking);
             /* one stage's own group under the forced algorithm */
             out->zero_link_s =
-                dmax(out->zero_link_s, zero_units_s(m, l, t, nl, i, 1, &blocking));
+                dmax(out->zero_link_s, oc_bound_zero_units_s(m, l, t, nl, i, 1, &blocking));
         }
         out->zero_link_s = dmax(out->zero_link_s, z);
     }

@@ -94,3 +94,10 @@ void oc_bound_grad_geom(const struct oc_layout *l, const struct oc_topology *t,
     }
 }
 
+
+double oc_bound_flow_Bps(const struct oc_topology *t, double share)
+{
+    const double flows = share > 1 ? share : 1;
+    const double node = (double)t->nics_per_node * t->nic_bandwidth_Bps / flows;
+    return node < t->nic_bandwidth_Bps ? node : t->nic_bandwidth_Bps;
+}

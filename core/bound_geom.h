@@ -31,5 +31,8 @@ void oc_bound_dp_geom(const struct oc_layout *l, const struct oc_topology *t,
                       struct oc_bound_geom *g);
 void oc_bound_grad_geom(const struct oc_layout *l, const struct oc_topology *t,
                         struct oc_bound_geom *g);
+/* The most one flow between nodes gets: one NIC, and no more than the
+ * node's NICs shared as among `share` groups (oc_bound_forced_coll_s's hop). */
+double oc_bound_flow_Bps(const struct oc_topology *t, double share);
 
 #endif

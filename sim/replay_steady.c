@@ -11,8 +11,11 @@
  * full run: the full run is the reduced run with D = m - m1 micro-batches
  * more of steady state inserted, each period a copy shifted by P. The
  * fold runs the reduced replay, checks that it did repeat itself, and
- * writes the full schedule's timeline from it; core/step_metrics.h then
- * derives every figure from that timeline as from a full replay. The
+ * writes the full schedule's timeline from it (oc_rp_steady_unfold, for a
+ * caller that keeps the timeline); core/step_metrics.h then derives every
+ * figure from that timeline as from a full replay. A caller that wants
+ * the figures alone reads the same op times rank by rank, without the
+ * full schedule (oc_rp_steady_figures: the same doubles). The
  * simulation's cost then grows with p (and v), not with m: llama2-70b
  * tp1-pp16-dp1-cp4 with 512 micro-batches simulates 53.
  *

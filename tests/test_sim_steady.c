@@ -52,6 +52,14 @@ static struct oc_model model(void)
     return m;
 }
 
+static struct oc_topology topo(void)
+{
+    struct oc_topology t;
+    struct oc_status st = {{0}};
+    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
+    return t;
+}
+
 /* ---- the plan ----------------------------------------------------------- */
 
 /* 1f1b, p = 4: K = 1, W = 4: c0 = 5, c1 = 5 + 4 + 2 = 11, m1 = 11 + 1 + 4
@@ -250,9 +258,8 @@ static void folded_equals_full(const char *label, int64_t cards, int64_t global_
                                enum oc_sim_fidelity fid)
 {
     const struct oc_model m = model();
-    struct oc_topology t;
+    const struct oc_topology t = topo();
     struct oc_status st = {{0}};
-    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
     struct oc_layout l = lay(label, global_batch);
     CU_ASSERT_EQUAL_FATAL(oc_layout_world(&l), cards);
     struct oc_rp_steady sp;
@@ -305,9 +312,8 @@ static void rank_by_rank_equals_unfolded(const char *label, int64_t cards, int64
                                          enum oc_sim_fidelity fid)
 {
     const struct oc_model m = model();
-    struct oc_topology t;
+    const struct oc_topology t = topo();
     struct oc_status st = {{0}};
-    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
     struct oc_layout l = lay(label, global_batch);
     CU_ASSERT_EQUAL_FATAL(oc_layout_world(&l), cards);
     struct oc_replay_opts o = {.fidelity = fid, .steady = 1};
@@ -355,9 +361,8 @@ static void test_rank_by_rank(void)
 static void test_sim_no_fold_forked(void)
 {
     const struct oc_model m = model();
-    struct oc_topology t;
+    const struct oc_topology t = topo();
     struct oc_status st = {{0}};
-    CU_ASSERT_EQUAL_FATAL(oc_topology_load("h100-100g", &t, &st), 0);
     struct oc_layout l = lay("tp2-pp4-dp2-mb1-1f1b", 2 * 40);
     struct oc_replay_opts o = {.fidelity = OC_SIM_SYM, .steady = 1};
     struct oc_metrics *a = malloc(sizeof *a), *b = malloc(sizeof *b);
