@@ -26,6 +26,8 @@
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/semaphore.h>
+#include <xbt/asserts.h>
+#include <xbt/config.h>
 
 #include "sim_log.h"
 
@@ -50,7 +52,12 @@ static struct {
     struct actor_rec *actors; /* (n_actors) */
     int64_t n_actors, cap_actors, finished;
     char **argv; /* handed to simgrid_init; lives as long as the process */
+    size_t canary_off; /* bytes below an actor's first frame where its
+                          canary sits; 0: none (a guard page, or a stack
+                          too small) */
 } eng;
+
+static void stack_canary_setup(void);
 
 /* ---- configuration ----------------------------------------------------- */
 
@@ -151,6 +158,16 @@ static char **simgrid_argv(const struct oc_sim_engine_opts *o, int *argc_out)
         {"contexts/stack-size", "1024"},
 #else
         {"contexts/stack-size", "256"},
+        /* No guard page: SimGrid protects one with mprotect when it
+         * allocates an actor's stack and unprotects it when the actor
+         * ends, and each call splits the mapping and flushes the TLB,
+         * which this project's machines pay dearly (a 64-card sweep: 1.17
+         * -> 1.00 s wall, system time 0.52 -> 0.30 s; docs/benchmarks.md,
+         * fourteenth session). What the guard caught, the canary below
+         * catches (trampoline, stack_canary_*): an actor that reaches half
+         * of its stack fails its simulation with a message; the Asan
+         * builds, which run the test suite in CI, keep SimGrid's guard. */
+        {"contexts/guard-size", "0"},
 #endif
     };
     const char *log = o->log ? o->log : oc_sim_log_env();
@@ -216,6 +233,7 @@ int oc_sim_engine_init(const struct oc_sim_engine_opts *o, struct oc_status *st)
     memcpy(given, eng.argv, ((size_t)argc + 1) * sizeof *given);
     simgrid_init(&argc, eng.argv);
     eng.initialised = 1;
+    stack_canary_setup();
     for (int i = 1; given[i]; i++)
         XBT_DEBUG("simgrid_init argument %d: %s", i, given[i]);
     free(given);
@@ -238,6 +256,44 @@ const struct oc_sim_platform *oc_sim_engine_platform(void)
 
 /* ---- actors ------------------------------------------------------------ */
 
+/* The stack canary, where an actor's stack has no guard page (the
+ * default outside Asan builds, simgrid_argv): OC_CANARY_WORDS words of a
+ * fixed pattern written half the stack size below the actor's first
+ * frame (trampoline's) and checked when the actor returns. SimGrid's
+ * context factories give every actor contexts/stack-size bytes and start
+ * it a few hundred bytes below their top, so that place lies inside the
+ * actor's own stack, and the actor's frames reach it only when it has
+ * used half of its stack (every simulation here needs under 16 KiB of the
+ * 256: engine.c's stack-size comment). A canary found overwritten fails
+ * the simulation with a message naming the remedy, so a stack overrun is
+ * a failed run, never a wrong number. Stacks under 64 KiB get no canary. */
+enum { OC_CANARY_WORDS = 8 };
+static const uint64_t canary_word = 0x6f6373696d21a5c3ull;
+
+static void stack_canary_setup(void)
+{
+    eng.canary_off = 0;
+    const int guard = sg_cfg_get_int("contexts/guard-size");
+    const int stack_kib = sg_cfg_get_int("contexts/stack-size");
+    if (guard == 0 && stack_kib >= 64)
+        eng.canary_off = (size_t)stack_kib * 1024 / 2;
+}
+
+/* The canary's place for the frame at `frame`: 64-byte aligned, below it. */
+static volatile uint64_t *stack_canary_at(const char *frame)
+{
+    const uintptr_t at = ((uintptr_t)frame - eng.canary_off) & ~(uintptr_t)63;
+    return (volatile uint64_t *)at;
+}
+
+static int stack_canary_intact(volatile const uint64_t *c)
+{
+    for (int i = 0; i < OC_CANARY_WORDS; i++)
+        if (c[i] != canary_word)
+            return 0;
+    return 1;
+}
+
 /* argv[1] is the actor's index in eng.actors: SimGrid copies argv, and the
  * actor's data pointer stays free for the caller. */
 static void trampoline(int argc, char **argv)
@@ -245,9 +301,19 @@ static void trampoline(int argc, char **argv)
     OC_ASSERT(argc == 2);
     const int64_t idx = strtoll(argv[1], NULL, 10);
     OC_ASSERT(idx >= 0 && idx < eng.n_actors);
+    volatile uint64_t *canary = NULL;
+    if (eng.canary_off) {
+        canary = stack_canary_at(__builtin_frame_address(0));
+        for (int i = 0; i < OC_CANARY_WORDS; i++)
+            canary[i] = canary_word;
+    }
     /* Copy: fn may create actors, which can move eng.actors. */
     const struct actor_rec r = eng.actors[idx];
     r.fn(r.arg);
+    if (canary && !stack_canary_intact(canary))
+        xbt_die("actor %s used more than half of its %d KiB stack: the simulation cannot be "
+                "trusted; rerun with a larger --cfg=contexts/stack-size:KiB",
+                r.name, sg_cfg_get_int("contexts/stack-size"));
     eng.actors[idx].done = 1;
     eng.finished++;
 }

@@ -36,6 +36,11 @@
  *   network/TCP-gamma:0       CM02 otherwise caps a flow at
  *                             TCP-gamma / (2 * latency) (4 MiB by default:
  *                             8 GB/s at 0.25 ms); 0 turns the cap off
+ *   contexts/stack-size:256   KiB per actor (1024 in Asan builds)
+ *   contexts/guard-size:0     no guard page below an actor's stack (Asan
+ *                             builds keep SimGrid's); a canary half-way
+ *                             down each stack fails the simulation when
+ *                             an actor reaches it (engine.c, trampoline)
  * and logs at "root.thresh:error" unless opts.log says otherwise.
  *
  * Logging. sim/ has one XBT log category per file under the parent

@@ -8,6 +8,10 @@
  * checks read thresholds, not log text. Settings at VERBOSE are used where
  * the child would otherwise print its DEBUG trace into the test's output
  * (nothing in sim/ logs at VERBOSE).
+ *
+ * And the stack canary (engine.c, trampoline): with no guard page, an
+ * actor that writes past half of its stack fails its simulation with a
+ * message, and one that stays below runs.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -146,6 +150,49 @@ static void test_log_env(void)
     unsetenv("OCSIM_LOG");
 }
 
+/* An actor that writes `kib` KiB of its stack. */
+static void stack_user(void *arg)
+{
+    const size_t n = (size_t)*(const int *)arg * 1024;
+    volatile char buf[n];
+    for (size_t i = 0; i < n; i += 16) /* the canary is 64 bytes */
+        buf[i] = (char)i;
+    (void)buf[n - 1];
+}
+
+/* In the child: 512 KiB stacks without a guard page (the canary at 256
+ * KiB below the first frame), one actor writing arg KiB. */
+static int stack_child(void *arg, struct oc_sim_buf *out, struct oc_status *st)
+{
+    (void)out;
+    static const char *const cfg[] = {"contexts/stack-size:512", "contexts/guard-size:0"};
+    struct oc_topology t = topo2();
+    struct oc_sim_engine_opts eo = {.topo = &t, .cards = 2, .cfg = cfg, .n_cfg = 2};
+    if (oc_sim_engine_init(&eo, st) != 0)
+        return -1;
+    oc_sim_actor_create("deep", oc_sim_engine_platform()->hosts[0], stack_user, arg);
+    return oc_sim_engine_run(st);
+}
+
+static void test_stack_canary(void)
+{
+    unsetenv("OCSIM_LOG");
+    struct oc_sim_buf buf = {0};
+    struct oc_status st = {{0}};
+    int kib = 128; /* a quarter of the stack: runs */
+    CU_ASSERT_EQUAL(oc_sim_fork_run(stack_child, &kib, NULL, &buf, &st), 0);
+    kib = 320; /* past half (256 KiB), inside the 512: the canary is hit */
+    CU_ASSERT_EQUAL(oc_sim_fork_run(stack_child, &kib, NULL, &buf, &st), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "actor deep used more than half of its 512 KiB stack"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(st.msg, "contexts/stack-size"));
+    oc_sim_buf_free(&buf);
+}
+
+static CU_TestInfo stack_tests[] = {
+    {"a stack overrun fails the simulation", test_stack_canary},
+    CU_TEST_INFO_NULL,
+};
+
 static CU_TestInfo log_tests[] = {
     {"no setting: errors only", test_log_default_quiet},
     {"the engine's opts.log", test_log_opts},
@@ -154,6 +201,7 @@ static CU_TestInfo log_tests[] = {
 };
 static CU_SuiteInfo suites[] = {
     {"sim_log", NULL, NULL, NULL, NULL, log_tests},
+    {"sim_stack", NULL, NULL, NULL, NULL, stack_tests},
     CU_SUITE_INFO_NULL,
 };
 
