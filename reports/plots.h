@@ -110,8 +110,9 @@ int oc_plot_sweep(const char *dir, const struct oc_metrics *mt, int64_t n,
                   const struct oc_rejected_layout *rej, int64_t nrej,
                   const struct oc_plot_opts *o, struct oc_status *st);
 
-/* Runs one gnuplot in `dir` on every NAME.gp in turn (`reset` between
- * them; one process: each start costs about 0.1 s), gnuplot's output into
+/* Runs gnuplot in `dir` on every NAME.gp: one process per online core (at
+ * most 4, at most one per script), each on its share of the scripts in
+ * turn (`reset` between them), all at once; their output into
  * dir/gnuplot.log. Returns 0; 1 with st->msg when gnuplot is missing or a
  * script failed (the scripts and data stay; the images of the scripts that
  * completed are kept, none of the others); -1 with st->msg naming the
